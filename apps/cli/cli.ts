@@ -1,0 +1,271 @@
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { z } from 'zod';
+import { KeyScope } from '../../domain/account/events.ts';
+import { isDomainError } from '../../domain/errors.ts';
+import { type Config, ConfigError, loadConfig } from '../../infra/config.ts';
+import { migrateToLatest } from '../../infra/db/migrate.ts';
+import { newPassword } from '../../infra/ids.ts';
+import { catchUp, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
+import { openRuntime, type Runtime } from '../../infra/runtime.ts';
+import { listApiKeys } from '../../projections/accounts.ts';
+import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
+import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
+import { progressBar } from './progress.ts';
+import { seedDemo } from './seed-demo.ts';
+
+export type CliIo = { out: (text: string) => void; err: (text: string) => void };
+
+export const USAGE = `Usage: npm run cli -- <command> [options]
+
+  migrate                                   apply database migrations
+  seed-demo [--sites N] [--articles N] [--backlinks N] [--seed N] [--json]
+                                            a new demo account (counts per site; defaults 2, 12, 40)
+  accounts create --name NAME --email EMAIL [--password P]
+  keys create --account ID [--name NAME] [--scope read|write]
+  keys list --account ID
+  keys revoke --account ID --key KEY_ID
+  staff create --name NAME --email EMAIL [--password P]
+  ingest sites|articles|backlinks|rewrites --file F.jsonl [--account ID]
+  projections status
+  projections rebuild [NAME]                drop a read model and replay every event (all when no NAME)
+
+Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), LOG_LEVEL.`;
+
+class UsageError extends Error {}
+
+/** The async read models (backlinks, statistics, activity) catch up before the command returns. */
+async function bringAsyncUpToDate(rt: Runtime): Promise<void> {
+  for (const p of asyncProjectors) {
+    const bar = progressBar(`project ${p.name}`, 0);
+    await catchUp(rt.db, p, ({ done, total }) => bar.update(done, total));
+    bar.stop();
+  }
+}
+
+const count = (name: string, fallback: number, value: string | undefined): number => {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 10_000_000)
+    throw new UsageError(`--${name} must be a whole number from 0 to 10000000`);
+  return n;
+};
+
+function required(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function parse<const T extends ParseArgsOptionsConfig>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true } as const);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** Runs one CLI command; returns the exit code. Results go to `out` (stdout), everything else to `err`. */
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  io?: CliIo,
+): Promise<number> {
+  const { out, err } = io ?? {
+    out: (t: string) => process.stdout.write(`${t}\n`),
+    err: (t: string) => process.stderr.write(`${t}\n`),
+  };
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    (command ? out : err)(USAGE);
+    return command ? 0 : 2;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      err(error.message);
+      return 2;
+    }
+    throw error;
+  }
+  let runtime: Runtime | undefined;
+  const open = async (): Promise<Runtime> => {
+    runtime = await openRuntime(config, { migrate: true, poolSize: 4 });
+    return runtime;
+  };
+  try {
+    switch (command) {
+      case 'migrate': {
+        parse(rest, {});
+        const rt = await openRuntime(config, { migrate: false, poolSize: 1 });
+        runtime = rt;
+        const { applied } = await migrateToLatest(rt.db);
+        err(
+          applied.length
+            ? `applied ${applied.length} migration(s): ${applied.join(', ')}`
+            : 'database is up to date',
+        );
+        return 0;
+      }
+      case 'seed-demo': {
+        const { values } = parse(rest, {
+          sites: { type: 'string' },
+          articles: { type: 'string' },
+          backlinks: { type: 'string' },
+          seed: { type: 'string' },
+          json: { type: 'boolean' },
+        });
+        const opts = {
+          sites: count('sites', 2, values.sites),
+          articles: count('articles', 12, values.articles),
+          backlinks: count('backlinks', 40, values.backlinks),
+          ...(values.seed !== undefined ? { seed: count('seed', 0, values.seed) } : {}),
+        };
+        const rt = await open();
+        const result = await seedDemo(rt, opts);
+        await bringAsyncUpToDate(rt);
+        if (values.json) out(JSON.stringify(result));
+        else {
+          out(`account  ${result.account_id}`);
+          out(`sign in  ${result.email} / ${result.password}`);
+          out(`api key  ${result.api_key}   (write scope; shown once)`);
+          for (const s of result.sites) out(`site     ${s.id}  ${s.domain}`);
+        }
+        return 0;
+      }
+      case 'accounts':
+      case 'staff': {
+        const [sub, ...args] = rest;
+        if (sub !== 'create') throw new UsageError(`${command}: expected "create"`);
+        const { values } = parse(args, {
+          name: { type: 'string' },
+          email: { type: 'string' },
+          password: { type: 'string' },
+        });
+        const email = z.email().safeParse(required(values, 'email'));
+        if (!email.success) throw new UsageError('--email must be an email address');
+        const password = values.password ?? newPassword();
+        const person = { name: required(values, 'name'), email: email.data, password };
+        const { commands } = await open();
+        const created =
+          command === 'accounts'
+            ? { account_id: (await commands.openAccount(person)).accountId }
+            : { staff_id: (await commands.addStaffMember(person)).staffId };
+        out(JSON.stringify({ ...created, email: email.data, ...(values.password ? {} : { password }) }));
+        return 0;
+      }
+      case 'keys': {
+        const [sub, ...args] = rest;
+        if (sub === 'create') {
+          const { values } = parse(args, {
+            account: { type: 'string' },
+            name: { type: 'string' },
+            scope: { type: 'string' },
+          });
+          const scope = KeyScope.safeParse(values.scope ?? 'read');
+          if (!scope.success) throw new UsageError('--scope must be read or write');
+          const key = await (await open()).commands.createApiKey(required(values, 'account'), {
+            name: values.name ?? 'API key',
+            scope: scope.data,
+          });
+          out(JSON.stringify({ key_id: key.keyId, api_key: key.key, prefix: key.prefix, scope: key.scope }));
+          err('The key is shown this once: store it now. Only its hash is kept.');
+          return 0;
+        }
+        if (sub === 'list') {
+          const { values } = parse(args, { account: { type: 'string' } });
+          const keys = await listApiKeys((await open()).db, required(values, 'account'));
+          for (const k of keys) {
+            out(
+              JSON.stringify({
+                key_id: k.id,
+                name: k.name,
+                prefix: k.prefix,
+                scope: k.scope,
+                created_at: k.created_at.toISOString(),
+                revoked_at: k.revoked_at?.toISOString() ?? null,
+                last_used_at: k.last_used_at?.toISOString() ?? null,
+              }),
+            );
+          }
+          return 0;
+        }
+        if (sub === 'revoke') {
+          const { values } = parse(args, { account: { type: 'string' }, key: { type: 'string' } });
+          const r = await (await open()).commands.revokeApiKey(
+            required(values, 'account'),
+            required(values, 'key'),
+          );
+          err(r.revoked ? 'key revoked' : 'key was already revoked');
+          return 0;
+        }
+        throw new UsageError('keys: expected create, list or revoke');
+      }
+      case 'ingest': {
+        const [kind, ...args] = rest;
+        if (!ingestKinds.includes(kind as IngestKind))
+          throw new UsageError(`ingest: expected one of ${ingestKinds.join(', ')}`);
+        const { values } = parse(args, { file: { type: 'string' }, account: { type: 'string' } });
+        const file = required(values, 'file');
+        const rt = await open();
+        const report = await ingestFile(rt.commands, kind as IngestKind, file, { account: values.account });
+        await bringAsyncUpToDate(rt);
+        for (const f of report.failed) err(`${file}:${f.line}: ${f.error}`);
+        err(`${report.applied} applied, ${report.unchanged} unchanged, ${report.failed.length} failed`);
+        out(JSON.stringify(report));
+        return report.failed.length > 0 ? 1 : 0;
+      }
+      case 'projections': {
+        const [sub, ...args] = rest;
+        const { positionals } = parse(args, {});
+        const rt = await open();
+        if (sub === 'status') {
+          for (const s of await projectionStatus(rt.db, projectors)) {
+            const cp = s.checkpoint
+              ? `checkpoint ${s.checkpoint.transactionId}/${s.checkpoint.position}`
+              : 'same transaction as the append';
+            out(`${s.name.padEnd(16)} ${s.mode.padEnd(6)} lag ${String(s.lag).padStart(8)}  ${cp}`);
+          }
+          return 0;
+        }
+        if (sub === 'rebuild') {
+          const name = positionals[0];
+          const chosen = name ? [findProjector(name)] : projectors;
+          if (chosen.some((p) => p === undefined)) {
+            throw new UsageError(
+              `unknown projection ${name}; known: ${projectors.map((p) => p.name).join(', ')}`,
+            );
+          }
+          for (const p of chosen) {
+            if (!p) continue;
+            const bar = progressBar(`rebuild ${p.name}`, 0);
+            const n = await rebuild(rt.db, p, ({ done, total }) => bar.update(done, total));
+            bar.stop();
+            err(`${p.name}: replayed ${n} events`);
+          }
+          return 0;
+        }
+        throw new UsageError('projections: expected status or rebuild');
+      }
+      default:
+        throw new UsageError(`unknown command ${command}`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      err(`${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (isDomainError(error)) {
+      err(`${error.code}: ${error.message}`);
+      return 1;
+    }
+    if (error instanceof Error && 'code' in error && error.code === 'ENOENT') {
+      err(error.message);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await runtime?.close();
+  }
+}

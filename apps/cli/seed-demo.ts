@@ -1,0 +1,100 @@
+import type { Actor } from '../../domain/event.ts';
+import { newPassword } from '../../infra/ids.ts';
+import type { Runtime } from '../../infra/runtime.ts';
+import { demoArticle, demoBacklink, demoSite, seededRandom } from './demo-content.ts';
+import { progressBar } from './progress.ts';
+
+export type SeedOptions = {
+  sites: number;
+  articles: number;
+  backlinks: number;
+  seed?: number;
+  quiet?: boolean;
+};
+export type SeedResult = {
+  account_id: string;
+  email: string;
+  password: string;
+  api_key: string;
+  sites: { id: string; domain: string }[];
+};
+
+const DAY = 86_400_000;
+const pipeline: Actor = { type: 'system', id: 'seed-demo', name: 'Demo data' };
+
+/**
+ * A new demo account with sites, articles (bodies with protected links) and backlinks, made through
+ * the same command handlers as everything else, and a write-scoped API key. Counts are per site.
+ */
+export async function seedDemo(
+  runtime: Runtime,
+  opts: SeedOptions,
+  now: Date = new Date(),
+): Promise<SeedResult> {
+  const { commands } = runtime;
+  const rnd = seededRandom(opts.seed ?? Math.floor(Math.random() * 2 ** 31));
+  const tag = Math.floor(rnd() * 36 ** 6)
+    .toString(36)
+    .padStart(6, '0');
+  const email = `demo-${tag}@example.com`;
+  const password = newPassword();
+  const { accountId } = await commands.openAccount({ name: `Demo account ${tag}`, email, password });
+  const key = await commands.createApiKey(accountId, { name: 'Demo key', scope: 'write' });
+
+  const sites: SeedResult['sites'] = [];
+  const total = opts.sites * (1 + opts.articles + opts.backlinks);
+  const bar = opts.quiet ? null : progressBar('seed-demo', total);
+  let done = 0;
+  for (let s = 0; s < opts.sites; s++) {
+    const site = demoSite(s);
+    const { siteId } = await commands.addSite(accountId, {
+      name: site.name,
+      domain: site.domain,
+      url: `https://${site.domain}/`,
+    });
+    sites.push({ id: siteId, domain: site.domain });
+    bar?.update(++done);
+    for (let a = 0; a < opts.articles; a++) {
+      const article = demoArticle(rnd, site, a);
+      const roll = rnd();
+      const status =
+        roll < 0.08 ? 'draft' : roll < 0.12 ? 'scheduled' : roll < 0.15 ? 'archived' : 'published';
+      const publishedAt =
+        status === 'draft'
+          ? null
+          : status === 'scheduled'
+            ? new Date(now.getTime() + Math.ceil(rnd() * 30) * DAY)
+            : new Date(now.getTime() - Math.floor(rnd() * 180 * DAY));
+      await commands.createArticle(
+        accountId,
+        {
+          siteId,
+          title: article.title,
+          body: article.body,
+          url: article.url,
+          status,
+          publishedAt: publishedAt ? publishedAt.toISOString() : null,
+          targetKeyword: article.targetKeyword,
+          featuredImage:
+            rnd() < 0.7
+              ? {
+                  url: `https://images.${site.domain}/articles/${a + 1}.jpg`,
+                  alt: article.title,
+                  width: 1200,
+                  height: 630,
+                }
+              : null,
+        },
+        { origin: 'rewrite', actor: pipeline },
+      );
+      bar?.update(++done);
+    }
+    for (let b = 0; b < opts.backlinks; b++) {
+      const acquiredOn = new Date(now.getTime() - Math.floor(rnd() * 180 * DAY)).toISOString().slice(0, 10);
+      await commands.acquireBacklink(accountId, { siteId, acquiredOn, ...demoBacklink(rnd, site) });
+      bar?.update(++done);
+    }
+  }
+  bar?.stop();
+  return { account_id: accountId, email, password, api_key: key.key, sites };
+}

@@ -1,0 +1,116 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { type ErrorCode, isDomainError } from '../../domain/errors.ts';
+
+/** The one mapping from a semantic error code to an HTTP status. */
+export const statusOf: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  unauthenticated: 401,
+  insufficient_scope: 403,
+  not_found: 404,
+  conflict: 409,
+  revision_mismatch: 412,
+  image_too_large: 413,
+  unsupported_image: 415,
+  protected_links_modified: 422,
+  image_fetch_failed: 422,
+  rate_limited: 429,
+  edit_limit_reached: 429,
+  internal: 500,
+};
+
+const titles: Record<ErrorCode, string> = {
+  invalid_request: 'Invalid request',
+  unauthenticated: 'Authentication required',
+  insufficient_scope: 'Insufficient scope',
+  not_found: 'Not found',
+  conflict: 'Conflict',
+  revision_mismatch: 'Revision mismatch',
+  image_too_large: 'Image too large',
+  unsupported_image: 'Unsupported image',
+  protected_links_modified: 'Protected links modified',
+  image_fetch_failed: 'Image fetch failed',
+  rate_limited: 'Too many requests',
+  edit_limit_reached: 'Daily edit limit reached',
+  internal: 'Internal error',
+};
+
+export type Problem = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  code: ErrorCode;
+  request_id: string;
+  errors?: readonly Record<string, unknown>[];
+};
+
+export function problem(
+  request: FastifyRequest,
+  code: ErrorCode,
+  detail: string,
+  errors?: readonly Record<string, unknown>[],
+): Problem {
+  return {
+    type: `https://content-service.dev/problems/${code.replaceAll('_', '-')}`,
+    title: titles[code],
+    status: statusOf[code],
+    detail,
+    instance: request.url.split('?')[0] ?? request.url,
+    code,
+    request_id: String(request.id),
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  };
+}
+
+export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+  return reply.status(p.status).type('application/problem+json').send(p);
+}
+
+/**
+ * Every error leaves as RFC 9457 problem+json with a stable code. Domain errors carry their code;
+ * schema validation becomes `invalid_request` naming each parameter; anything unknown is logged and
+ * answered with a generic 500 that leaks nothing but the request id.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (isDomainError(error)) {
+      return sendProblem(reply, problem(request, error.code, error.message, error.errors));
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const where = error.validationContext ?? 'body';
+      const errors = error.validation.map((v) => {
+        const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+        const extra = v.params as { issue?: { keys?: string[] } } | undefined;
+        const name = path || extra?.issue?.keys?.join(',') || where;
+        return { in: where === 'querystring' ? 'query' : where, name, message: v.message ?? 'invalid' };
+      });
+      return sendProblem(
+        reply,
+        problem(request, 'invalid_request', 'The request has invalid parameters', errors),
+      );
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Fastify's own client errors (malformed JSON, body too large, unsupported content type) keep
+      // their status; the code says the request itself was at fault.
+      return sendProblem(reply, { ...problem(request, 'invalid_request', error.message), status });
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendProblem(
+      reply,
+      problem(
+        request,
+        'internal',
+        'Something went wrong on our side. Quote the request id if you contact support.',
+      ),
+    );
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      reply,
+      problem(request, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
+}

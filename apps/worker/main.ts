@@ -1,0 +1,32 @@
+import pino from 'pino';
+import { loadConfigOrExit } from '../../infra/config.ts';
+import { startAsyncProjections } from '../../infra/projection-runner.ts';
+import { openRuntime } from '../../infra/runtime.ts';
+import { projectors } from '../../projections/index.ts';
+
+/**
+ * The async projectors (and, later, the background jobs) apart from the HTTP processes, for scale-out:
+ * run with RUN_WORKERS=false on the API processes. Several workers may run; each batch of a projector
+ * holds an advisory lock, so they take turns and never apply an event twice.
+ */
+const config = loadConfigOrExit();
+const log = pino({ level: config.LOG_LEVEL, base: { app: 'worker' } });
+if (!config.DATABASE_URL) {
+  log.warn(
+    'no DATABASE_URL: the embedded database serves one process; use `npm start`, which runs the workers too',
+  );
+}
+const runtime = await openRuntime(config, { migrate: true, logger: log });
+const workers = startAsyncProjections({ handle: runtime.handle, projectors, logger: log });
+log.info({ projectors: projectors.filter((p) => p.mode === 'async').map((p) => p.name) }, 'worker running');
+
+let stopping = false;
+async function stop(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'stopping after the current batch');
+  await workers.stop();
+  await runtime.close();
+}
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));

@@ -1,0 +1,320 @@
+import { DomainError } from '../errors.ts';
+import type { Actor, Command, Origin } from '../event.ts';
+import { checkProtectedBlocks } from '../html/protected.ts';
+import { sanitizeHtml } from '../html/sanitize.ts';
+import type { ArticleEvent, ArticleStatus, FeaturedImage, SanitizedItem } from './events.ts';
+
+export const TITLE_MAX = 300;
+export const BODY_MAX_BYTES = 2 * 1024 * 1024;
+
+/** The article as its events leave it. `revision` equals the stream version. */
+export type Article = {
+  readonly exists: true;
+  readonly articleId: string;
+  readonly siteId: string;
+  readonly accountId: string;
+  readonly revision: number;
+  readonly title: string;
+  readonly body: string;
+  readonly url: string;
+  readonly status: ArticleStatus;
+  readonly publishedAt: string | null;
+  readonly targetKeyword: string | null;
+  readonly featuredImage: FeaturedImage | null;
+  readonly updatedAt: string;
+};
+export type ArticleState = { readonly exists: false; readonly revision: 0 } | Article;
+
+export const initialState: ArticleState = { exists: false, revision: 0 };
+
+export function evolve(state: ArticleState, event: ArticleEvent): ArticleState {
+  const at = event.metadata.at;
+  switch (event.type) {
+    case 'ArticleCreated': {
+      const d = event.data;
+      return {
+        exists: true,
+        articleId: d.articleId,
+        siteId: d.siteId,
+        accountId: d.accountId,
+        revision: d.revision,
+        title: d.title,
+        body: d.body,
+        url: d.url,
+        status: d.status,
+        publishedAt: d.publishedAt,
+        targetKeyword: d.targetKeyword,
+        featuredImage: d.featuredImage,
+        updatedAt: at,
+      };
+    }
+    case 'ArticleEdited': {
+      if (!state.exists) return state;
+      const d = event.data;
+      return {
+        ...state,
+        revision: d.revision,
+        title: d.title ?? state.title,
+        body: d.body ?? state.body,
+        updatedAt: at,
+      };
+    }
+    case 'FeaturedImageReplaced':
+      if (!state.exists) return state;
+      return {
+        ...state,
+        revision: event.data.revision,
+        featuredImage: event.data.featuredImage,
+        updatedAt: at,
+      };
+    case 'ArticleRestored': {
+      if (!state.exists) return state;
+      const d = event.data;
+      return {
+        ...state,
+        revision: d.revision,
+        title: d.title,
+        body: d.body,
+        featuredImage: d.featuredImage,
+        updatedAt: at,
+      };
+    }
+    case 'ArticleStatusChanged':
+      if (!state.exists) return state;
+      return {
+        ...state,
+        revision: event.data.revision,
+        status: event.data.status,
+        publishedAt: event.data.publishedAt,
+        updatedAt: at,
+      };
+    default: {
+      const unknown: never = event;
+      throw new Error(`unknown article event ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+/** Replays events onto the initial state (the content at revision n is `fold(events up to n)`). */
+export function fold(events: readonly ArticleEvent[]): ArticleState {
+  return events.reduce(evolve, initialState);
+}
+
+type Who = { origin: Origin; actor: Actor; reason: string | null };
+/** Present when the caller edits a revision it has seen (If-Match): a stale one is refused. */
+type Expectation = { expectedRevision?: number | undefined };
+
+export type CreateArticle = Command<
+  'CreateArticle',
+  Who & {
+    articleId: string;
+    siteId: string;
+    accountId: string;
+    title: string;
+    body: string;
+    url: string;
+    status: ArticleStatus;
+    publishedAt: string | null;
+    targetKeyword: string | null;
+    featuredImage: FeaturedImage | null;
+  }
+>;
+export type EditArticle = Command<
+  'EditArticle',
+  Who & Expectation & { articleId: string; title?: string | undefined; body?: string | undefined }
+>;
+export type ReplaceFeaturedImage = Command<
+  'ReplaceFeaturedImage',
+  Who & Expectation & { articleId: string; featuredImage: FeaturedImage }
+>;
+/** `snapshot` is the article replayed up to `revision` by the handler; the decider only judges it. */
+export type RestoreRevision = Command<
+  'RestoreRevision',
+  Who & Expectation & { articleId: string; revision: number; snapshot: ArticleState }
+>;
+export type ChangeArticleStatus = Command<
+  'ChangeArticleStatus',
+  Who & Expectation & { articleId: string; status: ArticleStatus; publishedAt: string | null }
+>;
+export type ArticleCommand =
+  | CreateArticle
+  | EditArticle
+  | ReplaceFeaturedImage
+  | RestoreRevision
+  | ChangeArticleStatus;
+
+function requireArticle(state: ArticleState, articleId: string): Article {
+  if (!state.exists) throw new DomainError('not_found', `No article ${articleId}`);
+  return state;
+}
+
+function checkExpectation(state: Article, expected: number | undefined): void {
+  if (expected !== undefined && expected !== state.revision) {
+    throw new DomainError(
+      'revision_mismatch',
+      `The article is at revision ${state.revision}, not ${expected}; reload it and apply the edit again`,
+    );
+  }
+}
+
+function checkTitle(title: string): void {
+  if (title.trim().length === 0 || title.length > TITLE_MAX) {
+    throw new DomainError('invalid_request', `The title must be 1 to ${TITLE_MAX} characters`, [
+      { in: 'body', name: 'title', message: `must be 1 to ${TITLE_MAX} characters, not only spaces` },
+    ]);
+  }
+}
+
+function checkBodySize(body: string): void {
+  if (new TextEncoder().encode(body).length > BODY_MAX_BYTES) {
+    throw new DomainError('invalid_request', 'The body is larger than 2 MiB', [
+      { in: 'body', name: 'body', message: 'must be at most 2 MiB (2097152 bytes) of UTF-8' },
+    ]);
+  }
+}
+
+function checkProtected(current: string, next: string): void {
+  const check = checkProtectedBlocks(current, next);
+  if (!check.ok) throw new DomainError('protected_links_modified', check.summary, check.errors);
+}
+
+/** The fields every revision event carries: the next revision number and who made it, from where, why. */
+function nextRevision(article: Article, who: Who): Who & { articleId: string; revision: number } {
+  return {
+    articleId: article.articleId,
+    revision: article.revision + 1,
+    origin: who.origin,
+    actor: who.actor,
+    reason: who.reason,
+  };
+}
+
+function sameImage(a: FeaturedImage | null, b: FeaturedImage | null): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+export function decide(command: ArticleCommand, state: ArticleState): ArticleEvent[] {
+  const metadata = command.metadata;
+  switch (command.type) {
+    case 'CreateArticle': {
+      const d = command.data;
+      if (state.exists) throw new DomainError('conflict', `Article ${d.articleId} exists already`);
+      checkTitle(d.title);
+      checkBodySize(d.body);
+      if ((d.status === 'published' || d.status === 'scheduled') && d.publishedAt === null) {
+        throw new DomainError('invalid_request', `A ${d.status} article needs published_at`);
+      }
+      const body = sanitizeHtml(d.body).html;
+      return [{ type: 'ArticleCreated', data: { ...d, body, revision: 1 }, metadata }];
+    }
+    case 'EditArticle': {
+      const d = command.data;
+      const article = requireArticle(state, d.articleId);
+      if (d.title === undefined && d.body === undefined) {
+        throw new DomainError('invalid_request', 'Give a title, a body, or both', [
+          { in: 'body', name: 'title', message: 'title or body is required' },
+        ]);
+      }
+      checkExpectation(article, d.expectedRevision);
+      if (d.title !== undefined) checkTitle(d.title);
+      let body: string | undefined;
+      let sanitized: SanitizedItem[] = [];
+      if (d.body !== undefined) {
+        checkBodySize(d.body);
+        const result = sanitizeHtml(d.body);
+        checkProtected(article.body, result.html);
+        body = result.html;
+        sanitized = result.removed;
+      }
+      const title = d.title !== undefined && d.title !== article.title ? d.title : undefined;
+      if (body === article.body) body = undefined;
+      if (title === undefined && body === undefined) return [];
+      return [
+        {
+          type: 'ArticleEdited',
+          data: {
+            ...nextRevision(article, d),
+            ...(title !== undefined ? { title } : {}),
+            ...(body !== undefined ? { body } : {}),
+            sanitized,
+          },
+          metadata,
+        },
+      ];
+    }
+    case 'ReplaceFeaturedImage': {
+      const d = command.data;
+      const article = requireArticle(state, d.articleId);
+      checkExpectation(article, d.expectedRevision);
+      if (sameImage(article.featuredImage, d.featuredImage)) return [];
+      return [
+        {
+          type: 'FeaturedImageReplaced',
+          data: {
+            ...nextRevision(article, d),
+            featuredImage: d.featuredImage,
+          },
+          metadata,
+        },
+      ];
+    }
+    case 'RestoreRevision': {
+      const d = command.data;
+      const article = requireArticle(state, d.articleId);
+      checkExpectation(article, d.expectedRevision);
+      if (!Number.isInteger(d.revision) || d.revision < 1 || d.revision > article.revision) {
+        throw new DomainError('not_found', `Article ${d.articleId} has no revision ${d.revision}`);
+      }
+      const target = d.snapshot;
+      if (!target.exists || target.revision !== d.revision) {
+        throw new DomainError('not_found', `Article ${d.articleId} has no revision ${d.revision}`);
+      }
+      // A restore is an edit too: it may not drop a protected link inserted after that revision.
+      checkProtected(article.body, target.body);
+      if (
+        target.title === article.title &&
+        target.body === article.body &&
+        sameImage(target.featuredImage, article.featuredImage)
+      ) {
+        return [];
+      }
+      return [
+        {
+          type: 'ArticleRestored',
+          data: {
+            ...nextRevision(article, d),
+            restoredFrom: d.revision,
+            title: target.title,
+            body: target.body,
+            featuredImage: target.featuredImage,
+          },
+          metadata,
+        },
+      ];
+    }
+    case 'ChangeArticleStatus': {
+      const d = command.data;
+      const article = requireArticle(state, d.articleId);
+      checkExpectation(article, d.expectedRevision);
+      if ((d.status === 'published' || d.status === 'scheduled') && d.publishedAt === null) {
+        throw new DomainError('invalid_request', `A ${d.status} article needs published_at`);
+      }
+      if (d.status === article.status && d.publishedAt === article.publishedAt) return [];
+      return [
+        {
+          type: 'ArticleStatusChanged',
+          data: {
+            ...nextRevision(article, d),
+            status: d.status,
+            publishedAt: d.publishedAt,
+          },
+          metadata,
+        },
+      ];
+    }
+    default: {
+      const unknown: never = command;
+      throw new Error(`unknown article command ${JSON.stringify(unknown)}`);
+    }
+  }
+}

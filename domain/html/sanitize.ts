@@ -1,0 +1,376 @@
+import type { DefaultTreeAdapterTypes } from 'parse5';
+import { defaultTreeAdapter, parseFragment, serialize, html as spec } from 'parse5';
+
+type ChildNode = DefaultTreeAdapterTypes.ChildNode;
+type Element = DefaultTreeAdapterTypes.Element;
+type ParentNode = DefaultTreeAdapterTypes.ParentNode;
+type DocumentFragment = DefaultTreeAdapterTypes.DocumentFragment;
+type TextNode = DefaultTreeAdapterTypes.TextNode;
+
+/** Why something was taken out of a body. Stable codes: the HTTP API returns them as they are. */
+export type SanitizeReason =
+  /** An unknown element: its tag went, its content stayed. */
+  | 'element_not_allowed'
+  /** An element whose content is dangerous or meaningless as text (script, iframe, svg...): gone with its content. */
+  | 'unsafe_element'
+  /** An allowed element in a place the HTML parser would restructure (a link in a link, a block in a paragraph, table parts outside a table): its tag went, its content stayed. */
+  | 'invalid_nesting'
+  /** Text inside a table but outside any cell, which a browser would move elsewhere. */
+  | 'misplaced_text'
+  | 'attribute_not_allowed'
+  | 'event_handler'
+  | 'unsafe_url'
+  /** `data-service-protected` with a value other than `backlink` or `internal`. */
+  | 'invalid_protection_marker'
+  | 'comment'
+  /** Markup that could not be brought into a stable shape: only its text was kept. */
+  | 'unstable_markup';
+
+/** One thing the sanitiser removed: where (in the body it was given), what, and why. */
+export type SanitizedItem = { path: string; removed: string; reason: SanitizeReason };
+
+export type SanitizeResult = { html: string; removed: SanitizedItem[] };
+
+/** The marker attributes of protected blocks, allowed on any element. */
+export const PROTECTED_ATTRIBUTE = 'data-service-protected';
+export const PROTECTED_ID_ATTRIBUTE = 'data-service-id';
+export const PROTECTED_KINDS: ReadonlySet<string> = new Set(['backlink', 'internal']);
+
+const ALLOWED_ELEMENTS: ReadonlySet<string> = new Set([
+  ...['p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
+  ...['strong', 'b', 'em', 'i', 'u', 's', 'sub', 'sup', 'small', 'mark'],
+  ...['blockquote', 'q', 'cite', 'code', 'pre', 'ul', 'ol', 'li', 'dl', 'dt', 'dd'],
+  ...['a', 'img', 'figure', 'figcaption', 'span', 'div', 'section', 'abbr', 'time'],
+  ...['table', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td', 'caption'],
+]);
+
+/** Elements dropped together with everything inside them. Any other unknown element is unwrapped. */
+const DROPPED_ELEMENTS: ReadonlySet<string> = new Set([
+  ...['script', 'style', 'template', 'noscript', 'noembed', 'noframes'],
+  ...['iframe', 'frame', 'frameset', 'object', 'embed', 'applet', 'param', 'portal', 'fencedframe'],
+  ...['svg', 'math', 'link', 'meta', 'base', 'head', 'title', 'source', 'track', 'area'],
+  ...['input', 'button', 'select', 'option', 'optgroup', 'datalist', 'textarea', 'keygen', 'output'],
+]);
+
+const GLOBAL_ATTRIBUTES: ReadonlySet<string> = new Set([
+  'title',
+  'lang',
+  'dir',
+  PROTECTED_ATTRIBUTE,
+  PROTECTED_ID_ATTRIBUTE,
+]);
+
+const ELEMENT_ATTRIBUTES: Readonly<Record<string, ReadonlySet<string>>> = {
+  a: new Set(['href', 'rel', 'target', 'hreflang']),
+  img: new Set(['src', 'alt', 'width', 'height', 'loading']),
+  td: new Set(['colspan', 'rowspan', 'scope']),
+  th: new Set(['colspan', 'rowspan', 'scope']),
+  ol: new Set(['start', 'type', 'reversed']),
+  time: new Set(['datetime']),
+  blockquote: new Set(['cite']),
+  q: new Set(['cite']),
+  abbr: new Set(['title']),
+};
+
+const URL_ATTRIBUTES: ReadonlySet<string> = new Set(['href', 'src', 'cite']);
+const ALLOWED_SCHEMES: ReadonlySet<string> = new Set(['http', 'https', 'mailto', 'tel']);
+
+// Parser rules the output must not trip over when it is parsed again (HTML standard, "in body" and
+// table insertion modes), restricted to the allowed elements.
+const HEADINGS: ReadonlySet<string> = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
+/** Start tags that close an open `p` in button scope. */
+const CLOSES_P: ReadonlySet<string> = new Set([
+  ...['blockquote', 'div', 'dl', 'figcaption', 'figure', 'ol', 'p', 'section', 'ul'],
+  ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'pre', 'table', 'hr', 'li', 'dd', 'dt'],
+]);
+/** Allowed elements that bound the button scope (a `p` beyond them is not closed). */
+const BUTTON_SCOPE_BOUNDARIES: ReadonlySet<string> = new Set(['table', 'td', 'th', 'caption']);
+/** Allowed elements that push a marker on the list of active formatting elements. */
+const FORMATTING_MARKERS: ReadonlySet<string> = new Set(['td', 'th', 'caption']);
+/** Allowed elements of the parser's "special" category, less `div` and `p` (the `li`/`dd` walk passes those). */
+const SPECIAL_STOPS: ReadonlySet<string> = new Set([
+  ...['blockquote', 'br', 'caption', 'dd', 'dl', 'dt', 'figcaption', 'figure', 'hr', 'img', 'li', 'ol'],
+  ...['pre', 'section', 'table', 'tbody', 'td', 'tfoot', 'th', 'thead', 'tr', 'ul'],
+  ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
+]);
+/** The only element children a table container may have. */
+const TABLE_CHILDREN: Readonly<Record<string, ReadonlySet<string>>> = {
+  table: new Set(['caption', 'thead', 'tbody', 'tfoot']),
+  thead: new Set(['tr']),
+  tbody: new Set(['tr']),
+  tfoot: new Set(['tr']),
+  tr: new Set(['td', 'th']),
+};
+/** The only parents table parts may have (elsewhere the parser ignores their tags). */
+const TABLE_PARENTS: Readonly<Record<string, ReadonlySet<string>>> = {
+  caption: new Set(['table']),
+  thead: new Set(['table']),
+  tbody: new Set(['table']),
+  tfoot: new Set(['table']),
+  tr: new Set(['thead', 'tbody', 'tfoot']),
+  td: new Set(['tr']),
+  th: new Set(['tr']),
+};
+
+const MAX_PASSES = 4;
+const SHOWN_VALUE_LENGTH = 60;
+
+/**
+ * Sanitises an article body: an allowlist of elements and attributes on the parse5 tree, URLs
+ * limited to http, https, mailto, tel and relative ones, comments dropped. The result is a
+ * fixpoint: sanitising it again changes nothing, and parsing and serialising it again gives the
+ * same bytes (no mutation XSS).
+ */
+export function sanitizeHtml(html: string): SanitizeResult {
+  const removed: SanitizedItem[] = [];
+  const first = parseBody(html);
+  cleanTree(first, removed);
+  let out = serialize(first);
+  // The nesting rules in cleanTree already give a parse-stable tree (200k random soups: always);
+  // the passes below prove it and, should one ever not be, let the parser restructure and clean
+  // again. Items found there are reported with paths in that intermediate tree.
+  for (let pass = 1; pass < MAX_PASSES; pass++) {
+    const tree = parseBody(out);
+    const reparsed = serialize(tree);
+    const items: SanitizedItem[] = [];
+    const changed = cleanTree(tree, items);
+    if (!changed && reparsed === out) return { html: out, removed };
+    removed.push(...items);
+    out = changed ? serialize(tree) : reparsed;
+  }
+  // No fixpoint within a few passes (never seen; a safety net): keep the text only, which is one.
+  removed.push({ path: 'body', removed: shorten(out), reason: 'unstable_markup' });
+  const fragment = defaultTreeAdapter.createDocumentFragment();
+  defaultTreeAdapter.insertText(fragment, collectText(parseBody(out)));
+  return { html: serialize(fragment), removed };
+}
+
+/**
+ * Parses a body the way a browser parses it into the page: as a fragment in a `div`'s context
+ * (parse5's default context, `template`, would keep table parts a page drops).
+ */
+export function parseBody(html: string): DocumentFragment {
+  const context = defaultTreeAdapter.createElement('div', spec.NS.HTML, []);
+  return parseFragment(context, html, {});
+}
+
+export function isElement(node: ChildNode): node is Element {
+  return 'tagName' in node;
+}
+
+export function isText(node: ChildNode): node is TextNode {
+  return node.nodeName === '#text';
+}
+
+/**
+ * Whether a URL attribute value may stay: http, https, mailto, tel or no scheme at all (relative
+ * URLs, fragments). Normalised first as a URL parser does: ASCII tab, LF and CR removed anywhere,
+ * leading C0 controls and spaces stripped, the scheme compared case-insensitively.
+ */
+export function isAllowedUrl(value: string): boolean {
+  let normalised = value.replace(/[\t\n\r]/g, '');
+  let start = 0;
+  while (start < normalised.length && normalised.charCodeAt(start) <= 0x20) start++;
+  normalised = normalised.slice(start);
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(normalised)?.[1];
+  return scheme === undefined || ALLOWED_SCHEMES.has(scheme.toLowerCase());
+}
+
+/** Where the parser stands at an element of the output: what its start tags would close. */
+type Scope = {
+  tag: string | null;
+  /** An open `a` with no formatting marker (cell, caption) after it. */
+  inLink: boolean;
+  /** An open `p` in button scope. */
+  pInButtonScope: boolean;
+  /** The `li` start-tag walk would reach an open `li`. */
+  liOpen: boolean;
+  /** The `dd`/`dt` start-tag walk would reach an open `dd` or `dt`. */
+  dlItemOpen: boolean;
+};
+
+const ROOT_SCOPE: Scope = {
+  tag: null,
+  inLink: false,
+  pInButtonScope: false,
+  liOpen: false,
+  dlItemOpen: false,
+};
+
+function scopeOf(tag: string, parent: Scope): Scope {
+  const stops = SPECIAL_STOPS.has(tag);
+  return {
+    tag,
+    inLink: tag === 'a' || (!FORMATTING_MARKERS.has(tag) && parent.inLink),
+    pInButtonScope: tag === 'p' || (!BUTTON_SCOPE_BOUNDARIES.has(tag) && parent.pInButtonScope),
+    liOpen: tag === 'li' || (!stops && parent.liOpen),
+    dlItemOpen: tag === 'dd' || tag === 'dt' || (!stops && parent.dlItemOpen),
+  };
+}
+
+/** Whether an allowed element, placed under `parent`, would be moved or dropped by a new parse. */
+function isMisnested(tag: string, parent: Scope): boolean {
+  const container = parent.tag === null ? undefined : TABLE_CHILDREN[parent.tag];
+  if (container !== undefined) return !container.has(tag);
+  const parents = TABLE_PARENTS[tag];
+  if (parents !== undefined) return parent.tag === null || !parents.has(parent.tag);
+  if (tag === 'a' && parent.inLink) return true;
+  if (CLOSES_P.has(tag) && parent.pInButtonScope) return true;
+  if (HEADINGS.has(tag) && parent.tag !== null && HEADINGS.has(parent.tag)) return true;
+  if (tag === 'li' && parent.liOpen) return true;
+  if ((tag === 'dd' || tag === 'dt') && parent.dlItemOpen) return true;
+  return false;
+}
+
+/**
+ * The children of one input node being cleaned. An element that stays gets a frame of its own
+ * (`owner`, collecting into a new list); an unwrapped one gets a frame that collects into its
+ * parent's list, so the walk needs no recursion however deep the tree is.
+ */
+type Frame = {
+  nodes: readonly ChildNode[];
+  index: number;
+  out: ChildNode[];
+  scope: Scope;
+  path: string;
+  seen: Map<string, number>;
+  owner: ParentNode | null;
+};
+
+/** Cleans a parsed body in place; reports what it removed; says whether it changed anything. */
+function cleanTree(root: DocumentFragment, removed: SanitizedItem[]): boolean {
+  const before = removed.length;
+  let changed = false;
+  const stack: Frame[] = [frameFor(root.childNodes, [], ROOT_SCOPE, '', root)];
+  for (let frame = stack.at(-1); frame !== undefined; frame = stack.at(-1)) {
+    const node = frame.nodes[frame.index++];
+    if (node === undefined) {
+      stack.pop();
+      if (frame.owner !== null) changed = adopt(frame.owner, frame.out) || changed;
+      continue;
+    }
+    const path = childPath(frame, node);
+    if (node.nodeName === '#comment') {
+      removed.push({ path, removed: `<!--${shorten(commentData(node))}-->`, reason: 'comment' });
+      continue;
+    }
+    if (isText(node)) {
+      if (frame.scope.tag !== null && TABLE_CHILDREN[frame.scope.tag] !== undefined && !isBlank(node.value)) {
+        removed.push({ path, removed: shorten(node.value), reason: 'misplaced_text' });
+      } else {
+        frame.out.push(node);
+      }
+      continue;
+    }
+    if (!isElement(node)) continue; // a doctype: never produced in a fragment
+    const tag = node.tagName;
+    if (node.namespaceURI !== spec.NS.HTML || DROPPED_ELEMENTS.has(tag)) {
+      removed.push({ path, removed: `<${tag}>`, reason: 'unsafe_element' });
+      continue;
+    }
+    if (!ALLOWED_ELEMENTS.has(tag) || isMisnested(tag, frame.scope)) {
+      const reason = ALLOWED_ELEMENTS.has(tag) ? 'invalid_nesting' : 'element_not_allowed';
+      removed.push({ path, removed: `<${tag}>`, reason });
+      stack.push(frameFor(node.childNodes, frame.out, frame.scope, path, null));
+      continue;
+    }
+    node.attrs = node.attrs.filter((attribute) => {
+      const reason = attributeProblem(tag, attribute.name, attribute.value, attribute.namespace);
+      if (reason !== null) removed.push({ path, removed: showAttribute(attribute), reason });
+      return reason === null;
+    });
+    frame.out.push(node);
+    stack.push(frameFor(node.childNodes, [], scopeOf(tag, frame.scope), path, node));
+  }
+  return changed || removed.length > before;
+}
+
+function frameFor(
+  nodes: readonly ChildNode[],
+  out: ChildNode[],
+  scope: Scope,
+  path: string,
+  owner: ParentNode | null,
+): Frame {
+  return { nodes, index: 0, out, scope, path, seen: new Map(), owner };
+}
+
+/** `p[2] > a[1]`: each step is the tag and its rank among same-named siblings in the input. */
+function childPath(frame: Frame, node: ChildNode): string {
+  const name = isElement(node) ? node.tagName : node.nodeName;
+  const rank = (frame.seen.get(name) ?? 0) + 1;
+  frame.seen.set(name, rank);
+  const step = `${name}[${rank}]`;
+  return frame.path === '' ? step : `${frame.path} > ${step}`;
+}
+
+function attributeProblem(
+  tag: string,
+  name: string,
+  value: string,
+  namespace: string | undefined,
+): SanitizeReason | null {
+  if (name.startsWith('on')) return 'event_handler';
+  if (namespace !== undefined && namespace !== '') return 'attribute_not_allowed';
+  if (!GLOBAL_ATTRIBUTES.has(name) && ELEMENT_ATTRIBUTES[tag]?.has(name) !== true) {
+    return 'attribute_not_allowed';
+  }
+  if (URL_ATTRIBUTES.has(name) && !isAllowedUrl(value)) return 'unsafe_url';
+  if (name === PROTECTED_ATTRIBUTE && !PROTECTED_KINDS.has(value)) return 'invalid_protection_marker';
+  return null;
+}
+
+/**
+ * Gives a kept element (or the root) its cleaned children: adjacent texts merged, empty ones
+ * dropped, and the leading newlines of a `pre` removed (the parser eats the first one, so they
+ * would not survive a second parse). Says whether that normalisation changed the text.
+ */
+function adopt(owner: ParentNode, children: ChildNode[]): boolean {
+  let changed = false;
+  const merged: ChildNode[] = [];
+  for (const child of children) {
+    const last = merged.at(-1);
+    if (isText(child) && last !== undefined && isText(last)) {
+      last.value += child.value;
+    } else {
+      merged.push(child);
+    }
+  }
+  const first = merged[0];
+  if ('tagName' in owner && owner.tagName === 'pre' && first !== undefined && isText(first)) {
+    const trimmed = first.value.replace(/^\n+/, '');
+    changed = trimmed !== first.value;
+    first.value = trimmed;
+  }
+  const kept = merged.filter((child) => !isText(child) || child.value !== '');
+  for (const child of kept) child.parentNode = owner;
+  owner.childNodes = kept;
+  return changed;
+}
+
+function collectText(root: DocumentFragment): string {
+  let text = '';
+  const stack: ChildNode[] = [...root.childNodes].reverse();
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if (isText(node)) text += node.value;
+    else if (isElement(node)) stack.push(...[...node.childNodes].reverse());
+  }
+  return text;
+}
+
+function commentData(node: ChildNode): string {
+  return 'data' in node ? node.data : '';
+}
+
+/** HTML's ASCII whitespace: what a table may hold between its rows. */
+function isBlank(text: string): boolean {
+  return /^[\t\n\f\r ]*$/.test(text);
+}
+
+function showAttribute(attribute: { name: string; value: string }): string {
+  return `${attribute.name}="${shorten(attribute.value)}"`;
+}
+
+function shorten(text: string): string {
+  return text.length <= SHOWN_VALUE_LENGTH ? text : `${text.slice(0, SHOWN_VALUE_LENGTH - 3)}...`;
+}

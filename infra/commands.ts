@@ -1,0 +1,411 @@
+import { hash as argon2Hash } from '@node-rs/argon2';
+import { decideAccount, evolveAccount, initialAccountState } from '../domain/account/decider.ts';
+import { type AccountEvent, accountStream, type KeyScope, staffStream } from '../domain/account/events.ts';
+import { activityStream, type CallRecorded } from '../domain/activity/events.ts';
+import {
+  type Article,
+  type ArticleCommand,
+  type ArticleState,
+  decide,
+  evolve,
+  initialState,
+} from '../domain/article/decider.ts';
+import {
+  type ArticleEvent,
+  type ArticleStatus,
+  articleStream,
+  type FeaturedImage,
+  type SanitizedItem,
+} from '../domain/article/events.ts';
+import { type BacklinkAcquired, backlinkStream } from '../domain/backlink/events.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
+import { siteStream } from '../domain/site/events.ts';
+import { type ArticleDetailRow, findArticle } from '../projections/articles.ts';
+import type { Db } from './db/schema.ts';
+import { ConcurrencyError, type EventStore, type ExpectedVersion, type StoredEvent } from './event-store.ts';
+import { newApiKey, newId } from './ids.ts';
+
+/** Who asks, from which face, and why: every revision carries it. */
+export type Caller = { origin: Origin; actor: Actor; requestId?: string | undefined };
+
+export type EditResult = {
+  article: ArticleDetailRow;
+  changed: boolean;
+  revision: number;
+  sanitized: SanitizedItem[];
+};
+
+export type CommandDeps = {
+  db: Db;
+  store: EventStore;
+  /** The clock is injected so tests and replays are deterministic. */
+  now?: () => Date;
+};
+
+/**
+ * Load the stream, fold it, decide, append at the version that was read; on a concurrent write,
+ * load and decide once more (the decision may now be different, e.g. a stale If-Match).
+ */
+async function handle<S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
+  store: EventStore,
+  streamId: string,
+  fold: { initial: S; evolve: (state: S, event: E) => S },
+  decideOn: (state: S, version: number) => E[],
+): Promise<{ events: StoredEvent[]; state: S; version: number }> {
+  for (let attempt = 0; ; attempt++) {
+    const history = await store.readStream(streamId);
+    const state = history.reduce((s, e) => fold.evolve(s, e as unknown as E), fold.initial);
+    const version = history.length === 0 ? 0 : (history[history.length - 1]?.version ?? 0);
+    const events = decideOn(state, version);
+    if (events.length === 0) return { events: [], state, version };
+    const expectedVersion: ExpectedVersion = version === 0 ? 'no_stream' : version;
+    try {
+      const result = await store.append(streamId, events, { expectedVersion });
+      const after = events.reduce(fold.evolve, state);
+      return { events: result.events, state: after, version: result.nextVersion };
+    } catch (error) {
+      if (error instanceof ConcurrencyError && attempt === 0) continue;
+      if (error instanceof ConcurrencyError) {
+        throw new DomainError(
+          'conflict',
+          'The resource was changed by another request at the same time; try again',
+        );
+      }
+      throw error;
+    }
+  }
+}
+
+const articleFold = { initial: initialState, evolve };
+const accountFold = { initial: initialAccountState, evolve: evolveAccount };
+
+export type Commands = ReturnType<typeof createCommands>;
+
+/** The command handlers: the API, MCP, the web editor, the CLI and ingestion all call these. */
+export function createCommands(deps: CommandDeps) {
+  const { db, store } = deps;
+  const now = deps.now ?? (() => new Date());
+  const meta = (caller?: { requestId?: string | undefined }): EventMetadata => ({
+    at: now().toISOString(),
+    ...(caller?.requestId ? { requestId: caller.requestId } : {}),
+  });
+
+  async function articleCommand(
+    accountId: string,
+    articleId: string,
+    build: (state: Article) => ArticleCommand,
+  ): Promise<EditResult> {
+    let sanitized: SanitizedItem[] = [];
+    const result = await handle(store, articleStream(articleId), articleFold, (state) => {
+      // Another account's article is answered exactly like one that does not exist.
+      if (!state.exists || state.accountId !== accountId)
+        throw new DomainError('not_found', `No article ${articleId}`);
+      const events = decide(build(state), state);
+      const edited = events.find((e) => e.type === 'ArticleEdited');
+      sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
+      return events;
+    });
+    const article = await findArticle(db, accountId, articleId);
+    if (!article) throw new DomainError('not_found', `No article ${articleId}`);
+    return { article, changed: result.events.length > 0, revision: article.revision, sanitized };
+  }
+
+  return {
+    async openAccount(input: {
+      name: string;
+      email: string;
+      password?: string | null;
+    }): Promise<{ accountId: string }> {
+      const accountId = newId('acc');
+      const passwordHash = input.password ? await argon2Hash(input.password) : null;
+      await handle(store, accountStream(accountId), accountFold, (state) =>
+        decideAccount(
+          {
+            type: 'OpenAccount',
+            data: { accountId, name: input.name, email: input.email, passwordHash },
+            metadata: meta(),
+          },
+          state,
+        ),
+      );
+      return { accountId };
+    },
+
+    async createApiKey(
+      accountId: string,
+      input: { name: string; scope: KeyScope },
+    ): Promise<{ keyId: string; key: string; prefix: string; scope: KeyScope }> {
+      const keyId = newId('key');
+      const { key, prefix, hash } = newApiKey();
+      await handle(store, accountStream(accountId), accountFold, (state) =>
+        decideAccount(
+          {
+            type: 'CreateApiKey',
+            data: { accountId, keyId, name: input.name, prefix, hash, scope: input.scope },
+            metadata: meta(),
+          },
+          state,
+        ),
+      );
+      return { keyId, key, prefix, scope: input.scope };
+    },
+
+    async revokeApiKey(accountId: string, keyId: string): Promise<{ revoked: boolean }> {
+      const result = await handle(store, accountStream(accountId), accountFold, (state) =>
+        decideAccount({ type: 'RevokeApiKey', data: { accountId, keyId }, metadata: meta() }, state),
+      );
+      return { revoked: result.events.length > 0 };
+    },
+
+    async addStaffMember(input: {
+      name: string;
+      email: string;
+      password?: string | null;
+    }): Promise<{ staffId: string }> {
+      const staffId = newId('stf');
+      const passwordHash = input.password ? await argon2Hash(input.password) : null;
+      const event: AccountEvent = {
+        type: 'StaffMemberAdded',
+        data: { staffId, name: input.name, email: input.email, passwordHash },
+        metadata: meta(),
+      };
+      await store.append(staffStream(staffId), [event], { expectedVersion: 'no_stream' });
+      return { staffId };
+    },
+
+    async addSite(
+      accountId: string,
+      input: { siteId?: string; name: string; domain: string; url: string },
+    ): Promise<{ siteId: string }> {
+      const account = await store.readStream(accountStream(accountId), { to: 1 });
+      if (account.length === 0) throw new DomainError('not_found', `No account ${accountId}`);
+      const siteId = input.siteId ?? newId('site');
+      try {
+        await store.append(
+          siteStream(siteId),
+          [
+            {
+              type: 'SiteAdded',
+              data: { siteId, accountId, name: input.name, domain: input.domain, url: input.url },
+              metadata: meta(),
+            },
+          ],
+          { expectedVersion: 'no_stream' },
+        );
+      } catch (error) {
+        if (error instanceof ConcurrencyError)
+          throw new DomainError('conflict', `Site ${siteId} exists already`);
+        throw error;
+      }
+      return { siteId };
+    },
+
+    async acquireBacklink(
+      accountId: string,
+      input: Omit<BacklinkAcquired['data'], 'accountId' | 'backlinkId'> & { backlinkId?: string },
+    ): Promise<{ backlinkId: string }> {
+      await requireSite(accountId, input.siteId);
+      const backlinkId = input.backlinkId ?? newId('bl');
+      try {
+        await store.append(
+          backlinkStream(backlinkId),
+          [{ type: 'BacklinkAcquired', data: { ...input, backlinkId, accountId }, metadata: meta() }],
+          { expectedVersion: 'no_stream' },
+        );
+      } catch (error) {
+        if (error instanceof ConcurrencyError)
+          throw new DomainError('conflict', `Backlink ${backlinkId} exists already`);
+        throw error;
+      }
+      return { backlinkId };
+    },
+
+    async createArticle(
+      accountId: string,
+      input: {
+        articleId?: string;
+        siteId: string;
+        title: string;
+        body: string;
+        url: string;
+        status: ArticleStatus;
+        publishedAt: string | null;
+        targetKeyword: string | null;
+        featuredImage: FeaturedImage | null;
+        reason?: string | null;
+      },
+      caller: Caller,
+    ): Promise<{ articleId: string }> {
+      await requireSite(accountId, input.siteId);
+      const articleId = input.articleId ?? newId('art');
+      await handle(store, articleStream(articleId), articleFold, (state) =>
+        decide(
+          {
+            type: 'CreateArticle',
+            data: {
+              articleId,
+              siteId: input.siteId,
+              accountId,
+              title: input.title,
+              body: input.body,
+              url: input.url,
+              status: input.status,
+              publishedAt: input.publishedAt,
+              targetKeyword: input.targetKeyword,
+              featuredImage: input.featuredImage,
+              origin: caller.origin,
+              actor: caller.actor,
+              reason: input.reason ?? null,
+            },
+            metadata: meta(caller),
+          },
+          state,
+        ),
+      );
+      return { articleId };
+    },
+
+    editArticle(
+      accountId: string,
+      articleId: string,
+      input: {
+        title?: string | undefined;
+        body?: string | undefined;
+        reason?: string | null | undefined;
+        expectedRevision?: number | undefined;
+      },
+      caller: Caller,
+    ): Promise<EditResult> {
+      return articleCommand(accountId, articleId, () => ({
+        type: 'EditArticle',
+        data: {
+          articleId,
+          title: input.title,
+          body: input.body,
+          reason: input.reason ?? null,
+          expectedRevision: input.expectedRevision,
+          origin: caller.origin,
+          actor: caller.actor,
+        },
+        metadata: meta(caller),
+      }));
+    },
+
+    replaceFeaturedImage(
+      accountId: string,
+      articleId: string,
+      input: {
+        featuredImage: FeaturedImage;
+        reason?: string | null | undefined;
+        expectedRevision?: number | undefined;
+      },
+      caller: Caller,
+    ): Promise<EditResult> {
+      return articleCommand(accountId, articleId, () => ({
+        type: 'ReplaceFeaturedImage',
+        data: {
+          articleId,
+          featuredImage: input.featuredImage,
+          reason: input.reason ?? null,
+          expectedRevision: input.expectedRevision,
+          origin: caller.origin,
+          actor: caller.actor,
+        },
+        metadata: meta(caller),
+      }));
+    },
+
+    async restoreRevision(
+      accountId: string,
+      articleId: string,
+      input: { revision: number; reason?: string | null | undefined; expectedRevision?: number | undefined },
+      caller: Caller,
+    ): Promise<EditResult> {
+      const snapshot = await articleAt(accountId, articleId, input.revision);
+      return articleCommand(accountId, articleId, () => ({
+        type: 'RestoreRevision',
+        data: {
+          articleId,
+          revision: input.revision,
+          snapshot,
+          reason: input.reason ?? null,
+          expectedRevision: input.expectedRevision,
+          origin: caller.origin,
+          actor: caller.actor,
+        },
+        metadata: meta(caller),
+      }));
+    },
+
+    changeArticleStatus(
+      accountId: string,
+      articleId: string,
+      /** `publishedAt` left out keeps the article's current one. */
+      input: {
+        status: ArticleStatus;
+        publishedAt?: string | null | undefined;
+        reason?: string | null | undefined;
+      },
+      caller: Caller,
+    ): Promise<EditResult> {
+      return articleCommand(accountId, articleId, (state) => ({
+        type: 'ChangeArticleStatus',
+        data: {
+          articleId,
+          status: input.status,
+          publishedAt: input.publishedAt !== undefined ? input.publishedAt : state.publishedAt,
+          reason: input.reason ?? null,
+          origin: caller.origin,
+          actor: caller.actor,
+        },
+        metadata: meta(caller),
+      }));
+    },
+
+    /** The article as it was at revision n, by replaying its stream up to n. */
+    articleAt,
+
+    /** One call through a face of the service, for the activity log. */
+    async recordCall(
+      input: Omit<CallRecorded['data'], 'activityId'> & { at?: Date },
+    ): Promise<{ activityId: string }> {
+      const activityId = newId('act');
+      const { at, ...data } = input;
+      await store.append(
+        activityStream(input.accountId),
+        [
+          {
+            type: 'CallRecorded',
+            data: { ...data, activityId },
+            metadata: {
+              at: (at ?? now()).toISOString(),
+              ...(data.requestId ? { requestId: data.requestId } : {}),
+            },
+          },
+        ],
+        { expectedVersion: 'any' },
+      );
+      return { activityId };
+    },
+  };
+
+  async function articleAt(accountId: string, articleId: string, revision: number): Promise<ArticleState> {
+    const missing = new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
+    if (!Number.isInteger(revision) || revision < 1) throw missing;
+    const events = await store.readStream(articleStream(articleId), { to: revision });
+    const state = events.reduce((s, e) => evolve(s, e as unknown as ArticleEvent), initialState);
+    if (!state.exists || state.accountId !== accountId)
+      throw new DomainError('not_found', `No article ${articleId}`);
+    if (state.revision !== revision) {
+      throw missing;
+    }
+    return state;
+  }
+
+  async function requireSite(accountId: string, siteId: string): Promise<void> {
+    const site = await store.readStream(siteStream(siteId), { to: 1 });
+    const added = site[0]?.data as { accountId?: string } | undefined;
+    if (!added || added.accountId !== accountId) throw new DomainError('not_found', `No site ${siteId}`);
+  }
+}

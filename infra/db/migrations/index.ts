@@ -1,0 +1,21 @@
+import type { Migration, MigrationProvider } from 'kysely/migration';
+import * as eventStore from './2026-11-21-001-event-store.ts';
+import * as readModels from './2026-11-21-002-read-models.ts';
+
+/*
+ * Every migration, imported statically so that they run the same under Node's type stripping,
+ * vitest and the CLI (no directory scanning, no dynamic import of `.ts` paths).
+ * Add new files here, named `YYYY-MM-DD-NNN-what.ts`; kysely runs them in name order.
+ */
+const all: Record<string, Migration> = {
+  '2026-11-21-001-event-store': eventStore,
+  '2026-11-21-002-read-models': readModels,
+};
+
+export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
+  Object.fromEntries(Object.entries(all).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+);
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async (): Promise<Record<string, Migration>> => ({ ...migrations }),
+};

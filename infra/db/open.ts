@@ -1,0 +1,338 @@
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database, Db } from './schema.ts';
+
+/*
+ * Opens the app's database: PostgreSQL when a URL is given, otherwise the embedded default, PGlite
+ * (PostgreSQL in WASM) served on a loopback port by pglite-socket. Both are reached through the
+ * same `pg` driver and kysely's PostgresDialect, so every query runs the same code path.
+ *
+ * Value types, the same on both backends and set per pool (nothing global is changed in `pg`):
+ * `bigint` (int8) columns come back as decimal strings (pg's default: lossless and JSON-safe; the
+ * event store converts positions and transaction ids to JS `bigint`), `date` as its `YYYY-MM-DD`
+ * text (pg's default would be a Date at local midnight), `timestamptz` as `Date`, `jsonb` as
+ * parsed JSON.
+ */
+
+/** The notification channel the event store signals on after an append commits. */
+export const APPENDED_CHANNEL = 'events_appended';
+
+/** The subset of a pino logger the database layer uses. */
+export interface DbLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface OpenDatabaseOptions {
+  /** PostgreSQL connection string; without it the embedded PGlite in `dataDir` is used. */
+  databaseUrl?: string;
+  /** The embedded database's folder (created if missing), or `memory://` for a throwaway in-memory one. */
+  dataDir: string;
+  /** pg pool size on PostgreSQL (default 10). Always 1 on PGlite: pglite-socket serves one connection. */
+  poolSize?: number;
+  logger?: DbLogger;
+}
+
+export interface DbHandle {
+  /** Kysely<Database> over pg (PostgresDialect). */
+  readonly db: Db;
+  readonly kind: 'postgres' | 'pglite';
+  readonly pool: pg.Pool;
+  /** Subscribe to "events were appended" wake-ups (LISTEN on PostgreSQL, in-process on PGlite). Returns an unsubscribe. */
+  onAppended(listener: () => void): () => void;
+  /** Called by the event store after a commit: wakes in-process listeners at once (and on postgres, other processes get the NOTIFY sent inside the transaction). */
+  notifyAppended(): void;
+  close(): Promise<void>;
+}
+
+const DEFAULT_POOL_SIZE = 10;
+/** A pool waiter gives up after this long: on PGlite's pool of one, a query issued on `db` inside a
+ * transaction (instead of on `trx`) would otherwise wait for its own connection forever. */
+const CONNECTION_TIMEOUT_MS = 30_000;
+const RECONNECT_MIN_MS = 250;
+const RECONNECT_MAX_MS = 30_000;
+
+const DATE_OID = 1082;
+
+/** pg's parsers, except `date`, which stays text. */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === DATE_OID && format !== 'binary'
+      ? (value: string) => value
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** What to log of an error: pg's pool hangs the whole client on `err.client`, which must not be dumped. */
+function summary(err: unknown): { name?: string; message: string; code?: string } {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const code = (err as { code?: unknown }).code;
+  return { name: err.name, message: err.message, ...(typeof code === 'string' ? { code } : {}) };
+}
+
+const consoleLogger: DbLogger = {
+  info: () => {},
+  warn: (obj, msg) => console.warn(msg, obj),
+  error: (obj, msg) => console.error(msg, obj),
+};
+
+export async function openDatabase(opts: OpenDatabaseOptions): Promise<DbHandle> {
+  const logger = opts.logger ?? consoleLogger;
+  return opts.databaseUrl === undefined || opts.databaseUrl === ''
+    ? openPglite(opts.dataDir, logger)
+    : openPostgres(opts.databaseUrl, opts.poolSize ?? DEFAULT_POOL_SIZE, logger);
+}
+
+interface Wakeups {
+  on(listener: () => void): () => void;
+  wake(): void;
+}
+
+function createWakeups(logger: DbLogger): Wakeups {
+  const listeners = new Set<() => void>();
+  return {
+    on(listener) {
+      // Wrapped, so that the same function subscribed twice is two subscriptions.
+      const entry = (): void => listener();
+      listeners.add(entry);
+      return () => {
+        listeners.delete(entry);
+      };
+    },
+    wake() {
+      for (const listener of [...listeners]) {
+        try {
+          listener();
+        } catch (err) {
+          logger.error({ err: summary(err) }, 'an onAppended listener threw');
+        }
+      }
+    },
+  };
+}
+
+/** Runs every step even when one fails, then throws the first failure. */
+function closer(steps: ReadonlyArray<() => Promise<void>>, logger: DbLogger): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => {
+    closing ??= (async () => {
+      let first: unknown;
+      for (const step of steps) {
+        try {
+          await step();
+        } catch (err) {
+          logger.error({ err: summary(err) }, 'closing the database failed');
+          first ??= err;
+        }
+      }
+      if (first !== undefined) throw first;
+    })();
+    return closing;
+  };
+}
+
+async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLogger): Promise<DbHandle> {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: poolSize,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    types,
+  });
+  // An idle client whose connection breaks emits 'error' on the pool; unhandled, it would crash the
+  // process. Once closing, clients pg-pool is still ending may see their server go: not news.
+  let closing = false;
+  pool.on('error', (err) => {
+    if (!closing) logger.warn({ err: summary(err) }, 'an idle PostgreSQL connection failed');
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const wakeups = createWakeups(logger);
+
+  let listener: Listener;
+  try {
+    listener = await listen(databaseUrl, wakeups.wake, logger);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+
+  return {
+    db,
+    kind: 'postgres',
+    pool,
+    onAppended: wakeups.on,
+    notifyAppended: wakeups.wake,
+    close: closer(
+      [
+        async () => {
+          closing = true;
+          await db.destroy();
+        },
+        () => listener.close(),
+      ],
+      logger,
+    ),
+  };
+}
+
+interface Listener {
+  close(): Promise<void>;
+}
+
+/**
+ * One dedicated connection that LISTENs on the appended channel. When it drops, it reconnects with
+ * exponential backoff and then wakes the listeners once, since notifications sent while it was
+ * down are lost. Its timers are unref'd and `close()` ends it, so it never keeps the process alive.
+ * The first connection must succeed: a wrong URL fails `openDatabase` loudly.
+ */
+async function listen(databaseUrl: string, onNotify: () => void, logger: DbLogger): Promise<Listener> {
+  let closed = false;
+  let current: pg.Client | undefined;
+  let connecting: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let attempt = 0;
+
+  const lost = (client: pg.Client, err?: unknown): void => {
+    if (client !== current) return;
+    current = undefined;
+    client.end().catch(() => {});
+    if (closed) return;
+    logger.warn(
+      { err: err === undefined ? undefined : summary(err) },
+      'the LISTEN connection to PostgreSQL was lost; reconnecting',
+    );
+    schedule();
+  };
+
+  const connectOnce = async (): Promise<void> => {
+    const client = new pg.Client({
+      connectionString: databaseUrl,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      application_name: 'content-service:listen',
+    });
+    // Errors before `current` is set are reported by connect()/query() below; later ones by 'error'/'end'.
+    client.on('error', (err) => lost(client, err));
+    client.on('end', () => lost(client));
+    client.on('notification', (message) => {
+      if (message.channel === APPENDED_CHANNEL) onNotify();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${APPENDED_CHANNEL}`);
+    } catch (err) {
+      client.end().catch(() => {});
+      throw err;
+    }
+    if (closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    current = client;
+  };
+
+  const schedule = (): void => {
+    const ceiling = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** attempt);
+    attempt += 1;
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        connecting = connectOnce().then(
+          () => {
+            connecting = undefined;
+            if (closed) return;
+            attempt = 0;
+            logger.info({}, 'the LISTEN connection to PostgreSQL is back');
+            onNotify();
+          },
+          (err: unknown) => {
+            connecting = undefined;
+            if (closed) return;
+            logger.warn(
+              { err: summary(err), attempt },
+              'reconnecting the LISTEN connection failed; retrying',
+            );
+            schedule();
+          },
+        );
+      },
+      ceiling / 2 + Math.random() * (ceiling / 2),
+    );
+    timer.unref();
+  };
+
+  await connectOnce();
+
+  return {
+    async close() {
+      closed = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await connecting;
+      const client = current;
+      current = undefined;
+      if (client !== undefined) await client.end();
+    },
+  };
+}
+
+async function openPglite(dataDir: string, logger: DbLogger): Promise<DbHandle> {
+  const inMemory = dataDir.startsWith('memory://');
+  const location = inMemory ? dataDir : resolve(dataDir);
+  if (!inMemory) await mkdir(location, { recursive: true });
+
+  const pglite = await PGlite.create(location);
+  // Port 0: the OS picks a free loopback port. maxConnections stays at its default of 1, and the
+  // pool below has one connection: pglite-socket 0.2.17's multiplexer (maxConnections > 1) queues
+  // wire messages one by one and only keeps a connection's messages together inside an explicit
+  // transaction, so two connections' extended-protocol exchanges (Parse/Bind/Execute/Sync on the
+  // unnamed statement) could interleave. One connection, shared through the pool, is safe.
+  const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0 });
+  try {
+    await server.start();
+  } catch (err) {
+    await pglite.close();
+    throw err;
+  }
+  const port = Number(server.getServerConn().split(':').at(-1));
+
+  const pool = new pg.Pool({
+    host: '127.0.0.1',
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    database: 'postgres',
+    max: 1,
+    // Keep the one connection for good: a reconnect could race the server's slot for the old one.
+    idleTimeoutMillis: 0,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    types,
+  });
+  let closing = false;
+  pool.on('error', (err) => {
+    if (!closing) logger.warn({ err: summary(err) }, 'the PGlite connection failed');
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const wakeups = createWakeups(logger);
+
+  return {
+    db,
+    kind: 'pglite',
+    pool,
+    onAppended: wakeups.on,
+    notifyAppended: wakeups.wake,
+    close: closer(
+      [
+        async () => {
+          closing = true;
+          await db.destroy();
+        },
+        () => server.stop(),
+        () => pglite.close(),
+      ],
+      logger,
+    ),
+  };
+}

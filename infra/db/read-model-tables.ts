@@ -1,0 +1,129 @@
+import type { ColumnType } from 'kysely';
+
+/** `date` columns travel as `YYYY-MM-DD` strings (the pg parser for OID 1082 is set in open.ts). */
+type DateString = string;
+type Json<T> = ColumnType<T, string, string>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+
+export type FeaturedImageJson = { url: string; alt: string; width: number | null; height: number | null };
+export type ActorJson = { type: string; id: string; name: string };
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  email: string;
+  password_hash: string | null;
+  created_at: Timestamp;
+}
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  prefix: string;
+  hash: string;
+  scope: 'read' | 'write';
+  created_at: Timestamp;
+  revoked_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+}
+export interface StaffTable {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string | null;
+  created_at: Timestamp;
+}
+export interface SitesTable {
+  id: string;
+  account_id: string;
+  name: string;
+  domain: string;
+  url: string;
+  created_at: Timestamp;
+}
+export interface ArticlesTable {
+  id: string;
+  site_id: string;
+  account_id: string;
+  title: string;
+  url: string;
+  status: 'draft' | 'scheduled' | 'published' | 'archived';
+  published_at: Timestamp | null;
+  target_keyword: string | null;
+  word_count: number;
+  featured_image: Json<FeaturedImageJson | null>;
+  revision: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export interface ArticleBodiesTable {
+  article_id: string;
+  body: string;
+}
+export interface RevisionsTable {
+  article_id: string;
+  revision: number;
+  origin: 'api' | 'mcp' | 'editor' | 'rewrite';
+  actor: Json<ActorJson>;
+  reason: string | null;
+  created_at: Timestamp;
+  title: string;
+  word_count: number;
+  restored_from: number | null;
+  event_type: string;
+}
+export interface BacklinksTable {
+  id: string;
+  site_id: string;
+  account_id: string;
+  acquired_on: DateString;
+  source_domain: string;
+  source_url: string;
+  target_url: string;
+  anchor_text: string;
+  anchor_type: 'exact' | 'partial' | 'branded' | 'naked_url' | 'generic' | 'image';
+  category: 'industry' | 'local';
+}
+export interface StatsBucketsTable {
+  site_id: string;
+  /** `day` for daily buckets, `month` for monthly buckets. */
+  grain: 'day' | 'month';
+  /** The day, or the first day of the month. */
+  bucket: DateString;
+  articles_published: number;
+  backlinks_industry: number;
+  backlinks_local: number;
+}
+export interface StatsArticlesTable {
+  article_id: string;
+  site_id: string;
+  /** The UTC day the article counts as published on, or null while it does not count. */
+  counted_on: DateString | null;
+}
+export interface ActivityTable {
+  id: string;
+  account_id: string;
+  at: Timestamp;
+  source: 'api' | 'mcp' | 'editor' | 'rewrite' | 'system';
+  actor: Json<ActorJson>;
+  operation: string;
+  site_id: string | null;
+  article_id: string | null;
+  status: number;
+  request_id: string | null;
+  duration_ms: number;
+}
+
+export interface ReadModelTables {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  staff: StaffTable;
+  sites: SitesTable;
+  articles: ArticlesTable;
+  article_bodies: ArticleBodiesTable;
+  revisions: RevisionsTable;
+  backlinks: BacklinksTable;
+  stats_buckets: StatsBucketsTable;
+  stats_articles: StatsArticlesTable;
+  activity: ActivityTable;
+}

@@ -1,0 +1,495 @@
+import { randomUUID } from 'node:crypto';
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { EventMetadata } from '../domain/event.ts';
+import { APPENDED_CHANNEL, type DbHandle } from './db/open.ts';
+import type { Database, Db } from './db/schema.ts';
+
+/*
+ * The event store: one append-only `events` table in PostgreSQL (or PGlite), optimistic
+ * concurrency per stream through its `streams` row, and a global log that subscribers read in
+ * (transaction_id, position) order without ever skipping an event (see readAllEvents).
+ *
+ * Positions and transaction ids are JS `bigint` in this module's API; in SQL rows they are
+ * decimal strings (see infra/db/schema.ts).
+ */
+
+/**
+ * What the stream's version must be for an append to go through: a number N means exactly N
+ * (0 means the stream does not exist yet, the same as 'no_stream': a stream only comes into being
+ * with its first event), 'no_stream' means it must not exist, 'any' skips the check.
+ */
+export type ExpectedVersion = number | 'no_stream' | 'any';
+
+/** An event to append; domain events have this shape. */
+export interface NewEvent {
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+}
+
+export interface StoredEvent {
+  position: bigint;
+  transactionId: bigint;
+  eventId: string;
+  streamId: string;
+  version: number;
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+  recordedAt: Date;
+}
+
+/** A place in the global log; subscribers read events after it in (transaction_id, position) order. */
+export interface LogPosition {
+  transactionId: bigint;
+  position: bigint;
+}
+
+/** Before every event. */
+export const START: LogPosition = Object.freeze({ transactionId: 0n, position: 0n });
+
+/** The stream's version was not the expected one: someone else appended first. */
+export class ConcurrencyError extends Error {
+  readonly streamId: string;
+  readonly expected: ExpectedVersion;
+  /** The stream's version when the conflict was detected (0: no such stream). */
+  readonly actual: number;
+
+  constructor(streamId: string, expected: ExpectedVersion, actual: number) {
+    super(
+      `Stream ${streamId}: expected ${expected === 'no_stream' ? 'no stream' : `version ${expected}`}, ` +
+        `but it is ${actual === 0 ? 'missing' : `at version ${actual}`}`,
+    );
+    this.name = 'ConcurrencyError';
+    this.streamId = streamId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export interface ValidationIssue {
+  readonly path: ReadonlyArray<PropertyKey>;
+  readonly message: string;
+  readonly code?: string;
+}
+
+/** An event's data or metadata does not match its schema; nothing was written. */
+export class EventValidationError extends Error {
+  readonly type: string;
+  readonly issues: readonly ValidationIssue[];
+
+  constructor(type: string, issues: readonly ValidationIssue[], options?: { cause?: unknown }) {
+    const summary = issues.map(
+      (issue) => `${issue.path.map(String).join('.') || '(root)'}: ${issue.message}`,
+    );
+    super(`Invalid ${type} event: ${summary.join('; ')}`, options);
+    this.name = 'EventValidationError';
+    this.type = type;
+    this.issues = issues;
+  }
+}
+
+export interface AppendResult {
+  /** The stream's version after the append: the version of its last event. */
+  nextVersion: number;
+  positions: bigint[];
+  events: StoredEvent[];
+}
+
+export interface ReadAllOptions {
+  /** Only events of these types (the log order and checkpoints are unaffected). */
+  types?: readonly string[];
+  /** Read inside this transaction (e.g. a projection runner's, which also writes its checkpoint). */
+  trx?: Kysely<Database>;
+}
+
+export interface EventStore {
+  append(
+    streamId: string,
+    events: readonly NewEvent[],
+    opts: { expectedVersion: ExpectedVersion },
+  ): Promise<AppendResult>;
+  /** The stream's events, ordered by version; `from` and `to` are inclusive versions. */
+  readStream(streamId: string, opts?: { from?: number; to?: number }): Promise<StoredEvent[]>;
+  /** Up to `limit` events after `after`, in (transaction_id, position) order; see readAllEvents. */
+  readAll(after: LogPosition, limit: number, opts?: ReadAllOptions): Promise<StoredEvent[]>;
+  /** The newest position readAll can return now; START on an empty log. */
+  headPosition(): Promise<LogPosition>;
+}
+
+export interface EventStoreDeps {
+  db: Db;
+  /** `kind` decides whether a NOTIFY goes out inside the transaction (postgres; and when not given). */
+  handle: Pick<DbHandle, 'notifyAppended'> & Partial<Pick<DbHandle, 'kind'>>;
+  /** Throws on an invalid event; called for every event before the database is touched. */
+  validate: (event: NewEvent) => void;
+  /** Inline projections: run inside the append's transaction after the insert; a throw rolls the append back. */
+  inline?: (events: readonly StoredEvent[], trx: Transaction<Database>) => Promise<void>;
+}
+
+export function createEventStore(deps: EventStoreDeps): EventStore {
+  const { db, handle, validate, inline } = deps;
+  const notifyInSql = handle.kind !== 'pglite';
+
+  const validateAll = (events: readonly NewEvent[]): void => {
+    for (const event of events) {
+      try {
+        validate(event);
+      } catch (err) {
+        if (err instanceof EventValidationError) throw err;
+        throw new EventValidationError(String(event.type), issuesOf(err), { cause: err });
+      }
+    }
+  };
+
+  return {
+    async append(streamId, events, { expectedVersion }) {
+      assertStreamId(streamId);
+      assertExpectedVersion(expectedVersion);
+      validateAll(events);
+
+      if (events.length === 0) {
+        // Nothing to write, but a stale expectation is still a conflict.
+        const actual = await streamVersion(db, streamId);
+        if (!matches(expectedVersion, actual)) throw new ConcurrencyError(streamId, expectedVersion, actual);
+        return { nextVersion: actual, positions: [], events: [] };
+      }
+
+      // Serialised once: what is stored, what the inline projections see and what a replay reads
+      // back are the same JSON (undefined properties dropped, dates as strings...).
+      const rows = events.map((event) => ({
+        eventId: randomUUID(),
+        type: event.type,
+        data: toJson(event.type, 'data', event.data ?? null),
+        metadata: toJson(event.type, 'metadata', event.metadata),
+      }));
+
+      const stored = await db.transaction().execute(async (trx) => {
+        const version = await claimVersions(trx, streamId, expectedVersion, rows.length);
+        if (version === undefined) {
+          throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(trx, streamId));
+        }
+        const first = version - rows.length + 1;
+        const inserted = await trx
+          .insertInto('events')
+          .values(
+            rows.map((row, index) => ({
+              event_id: row.eventId,
+              stream_id: streamId,
+              version: first + index,
+              type: row.type,
+              data: row.data,
+              metadata: row.metadata,
+            })),
+          )
+          .returning([
+            'event_id',
+            'position',
+            sql<string>`transaction_id::text`.as('transaction_id'),
+            'recorded_at',
+          ])
+          .execute();
+        const byId = new Map(inserted.map((row) => [row.event_id, row]));
+        const result = rows.map((row, index): StoredEvent => {
+          const returned = byId.get(row.eventId);
+          if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
+          return {
+            position: BigInt(returned.position),
+            transactionId: BigInt(returned.transaction_id),
+            eventId: row.eventId,
+            streamId,
+            version: first + index,
+            type: row.type,
+            data: JSON.parse(row.data),
+            metadata: JSON.parse(row.metadata),
+            recordedAt: returned.recorded_at,
+          };
+        });
+        if (inline !== undefined) await inline(result, trx);
+        // Delivered to other processes' LISTEN connections only if, and when, this commits.
+        if (notifyInSql) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
+        return result;
+      });
+
+      handle.notifyAppended();
+      const last = stored.at(-1);
+      return {
+        nextVersion: last === undefined ? 0 : last.version,
+        positions: stored.map((event) => event.position),
+        events: stored,
+      };
+    },
+
+    async readStream(streamId, opts = {}) {
+      let query = db.selectFrom('events').select(storedColumns).where('stream_id', '=', streamId);
+      if (opts.from !== undefined) query = query.where('version', '>=', opts.from);
+      if (opts.to !== undefined) query = query.where('version', '<=', opts.to);
+      const rows = await query.orderBy('version').execute();
+      return rows.map(toStoredEvent);
+    },
+
+    readAll(after, limit, opts = {}) {
+      return readAllEvents(opts.trx ?? db, after, limit, { types: opts.types });
+    },
+
+    headPosition() {
+      return headPosition(db);
+    },
+  };
+}
+
+/** The columns of an event as read back; `toStoredEvent` turns such a row into a StoredEvent. */
+export const storedColumns = [
+  'position',
+  sql<string>`transaction_id::text`.as('transaction_id'),
+  'event_id',
+  'stream_id',
+  'version',
+  'type',
+  'data',
+  'metadata',
+  'recorded_at',
+] as const;
+
+export interface StoredRow {
+  position: string;
+  transaction_id: string;
+  event_id: string;
+  stream_id: string;
+  version: number;
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+  recorded_at: Date;
+}
+
+export function toStoredEvent(row: StoredRow): StoredEvent {
+  return {
+    position: BigInt(row.position),
+    transactionId: BigInt(row.transaction_id),
+    eventId: row.event_id,
+    streamId: row.stream_id,
+    version: row.version,
+    type: row.type,
+    data: row.data,
+    metadata: row.metadata,
+    recordedAt: row.recorded_at,
+  };
+}
+
+/**
+ * Up to `limit` events after `after` in (transaction_id, position) order, on `executor` (the
+ * database or a transaction).
+ *
+ * Why not simply `position > after.position`: positions come from an identity sequence when a
+ * row is inserted, but become visible when their transaction commits. Transaction A can take
+ * position 10, transaction B position 11, and B commit first; a reader that sees 11 and
+ * checkpoints there never sees 10 once A commits.
+ *
+ * Instead we order by the writing transaction's id, then position, and only return events of
+ * transactions older than the oldest one still running (`pg_snapshot_xmin` of the current
+ * snapshot): every transaction below that xmin has finished, and every transaction that starts
+ * later gets a larger id, so no event can ever appear before a returned one. The order up to the
+ * returned events is final and `(transaction_id, position)` is a safe checkpoint. The price: an
+ * event waits until every transaction that started before its own has ended (a long transaction,
+ * even one not writing events, holds readers back but never makes them skip). A reader whose own
+ * transaction already has an id (it wrote something) holds itself back the same way: read first,
+ * then write.
+ */
+export async function readAllEvents(
+  executor: Kysely<Database>,
+  after: LogPosition,
+  limit: number,
+  opts: { types?: readonly string[] | undefined } = {},
+): Promise<StoredEvent[]> {
+  if (!Number.isSafeInteger(limit) || limit < 1)
+    throw new RangeError(`limit must be a positive integer: ${limit}`);
+  if (opts.types !== undefined && opts.types.length === 0) return [];
+  let query = executor
+    .selectFrom('events')
+    .select(storedColumns)
+    .where(
+      sql<boolean>`(transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)`,
+    )
+    .where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`);
+  if (opts.types !== undefined) query = query.where('type', 'in', opts.types);
+  const rows = await query.orderBy('transaction_id').orderBy('position').limit(limit).execute();
+  return rows.map(toStoredEvent);
+}
+
+/** The newest position readAllEvents can return now (START on an empty log). */
+export async function headPosition(executor: Kysely<Database>): Promise<LogPosition> {
+  const row = await executor
+    .selectFrom('events')
+    .select(['position', sql<string>`transaction_id::text`.as('transaction_id')])
+    .where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`)
+    .orderBy('transaction_id', 'desc')
+    .orderBy('position', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined
+    ? START
+    : { transactionId: BigInt(row.transaction_id), position: BigInt(row.position) };
+}
+
+/**
+ * A subscriber's checkpoint (START when it has none). Use it in the transaction that writes the
+ * rows the next batch produces and the new checkpoint. `forUpdate` locks the checkpoint row
+ * (creating it at START if missing) so that concurrent runners of the same subscriber take turns.
+ */
+export async function readCheckpoint(
+  trx: Kysely<Database>,
+  name: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<LogPosition> {
+  if (opts.forUpdate === true) {
+    await trx
+      .insertInto('checkpoints')
+      .values({ name, transaction_id: sql<string>`'0'::xid8`, position: '0' })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+  }
+  let query = trx
+    .selectFrom('checkpoints')
+    .select(['position', sql<string>`transaction_id::text`.as('transaction_id')])
+    .where('name', '=', name);
+  if (opts.forUpdate === true) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  return row === undefined
+    ? START
+    : { transactionId: BigInt(row.transaction_id), position: BigInt(row.position) };
+}
+
+/** Stores a subscriber's checkpoint (insert or update). */
+export async function writeCheckpoint(trx: Kysely<Database>, name: string, pos: LogPosition): Promise<void> {
+  await trx
+    .insertInto('checkpoints')
+    .values({
+      name,
+      transaction_id: sql<string>`${String(pos.transactionId)}::text::xid8`,
+      position: String(pos.position),
+      updated_at: sql<Date>`now()`,
+    })
+    .onConflict((oc) =>
+      oc.column('name').doUpdateSet({
+        transaction_id: sql<string>`excluded.transaction_id`,
+        position: sql<string>`excluded.position`,
+        updated_at: sql<Date>`now()`,
+      }),
+    )
+    .execute();
+}
+
+/**
+ * Moves the stream's version forward by `count` if it is as expected, and returns the new
+ * version; undefined on a conflict. The `streams` row is what serialises writers of a stream:
+ * a concurrent writer waits on its row lock (or on its key, for a new stream) and then finds the
+ * version changed.
+ */
+async function claimVersions(
+  trx: Transaction<Database>,
+  streamId: string,
+  expected: ExpectedVersion,
+  count: number,
+): Promise<number | undefined> {
+  if (expected === 'any') {
+    const row = await trx
+      .insertInto('streams')
+      .values({ stream_id: streamId, version: count, stream_type: streamType(streamId) })
+      .onConflict((oc) =>
+        oc.column('stream_id').doUpdateSet({
+          version: sql<number>`streams.version + excluded.version`,
+          updated_at: sql<Date>`now()`,
+        }),
+      )
+      .returning('version')
+      .executeTakeFirstOrThrow();
+    return row.version;
+  }
+  if (expected === 'no_stream' || expected === 0) {
+    const row = await trx
+      .insertInto('streams')
+      .values({ stream_id: streamId, version: count, stream_type: streamType(streamId) })
+      .onConflict((oc) => oc.column('stream_id').doNothing())
+      .returning('version')
+      .executeTakeFirst();
+    return row?.version;
+  }
+  const row = await trx
+    .updateTable('streams')
+    .set({ version: sql<number>`version + ${count}::integer`, updated_at: sql<Date>`now()` })
+    .where('stream_id', '=', streamId)
+    .where('version', '=', expected)
+    .returning('version')
+    .executeTakeFirst();
+  return row?.version;
+}
+
+async function streamVersion(executor: Kysely<Database>, streamId: string): Promise<number> {
+  const row = await executor
+    .selectFrom('streams')
+    .select('version')
+    .where('stream_id', '=', streamId)
+    .executeTakeFirst();
+  return row?.version ?? 0;
+}
+
+/** JSON text for a jsonb column; a value JSON cannot carry (a bigint, a cycle, undefined) is invalid. */
+function toJson(type: string, field: 'data' | 'metadata', value: unknown): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (err) {
+    throw new EventValidationError(
+      type,
+      [{ path: [field], message: `not serialisable as JSON: ${String(err)}` }],
+      {
+        cause: err,
+      },
+    );
+  }
+  if (json === undefined)
+    throw new EventValidationError(type, [{ path: [field], message: 'not serialisable as JSON' }]);
+  return json;
+}
+
+function matches(expected: ExpectedVersion, actual: number): boolean {
+  if (expected === 'any') return true;
+  if (expected === 'no_stream') return actual === 0;
+  return expected === actual;
+}
+
+/** `article-4f1c...` → `article`; an id without `-` is its own type. */
+function streamType(streamId: string): string {
+  const dash = streamId.indexOf('-');
+  return dash === -1 ? streamId : streamId.slice(0, dash);
+}
+
+function assertStreamId(streamId: string): void {
+  if (typeof streamId !== 'string' || streamId.length === 0)
+    throw new TypeError('streamId must be a non-empty string');
+}
+
+function assertExpectedVersion(expected: ExpectedVersion): void {
+  if (expected === 'any' || expected === 'no_stream') return;
+  if (!Number.isSafeInteger(expected) || expected < 0) {
+    throw new TypeError(
+      `expectedVersion must be a non-negative integer, 'no_stream' or 'any': ${String(expected)}`,
+    );
+  }
+}
+
+/** Zod-style `issues` when the validator threw a ZodError, else its message. */
+function issuesOf(err: unknown): ValidationIssue[] {
+  if (typeof err === 'object' && err !== null && 'issues' in err && Array.isArray(err.issues)) {
+    return err.issues.map((issue: unknown): ValidationIssue => {
+      const { path, message, code } = (issue ?? {}) as { path?: unknown; message?: unknown; code?: unknown };
+      return {
+        path: Array.isArray(path) ? (path as PropertyKey[]) : [],
+        message: typeof message === 'string' ? message : String(message),
+        ...(typeof code === 'string' ? { code } : {}),
+      };
+    });
+  }
+  return [{ path: [], message: err instanceof Error ? err.message : String(err) }];
+}

@@ -1,0 +1,50 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+function base32(bytes: Uint8Array): string {
+  let out = '';
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += CROCKFORD[(buffer >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    buffer &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += CROCKFORD[(buffer << (5 - bits)) & 31];
+  return out;
+}
+
+/** An opaque id that sorts by creation time: `<prefix>_` + 48 bits of milliseconds + 80 random bits. */
+export function newId(prefix: string, now: number = Date.now()): string {
+  const bytes = new Uint8Array(16);
+  let t = now;
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = t % 256;
+    t = Math.floor(t / 256);
+  }
+  bytes.set(randomBytes(10), 6);
+  return `${prefix}_${base32(bytes)}`;
+}
+
+/** A new API key: shown once; only its SHA-256 is stored. The prefix identifies it in lists. */
+export function newApiKey(): { key: string; prefix: string; hash: string } {
+  const secret = base32(randomBytes(30));
+  const key = `cs_live_${secret}`;
+  return { key, prefix: key.slice(0, 14), hash: hashApiKey(key) };
+}
+
+export const API_KEY_PATTERN = /^cs_live_[0-9a-z]{48}$/;
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/** A readable random password for demo accounts. */
+export function newPassword(): string {
+  return base32(randomBytes(15));
+}

@@ -1,0 +1,260 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import { asStored, handles, type Projector } from '../projections/projector.ts';
+import type { DbHandle } from './db/open.ts';
+import type { Database, Db } from './db/schema.ts';
+import {
+  type LogPosition,
+  readAllEvents,
+  readCheckpoint,
+  START,
+  type StoredEvent,
+  storedColumns,
+  toStoredEvent,
+  writeCheckpoint,
+} from './event-store.ts';
+
+export type Progress = { done: number; total: number };
+export type ProjectionStatus = {
+  name: string;
+  mode: 'inline' | 'async';
+  checkpoint: LogPosition | null;
+  /** Events of the types it handles that it has not applied yet (always 0 for inline projectors). */
+  lag: number;
+};
+export type RunnerLogger = { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
+
+const BATCH = 500;
+
+/** Applies events to every inline projector that handles them: the event store calls this inside the append. */
+export function inlineDispatcher(
+  projectors: readonly Projector[],
+): (events: readonly StoredEvent[], trx: Transaction<Database>) => Promise<void> {
+  const inline = projectors.filter((p) => p.mode === 'inline');
+  return async (events, trx) => {
+    for (const event of events) {
+      for (const projector of inline) {
+        if (handles(projector, event.type)) await projector.apply(asStored(event), trx);
+      }
+    }
+  };
+}
+
+/** Serialises everyone who advances one async projector: runners in every process, and rebuilds. */
+async function lockProjector(trx: Kysely<Database>, name: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${`projection:${name}`}))`.execute(trx);
+}
+
+/**
+ * One batch of an async projector in one transaction: lock, read the checkpoint, read the next events
+ * (before writing anything, so the transaction has no id that would hold back its own read), apply
+ * them, move the checkpoint. Returns how many events it applied.
+ */
+export async function applyNextBatch(db: Db, projector: Projector, batchSize = BATCH): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await lockProjector(trx, projector.name);
+    const after = await readCheckpoint(trx, projector.name);
+    const events = await readAllEvents(trx, after, batchSize, { types: projector.handles });
+    if (events.length === 0) return 0;
+    for (const event of events) await projector.apply(asStored(event), trx);
+    const last = events[events.length - 1] as StoredEvent;
+    await writeCheckpoint(trx, projector.name, {
+      transactionId: last.transactionId,
+      position: last.position,
+    });
+    return events.length;
+  });
+}
+
+/** Events of the projector's types after its checkpoint. */
+export async function lagOf(db: Db, projector: Projector): Promise<number> {
+  const after = await readCheckpoint(db, projector.name);
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('type', 'in', projector.handles)
+    .where(
+      sql<boolean>`(transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)`,
+    )
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Applies batches until the projector has applied every event committed when it finishes. An event
+ * committed by a transaction younger than one still open anywhere on the server is held back by
+ * readAll (see the event store); catchUp waits for it rather than returning early, up to `timeoutMs`.
+ */
+export async function catchUp(
+  db: Db,
+  projector: Projector,
+  onProgress?: (p: Progress) => void,
+  opts: { batchSize?: number; timeoutMs?: number } = {},
+): Promise<number> {
+  const batchSize = opts.batchSize ?? BATCH;
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  const total = onProgress ? await lagOf(db, projector) : 0;
+  let done = 0;
+  onProgress?.({ done, total });
+  for (;;) {
+    const n = await applyNextBatch(db, projector, batchSize);
+    done += n;
+    onProgress?.({ done, total: Math.max(total, done) });
+    if (n === batchSize) continue;
+    const heldBack = await lagOf(db, projector);
+    if (heldBack === 0) return done;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `${projector.name}: ${heldBack} committed events are still held back by a transaction that stays open`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/**
+ * Drops a read model and replays every event it handles; the rows come out as the live projection made them.
+ * Inline projectors are rebuilt in one transaction that holds their tables locked, so appends that
+ * touch them wait and then apply on top of the rebuilt rows; nothing is lost or applied twice.
+ * Async projectors are emptied and reset to the start in one transaction, then caught up batch by batch.
+ */
+export async function rebuild(
+  db: Db,
+  projector: Projector,
+  onProgress?: (p: Progress) => void,
+): Promise<number> {
+  if (projector.mode === 'async') {
+    await db.transaction().execute(async (trx) => {
+      await lockProjector(trx, projector.name);
+      for (const table of projector.tables) await sql`delete from ${sql.table(table)}`.execute(trx);
+      await writeCheckpoint(trx, projector.name, START);
+    });
+    return catchUp(db, projector, onProgress);
+  }
+  return db.transaction().execute(async (trx) => {
+    for (const table of projector.tables) {
+      await sql`lock table ${sql.table(table)} in access exclusive mode`.execute(trx);
+    }
+    for (const table of projector.tables) await sql`delete from ${sql.table(table)}`.execute(trx);
+    const count = await trx
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('type', 'in', projector.handles)
+      .executeTakeFirstOrThrow();
+    const total = Number(count.n);
+    let done = 0;
+    let after = '0';
+    onProgress?.({ done, total });
+    for (;;) {
+      // Every committed event, in position order: the table locks make the set complete, and per
+      // stream (all an inline read model depends on) position order is version order.
+      const rows = await trx
+        .selectFrom('events')
+        .select(storedColumns)
+        .where('type', 'in', projector.handles)
+        .where('position', '>', after)
+        .orderBy('position')
+        .limit(BATCH)
+        .execute();
+      for (const row of rows) await projector.apply(asStored(toStoredEvent(row)), trx);
+      done += rows.length;
+      onProgress?.({ done, total: Math.max(total, done) });
+      const last = rows[rows.length - 1];
+      if (!last || rows.length < BATCH) return done;
+      after = last.position;
+    }
+  });
+}
+
+export async function projectionStatus(
+  db: Db,
+  projectors: readonly Projector[],
+): Promise<ProjectionStatus[]> {
+  const out: ProjectionStatus[] = [];
+  for (const p of projectors) {
+    if (p.mode === 'inline') {
+      out.push({ name: p.name, mode: p.mode, checkpoint: null, lag: 0 });
+      continue;
+    }
+    out.push({
+      name: p.name,
+      mode: p.mode,
+      checkpoint: await readCheckpoint(db, p.name),
+      lag: await lagOf(db, p),
+    });
+  }
+  return out;
+}
+
+/**
+ * Runs every async projector in the background: it catches up, then sleeps until an append wakes it
+ * (LISTEN/NOTIFY, or in-process on PGlite) or a short poll interval passes (an event hidden behind a
+ * transaction that was still open becomes visible without a notification of its own).
+ */
+export function startAsyncProjections(opts: {
+  handle: Pick<DbHandle, 'db' | 'onAppended'>;
+  projectors: readonly Projector[];
+  logger?: RunnerLogger;
+  pollMs?: number;
+}): { stop(): Promise<void>; idle(): Promise<void> } {
+  const { handle, logger } = opts;
+  const pollMs = opts.pollMs ?? 1000;
+  const asyncProjectors = opts.projectors.filter((p) => p.mode === 'async');
+  let stopped = false;
+  let wake: (() => void) | null = null;
+  let dirty = true;
+  const unsubscribe = handle.onAppended(() => {
+    dirty = true;
+    wake?.();
+  });
+  let idleWaiters: Array<() => void> = [];
+
+  const loop = (async () => {
+    let failures = 0;
+    while (!stopped) {
+      dirty = false;
+      let applied = 0;
+      try {
+        for (const p of asyncProjectors) {
+          if (stopped) break;
+          applied += await applyNextBatch(handle.db, p);
+        }
+        failures = 0;
+      } catch (error) {
+        failures++;
+        logger?.error({ err: error }, 'async projection batch failed; retrying');
+      }
+      if (applied > 0 || dirty) continue;
+      for (const resolve of idleWaiters) resolve();
+      idleWaiters = [];
+      if (stopped) break;
+      const delay = failures > 0 ? Math.min(30_000, pollMs * 2 ** failures) : pollMs;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        timer.unref();
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
+    }
+  })();
+
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      unsubscribe();
+      await loop;
+      for (const resolve of idleWaiters) resolve();
+    },
+    /** Resolves once every async projector has applied everything visible (for tests and the CLI). */
+    idle() {
+      return new Promise<void>((resolve) => {
+        idleWaiters.push(resolve);
+        dirty = true;
+        wake?.();
+      });
+    },
+  };
+}

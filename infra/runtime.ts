@@ -1,0 +1,49 @@
+import { validateEvent } from '../domain/events.ts';
+import { projectors } from '../projections/index.ts';
+import { type Commands, createCommands } from './commands.ts';
+import type { Config } from './config.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { type DbHandle, type DbLogger, openDatabase } from './db/open.ts';
+import type { Db } from './db/schema.ts';
+import { createEventStore, type EventStore } from './event-store.ts';
+import { inlineDispatcher } from './projection-runner.ts';
+
+/** Everything the faces of the service share: the database, the event store and the command handlers. */
+export type Runtime = {
+  handle: DbHandle;
+  db: Db;
+  store: EventStore;
+  commands: Commands;
+  close(): Promise<void>;
+};
+
+/** The composition root of the core, used by the server, the worker, the CLI and the tests. */
+export function createRuntime(handle: DbHandle, opts: { now?: () => Date } = {}): Runtime {
+  const store = createEventStore({
+    db: handle.db,
+    handle,
+    validate: validateEvent,
+    inline: inlineDispatcher(projectors),
+  });
+  const commands = createCommands({ db: handle.db, store, ...(opts.now ? { now: opts.now } : {}) });
+  return { handle, db: handle.db, store, commands, close: () => handle.close() };
+}
+
+export async function openRuntime(
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
+  opts: { migrate?: boolean; logger?: DbLogger; poolSize?: number } = {},
+): Promise<Runtime> {
+  const handle = await openDatabase({
+    dataDir: config.DATA_DIR,
+    ...(config.DATABASE_URL ? { databaseUrl: config.DATABASE_URL } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
+  });
+  try {
+    if (opts.migrate) await migrateToLatest(handle.db);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return createRuntime(handle);
+}

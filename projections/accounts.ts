@@ -1,0 +1,125 @@
+import type { Db } from '../infra/db/schema.ts';
+import type { Projector } from './projector.ts';
+
+/** Accounts, their API keys and support staff: inline, so a key works on the next request. */
+export const accountsProjector: Projector = {
+  name: 'accounts@1',
+  mode: 'inline',
+  handles: ['AccountOpened', 'ApiKeyCreated', 'ApiKeyRevoked', 'StaffMemberAdded'],
+  tables: ['accounts', 'api_keys', 'staff'],
+  async apply(event, trx) {
+    const at = event.metadata.at;
+    switch (event.type) {
+      case 'AccountOpened': {
+        const d = event.data;
+        await trx
+          .insertInto('accounts')
+          .values({
+            id: d.accountId,
+            name: d.name,
+            email: d.email,
+            password_hash: d.passwordHash,
+            created_at: at,
+          })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+        return;
+      }
+      case 'ApiKeyCreated': {
+        const d = event.data;
+        await trx
+          .insertInto('api_keys')
+          .values({
+            id: d.keyId,
+            account_id: d.accountId,
+            name: d.name,
+            prefix: d.prefix,
+            hash: d.hash,
+            scope: d.scope,
+            created_at: at,
+            revoked_at: null,
+            last_used_at: null,
+          })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+        return;
+      }
+      case 'ApiKeyRevoked':
+        await trx
+          .updateTable('api_keys')
+          .set({ revoked_at: at })
+          .where('id', '=', event.data.keyId)
+          .where('revoked_at', 'is', null)
+          .execute();
+        return;
+      case 'StaffMemberAdded': {
+        const d = event.data;
+        await trx
+          .insertInto('staff')
+          .values({
+            id: d.staffId,
+            email: d.email,
+            name: d.name,
+            password_hash: d.passwordHash,
+            created_at: at,
+          })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+        return;
+      }
+      default:
+        return;
+    }
+  },
+};
+
+export type ApiKeyRow = {
+  id: string;
+  account_id: string;
+  name: string;
+  prefix: string;
+  scope: 'read' | 'write';
+  created_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+};
+
+export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'account_id', 'name', 'prefix', 'scope', 'created_at', 'revoked_at', 'last_used_at'])
+    .where('hash', '=', hash)
+    .executeTakeFirst();
+}
+
+export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'account_id', 'name', 'prefix', 'scope', 'created_at', 'revoked_at', 'last_used_at'])
+    .where('account_id', '=', accountId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+}
+
+export async function findAccount(
+  db: Db,
+  accountId: string,
+): Promise<{ id: string; name: string; email: string; created_at: Date } | undefined> {
+  return db
+    .selectFrom('accounts')
+    .select(['id', 'name', 'email', 'created_at'])
+    .where('id', '=', accountId)
+    .executeTakeFirst();
+}
+
+export async function findAccountByEmail(
+  db: Db,
+  email: string,
+): Promise<{ id: string; name: string; email: string; password_hash: string | null } | undefined> {
+  return db
+    .selectFrom('accounts')
+    .select(['id', 'name', 'email', 'password_hash'])
+    .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
+    .executeTakeFirst();
+}

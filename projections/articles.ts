@@ -1,0 +1,181 @@
+import { sql } from 'kysely';
+import type { FeaturedImage } from '../domain/article/events.ts';
+import { wordCount } from '../domain/html/text.ts';
+import type { Db } from '../infra/db/schema.ts';
+import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
+
+/**
+ * The article list row and its body (two tables, so list pages never read bodies). Inline: an edit is
+ * visible to the next read. Each row carries its revision; an event applies only on top of the one
+ * before it, which makes replays idempotent.
+ */
+export const articlesProjector: Projector = {
+  name: 'articles@1',
+  mode: 'inline',
+  handles: [
+    'ArticleCreated',
+    'ArticleEdited',
+    'FeaturedImageReplaced',
+    'ArticleRestored',
+    'ArticleStatusChanged',
+  ],
+  tables: ['articles', 'article_bodies'],
+  async apply(event, trx) {
+    const at = event.metadata.at;
+    switch (event.type) {
+      case 'ArticleCreated': {
+        const d = event.data;
+        await trx
+          .insertInto('articles')
+          .values({
+            id: d.articleId,
+            site_id: d.siteId,
+            account_id: d.accountId,
+            title: d.title,
+            url: d.url,
+            status: d.status,
+            published_at: d.publishedAt,
+            target_keyword: d.targetKeyword,
+            word_count: wordCount(d.body),
+            featured_image: JSON.stringify(d.featuredImage),
+            revision: d.revision,
+            created_at: at,
+            updated_at: at,
+          })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+        await trx
+          .insertInto('article_bodies')
+          .values({ article_id: d.articleId, body: d.body })
+          .onConflict((oc) => oc.column('article_id').doNothing())
+          .execute();
+        return;
+      }
+      case 'ArticleEdited':
+      case 'ArticleRestored': {
+        const d = event.data;
+        const body = d.body;
+        const updated = await trx
+          .updateTable('articles')
+          .set({
+            revision: d.revision,
+            updated_at: at,
+            ...(d.title !== undefined ? { title: d.title } : {}),
+            ...(body !== undefined ? { word_count: wordCount(body) } : {}),
+            ...(event.type === 'ArticleRestored'
+              ? { featured_image: JSON.stringify(event.data.featuredImage) }
+              : {}),
+          })
+          .where('id', '=', d.articleId)
+          .where('revision', '=', d.revision - 1)
+          .executeTakeFirst();
+        if (body !== undefined && updated.numUpdatedRows > 0n) {
+          await trx
+            .updateTable('article_bodies')
+            .set({ body })
+            .where('article_id', '=', d.articleId)
+            .execute();
+        }
+        return;
+      }
+      case 'FeaturedImageReplaced':
+        await trx
+          .updateTable('articles')
+          .set({
+            revision: event.data.revision,
+            updated_at: at,
+            featured_image: JSON.stringify(event.data.featuredImage),
+          })
+          .where('id', '=', event.data.articleId)
+          .where('revision', '=', event.data.revision - 1)
+          .execute();
+        return;
+      case 'ArticleStatusChanged':
+        await trx
+          .updateTable('articles')
+          .set({
+            revision: event.data.revision,
+            updated_at: at,
+            status: event.data.status,
+            published_at: event.data.publishedAt,
+          })
+          .where('id', '=', event.data.articleId)
+          .where('revision', '=', event.data.revision - 1)
+          .execute();
+        return;
+      default:
+        return;
+    }
+  },
+};
+
+export type ArticleRow = {
+  id: string;
+  site_id: string;
+  title: string;
+  url: string;
+  status: 'draft' | 'scheduled' | 'published' | 'archived';
+  published_at: Date | null;
+  target_keyword: string | null;
+  word_count: number;
+  featured_image: FeaturedImage | null;
+  revision: number;
+  updated_at: Date;
+};
+export type ArticleDetailRow = ArticleRow & { body: string };
+
+export type ArticleListQuery = PageQuery & {
+  /** Inclusive UTC calendar dates on published_at. */
+  from?: string | undefined;
+  to?: string | undefined;
+  status?: ArticleRow['status'] | undefined;
+};
+
+const listColumns = [
+  'a.id',
+  'a.site_id',
+  'a.title',
+  'a.url',
+  'a.status',
+  'a.published_at',
+  'a.target_keyword',
+  'a.word_count',
+  'a.featured_image',
+  'a.revision',
+  'a.updated_at',
+] as const;
+
+/** Articles of one site, newest published first, ties by id; unpublished (no date) last. */
+export async function listArticles(db: Db, siteId: string, q: ArticleListQuery): Promise<Page<ArticleRow>> {
+  let base = db.selectFrom('articles as a').where('a.site_id', '=', siteId);
+  if (q.status) base = base.where('a.status', '=', q.status);
+  if (q.from) base = base.where('a.published_at', '>=', sql<Date>`${q.from}::date::timestamptz`);
+  if (q.to) base = base.where('a.published_at', '<', sql<Date>`(${q.to}::date + 1)::timestamptz`);
+  const [rows, count] = await Promise.all([
+    base
+      .select(listColumns)
+      .orderBy(sql`a.published_at desc nulls last`)
+      .orderBy('a.id', 'desc')
+      .limit(q.perPage)
+      .offset(offsetOf(q))
+      .execute(),
+    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows: rows as ArticleRow[], total: Number(count.n) };
+}
+
+/** One article of the account with its body; undefined for an unknown id and another account's id alike. */
+export async function findArticle(
+  db: Db,
+  accountId: string,
+  articleId: string,
+): Promise<ArticleDetailRow | undefined> {
+  const row = await db
+    .selectFrom('articles as a')
+    .innerJoin('article_bodies as b', 'b.article_id', 'a.id')
+    .select([...listColumns, 'b.body'])
+    .where('a.id', '=', articleId)
+    .where('a.account_id', '=', accountId)
+    .executeTakeFirst();
+  return row as ArticleDetailRow | undefined;
+}

@@ -1,0 +1,61 @@
+import type { BacklinkCategory } from '../domain/backlink/events.ts';
+import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
+import type { Db } from '../infra/db/schema.ts';
+import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
+
+export const backlinksProjector: Projector = {
+  name: 'backlinks@1',
+  mode: 'async',
+  handles: ['BacklinkAcquired'],
+  tables: ['backlinks'],
+  async apply(event, trx) {
+    if (event.type !== 'BacklinkAcquired') return;
+    const d = event.data;
+    await trx
+      .insertInto('backlinks')
+      .values({
+        id: d.backlinkId,
+        site_id: d.siteId,
+        account_id: d.accountId,
+        acquired_on: d.acquiredOn,
+        source_domain: d.sourceDomain,
+        source_url: d.sourceUrl,
+        target_url: d.targetUrl,
+        anchor_text: d.anchorText,
+        anchor_type: d.anchorType,
+        category: d.category,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  },
+};
+
+export type BacklinkRow = BacklinksTable;
+export type BacklinkListQuery = PageQuery & {
+  from?: string | undefined;
+  to?: string | undefined;
+  category?: BacklinkCategory | undefined;
+};
+
+/** Backlinks of one site, newest acquired first, ties by id. */
+export async function listBacklinks(
+  db: Db,
+  siteId: string,
+  q: BacklinkListQuery,
+): Promise<Page<BacklinkRow>> {
+  let base = db.selectFrom('backlinks').where('site_id', '=', siteId);
+  if (q.category) base = base.where('category', '=', q.category);
+  if (q.from) base = base.where('acquired_on', '>=', q.from);
+  if (q.to) base = base.where('acquired_on', '<=', q.to);
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll()
+      .orderBy('acquired_on', 'desc')
+      .orderBy('id', 'desc')
+      .limit(q.perPage)
+      .offset(offsetOf(q))
+      .execute(),
+    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}

@@ -1,0 +1,26 @@
+import { accountsProjector } from './accounts.ts';
+import { activityProjector } from './activity.ts';
+import { articlesProjector } from './articles.ts';
+import { backlinksProjector } from './backlinks.ts';
+import type { Projector } from './projector.ts';
+import { revisionsProjector } from './revisions.ts';
+import { siteStatsProjector } from './site-stats.ts';
+import { sitesProjector } from './sites.ts';
+
+/** Every read model, in the order a rebuild of everything runs them. */
+export const projectors: readonly Projector[] = [
+  accountsProjector,
+  sitesProjector,
+  articlesProjector,
+  revisionsProjector,
+  backlinksProjector,
+  siteStatsProjector,
+  activityProjector,
+];
+export const inlineProjectors = projectors.filter((p) => p.mode === 'inline');
+export const asyncProjectors = projectors.filter((p) => p.mode === 'async');
+
+/** Finds a projector by its name with or without the version (`articles` or `articles@1`). */
+export function findProjector(name: string): Projector | undefined {
+  return projectors.find((p) => p.name === name || p.name.split('@')[0] === name);
+}

@@ -1,0 +1,152 @@
+import { sql } from 'kysely';
+import type { Db } from '../infra/db/schema.ts';
+import type { Projector, Trx } from './projector.ts';
+
+/**
+ * Per-site counters in daily and monthly buckets, so a period is answered by reading at most one
+ * monthly row or 30 daily rows, however many articles and backlinks the site has.
+ * An article counts as published on the UTC day of its published_at while its status is `published`;
+ * `stats_articles` remembers where each article is counted so that a status change moves it.
+ */
+export const siteStatsProjector: Projector = {
+  name: 'site_stats@1',
+  mode: 'async',
+  handles: ['BacklinkAcquired', 'ArticleCreated', 'ArticleStatusChanged'],
+  tables: ['stats_buckets', 'stats_articles'],
+  async apply(event, trx) {
+    switch (event.type) {
+      case 'BacklinkAcquired': {
+        const d = event.data;
+        const industry = d.category === 'industry' ? 1 : 0;
+        await bump(trx, d.siteId, d.acquiredOn, {
+          backlinks_industry: industry,
+          backlinks_local: 1 - industry,
+        });
+        return;
+      }
+      case 'ArticleCreated': {
+        const d = event.data;
+        const countedOn = d.status === 'published' && d.publishedAt ? utcDay(d.publishedAt) : null;
+        const inserted = await trx
+          .insertInto('stats_articles')
+          .values({ article_id: d.articleId, site_id: d.siteId, counted_on: countedOn })
+          .onConflict((oc) => oc.column('article_id').doNothing())
+          .executeTakeFirst();
+        if (countedOn && (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) {
+          await bump(trx, d.siteId, countedOn, { articles_published: 1 });
+        }
+        return;
+      }
+      case 'ArticleStatusChanged': {
+        const d = event.data;
+        const row = await trx
+          .selectFrom('stats_articles')
+          .select(['site_id', 'counted_on'])
+          .where('article_id', '=', d.articleId)
+          .executeTakeFirst();
+        if (!row) return;
+        const next = d.status === 'published' && d.publishedAt ? utcDay(d.publishedAt) : null;
+        if (next === row.counted_on) return;
+        if (row.counted_on) await bump(trx, row.site_id, row.counted_on, { articles_published: -1 });
+        if (next) await bump(trx, row.site_id, next, { articles_published: 1 });
+        await trx
+          .updateTable('stats_articles')
+          .set({ counted_on: next })
+          .where('article_id', '=', d.articleId)
+          .execute();
+        return;
+      }
+      default:
+        return;
+    }
+  },
+};
+
+function utcDay(iso: string): string {
+  return new Date(iso).toISOString().slice(0, 10);
+}
+
+type Deltas = { articles_published?: number; backlinks_industry?: number; backlinks_local?: number };
+
+async function bump(trx: Trx, siteId: string, day: string, deltas: Deltas): Promise<void> {
+  const a = deltas.articles_published ?? 0;
+  const i = deltas.backlinks_industry ?? 0;
+  const l = deltas.backlinks_local ?? 0;
+  for (const [grain, bucket] of [
+    ['day', day],
+    ['month', `${day.slice(0, 7)}-01`],
+  ] as const) {
+    await trx
+      .insertInto('stats_buckets')
+      .values({
+        site_id: siteId,
+        grain,
+        bucket,
+        articles_published: a,
+        backlinks_industry: i,
+        backlinks_local: l,
+      })
+      .onConflict((oc) =>
+        oc.columns(['site_id', 'grain', 'bucket']).doUpdateSet({
+          articles_published: sql`stats_buckets.articles_published + ${a}`,
+          backlinks_industry: sql`stats_buckets.backlinks_industry + ${i}`,
+          backlinks_local: sql`stats_buckets.backlinks_local + ${l}`,
+        }),
+      )
+      .execute();
+  }
+}
+
+export type PeriodKey = 'this_month' | 'last_month' | 'last_30_days' | `${number}-${number}`;
+export type Period = { key: string; from: string; to: string; grain: 'day' | 'month' };
+
+/** Resolves a period name against today (UTC). Pure; throws RangeError for an unknown or impossible key. */
+export function resolvePeriod(key: string, today: Date): Period {
+  const y = today.getUTCFullYear();
+  const m = today.getUTCMonth();
+  const iso = (d: Date): string => d.toISOString().slice(0, 10);
+  const month = (year: number, monthIndex: number): Period => ({
+    key,
+    from: iso(new Date(Date.UTC(year, monthIndex, 1))),
+    to: iso(new Date(Date.UTC(year, monthIndex + 1, 0))),
+    grain: 'month',
+  });
+  if (key === 'this_month') return month(y, m);
+  if (key === 'last_month') return month(y, m - 1);
+  if (key === 'last_30_days') {
+    const end = new Date(Date.UTC(y, m, today.getUTCDate()));
+    const start = new Date(end.getTime() - 29 * 86_400_000);
+    return { key, from: iso(start), to: iso(end), grain: 'day' };
+  }
+  const match = /^(\d{4})-(\d{2})$/.exec(key);
+  if (match) {
+    const year = Number(match[1]);
+    const monthNumber = Number(match[2]);
+    if (year >= 1970 && year <= 9999 && monthNumber >= 1 && monthNumber <= 12)
+      return month(year, monthNumber - 1);
+  }
+  throw new RangeError(`unknown period ${key}: use this_month, last_month, last_30_days or YYYY-MM`);
+}
+
+export type SiteStats = { articles_published: number; backlinks_industry: number; backlinks_local: number };
+
+/** The counters of one site over a period: one monthly row, or at most 30 daily rows. */
+export async function siteStats(db: Db, siteId: string, period: Period): Promise<SiteStats> {
+  const row = await db
+    .selectFrom('stats_buckets')
+    .select((eb) => [
+      eb.fn.coalesce(eb.fn.sum<string>('articles_published'), sql<string>`0`).as('articles_published'),
+      eb.fn.coalesce(eb.fn.sum<string>('backlinks_industry'), sql<string>`0`).as('backlinks_industry'),
+      eb.fn.coalesce(eb.fn.sum<string>('backlinks_local'), sql<string>`0`).as('backlinks_local'),
+    ])
+    .where('site_id', '=', siteId)
+    .where('grain', '=', period.grain)
+    .where('bucket', '>=', period.from)
+    .where('bucket', '<=', period.to)
+    .executeTakeFirstOrThrow();
+  return {
+    articles_published: Number(row.articles_published),
+    backlinks_industry: Number(row.backlinks_industry),
+    backlinks_local: Number(row.backlinks_local),
+  };
+}

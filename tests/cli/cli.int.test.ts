@@ -1,0 +1,284 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { openDatabase } from '../../infra/db/open.ts';
+import { hashApiKey } from '../../infra/ids.ts';
+import { findApiKeyByHash } from '../../projections/accounts.ts';
+import { listArticles } from '../../projections/articles.ts';
+import { listBacklinks } from '../../projections/backlinks.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { cli, run } from '../support/process.ts';
+
+/** CONTRACT "CLI": `seed-demo --json` prints exactly this object on stdout and nothing else. */
+const SeedOutput = z.strictObject({
+  account_id: z.string().min(1),
+  email: z.email(),
+  password: z.string().min(12),
+  api_key: z.string().regex(/^cs_live_/),
+  sites: z.array(z.strictObject({ id: z.string().min(1), domain: z.string().min(1) })),
+});
+
+describe('CLI against PostgreSQL', () => {
+  let test: TestDatabase;
+  let env: Record<string, string>;
+  let dir: string;
+  beforeAll(async () => {
+    test = await createTestDatabase('postgres');
+    env = { DATABASE_URL: test.databaseUrl as string };
+    dir = await mkdtemp(join(tmpdir(), 'cs-cli-'));
+  });
+  afterAll(async () => {
+    await test.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('`npm run cli -- seed-demo --json` prints the CONTRACT object and nothing else on stdout', async () => {
+    const r = await run(
+      'npm',
+      ['run', 'cli', '--', 'seed-demo', '--json', '--sites', '2', '--articles', '4', '--backlinks', '6'],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const out = SeedOutput.parse(JSON.parse(r.stdout));
+    expect(out.sites).toHaveLength(2);
+    const db = test.handle.db;
+    const key = await findApiKeyByHash(db, hashApiKey(out.api_key));
+    expect(key).toMatchObject({ account_id: out.account_id, scope: 'write', revoked_at: null });
+    const site = out.sites[0]?.id as string;
+    const articles = await listArticles(db, site, { page: 1, perPage: 100 });
+    expect(articles.total).toBe(4);
+    const backlinks = await listBacklinks(db, site, { page: 1, perPage: 100 });
+    expect(backlinks.total).toBe(6);
+    const body = await db
+      .selectFrom('article_bodies')
+      .select('body')
+      .where('article_id', '=', articles.rows[0]?.id as string)
+      .executeTakeFirstOrThrow();
+    expect(body.body).toMatch(/data-service-protected="backlink"/);
+    expect(body.body).toMatch(/data-service-protected="internal"/);
+  });
+
+  it('creates an account and keys, lists them without the secret, revokes one', async () => {
+    const account = await cli(['accounts', 'create', '--name', 'Acme', '--email', 'owner@acme.example'], env);
+    expect(account.code, account.stderr).toBe(0);
+    const { account_id } = JSON.parse(account.stdout) as { account_id: string };
+    const created = await cli(
+      ['keys', 'create', '--account', account_id, '--name', 'Reports', '--scope', 'read'],
+      env,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const key = JSON.parse(created.stdout) as { key_id: string; api_key: string; scope: string };
+    expect(key.scope).toBe('read');
+    const listed = await cli(['keys', 'list', '--account', account_id], env);
+    expect(listed.stdout).toContain(key.key_id);
+    expect(listed.stdout).not.toContain(key.api_key);
+    const stored = await test.handle.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', key.key_id)
+      .executeTakeFirstOrThrow();
+    expect(stored.hash).toBe(hashApiKey(key.api_key));
+    const revoked = await cli(['keys', 'revoke', '--account', account_id, '--key', key.key_id], env);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect((await findApiKeyByHash(test.handle.db, hashApiKey(key.api_key)))?.revoked_at).toBeInstanceOf(
+      Date,
+    );
+    const bad = await cli(['keys', 'create', '--account', account_id, '--scope', 'admin'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--scope must be read or write');
+    const missing = await cli(['keys', 'revoke', '--account', account_id, '--key', 'key_nope'], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('not_found');
+  });
+
+  it('ingests JSONL: good lines apply, a bad line is reported by number and applies nothing', async () => {
+    const account = JSON.parse(
+      (await cli(['accounts', 'create', '--name', 'Feed', '--email', 'feed@feed.example'], env)).stdout,
+    ) as {
+      account_id: string;
+    };
+    const a = account.account_id;
+    const sites = join(dir, 'sites.jsonl');
+    await writeFile(
+      sites,
+      [
+        JSON.stringify({
+          id: 'site_feed_1',
+          name: 'Feed One',
+          domain: 'one.example',
+          url: 'https://one.example/',
+        }),
+        '{"id": "site_feed_2", "name": "broken"',
+        JSON.stringify({ id: 'site_feed_3', name: 'No URL', domain: 'three.example' }),
+        '',
+        JSON.stringify({
+          id: 'site_feed_4',
+          name: 'Feed Four',
+          domain: 'four.example',
+          url: 'https://four.example/',
+        }),
+      ].join('\n'),
+    );
+    const r = await cli(['ingest', 'sites', '--file', sites, '--account', a], env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${sites}:2: not valid JSON`);
+    expect(r.stderr).toMatch(new RegExp(`${sites}:3: url: `));
+    expect(JSON.parse(r.stdout)).toMatchObject({ applied: 2, failed: [{ line: 2 }, { line: 3 }] });
+    const ids = (await test.handle.db.selectFrom('sites').select('id').where('account_id', '=', a).execute())
+      .map((s) => s.id)
+      .sort();
+    expect(ids).toEqual(['site_feed_1', 'site_feed_4']);
+
+    const articles = join(dir, 'articles.jsonl');
+    const body =
+      '<p>Hello <a href="https://partner.example/" data-service-protected="backlink" data-service-id="bl_1">partner</a></p>';
+    await writeFile(
+      articles,
+      [
+        JSON.stringify({
+          id: 'art_feed_1',
+          site_id: 'site_feed_1',
+          title: 'One',
+          body,
+          url: 'https://one.example/1',
+          status: 'published',
+          published_at: '2026-11-01T10:00:00Z',
+        }),
+        JSON.stringify({
+          id: 'art_feed_2',
+          site_id: 'site_feed_1',
+          title: 'Two',
+          body,
+          url: 'https://one.example/2',
+          status: 'published',
+        }),
+        JSON.stringify({
+          id: 'art_feed_3',
+          site_id: 'site_other',
+          title: 'Three',
+          body,
+          url: 'https://one.example/3',
+          status: 'draft',
+        }),
+      ].join('\n'),
+    );
+    const ra = await cli(['ingest', 'articles', '--file', articles, '--account', a], env);
+    expect(ra.stderr).toContain(':2: invalid_request: A published article needs published_at');
+    expect(ra.stderr).toContain(':3: not_found');
+    expect(JSON.parse(ra.stdout)).toMatchObject({ applied: 1 });
+
+    const rewrites = join(dir, 'rewrites.jsonl');
+    await writeFile(
+      rewrites,
+      [
+        JSON.stringify({ article_id: 'art_feed_1', title: 'One, rewritten', reason: 'freshness' }),
+        JSON.stringify({ article_id: 'art_feed_1', body: '<p>All links gone</p>' }),
+        JSON.stringify({ article_id: 'art_feed_1', status: 'archived' }),
+      ].join('\n'),
+    );
+    const rr = await cli(['ingest', 'rewrites', '--file', rewrites, '--account', a], env);
+    expect(rr.stderr).toContain(':2: protected_links_modified');
+    expect(JSON.parse(rr.stdout)).toMatchObject({ applied: 2 });
+    const revisions = await test.handle.db
+      .selectFrom('revisions')
+      .selectAll()
+      .where('article_id', '=', 'art_feed_1')
+      .orderBy('revision')
+      .execute();
+    expect(revisions.map((r) => [r.revision, r.origin, r.title])).toEqual([
+      [1, 'rewrite', 'One'],
+      [2, 'rewrite', 'One, rewritten'],
+      [3, 'rewrite', 'One, rewritten'],
+    ]);
+    expect(revisions[1]?.reason).toBe('freshness');
+
+    const backlinks = join(dir, 'backlinks.jsonl');
+    const line = {
+      id: 'bl_feed_1',
+      site_id: 'site_feed_1',
+      acquired_on: '2026-11-03',
+      source_domain: 'news.example',
+      source_url: 'https://news.example/a',
+      target_url: 'https://one.example/',
+      anchor_text: 'one',
+      anchor_type: 'branded',
+      category: 'local',
+    };
+    await writeFile(
+      backlinks,
+      [
+        JSON.stringify(line),
+        JSON.stringify(line),
+        JSON.stringify({ ...line, id: 'bl_feed_2', category: 'national' }),
+      ].join('\n'),
+    );
+    const rb = await cli(['ingest', 'backlinks', '--file', backlinks, '--account', a], env);
+    expect(rb.stderr).toContain(':2: conflict');
+    expect(rb.stderr).toContain(':3: category:');
+    expect((await listBacklinks(test.handle.db, 'site_feed_1', { page: 1, perPage: 10 })).total).toBe(1);
+
+    const nofile = await cli(['ingest', 'sites', '--file', join(dir, 'missing.jsonl')], env);
+    expect(nofile.code).toBe(1);
+    expect(nofile.stderr).toContain('ENOENT');
+  });
+
+  it('reports projection status and rebuilds with the same rows', async () => {
+    const status = await cli(['projections', 'status'], env);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/backlinks@1\s+async\s+lag\s+0/);
+    expect(status.stdout).toMatch(/articles@1\s+inline/);
+    const before = await test.handle.db.selectFrom('backlinks').selectAll().orderBy('id').execute();
+    const rebuilt = await cli(['projections', 'rebuild', 'backlinks'], env);
+    expect(rebuilt.code, rebuilt.stderr).toBe(0);
+    expect(rebuilt.stderr).toMatch(/backlinks@1: replayed \d+ events/);
+    expect(await test.handle.db.selectFrom('backlinks').selectAll().orderBy('id').execute()).toEqual(before);
+    const unknown = await cli(['projections', 'rebuild', 'nope'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown projection nope');
+  });
+
+  it('refuses an unknown command or option with usage, and a bad environment in one line', async () => {
+    const r = await cli(['frobnicate'], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown command frobnicate');
+    const o = await cli(['seed-demo', '--sites', 'many'], env);
+    expect(o.code).toBe(2);
+    expect(o.stderr).toContain('--sites must be a whole number');
+    const e = await cli(['migrate'], { DATABASE_URL: 'mysql://nope' });
+    expect(e.code).toBe(2);
+    expect(e.stderr.trim()).toMatch(
+      /^Invalid configuration: DATABASE_URL="mysql:\/\/nope": expected a postgres/,
+    );
+  });
+});
+
+describe('CLI on the embedded database', () => {
+  it('migrates and seeds a demo account in DATA_DIR, which survives to the next command', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
+    try {
+      const env = { DATA_DIR: dataDir };
+      expect((await cli(['migrate'], env)).code).toBe(0);
+      const seeded = await cli(
+        ['seed-demo', '--json', '--sites', '1', '--articles', '2', '--backlinks', '3'],
+        env,
+      );
+      expect(seeded.code, seeded.stderr).toBe(0);
+      const out = SeedOutput.parse(JSON.parse(seeded.stdout));
+      const listed = await cli(['keys', 'list', '--account', out.account_id], env);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain('"scope":"write"');
+      const handle = await openDatabase({ dataDir });
+      try {
+        expect(
+          (await listBacklinks(handle.db, out.sites[0]?.id as string, { page: 1, perPage: 10 })).total,
+        ).toBe(3);
+      } finally {
+        await handle.close();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

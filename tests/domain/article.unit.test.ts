@@ -1,0 +1,347 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type ArticleCommand,
+  type ArticleState,
+  decide,
+  evolve,
+  fold,
+  initialState,
+} from '../../domain/article/decider.ts';
+import type { ArticleEvent } from '../../domain/article/events.ts';
+import type { Actor } from '../../domain/event.ts';
+import { specFor } from '../support/decider.ts';
+
+const spec = specFor<ArticleState, ArticleEvent, ArticleCommand>({ initialState, evolve, decide });
+const at = '2026-11-02T09:30:00.000Z';
+const metadata = { at };
+const key: Actor = { type: 'api_key', id: 'key_1', name: 'Reporting key' };
+const system: Actor = { type: 'system', id: 'pipeline', name: 'Content pipeline' };
+
+const withBacklink = (id: string, text = 'our partner'): string =>
+  `<p>Intro.</p><p>See <a href="https://partner.example.org/" data-service-protected="backlink" data-service-id="${id}">${text}</a>.</p>`;
+
+function articleCreated(overrides: Partial<Extract<ArticleEvent, { type: 'ArticleCreated' }>['data']> = {}) {
+  return {
+    type: 'ArticleCreated' as const,
+    data: {
+      articleId: 'art_1',
+      siteId: 'site_1',
+      accountId: 'acc_1',
+      revision: 1,
+      origin: 'rewrite' as const,
+      actor: system,
+      reason: null,
+      title: 'Boiler care',
+      body: withBacklink('bl_1'),
+      url: 'https://plumber.example.com/boiler-care',
+      status: 'published' as const,
+      publishedAt: '2026-11-01T08:00:00.000Z',
+      targetKeyword: 'boiler care',
+      featuredImage: null,
+      ...overrides,
+    },
+    metadata,
+  };
+}
+
+function editArticle(data: { title?: string; body?: string; expectedRevision?: number; reason?: string }) {
+  return {
+    type: 'EditArticle' as const,
+    data: { articleId: 'art_1', origin: 'api' as const, actor: key, reason: data.reason ?? null, ...data },
+    metadata,
+  };
+}
+
+describe('article decider', () => {
+  it('creates an article as revision 1 with a sanitised body', () => {
+    spec
+      .given([])
+      .when({
+        type: 'CreateArticle',
+        data: {
+          ...articleCreated().data,
+          body: '<p>Hi<script>alert(1)</script></p>',
+        },
+        metadata,
+      })
+      .thenEvents((events) => {
+        expect(events).toHaveLength(1);
+        expect(events[0]?.type).toBe('ArticleCreated');
+        expect(events[0]?.data).toMatchObject({ revision: 1, body: '<p>Hi</p>' });
+      });
+  });
+
+  it('refuses to create an article twice', () => {
+    spec
+      .given([articleCreated()])
+      .when({ type: 'CreateArticle', data: articleCreated().data, metadata })
+      .thenThrows('conflict');
+  });
+
+  it('edits the title as the next revision, with origin, actor and reason', () => {
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ title: 'Boiler care in winter', reason: 'seasonal' }))
+      .thenEvents([
+        {
+          type: 'ArticleEdited',
+          data: {
+            articleId: 'art_1',
+            revision: 2,
+            origin: 'api',
+            actor: key,
+            reason: 'seasonal',
+            title: 'Boiler care in winter',
+            sanitized: [],
+          },
+          metadata,
+        },
+      ]);
+  });
+
+  it('refuses an edit that drops a protected backlink', () => {
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ body: '<p>no links left</p>' }))
+      .thenThrows('protected_links_modified', { errors: [{ id: 'bl_1', change: 'removed' }] });
+  });
+
+  it('refuses an edit that rewrites the text of a protected backlink', () => {
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ body: withBacklink('bl_1', 'cheap boilers') }))
+      .thenThrows('protected_links_modified', { errors: [{ id: 'bl_1', change: 'rewritten' }] });
+  });
+
+  it('accepts an edit that moves the protected backlink and reports what it sanitised', () => {
+    const moved = `<p>See <a href="https://partner.example.org/" data-service-protected="backlink" data-service-id="bl_1">our partner</a> first.</p><p onclick="x()">Then the intro.</p>`;
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ body: moved }))
+      .thenEvents((events) => {
+        expect(events).toHaveLength(1);
+        const data = events[0]?.data as { body: string; sanitized: { removed: string }[]; revision: number };
+        expect(data.revision).toBe(2);
+        expect(data.body).not.toContain('onclick');
+        expect(data.body).toContain('data-service-id="bl_1"');
+        expect(data.sanitized.length).toBeGreaterThan(0);
+      });
+  });
+
+  it('creates no revision for an edit that changes nothing', () => {
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ title: 'Boiler care', body: withBacklink('bl_1') }))
+      .thenEvents([]);
+  });
+
+  it('refuses a stale expected revision', () => {
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ title: 'New', expectedRevision: 3 }))
+      .thenThrows('revision_mismatch');
+  });
+
+  it('refuses an empty edit and a title that is blank or too long', () => {
+    spec.given([articleCreated()]).when(editArticle({})).thenThrows('invalid_request');
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ title: '   ' }))
+      .thenThrows('invalid_request');
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ title: 'x'.repeat(301) }))
+      .thenThrows('invalid_request');
+  });
+
+  it('refuses a body over 2 MiB', () => {
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ body: `${withBacklink('bl_1')}<p>${'é'.repeat(1024 * 1024)}</p>` }))
+      .thenThrows('invalid_request');
+  });
+
+  it('does not edit an article that does not exist', () => {
+    spec
+      .given([])
+      .when(editArticle({ title: 'x' }))
+      .thenThrows('not_found');
+  });
+
+  it('replaces the featured image as a revision, and not when it is the same image', () => {
+    const image = { url: 'https://cdn.example.com/a.webp', alt: 'A boiler', width: 1200, height: 800 };
+    const command = {
+      type: 'ReplaceFeaturedImage' as const,
+      data: { articleId: 'art_1', origin: 'mcp' as const, actor: key, reason: null, featuredImage: image },
+      metadata,
+    };
+    spec
+      .given([articleCreated()])
+      .when(command)
+      .thenEvents((events) =>
+        expect(events[0]).toMatchObject({ type: 'FeaturedImageReplaced', data: { revision: 2 } }),
+      );
+    spec
+      .given([articleCreated({ featuredImage: image })])
+      .when(command)
+      .thenEvents([]);
+  });
+
+  it('restores an earlier revision as a new revision that names where it came from', () => {
+    const edited: ArticleEvent = {
+      type: 'ArticleEdited',
+      data: {
+        articleId: 'art_1',
+        revision: 2,
+        origin: 'api',
+        actor: key,
+        reason: null,
+        title: 'Changed',
+        sanitized: [],
+      },
+      metadata,
+    };
+    const history = [articleCreated(), edited];
+    const snapshot = fold(history.slice(0, 1));
+    spec
+      .given(history)
+      .when({
+        type: 'RestoreRevision',
+        data: { articleId: 'art_1', origin: 'editor', actor: key, reason: 'undo', revision: 1, snapshot },
+        metadata,
+      })
+      .thenEvents((events) => {
+        expect(events).toHaveLength(1);
+        expect(events[0]).toMatchObject({
+          type: 'ArticleRestored',
+          data: { revision: 3, restoredFrom: 1, title: 'Boiler care', origin: 'editor' },
+        });
+        const after = fold([...history, ...events]);
+        expect(after.exists && after.title).toBe('Boiler care');
+      });
+  });
+
+  it('refuses a restore that would drop a protected link added after that revision', () => {
+    const history = [articleCreated({ body: '<p>Plain.</p>' })];
+    const withLink: ArticleEvent = {
+      type: 'ArticleEdited',
+      data: {
+        articleId: 'art_1',
+        revision: 2,
+        origin: 'rewrite',
+        actor: system,
+        reason: null,
+        body: withBacklink('bl_9'),
+        sanitized: [],
+      },
+      metadata,
+    };
+    spec
+      .given([...history, withLink])
+      .when({
+        type: 'RestoreRevision',
+        data: {
+          articleId: 'art_1',
+          origin: 'editor',
+          actor: key,
+          reason: null,
+          revision: 1,
+          snapshot: fold(history),
+        },
+        metadata,
+      })
+      .thenThrows('protected_links_modified', { errors: [{ id: 'bl_9', change: 'removed' }] });
+  });
+
+  it('refuses to restore a revision that does not exist', () => {
+    spec
+      .given([articleCreated()])
+      .when({
+        type: 'RestoreRevision',
+        data: {
+          articleId: 'art_1',
+          origin: 'editor',
+          actor: key,
+          reason: null,
+          revision: 5,
+          snapshot: initialState,
+        },
+        metadata,
+      })
+      .thenThrows('not_found');
+  });
+
+  it('changes the status as a revision and needs a publication time to publish', () => {
+    spec
+      .given([articleCreated()])
+      .when({
+        type: 'ChangeArticleStatus',
+        data: {
+          articleId: 'art_1',
+          origin: 'rewrite',
+          actor: system,
+          reason: null,
+          status: 'archived',
+          publishedAt: '2026-11-01T08:00:00.000Z',
+        },
+        metadata,
+      })
+      .thenEvents((events) =>
+        expect(events[0]).toMatchObject({
+          type: 'ArticleStatusChanged',
+          data: { revision: 2, status: 'archived' },
+        }),
+      );
+    spec
+      .given([articleCreated({ status: 'draft', publishedAt: null })])
+      .when({
+        type: 'ChangeArticleStatus',
+        data: {
+          articleId: 'art_1',
+          origin: 'rewrite',
+          actor: system,
+          reason: null,
+          status: 'published',
+          publishedAt: null,
+        },
+        metadata,
+      })
+      .thenThrows('invalid_request');
+  });
+
+  it('replaying up to n gives the content at revision n', () => {
+    const events: ArticleEvent[] = [
+      articleCreated(),
+      {
+        type: 'ArticleEdited',
+        data: {
+          articleId: 'art_1',
+          revision: 2,
+          origin: 'api',
+          actor: key,
+          reason: null,
+          title: 'Two',
+          sanitized: [],
+        },
+        metadata,
+      },
+      {
+        type: 'ArticleEdited',
+        data: {
+          articleId: 'art_1',
+          revision: 3,
+          origin: 'mcp',
+          actor: key,
+          reason: null,
+          title: 'Three',
+          sanitized: [],
+        },
+        metadata,
+      },
+    ];
+    const at2 = fold(events.slice(0, 2));
+    expect(at2.exists && [at2.revision, at2.title]).toEqual([2, 'Two']);
+    const at3 = fold(events);
+    expect(at3.exists && [at3.revision, at3.title]).toEqual([3, 'Three']);
+  });
+});

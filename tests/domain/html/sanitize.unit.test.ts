@@ -1,0 +1,520 @@
+import fc from 'fast-check';
+import type { DefaultTreeAdapterTypes } from 'parse5';
+import { parseFragment, serialize } from 'parse5';
+import { describe, expect, it } from 'vitest';
+import { isAllowedUrl, parseBody, sanitizeHtml } from '../../../domain/html/sanitize.ts';
+
+type ChildNode = DefaultTreeAdapterTypes.ChildNode;
+type Element = DefaultTreeAdapterTypes.Element;
+
+// The contract, written out again here rather than imported, so the tests check the code against it.
+const ALLOWED_ELEMENTS = new Set(
+  (
+    'p br hr h1 h2 h3 h4 h5 h6 strong b em i u s sub sup small mark blockquote q cite code pre ul ol li dl dt dd ' +
+    'a img figure figcaption table thead tbody tfoot tr th td caption span div section abbr time'
+  ).split(' '),
+);
+const ALLOWED_ATTRIBUTES: Record<string, string[]> = {
+  '*': ['title', 'lang', 'dir', 'data-service-protected', 'data-service-id'],
+  a: ['href', 'rel', 'target', 'hreflang'],
+  img: ['src', 'alt', 'width', 'height', 'loading'],
+  td: ['colspan', 'rowspan', 'scope'],
+  th: ['colspan', 'rowspan', 'scope'],
+  ol: ['start', 'type', 'reversed'],
+  time: ['datetime'],
+  blockquote: ['cite'],
+  q: ['cite'],
+  abbr: ['title'],
+};
+const SAFE_PROTOCOLS = new Set(['http:', 'https:', 'mailto:', 'tel:']);
+
+/** What a browser would open: the WHATWG URL parser, independent of the sanitiser's own check. */
+function opensSafely(value: string): boolean {
+  try {
+    return SAFE_PROTOCOLS.has(new URL(value, 'https://site.example/articles/1').protocol);
+  } catch {
+    return true; // not a URL at all: nothing to open
+  }
+}
+
+function elementsOf(nodes: readonly ChildNode[]): Element[] {
+  const found: Element[] = [];
+  const stack = [...nodes];
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if ('tagName' in node) {
+      found.push(node);
+      stack.push(...node.childNodes);
+    }
+  }
+  return found;
+}
+
+/** Every reason the output is not acceptable by the contract; empty when it is. */
+function violations(html: string): string[] {
+  const problems: string[] = [];
+  const trees = [parseBody(html).childNodes, parseFragment(html).childNodes];
+  for (const element of trees.flatMap(elementsOf)) {
+    const tag = element.tagName;
+    if (!ALLOWED_ELEMENTS.has(tag) || element.namespaceURI !== 'http://www.w3.org/1999/xhtml') {
+      problems.push(`element <${tag}>`);
+    }
+    for (const { name, value } of element.attrs) {
+      if (name.startsWith('on')) problems.push(`event handler ${name} on <${tag}>`);
+      if (!ALLOWED_ATTRIBUTES['*']?.includes(name) && !ALLOWED_ATTRIBUTES[tag]?.includes(name)) {
+        problems.push(`attribute ${name} on <${tag}>`);
+      }
+      if (['href', 'src', 'cite'].includes(name) && !opensSafely(value))
+        problems.push(`url ${name}="${value}"`);
+    }
+  }
+  return problems;
+}
+
+// Generators: random soups of allowed and dangerous markup.
+
+const TAGS = [
+  ...ALLOWED_ELEMENTS,
+  ...['script', 'style', 'iframe', 'object', 'embed', 'template', 'noscript', 'textarea', 'select', 'option'],
+  ...['svg', 'math', 'mi', 'mo', 'mtext', 'mglyph', 'malignmark', 'foreignObject', 'desc', 'annotation-xml'],
+  ...[
+    'xmp',
+    'noembed',
+    'noframes',
+    'title',
+    'form',
+    'button',
+    'input',
+    'marquee',
+    'applet',
+    'font',
+    'center',
+  ],
+  ...['x-widget', 'col', 'colgroup', 'image', 'listing', 'nobr', 'ruby', 'rt', 'frameset', 'base', 'link'],
+];
+const ATTRIBUTE_NAMES = [
+  ...['href', 'src', 'cite', 'onclick', 'OnError', 'onmouseover', 'style', 'class', 'id', 'title', 'lang'],
+  ...['rel', 'target', 'alt', 'width', 'colspan', 'start', 'datetime', 'data-service-protected'],
+  ...['data-service-id', 'xlink:href', 'formaction', 'srcset', 'action', 'is', 'dir'],
+];
+
+/** A scheme, its letters sometimes written as entities or split by (encoded) tabs and newlines. */
+const obfuscatedUrl = fc
+  .record({
+    lead: fc.constantFrom('', ' ', '\u0001', '&#1;', ' \t', '&#x20;', '&#0;', '\u000c'),
+    scheme: fc.constantFrom('javascript', 'JaVaScRiPt', 'data', 'vbscript', 'http', 'https', 'mailto', 'ftp'),
+    encodings: fc.array(fc.nat(4), { minLength: 10, maxLength: 10 }),
+    colon: fc.constantFrom(':', '&colon;', '&#58;', '&#x3A;', '%3a', ' :'),
+    rest: fc.constantFrom('alert(1)', '//example.com/', 'text/html;base64,PHNjcmlwdD4=', 'a@b.example'),
+  })
+  .map(({ lead, scheme, encodings, colon, rest }) => {
+    const letters = [...scheme].map((letter, index) => {
+      switch (encodings[index % encodings.length]) {
+        case 1:
+          return `&#${letter.charCodeAt(0)};`;
+        case 2:
+          return `&#x${letter.charCodeAt(0).toString(16)};`;
+        case 3:
+          return `${letter}&#x09;`;
+        case 4:
+          return `${letter}${['&NewLine;', '\n', '&Tab;', '\r'][index % 4]}`;
+        default:
+          return letter;
+      }
+    });
+    return `${lead}${letters.join('')}${colon}${rest}`;
+  });
+const relativeUrl = fc.constantFrom(
+  '/guide',
+  '#top',
+  '?q=1',
+  'page.html',
+  '//cdn.example/x',
+  './javascript:x',
+  '',
+);
+const attributeValue = fc.oneof(
+  obfuscatedUrl,
+  relativeUrl,
+  fc.constantFrom('backlink', 'internal', 'evil', 'bl_1', 'alert(1)', '</style><img src=x onerror=alert(1)>'),
+);
+const attribute = fc
+  .record({
+    name: fc.constantFrom(...ATTRIBUTE_NAMES),
+    value: attributeValue,
+    quote: fc.constantFrom('"', "'"),
+  })
+  .map(
+    ({ name, value, quote }) =>
+      ` ${name}=${quote}${value.replaceAll(quote, quote === '"' ? '&quot;' : '&#39;')}${quote}`,
+  );
+
+const text = fc.oneof(
+  fc.constantFrom('hello', 'a b', ' ', '\n', '\n\n', '&amp;', '&lt;script&gt;', "don't", '\u00a0', '&nbsp;'),
+  fc.string({
+    maxLength: 8,
+    unit: fc.constantFrom('a', ' ', '<', '>', '&', '/', '"', "'", '=', '\n', '\0', '!', '-', 'p'),
+  }),
+);
+const comment = fc.constantFrom(
+  '<!-- note -->',
+  '<!---->',
+  '<!-- <script>x</script> -->',
+  '<!x>',
+  '<?php x ?>',
+  '<!--',
+);
+const mxssShape = fc.constantFrom(
+  '<svg><p><style>',
+  '<math><mi><table>',
+  '</p><p>',
+  '<svg></p><style><a id="</style><img src=1 onerror=alert(1)>">',
+  '<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>',
+  '<form><math><mtext></form><form><mglyph><style></math><img src onerror=alert(1)>',
+  '<noscript><p title="</noscript><img src=x onerror=alert(1)>">',
+  '<a href=x><table><a href=y>',
+  '<p><table><td><p>',
+  '<li><x-a><li>',
+  '<h1><font><h2>',
+  '<pre>\n\n',
+  '<table><tr>text<td>',
+  '<plaintext>',
+  '<select><template><style>',
+  '<![CDATA[<img src=x onerror=alert(1)>]]>',
+  '<image src=javascript:alert(1)>',
+  '</a></b></p></table>',
+);
+
+const { node } = fc.letrec<{ node: string; element: string }>((tie) => ({
+  node: fc.oneof(
+    { depthSize: 'small', maxDepth: 6 },
+    { arbitrary: text, weight: 2 },
+    { arbitrary: comment, weight: 1 },
+    { arbitrary: mxssShape, weight: 1 },
+    { arbitrary: tie('element'), weight: 4 },
+  ),
+  element: fc
+    .record({
+      tag: fc.constantFrom(...TAGS),
+      attributes: fc.array(attribute, { maxLength: 3 }),
+      children: fc.array(tie('node'), { maxLength: 4 }),
+      closed: fc.nat(3).map((n) => n > 0),
+    })
+    .map(({ tag, attributes, children, closed }) =>
+      closed
+        ? `<${tag}${attributes.join('')}>${children.join('')}</${tag}>`
+        : `<${tag}${attributes.join('')}>${children.join('')}`,
+    ),
+}));
+const markupSoup = fc.array(node, { maxLength: 6 }).map((nodes) => nodes.join(''));
+
+/**
+ * Soup of bare tags only, to stress the parser's restructuring: unwrapping `marquee`, `font`,
+ * `nobr` or a custom element can leave a link in a link, a block in a paragraph, a heading in a
+ * heading or a list item in a list item, which a second parse would move around.
+ */
+const STRUCTURAL_TAGS = [
+  ...['p', 'div', 'a', 'b', 'i', 'em', 'strong', 's', 'small', 'code', 'q', 'span', 'br', 'hr', 'img'],
+  ...['ul', 'ol', 'li', 'dl', 'dt', 'dd', 'h1', 'h2', 'pre', 'blockquote', 'figure', 'section'],
+  ...['table', 'tbody', 'thead', 'tr', 'td', 'th', 'caption', 'colgroup', 'col'],
+  ...['marquee', 'font', 'x-y', 'nobr', 'form', 'template', 'listing', 'button', 'select'],
+];
+const { structuralNode } = fc.letrec<{ structuralNode: string; structuralElement: string }>((tie) => ({
+  structuralNode: fc.oneof(
+    { depthSize: 'small', maxDepth: 7 },
+    {
+      arbitrary: fc.constantFrom('x', ' ', '\n', '</p>', '<p>', '</a>', '<a href=/z>', '<td>', '</li>'),
+      weight: 2,
+    },
+    { arbitrary: tie('structuralElement'), weight: 5 },
+  ),
+  structuralElement: fc
+    .record({
+      tag: fc.constantFrom(...STRUCTURAL_TAGS),
+      children: fc.array(tie('structuralNode'), { maxLength: 4 }),
+      closed: fc.nat(3).map((n) => n > 0),
+    })
+    .map(({ tag, children, closed }) => {
+      const start = tag === 'a' ? '<a href="/l">' : `<${tag}>`;
+      return `${start}${children.join('')}${closed ? `</${tag}>` : ''}`;
+    }),
+}));
+const tagSoup = fc.array(structuralNode, { maxLength: 5 }).map((nodes) => nodes.join(''));
+const body = fc.oneof(markupSoup, tagSoup);
+
+/** HTML_PROPERTY_RUNS=100000 for a long soak. */
+const runs = { numRuns: Number(process.env.HTML_PROPERTY_RUNS ?? 300) };
+
+describe('sanitizeHtml: properties', () => {
+  it('is idempotent', () => {
+    fc.assert(
+      fc.property(body, (html) => {
+        const once = sanitizeHtml(html).html;
+        const twice = sanitizeHtml(once);
+        expect(twice.html).toBe(once);
+        expect(twice.removed).toEqual([]);
+      }),
+      runs,
+    );
+  });
+
+  it('gives markup that parses back to itself (no mutation XSS), in a div or a template context', () => {
+    fc.assert(
+      fc.property(body, (html) => {
+        const out = sanitizeHtml(html).html;
+        expect(serialize(parseBody(out))).toBe(out);
+        expect(serialize(parseFragment(out))).toBe(out);
+      }),
+      runs,
+    );
+  });
+
+  it('never lets through an element, attribute, event handler or URL scheme outside the allowlist', () => {
+    fc.assert(
+      fc.property(body, (html) => {
+        expect(violations(sanitizeHtml(html).html)).toEqual([]);
+      }),
+      runs,
+    );
+  });
+
+  it('agrees with the WHATWG URL parser on which URLs are safe', () => {
+    const decoded = obfuscatedUrl.map((url) => {
+      const element = parseBody(`<a href="${url}">`).childNodes[0];
+      return element !== undefined && 'attrs' in element ? (element.attrs[0]?.value ?? '') : '';
+    });
+    fc.assert(
+      fc.property(fc.oneof(decoded, relativeUrl), (url) => {
+        expect(isAllowedUrl(url)).toBe(opensSafely(url));
+      }),
+      runs,
+    );
+  });
+});
+
+describe('sanitizeHtml: elements', () => {
+  it('keeps allowed markup byte for byte', () => {
+    const html =
+      '<h2 title="t">Title</h2><p lang="en">Some <strong>bold</strong>, <em>em</em>, <a href="https://example.com/x?a=1&amp;b=2" rel="nofollow" target="_blank">link</a>.</p>' +
+      '<ul><li>one</li><li>two</li></ul><ol start="3" reversed=""><li>x</li></ol><blockquote cite="https://example.com/">q</blockquote>' +
+      '<figure><img src="/a.png" alt="A" width="10" height="20" loading="lazy"><figcaption>cap</figcaption></figure>' +
+      '<table><caption>c</caption><thead><tr><th scope="col">h</th></tr></thead><tbody><tr><td colspan="2">d</td></tr></tbody></table>' +
+      '<p><abbr title="HyperText">HTML</abbr> <time datetime="2026-01-01">today</time> <code>x</code><br><sub>1</sub><sup>2</sup></p><hr><pre>a\n b</pre>';
+    expect(sanitizeHtml(html)).toEqual({ html, removed: [] });
+  });
+
+  it('drops script, style, iframe, object, embed, svg, math and form controls with their content', () => {
+    const result = sanitizeHtml(
+      '<p>a<script>alert(1)</script>b<style>p{}</style>c<iframe src="https://x"></iframe>d<object data="x">fallback</object>' +
+        '<embed src="x">e<svg><text>svg</text></svg><math><mi>x</mi></math><textarea>t</textarea><select><option>o</option></select></p>',
+    );
+    expect(result.html).toBe('<p>abcde</p>');
+    expect(result.removed.map((item) => item.removed)).toEqual([
+      '<script>',
+      '<style>',
+      '<iframe>',
+      '<object>',
+      '<embed>',
+      '<svg>',
+      '<math>',
+      '<textarea>',
+      '<select>',
+    ]);
+    expect(new Set(result.removed.map((item) => item.reason))).toEqual(new Set(['unsafe_element']));
+  });
+
+  it('unwraps unknown elements and keeps their content', () => {
+    expect(sanitizeHtml('<center><font color="red">Hi <x-widget>there</x-widget></font></center>')).toEqual({
+      html: 'Hi there',
+      removed: [
+        { path: 'center[1]', removed: '<center>', reason: 'element_not_allowed' },
+        { path: 'center[1] > font[1]', removed: '<font>', reason: 'element_not_allowed' },
+        { path: 'center[1] > font[1] > x-widget[1]', removed: '<x-widget>', reason: 'element_not_allowed' },
+      ],
+    });
+  });
+
+  it('drops comments', () => {
+    expect(sanitizeHtml('<p>a<!-- secret -->b</p>')).toEqual({
+      html: '<p>ab</p>',
+      removed: [{ path: 'p[1] > #comment[1]', removed: '<!-- secret -->', reason: 'comment' }],
+    });
+  });
+
+  it('names the path by tag and rank among same-named siblings', () => {
+    const { removed } = sanitizeHtml('<p>x</p><p>y <a href="/a">a</a> <a href="/b" onclick="go()">b</a></p>');
+    expect(removed).toEqual([{ path: 'p[2] > a[2]', removed: 'onclick="go()"', reason: 'event_handler' }]);
+  });
+});
+
+describe('sanitizeHtml: attributes and URLs', () => {
+  it('removes event handlers, whatever their case', () => {
+    expect(sanitizeHtml('<img src="/a.png" OnError="alert(1)" onload=x>')).toEqual({
+      html: '<img src="/a.png">',
+      removed: [
+        { path: 'img[1]', removed: 'onerror="alert(1)"', reason: 'event_handler' },
+        { path: 'img[1]', removed: 'onload="x"', reason: 'event_handler' },
+      ],
+    });
+  });
+
+  it('removes attributes outside the allowlist, including ones allowed on other elements', () => {
+    expect(sanitizeHtml('<p style="color:red" class="c" id="i" href="/x" title="t">a</p>')).toEqual({
+      html: '<p title="t">a</p>',
+      removed: [
+        { path: 'p[1]', removed: 'style="color:red"', reason: 'attribute_not_allowed' },
+        { path: 'p[1]', removed: 'class="c"', reason: 'attribute_not_allowed' },
+        { path: 'p[1]', removed: 'id="i"', reason: 'attribute_not_allowed' },
+        { path: 'p[1]', removed: 'href="/x"', reason: 'attribute_not_allowed' },
+      ],
+    });
+  });
+
+  it.each([
+    ['javascript:alert(1)'],
+    ['JavaScript:alert(1)'],
+    ['jav&#x09;ascript:alert(1)'],
+    ['jav&Tab;ascript:alert(1)'],
+    ['java\nscript:alert(1)'],
+    ['&#x20;&#1;javascript:alert(1)'],
+    ['&#106;&#97;&#118;&#97;&#115;&#99;&#114;&#105;&#112;&#116;&#58;alert(1)'],
+    ['javascript&colon;alert(1)'],
+    ['data:text/html;base64,PHNjcmlwdD4='],
+    ['vbscript:msgbox(1)'],
+    ['ftp://example.com/'],
+    ['file:///etc/passwd'],
+  ])('removes the unsafe URL %s', (url) => {
+    const { html, removed } = sanitizeHtml(`<a href="${url}">x</a>`);
+    expect(html).toBe('<a>x</a>');
+    expect(removed).toHaveLength(1);
+    expect(removed[0]).toMatchObject({ path: 'a[1]', reason: 'unsafe_url' });
+    expect(removed[0]?.removed).toMatch(/^href="/);
+  });
+
+  it.each([
+    ['https://example.com/a'],
+    ['HTTP://example.com/'],
+    ['mailto:team@example.com'],
+    ['tel:+441234567'],
+    ['/relative/path'],
+    ['page.html'],
+    ['#section'],
+    ['?page=2'],
+    ['//cdn.example.com/x'],
+    ['./javascript:alert(1)'],
+  ])('keeps the URL %s', (url) => {
+    expect(sanitizeHtml(`<a href="${url}">x</a>`).removed).toEqual([]);
+  });
+
+  it('checks src and cite as well as href', () => {
+    expect(
+      sanitizeHtml('<img src="data:image/png;base64,AAAA" alt="a"><q cite="javascript:x">q</q>'),
+    ).toEqual({
+      html: '<img alt="a"><q>q</q>',
+      removed: [
+        { path: 'img[1]', removed: 'src="data:image/png;base64,AAAA"', reason: 'unsafe_url' },
+        { path: 'q[1]', removed: 'cite="javascript:x"', reason: 'unsafe_url' },
+      ],
+    });
+  });
+
+  it('shortens long values in the report', () => {
+    const { removed } = sanitizeHtml(`<a href="javascript:${'x'.repeat(200)}">x</a>`);
+    expect(removed[0]?.removed).toBe(`href="javascript:${'x'.repeat(46)}..."`);
+  });
+
+  it('keeps the protection markers on any element, with a known kind only', () => {
+    const kept =
+      '<p>Read our <a href="https://example.com/guide" data-service-protected="internal" data-service-id="il_3">plumbing guide</a> first.</p>' +
+      '<a href="https://partner.example.org/" rel="noopener" data-service-protected="backlink" data-service-id="bl_12">partner</a>' +
+      '<div data-service-protected="backlink" data-service-id="bl_13"><a href="https://b.example/">b</a></div>';
+    expect(sanitizeHtml(kept)).toEqual({ html: kept, removed: [] });
+    expect(sanitizeHtml('<a href="/x" data-service-protected="other">x</a>')).toEqual({
+      html: '<a href="/x">x</a>',
+      removed: [
+        { path: 'a[1]', removed: 'data-service-protected="other"', reason: 'invalid_protection_marker' },
+      ],
+    });
+  });
+});
+
+describe('sanitizeHtml: shapes the parser would restructure', () => {
+  it('unwraps a link that unwrapping put inside another link', () => {
+    expect(sanitizeHtml('<a href="/a"><marquee><a href="/b">x</a></marquee></a>')).toEqual({
+      html: '<a href="/a">x</a>',
+      removed: [
+        { path: 'a[1] > marquee[1]', removed: '<marquee>', reason: 'element_not_allowed' },
+        { path: 'a[1] > marquee[1] > a[1]', removed: '<a>', reason: 'invalid_nesting' },
+      ],
+    });
+  });
+
+  it('keeps a link in a table cell inside a link, which parses back the same', () => {
+    const html = '<a href="/a"><table><tbody><tr><td><a href="/b">x</a></td></tr></tbody></table></a>';
+    expect(sanitizeHtml(html)).toEqual({ html, removed: [] });
+  });
+
+  it('flattens blocks that unwrapping put inside a paragraph', () => {
+    expect(sanitizeHtml('<p>a<marquee><div>b</div><ul><li>c</li></ul></marquee></p>').html).toBe(
+      '<p>abc</p>',
+    );
+    expect(sanitizeHtml('<p>a<marquee><h2>b</h2><p>c</p></marquee></p>').html).toBe('<p>abc</p>');
+  });
+
+  it('keeps a table a parser closes the paragraph for as a sibling', () => {
+    expect(sanitizeHtml('<p>a<table><tr><td>b</td></tr></table>').html).toBe(
+      '<p>a</p><table><tbody><tr><td>b</td></tr></tbody></table>',
+    );
+  });
+
+  it('unwraps a heading directly inside a heading, and list items inside list items', () => {
+    expect(sanitizeHtml('<h1>a<font><h2>b</h2></font></h1>').html).toBe('<h1>ab</h1>');
+    expect(sanitizeHtml('<ul><li>a<marquee><li>b</li></marquee></li></ul>').html).toBe(
+      '<ul><li>ab</li></ul>',
+    );
+    expect(sanitizeHtml('<dl><dt>a<marquee><dd>b</dd></marquee></dt></dl>').html).toBe(
+      '<dl><dt>ab</dt></dl>',
+    );
+  });
+
+  it('keeps nesting the parser keeps', () => {
+    const html =
+      '<ul><li>a<ul><li>b</li></ul></li></ul><h1><span>x</span></h1><div><p>p</p><div>d</div></div>';
+    expect(sanitizeHtml(html)).toEqual({ html, removed: [] });
+  });
+
+  it('drops table parts outside a table and text a table cannot hold', () => {
+    expect(sanitizeHtml('<template><tr><td>x</td></tr></template><p>y</p>').html).toBe('<p>y</p>');
+    expect(sanitizeHtml('<table><colgroup><col></colgroup><tr><td>x</td></tr></table>').html).toBe(
+      '<table><tbody><tr><td>x</td></tr></tbody></table>',
+    );
+  });
+
+  it('removes the leading newlines of a pre, which a parser would eat one by one', () => {
+    const once = sanitizeHtml('<pre>\n\n\ncode\n</pre>').html;
+    expect(once).toBe('<pre>code\n</pre>');
+    expect(serialize(parseBody(once))).toBe(once);
+  });
+
+  it.each([
+    ['<svg><p><style><img src=x onerror=alert(1)>', '<p></p>'],
+    ['<math><mi><table><mglyph><style><img src=x onerror=alert(1)>', ''],
+    ['<svg></p><style><a id="</style><img src=1 onerror=alert(1)>">', '<p></p><img src="1">"&gt;'],
+    ['<noscript><p title="</noscript><img src=x onerror=alert(1)>">', '<img src="x">"&gt;'],
+    ['<form><math><mtext></form><form><mglyph><style></math><img src onerror=alert(1)>', ''],
+    ['<xmp><img src=x onerror=alert(1)></xmp>', '&lt;img src=x onerror=alert(1)&gt;'],
+    ['<![CDATA[<img src=x onerror=alert(1)>]]>', ']]&gt;'],
+  ])('neutralises the mutation-XSS shape %s', (html, expected) => {
+    const out = sanitizeHtml(html).html;
+    expect(out).toBe(expected);
+    expect(violations(out)).toEqual([]);
+  });
+});
+
+describe('sanitizeHtml: size', () => {
+  it('walks very deep trees without recursion', () => {
+    const deep = `${'<div><span>'.repeat(10_000)}x`;
+    const { html } = sanitizeHtml(deep);
+    expect(html.startsWith('<div><span><div>')).toBe(true);
+    expect(html.length).toBe(deep.length - 1 + '</span></div>'.length * 10_000 + 1);
+  });
+});

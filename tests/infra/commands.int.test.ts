@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DomainError } from '../../domain/errors.ts';
+import type { Runtime } from '../../infra/runtime.ts';
+import { findArticle } from '../../projections/articles.ts';
+import { listRevisions } from '../../projections/revisions.ts';
+import { backends } from '../support/db.ts';
+import {
+  apiKeyActor,
+  createTestRuntime,
+  pipelineActor,
+  protectedBody,
+  setUpAccount,
+} from '../support/runtime.ts';
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof DomainError) return error.code;
+    throw error;
+  }
+  return 'resolved';
+}
+
+describe.each(backends)('command handlers on %s', (backend) => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  let accountId: string;
+  let siteId: string;
+  let otherAccount: { accountId: string; siteId: string };
+  const api = { origin: 'api' as const, actor: apiKeyActor };
+
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime(backend));
+    ({ accountId, siteId } = await setUpAccount(runtime));
+    otherAccount = await setUpAccount(runtime, 'Rival Ltd');
+  });
+  afterAll(async () => drop());
+
+  async function newArticle(n: number): Promise<string> {
+    const { articleId } = await runtime.commands.createArticle(
+      accountId,
+      {
+        siteId,
+        title: `Title ${n}`,
+        body: protectedBody(n),
+        url: `https://northside.example/${n}`,
+        status: 'published',
+        publishedAt: '2026-11-01T09:00:00Z',
+        targetKeyword: 'boilers',
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    return articleId;
+  }
+
+  it('an edit is a revision with origin, actor and reason, visible to the next read', async () => {
+    const id = await newArticle(1);
+    const result = await runtime.commands.editArticle(
+      accountId,
+      id,
+      { title: 'New title', reason: 'SEO' },
+      api,
+    );
+    expect(result).toMatchObject({ changed: true, revision: 2, sanitized: [] });
+    expect(result.article.title).toBe('New title');
+    const revisions = await listRevisions(runtime.db, id, { page: 1, perPage: 10 });
+    expect(revisions.total).toBe(2);
+    expect(revisions.rows[0]).toMatchObject({
+      revision: 2,
+      origin: 'api',
+      actor: apiKeyActor,
+      reason: 'SEO',
+      title: 'New title',
+    });
+    expect(revisions.rows[1]).toMatchObject({ revision: 1, origin: 'rewrite', title: 'Title 1' });
+  });
+
+  it('an edit that drops a protected link is refused and nothing changes', async () => {
+    const id = await newArticle(2);
+    expect(
+      await codeOf(runtime.commands.editArticle(accountId, id, { title: 'x', body: '<p>gone</p>' }, api)),
+    ).toBe('protected_links_modified');
+    const article = await findArticle(runtime.db, accountId, id);
+    expect(article).toMatchObject({ revision: 1, title: 'Title 2', body: protectedBody(2) });
+    expect((await runtime.store.readStream(`article-${id}`)).length).toBe(1);
+  });
+
+  it('an edit that changes nothing creates no revision', async () => {
+    const id = await newArticle(3);
+    const result = await runtime.commands.editArticle(
+      accountId,
+      id,
+      { title: 'Title 3', body: protectedBody(3) },
+      api,
+    );
+    expect(result).toMatchObject({ changed: false, revision: 1 });
+  });
+
+  it("another account's article is not found, for every command", async () => {
+    const id = await newArticle(4);
+    const other = otherAccount.accountId;
+    expect(await codeOf(runtime.commands.editArticle(other, id, { title: 'x' }, api))).toBe('not_found');
+    expect(await codeOf(runtime.commands.restoreRevision(other, id, { revision: 1 }, api))).toBe('not_found');
+    expect(await codeOf(runtime.commands.articleAt(other, id, 1))).toBe('not_found');
+    expect(
+      await codeOf(
+        runtime.commands.replaceFeaturedImage(
+          other,
+          id,
+          { featuredImage: { url: 'https://x.example/a.png', alt: '', width: null, height: null } },
+          api,
+        ),
+      ),
+    ).toBe('not_found');
+    expect(await codeOf(runtime.commands.changeArticleStatus(other, id, { status: 'archived' }, api))).toBe(
+      'not_found',
+    );
+    expect(
+      await codeOf(runtime.commands.editArticle(accountId, 'art_does_not_exist', { title: 'x' }, api)),
+    ).toBe('not_found');
+    expect(
+      await codeOf(
+        runtime.commands.createArticle(
+          other,
+          {
+            siteId,
+            title: 't',
+            body: '',
+            url: 'https://x.example/',
+            status: 'draft',
+            publishedAt: null,
+            targetKeyword: null,
+            featuredImage: null,
+          },
+          api,
+        ),
+      ),
+    ).toBe('not_found');
+  });
+
+  it('two concurrent edits at the same expected revision: exactly one wins', async () => {
+    const id = await newArticle(5);
+    const results = await Promise.allSettled([
+      runtime.commands.editArticle(accountId, id, { title: 'A', expectedRevision: 1 }, api),
+      runtime.commands.editArticle(accountId, id, { title: 'B', expectedRevision: 1 }, api),
+    ]);
+    const won = results.filter((r) => r.status === 'fulfilled');
+    const lost = results.filter((r) => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(1);
+    expect((lost[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'revision_mismatch' });
+    expect((await findArticle(runtime.db, accountId, id))?.revision).toBe(2);
+  });
+
+  it('concurrent edits without an expectation both apply, one after the other (retry on conflict)', async () => {
+    const id = await newArticle(6);
+    await Promise.all([
+      runtime.commands.editArticle(accountId, id, { title: 'First' }, api),
+      runtime.commands.editArticle(accountId, id, { title: 'Second' }, api),
+    ]);
+    const article = await findArticle(runtime.db, accountId, id);
+    expect(article?.revision).toBe(3);
+  });
+
+  it('restore replays to revision n and appends it as a new revision', async () => {
+    const id = await newArticle(7);
+    await runtime.commands.editArticle(
+      accountId,
+      id,
+      { title: 'Changed', body: `${protectedBody(7)}<p>extra</p>` },
+      api,
+    );
+    const at1 = await runtime.commands.articleAt(accountId, id, 1);
+    expect(at1.exists && at1.title).toBe('Title 7');
+    const result = await runtime.commands.restoreRevision(
+      accountId,
+      id,
+      { revision: 1, reason: 'back' },
+      { origin: 'editor', actor: apiKeyActor },
+    );
+    expect(result).toMatchObject({ changed: true, revision: 3 });
+    expect(result.article).toMatchObject({ title: 'Title 7', body: protectedBody(7) });
+    const revisions = await listRevisions(runtime.db, id, { page: 1, perPage: 10 });
+    expect(revisions.rows[0]).toMatchObject({
+      revision: 3,
+      origin: 'editor',
+      restored_from: 1,
+      reason: 'back',
+    });
+    expect(await codeOf(runtime.commands.articleAt(accountId, id, 9))).toBe('not_found');
+  });
+
+  it('the event store refuses an event that does not match its schema', async () => {
+    await expect(
+      runtime.store.append(
+        'site-bad',
+        [{ type: 'SiteAdded', data: { siteId: 'x' }, metadata: { at: new Date().toISOString() } }],
+        {
+          expectedVersion: 'no_stream',
+        },
+      ),
+    ).rejects.toThrow(/SiteAdded/);
+    expect(await runtime.store.readStream('site-bad')).toEqual([]);
+  });
+});

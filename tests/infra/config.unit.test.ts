@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../infra/config.ts';
+
+describe('configuration', () => {
+  it('has the CONTRACT defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      PORT: 3000,
+      HOST: '127.0.0.1',
+      DATA_DIR: './data',
+      LOG_LEVEL: 'info',
+      PUBLIC_URL: 'http://localhost:3000',
+    });
+    expect(c.DATABASE_URL).toBeUndefined();
+    expect(c.REDIS_URL).toBeUndefined();
+  });
+
+  it('treats an empty variable as unset and trims a trailing slash from PUBLIC_URL', () => {
+    const c = loadConfig({ DATABASE_URL: '', PUBLIC_URL: 'https://content.example.com/' });
+    expect(c.DATABASE_URL).toBeUndefined();
+    expect(c.PUBLIC_URL).toBe('https://content.example.com');
+  });
+
+  it.each([
+    ['PORT', 'eighty', /PORT="eighty": expected a port number/],
+    ['PORT', '70000', /PORT="70000": expected 0\.\.65535/],
+    ['DATABASE_URL', 'mysql://x', /DATABASE_URL="mysql:\/\/x": expected a postgres/],
+    ['REDIS_URL', 'localhost:6379', /REDIS_URL=.*expected a redis/],
+    ['PUBLIC_URL', 'ftp://x', /PUBLIC_URL=.*expected an http/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL="loud"/],
+    ['RUN_WORKERS', 'maybe', /RUN_WORKERS="maybe": expected true or false/],
+  ])('refuses a bad %s in one line that names it', (name, value, message) => {
+    let error: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toContain('\n');
+  });
+});

@@ -1,0 +1,656 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { EventMetadata } from '../../domain/event.ts';
+import { openDatabase } from '../../infra/db/open.ts';
+import {
+  ConcurrencyError,
+  createEventStore,
+  type EventStore,
+  type EventStoreDeps,
+  EventValidationError,
+  type LogPosition,
+  type NewEvent,
+  readCheckpoint,
+  START,
+  type StoredEvent,
+  writeCheckpoint,
+} from '../../infra/event-store.ts';
+import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+const metadata: EventMetadata = { at: '2026-11-21T10:00:00.000Z', requestId: 'req-1' };
+
+function event(type: string, data: unknown = {}): NewEvent {
+  return { type, data, metadata };
+}
+
+function newStream(label: string): string {
+  return `article-${label}-${randomUUID()}`;
+}
+
+function compareLog(a: LogPosition, b: LogPosition): number {
+  if (a.transactionId !== b.transactionId) return a.transactionId < b.transactionId ? -1 : 1;
+  if (a.position !== b.position) return a.position < b.position ? -1 : 1;
+  return 0;
+}
+
+/** `items.at(index)`, failing the test when it is missing. */
+function nth<T>(items: readonly T[], index: number): T {
+  const item = items.at(index);
+  if (item === undefined) throw new Error(`no item at ${index} of ${items.length}`);
+  return item;
+}
+
+function increasing(values: readonly bigint[]): boolean {
+  return values.every((value, i) => i === 0 || nth(values, i - 1) < value);
+}
+
+function mine(events: readonly StoredEvent[], streams: readonly string[]): StoredEvent[] {
+  return events.filter((e) => streams.includes(e.streamId));
+}
+
+function logPositionOf(event: StoredEvent): LogPosition {
+  return { transactionId: event.transactionId, position: event.position };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(backends)('event store on %s', (backend) => {
+  let testDb: TestDatabase;
+  let store: EventStore;
+  let storeWith: (deps: Partial<EventStoreDeps>) => EventStore;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(backend);
+    storeWith = (deps) =>
+      createEventStore({ db: testDb.handle.db, handle: testDb.handle, validate: () => {}, ...deps });
+    store = storeWith({});
+  }, 60_000);
+
+  afterAll(async () => {
+    await testDb?.drop();
+  });
+
+  /** Rows in `events`, committed or not yet readable: "nothing was appended" without waiting. */
+  async function eventCount(): Promise<number> {
+    const row = await testDb.handle.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /**
+   * The events of `streams` that readAll returns after `after`, once there are at least `count`.
+   * An event becomes readable when every older writing transaction on the server has ended, in
+   * any database: other test files (and other runs) on the same server hold readers back for a
+   * moment, and make headPosition() lag. So tests poll, and only look at their own streams.
+   * Once readable, an event stays readable.
+   */
+  async function readable(
+    after: LogPosition,
+    streams: readonly string[],
+    count: number,
+  ): Promise<StoredEvent[]> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const events = mine(await store.readAll(after, 100_000), streams);
+      if (events.length >= count || Date.now() > deadline) return events;
+      await sleep(5);
+    }
+  }
+
+  describe('append and readStream', () => {
+    it('round-trips events with 1-based versions, global positions and ids', async () => {
+      const streamId = newStream('roundtrip');
+      const data = { title: 'Hello', tags: ['a', 'b'], nested: { n: 1, none: null } };
+      const result = await store.append(
+        streamId,
+        [event('ArticleCreated', data), event('ArticleEdited', [1, 'two']), event('ArticleEdited', 'text')],
+        { expectedVersion: 'no_stream' },
+      );
+
+      expect(result.nextVersion).toBe(3);
+      expect(result.positions).toHaveLength(3);
+      expect(result.positions.every((position) => typeof position === 'bigint')).toBe(true);
+      expect(increasing(result.positions)).toBe(true);
+      expect(new Set(result.events.map((e) => e.transactionId)).size).toBe(1);
+
+      const read = await store.readStream(streamId);
+      expect(read).toEqual(result.events);
+      expect(read.map((e) => e.version)).toEqual([1, 2, 3]);
+      expect(read.map((e) => e.data)).toEqual([data, [1, 'two'], 'text']);
+      const first = nth(read, 0);
+      expect(first).toMatchObject({ streamId, type: 'ArticleCreated', metadata });
+      expect(first.eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(first.recordedAt).toBeInstanceOf(Date);
+      expect(typeof first.transactionId).toBe('bigint');
+
+      const stream = await testDb.handle.db
+        .selectFrom('streams')
+        .selectAll()
+        .where('stream_id', '=', streamId)
+        .executeTakeFirstOrThrow();
+      expect(stream).toMatchObject({ version: 3, stream_type: 'article' });
+    });
+
+    it('stores what a replay reads back: data goes through JSON once', async () => {
+      const streamId = newStream('json');
+      const result = await store.append(
+        streamId,
+        [event('ArticleCreated', { at: new Date('2026-01-02T03:04:05.000Z'), gone: undefined })],
+        { expectedVersion: 'no_stream' },
+      );
+      expect(nth(result.events, 0).data).toEqual({ at: '2026-01-02T03:04:05.000Z' });
+      expect(nth(await store.readStream(streamId), 0).data).toEqual(nth(result.events, 0).data);
+    });
+
+    it('continues versions and reads ranges with inclusive from/to', async () => {
+      const streamId = newStream('ranges');
+      await store.append(streamId, [event('A'), event('B'), event('C')], { expectedVersion: 'no_stream' });
+      const second = await store.append(streamId, [event('D'), event('E')], { expectedVersion: 3 });
+      expect(second.nextVersion).toBe(5);
+      expect(second.events.map((e) => e.version)).toEqual([4, 5]);
+
+      const versions = async (opts: { from?: number; to?: number }): Promise<number[]> =>
+        (await store.readStream(streamId, opts)).map((e) => e.version);
+      expect(await versions({})).toEqual([1, 2, 3, 4, 5]);
+      expect(await versions({ from: 2, to: 4 })).toEqual([2, 3, 4]);
+      expect(await versions({ from: 4 })).toEqual([4, 5]);
+      expect(await versions({ to: 2 })).toEqual([1, 2]);
+      expect(await versions({ from: 3, to: 3 })).toEqual([3]);
+      expect(await versions({ from: 6 })).toEqual([]);
+      expect(await store.readStream(newStream('missing'))).toEqual([]);
+    });
+
+    it('takes the stream type from the id prefix', async () => {
+      const plain = `standalone${randomUUID().replaceAll('-', '')}`;
+      await store.append(plain, [event('A')], { expectedVersion: 'no_stream' });
+      await store.append(`site-${randomUUID()}`, [event('A')], { expectedVersion: 'no_stream' });
+      const types = await testDb.handle.db
+        .selectFrom('streams')
+        .select(['stream_id', 'stream_type'])
+        .where('stream_id', '=', plain)
+        .execute();
+      expect(types).toEqual([{ stream_id: plain, stream_type: plain }]);
+    });
+  });
+
+  describe('expected version', () => {
+    it('refuses a number that is not the current version', async () => {
+      const streamId = newStream('mismatch');
+      await store.append(streamId, [event('A'), event('B')], { expectedVersion: 'no_stream' });
+
+      const error = await store
+        .append(streamId, [event('C')], { expectedVersion: 1 })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConcurrencyError);
+      expect(error).toMatchObject({ streamId, expected: 1, actual: 2 });
+      await expect(store.append(streamId, [event('C')], { expectedVersion: 3 })).rejects.toMatchObject({
+        expected: 3,
+        actual: 2,
+      });
+      expect((await store.readStream(streamId)).map((e) => e.type)).toEqual(['A', 'B']);
+    });
+
+    it('refuses a number on a stream that does not exist', async () => {
+      const streamId = newStream('missing');
+      await expect(store.append(streamId, [event('A')], { expectedVersion: 2 })).rejects.toMatchObject({
+        name: 'ConcurrencyError',
+        expected: 2,
+        actual: 0,
+      });
+      expect(await store.readStream(streamId)).toEqual([]);
+    });
+
+    it("refuses 'no_stream', and 0 which means the same, on an existing stream", async () => {
+      const streamId = newStream('exists');
+      await store.append(streamId, [event('A')], { expectedVersion: 0 });
+      for (const expectedVersion of ['no_stream', 0] as const) {
+        const error = await store
+          .append(streamId, [event('B')], { expectedVersion })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ConcurrencyError);
+        expect(error).toMatchObject({ expected: expectedVersion, actual: 1 });
+      }
+      expect((await store.readStream(streamId)).map((e) => e.type)).toEqual(['A']);
+    });
+
+    it("'any' appends to a new or an existing stream", async () => {
+      const streamId = newStream('any');
+      expect((await store.append(streamId, [event('A')], { expectedVersion: 'any' })).nextVersion).toBe(1);
+      expect(
+        (await store.append(streamId, [event('B'), event('C')], { expectedVersion: 'any' })).nextVersion,
+      ).toBe(3);
+      expect((await store.readStream(streamId)).map((e) => [e.version, e.type])).toEqual([
+        [1, 'A'],
+        [2, 'B'],
+        [3, 'C'],
+      ]);
+    });
+
+    it('rejects a malformed expected version before any SQL', async () => {
+      await expect(store.append(newStream('bad'), [event('A')], { expectedVersion: -1 })).rejects.toThrow(
+        TypeError,
+      );
+      await expect(store.append(newStream('bad'), [event('A')], { expectedVersion: 1.5 })).rejects.toThrow(
+        TypeError,
+      );
+    });
+
+    it('an empty append writes nothing and returns the current version, but still checks the expectation', async () => {
+      const streamId = newStream('empty');
+      expect(await store.append(streamId, [], { expectedVersion: 'no_stream' })).toEqual({
+        nextVersion: 0,
+        positions: [],
+        events: [],
+      });
+      await store.append(streamId, [event('A'), event('B')], { expectedVersion: 'no_stream' });
+      expect((await store.append(streamId, [], { expectedVersion: 2 })).nextVersion).toBe(2);
+      expect((await store.append(streamId, [], { expectedVersion: 'any' })).nextVersion).toBe(2);
+      await expect(store.append(streamId, [], { expectedVersion: 1 })).rejects.toBeInstanceOf(
+        ConcurrencyError,
+      );
+      expect(await store.readStream(streamId)).toHaveLength(2);
+    });
+
+    it('lets exactly one of two concurrent writers at the same expected version win', async () => {
+      for (let round = 0; round < 10; round += 1) {
+        const streamId = newStream('race');
+        const expectedVersion = round % 2 === 0 ? 'no_stream' : 1;
+        if (expectedVersion === 1)
+          await store.append(streamId, [event('Seed')], { expectedVersion: 'no_stream' });
+        const writers = ['left', 'right'].map((who) =>
+          store.append(streamId, [event(`${who}-1`), event(`${who}-2`)], { expectedVersion }),
+        );
+        const outcomes = await Promise.allSettled(writers);
+        const won = outcomes.filter((o) => o.status === 'fulfilled');
+        const lost = outcomes.filter((o) => o.status === 'rejected');
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(1);
+        expect(nth(lost, 0).reason).toBeInstanceOf(ConcurrencyError);
+        const winner = nth(outcomes, 0).status === 'fulfilled' ? 'left' : 'right';
+        const seed = expectedVersion === 1 ? ['Seed'] : [];
+        expect((await store.readStream(streamId)).map((e) => e.type)).toEqual([
+          ...seed,
+          `${winner}-1`,
+          `${winner}-2`,
+        ]);
+      }
+    });
+  });
+
+  describe('readAll', () => {
+    it('pages through the log in (transaction_id, position) order, optionally by type', async () => {
+      const head = await store.headPosition();
+      const streamId = newStream('paging');
+      await store.append(streamId, [event('Kept'), event('Other'), event('Kept')], {
+        expectedVersion: 'no_stream',
+      });
+      await store.append(streamId, [event('Other'), event('Kept')], { expectedVersion: 3 });
+
+      const all = await readable(head, [streamId], 5);
+      expect(all.map((e) => e.version)).toEqual([1, 2, 3, 4, 5]);
+      const last = logPositionOf(nth(all, -1));
+      expect(compareLog(await store.headPosition(), last)).toBeGreaterThanOrEqual(0);
+
+      const paged: StoredEvent[] = [];
+      let after = head;
+      for (;;) {
+        const page = await store.readAll(after, 2);
+        if (page.length === 0) break;
+        expect(page.length).toBeLessThanOrEqual(2);
+        paged.push(...page);
+        after = logPositionOf(nth(page, -1));
+      }
+      expect(mine(paged, [streamId])).toEqual(all);
+
+      const kept = mine(await store.readAll(head, 100_000, { types: ['Kept'] }), [streamId]);
+      expect(kept.map((e) => e.version)).toEqual([1, 3, 5]);
+      expect(await store.readAll(head, 100, { types: [] })).toEqual([]);
+      expect(mine(await store.readAll(last, 100_000), [streamId])).toEqual([]);
+    });
+
+    it('reads everything from START and refuses a non-positive limit', async () => {
+      const all = await store.readAll(START, 1_000_000);
+      expect(all.length).toBeGreaterThan(0);
+      for (let i = 1; i < all.length; i += 1) {
+        expect(compareLog(logPositionOf(nth(all, i - 1)), logPositionOf(nth(all, i)))).toBe(-1);
+      }
+      await expect(store.readAll(START, 0)).rejects.toThrow(RangeError);
+    });
+
+    it('can read inside a caller transaction', async () => {
+      const head = await store.headPosition();
+      const streamId = newStream('trx');
+      await store.append(streamId, [event('A')], { expectedVersion: 'no_stream' });
+      await readable(head, [streamId], 1);
+      const read = await testDb.handle.db
+        .transaction()
+        .execute((trx) => store.readAll(head, 100_000, { trx }));
+      expect(mine(read, [streamId]).map((e) => e.type)).toEqual(['A']);
+    });
+
+    it('sees every event exactly once, in order, while 50 writers append concurrently', async () => {
+      const writers = 50;
+      const appendsPerWriter = 4;
+      const eventsPerAppend = 3;
+      const total = writers * appendsPerWriter * eventsPerAppend;
+      const prefix = `article-load${randomUUID().slice(0, 8)}`;
+      const start = await store.headPosition();
+
+      // The inline hook widens the window between taking a position and committing, so commits
+      // come out of position order all the time. On postgres the reader has its own pool (like a
+      // worker process) so that it keeps reading while the writers hold every writer connection;
+      // on pglite everything shares the one connection and is interleaved by the pool.
+      const writerStore = storeWith({ inline: () => sleep(Math.random() * 2) });
+      const readerHandle =
+        backend === 'postgres'
+          ? await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' })
+          : testDb.handle;
+      const readerStore = createEventStore({ db: readerHandle.db, handle: readerHandle, validate: () => {} });
+
+      let writing = true;
+      let aborted = false;
+      // Everything read; `start` may lag behind earlier tests' events (see `readable`).
+      const seen: StoredEvent[] = [];
+      const ours = (): StoredEvent[] => seen.filter((e) => e.streamId.startsWith(prefix));
+      const reader = (async () => {
+        let after = start;
+        let count = 0;
+        // Until the writers are done and every event was read (or a deadline), then once more:
+        // that last read must find nothing (no duplicates, nothing extra).
+        const deadline = Date.now() + 30_000;
+        while (!aborted && (writing || (count < total && Date.now() < deadline))) {
+          const batch = await readerStore.readAll(after, 17);
+          if (batch.length > 0) {
+            seen.push(...batch);
+            count += batch.filter((e) => e.streamId.startsWith(prefix)).length;
+            after = logPositionOf(nth(batch, -1));
+          } else {
+            await sleep(1);
+          }
+        }
+        seen.push(...(await readerStore.readAll(after, 17)));
+      })();
+
+      const writes = Array.from({ length: writers }, async (_, w) => {
+        const streamId = `${prefix}-${w}`;
+        let version = 0;
+        for (let a = 0; a < appendsPerWriter; a += 1) {
+          const batch = Array.from({ length: eventsPerAppend }, (_, i) => event('Loaded', { w, a, i }));
+          const result = await writerStore.append(streamId, batch, { expectedVersion: version });
+          version = result.nextVersion;
+        }
+      });
+      try {
+        await Promise.all(writes);
+      } catch (err) {
+        aborted = true;
+        throw err;
+      } finally {
+        writing = false;
+        await reader.finally(() => (readerHandle === testDb.handle ? undefined : readerHandle.close()));
+      }
+
+      const ids = seen.map((e) => e.eventId);
+      expect(new Set(ids).size).toBe(ids.length);
+      for (let i = 1; i < seen.length; i += 1) {
+        expect(compareLog(logPositionOf(nth(seen, i - 1)), logPositionOf(nth(seen, i)))).toBe(-1);
+      }
+      expect(ours()).toHaveLength(total);
+      const versionsByStream = new Map<string, number[]>();
+      for (const e of ours())
+        versionsByStream.set(e.streamId, [...(versionsByStream.get(e.streamId) ?? []), e.version]);
+      expect(versionsByStream.size).toBe(writers);
+      const expected = Array.from({ length: appendsPerWriter * eventsPerAppend }, (_, i) => i + 1);
+      for (const versions of versionsByStream.values()) expect(versions).toEqual(expected);
+    }, 60_000);
+
+    it.runIf(backend === 'postgres')(
+      'holds back an event committed before an older transaction that is still open',
+      async () => {
+        const { db } = testDb.handle;
+        const head = await store.headPosition();
+        const streams = [newStream('a'), newStream('b')] as const;
+        const rawEvent = (streamId: string, type: string) => ({
+          event_id: randomUUID(),
+          stream_id: streamId,
+          version: 1,
+          type,
+          data: '{}',
+          metadata: JSON.stringify(metadata),
+        });
+
+        // A takes the lower position and the lower transaction id, and stays open.
+        const a = await db.startTransaction().execute();
+        try {
+          const aRow = await a
+            .insertInto('events')
+            .values(rawEvent(streams[0], 'A'))
+            .returning('position')
+            .executeTakeFirstOrThrow();
+          // B appends through the store and commits, with a higher position.
+          const b = await store.append(streams[1], [event('B')], { expectedVersion: 'no_stream' });
+          expect(nth(b.positions, 0) > BigInt(aRow.position)).toBe(true);
+
+          // A reader ordering by position alone would return B now, checkpoint past A and lose it.
+          expect(mine(await store.readAll(head, 100_000), streams)).toEqual([]);
+          expect(compareLog(await store.headPosition(), logPositionOf(nth(b.events, 0)))).toBe(-1);
+          await a.commit().execute();
+        } catch (err) {
+          await a.rollback().execute();
+          throw err;
+        }
+        expect((await readable(head, streams, 2)).map((e) => e.type)).toEqual(['A', 'B']);
+      },
+    );
+
+    it.runIf(backend === 'postgres')(
+      'returns a later position of an older transaction first, and the earlier position after its commit',
+      async () => {
+        const { db } = testDb.handle;
+        const head = await store.headPosition();
+        const streams = { A: newStream('a'), B: newStream('b') };
+        const rawEvent = (type: 'A' | 'B') => ({
+          event_id: randomUUID(),
+          stream_id: streams[type],
+          version: 1,
+          type,
+          data: '{}',
+          metadata: JSON.stringify(metadata),
+        });
+
+        const b = await db.startTransaction().execute();
+        const a = await db.startTransaction().execute();
+        let aOpen = true;
+        let bOpen = true;
+        try {
+          // B gets its transaction id first; A then inserts first (lower position); B inserts and commits.
+          await b.selectNoFrom((eb) => eb.fn<string>('pg_current_xact_id').as('xid')).execute();
+          const aRow = await a
+            .insertInto('events')
+            .values(rawEvent('A'))
+            .returning('position')
+            .executeTakeFirstOrThrow();
+          const bRow = await b
+            .insertInto('events')
+            .values(rawEvent('B'))
+            .returning('position')
+            .executeTakeFirstOrThrow();
+          expect(BigInt(aRow.position) < BigInt(bRow.position)).toBe(true);
+          await b.commit().execute();
+          bOpen = false;
+
+          // B is final (every transaction older than it has ended); A is still open.
+          const first = await readable(head, [streams.A, streams.B], 1);
+          expect(first.map((e) => e.type)).toEqual(['B']);
+          // A position-only checkpoint here (B's position) would skip A, whose position is lower.
+          const checkpoint = logPositionOf(nth(first, 0));
+
+          await a.commit().execute();
+          aOpen = false;
+          const next = await readable(checkpoint, [streams.A, streams.B], 1);
+          expect(next.map((e) => e.type)).toEqual(['A']);
+          expect(nth(next, 0).position < nth(first, 0).position).toBe(true);
+          expect(nth(next, 0).transactionId > nth(first, 0).transactionId).toBe(true);
+        } finally {
+          if (aOpen) await a.rollback().execute();
+          if (bOpen) await b.rollback().execute();
+        }
+      },
+    );
+  });
+
+  describe('validation', () => {
+    const ArticleCreated = z.object({ title: z.string().min(1) });
+    const validate = (e: NewEvent): void => {
+      if (e.type === 'ArticleCreated') ArticleCreated.parse(e.data);
+    };
+
+    it('throws before writing anything when one event is invalid', async () => {
+      const validating = storeWith({ validate });
+      const before = await eventCount();
+      const streamId = newStream('invalid');
+
+      const error = await validating
+        .append(
+          streamId,
+          [event('ArticleCreated', { title: 'ok' }), event('ArticleCreated', { title: 42 })],
+          {
+            expectedVersion: 'no_stream',
+          },
+        )
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(EventValidationError);
+      expect(error).toMatchObject({
+        type: 'ArticleCreated',
+        issues: [{ path: ['title'], code: 'invalid_type' }],
+      });
+      expect((error as Error).cause).toBeInstanceOf(z.ZodError);
+
+      expect(await validating.readStream(streamId)).toEqual([]);
+      expect(await eventCount()).toBe(before);
+      const stream = await testDb.handle.db
+        .selectFrom('streams')
+        .select('version')
+        .where('stream_id', '=', streamId)
+        .executeTakeFirst();
+      expect(stream).toBeUndefined();
+    });
+
+    it('refuses data JSON cannot carry', async () => {
+      const streamId = newStream('json');
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      for (const data of [{ n: 1n }, cyclic]) {
+        await expect(
+          store.append(streamId, [event('A', data)], { expectedVersion: 'any' }),
+        ).rejects.toMatchObject({
+          name: 'EventValidationError',
+          issues: [{ path: ['data'] }],
+        });
+      }
+      expect(await store.readStream(streamId)).toEqual([]);
+    });
+
+    it('passes through an EventValidationError thrown by the validator', async () => {
+      const own = new EventValidationError('X', [{ path: ['a'], message: 'nope' }]);
+      const validating = storeWith({
+        validate: () => {
+          throw own;
+        },
+      });
+      await expect(
+        validating.append(newStream('own'), [event('X')], { expectedVersion: 'any' }),
+      ).rejects.toBe(own);
+    });
+  });
+
+  describe('inline projections', () => {
+    it('roll the append back when they throw', async () => {
+      const before = await eventCount();
+      const streamId = newStream('inline-fail');
+      let notified = 0;
+      const failing = createEventStore({
+        db: testDb.handle.db,
+        handle: {
+          kind: testDb.handle.kind,
+          notifyAppended: () => {
+            notified += 1;
+          },
+        },
+        validate: () => {},
+        inline: async (events, trx) => {
+          await writeCheckpoint(trx, `inline-fail-${streamId}`, logPositionOf(nth(events, 0)));
+          throw new Error('projection failed');
+        },
+      });
+      await expect(failing.append(streamId, [event('A')], { expectedVersion: 'no_stream' })).rejects.toThrow(
+        'projection failed',
+      );
+      expect(notified).toBe(0);
+      expect(await store.readStream(streamId)).toEqual([]);
+      expect(await eventCount()).toBe(before);
+      expect(await readCheckpoint(testDb.handle.db, `inline-fail-${streamId}`)).toEqual(START);
+      // The stream was not created either: a fresh no_stream append still works.
+      expect((await store.append(streamId, [event('A')], { expectedVersion: 'no_stream' })).nextVersion).toBe(
+        1,
+      );
+    });
+
+    it('run in the append transaction, and their writes land with the events', async () => {
+      const streamId = newStream('inline-ok');
+      const seen: StoredEvent[] = [];
+      const projecting = storeWith({
+        inline: async (events, trx) => {
+          seen.push(...events);
+          // The events are visible inside the transaction; the rows written here commit with them.
+          const own = await trx
+            .selectFrom('events')
+            .select('event_id')
+            .where('stream_id', '=', streamId)
+            .execute();
+          expect(own).toHaveLength(events.length);
+          await writeCheckpoint(trx, `inline-ok-${streamId}`, logPositionOf(nth(events, -1)));
+        },
+      });
+      const result = await projecting.append(streamId, [event('A'), event('B')], {
+        expectedVersion: 'no_stream',
+      });
+      expect(seen).toEqual(result.events);
+      expect(await readCheckpoint(testDb.handle.db, `inline-ok-${streamId}`)).toEqual(
+        logPositionOf(nth(result.events, -1)),
+      );
+    });
+  });
+
+  describe('checkpoints', () => {
+    it('start at START, and store and overwrite a position', async () => {
+      const { db } = testDb.handle;
+      const name = `cp-${randomUUID()}`;
+      expect(await readCheckpoint(db, name)).toEqual(START);
+      const big = { transactionId: 9_007_199_254_740_993n, position: 9_007_199_254_740_995n };
+      await writeCheckpoint(db, name, big);
+      expect(await readCheckpoint(db, name)).toEqual(big);
+      await writeCheckpoint(db, name, { transactionId: 12n, position: 34n });
+      expect(await readCheckpoint(db, name)).toEqual({ transactionId: 12n, position: 34n });
+    });
+
+    it('can be read for update in the transaction that advances them', async () => {
+      const { db } = testDb.handle;
+      const name = `cp-lock-${randomUUID()}`;
+      const head = await store.headPosition();
+      const streamId = newStream('cp');
+      const appended = await store.append(streamId, [event('A')], { expectedVersion: 'no_stream' });
+      await readable(head, [streamId], 1);
+      await db.transaction().execute(async (trx) => {
+        const from = await readCheckpoint(trx, name, { forUpdate: true });
+        expect(from).toEqual(START);
+        const batch = mine(await store.readAll(head, 100_000, { trx }), [streamId]);
+        await writeCheckpoint(trx, name, logPositionOf(nth(batch, -1)));
+      });
+      expect(await readCheckpoint(db, name)).toEqual(logPositionOf(nth(appended.events, 0)));
+    });
+  });
+});

@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { API_KEY_PATTERN, hashApiKey, newApiKey, newId } from '../../infra/ids.ts';
+
+describe('ids and keys', () => {
+  it('ids carry their prefix and sort by creation time', () => {
+    const a = newId('art', 1_700_000_000_000);
+    const b = newId('art', 1_700_000_000_001);
+    expect(a).toMatch(/^art_[0-9a-z]{26}$/);
+    expect(a < b).toBe(true);
+    expect(newId('art')).not.toBe(newId('art'));
+  });
+
+  it('an API key is random, prefixed, and only its SHA-256 is kept', () => {
+    const k = newApiKey();
+    expect(k.key).toMatch(API_KEY_PATTERN);
+    expect(k.key.startsWith(k.prefix)).toBe(true);
+    expect(k.hash).toBe(hashApiKey(k.key));
+    expect(k.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(k.hash).not.toContain(k.key.slice(8));
+    expect(newApiKey().key).not.toBe(k.key);
+  });
+});

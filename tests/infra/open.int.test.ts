@@ -1,0 +1,223 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateToLatest, pendingMigrations } from '../../infra/db/migrate.ts';
+import { migrations } from '../../infra/db/migrations/index.ts';
+import { type DbHandle, type DbLogger, openDatabase } from '../../infra/db/open.ts';
+import { createEventStore, type EventStore, type NewEvent } from '../../infra/event-store.ts';
+import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+const metadata = { at: '2026-11-21T10:00:00.000Z' };
+const event = (type: string): NewEvent => ({ type, data: { type }, metadata });
+
+function storeOn(handle: DbHandle): EventStore {
+  return createEventStore({ db: handle.db, handle, validate: () => {} });
+}
+
+/** Resolves at the next wake-up of `handle`'s onAppended, rejects after `ms`. */
+function nextWakeup(handle: DbHandle, ms = 5_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      unsubscribe();
+      reject(new Error(`no onAppended wake-up within ${ms} ms`));
+    }, ms);
+    const unsubscribe = handle.onAppended(() => {
+      clearTimeout(timer);
+      unsubscribe();
+      resolve();
+    });
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function recordingLogger(): DbLogger & { messages: string[] } {
+  const messages: string[] = [];
+  const record = (_obj: object, msg: string): void => {
+    messages.push(msg);
+  };
+  return { messages, info: record, warn: record, error: record };
+}
+
+describe.each(backends)('openDatabase on %s', (backend) => {
+  let testDb: TestDatabase;
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase(backend);
+  }, 60_000);
+
+  afterAll(async () => {
+    await testDb?.drop();
+  });
+
+  it('reports its kind and the value types both backends share', async () => {
+    const { handle } = testDb;
+    expect(handle.kind).toBe(backend);
+    const row = await sql<{ big: unknown; at: unknown; doc: unknown; xid: unknown; day: unknown }>`
+      select 9007199254740993::bigint as big, now() as at, '{"a":[1]}'::jsonb as doc,
+        pg_current_xact_id() as xid, '2026-03-01'::date as day
+    `.execute(handle.db);
+    expect(row.rows[0]).toMatchObject({ big: '9007199254740993', doc: { a: [1] }, day: '2026-03-01' });
+    expect(row.rows[0]?.at).toBeInstanceOf(Date);
+    expect(typeof row.rows[0]?.xid).toBe('string');
+  });
+
+  it('has applied every migration', async () => {
+    expect(await pendingMigrations(testDb.handle.db)).toEqual([]);
+    expect(await migrateToLatest(testDb.handle.db)).toEqual({ applied: [] });
+  });
+
+  it('wakes in-process listeners when the event store appends, and stops after unsubscribe', async () => {
+    const { handle } = testDb;
+    let calls = 0;
+    const unsubscribe = handle.onAppended(() => {
+      calls += 1;
+    });
+    await storeOn(handle).append(`article-${randomUUID()}`, [event('A')], { expectedVersion: 'any' });
+    // notifyAppended runs before append resolves.
+    expect(calls).toBeGreaterThanOrEqual(1);
+    unsubscribe();
+    const before = calls;
+    handle.notifyAppended();
+    expect(calls).toBe(before);
+  });
+
+  it.runIf(backend === 'postgres')('keeps waking other listeners when one throws', async () => {
+    const logger = recordingLogger();
+    const handle = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://', logger });
+    try {
+      let woken = false;
+      handle.onAppended(() => {
+        throw new Error('listener bug');
+      });
+      handle.onAppended(() => {
+        woken = true;
+      });
+      handle.notifyAppended();
+      expect(woken).toBe(true);
+      expect(logger.messages).toContain('an onAppended listener threw');
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it.runIf(backend === 'postgres')(
+    'delivers a NOTIFY to another handle on the same database, only on commit',
+    async () => {
+      const other = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' });
+      try {
+        const woken = nextWakeup(other);
+        await storeOn(testDb.handle).append(`article-${randomUUID()}`, [event('A')], {
+          expectedVersion: 'no_stream',
+        });
+        await woken;
+
+        let calls = 0;
+        other.onAppended(() => {
+          calls += 1;
+        });
+        const failing = createEventStore({
+          db: testDb.handle.db,
+          handle: testDb.handle,
+          validate: () => {},
+          inline: async () => {
+            throw new Error('rolled back');
+          },
+        });
+        await expect(
+          failing.append(`article-${randomUUID()}`, [event('A')], { expectedVersion: 'no_stream' }),
+        ).rejects.toThrow('rolled back');
+        await sleep(300);
+        expect(calls).toBe(0);
+      } finally {
+        await other.close();
+      }
+    },
+  );
+
+  it.runIf(backend === 'postgres')(
+    'reconnects its LISTEN connection when it drops, wakes listeners once back, and ends it on close',
+    async () => {
+      const listenPids = async (): Promise<number[]> =>
+        (
+          await sql<{ pid: number }>`
+            select pid from pg_stat_activity
+            where datname = current_database() and application_name = 'content-service:listen'
+          `.execute(testDb.handle.db)
+        ).rows.map((row) => row.pid);
+      const others = new Set(await listenPids());
+      const logger = recordingLogger();
+      const other = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://', logger });
+      try {
+        const [pid] = (await listenPids()).filter((p) => !others.has(p));
+        expect(pid).toBeTypeOf('number');
+        const back = nextWakeup(other);
+        await sql`select pg_terminate_backend(${pid}::integer)`.execute(testDb.handle.db);
+        await back;
+        expect(logger.messages).toContain('the LISTEN connection to PostgreSQL was lost; reconnecting');
+
+        const woken = nextWakeup(other);
+        await storeOn(testDb.handle).append(`article-${randomUUID()}`, [event('A')], {
+          expectedVersion: 'no_stream',
+        });
+        await woken;
+        expect((await listenPids()).filter((p) => !others.has(p))).toHaveLength(1);
+      } finally {
+        await other.close();
+      }
+      expect((await listenPids()).filter((p) => !others.has(p))).toEqual([]);
+    },
+    20_000,
+  );
+
+  it.runIf(backend === 'postgres')('fails loudly when PostgreSQL is unreachable', async () => {
+    await expect(
+      openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nowhere', dataDir: 'memory://' }),
+    ).rejects.toThrow();
+  });
+});
+
+describe('openDatabase, embedded', () => {
+  let dataDir: string;
+
+  beforeAll(async () => {
+    dataDir = join(await mkdtemp(join(tmpdir(), 'cs-pglite-')), 'nested', 'data');
+  });
+
+  afterAll(async () => {
+    await rm(join(dataDir, '..', '..'), { recursive: true, force: true });
+  });
+
+  it('creates the data folder and keeps the data across a restart', async () => {
+    const first = await openDatabase({ dataDir });
+    const streamId = `article-${randomUUID()}`;
+    try {
+      expect(first.kind).toBe('pglite');
+      expect(await pendingMigrations(first.db)).toEqual(Object.keys(migrations));
+      expect(await migrateToLatest(first.db)).toEqual({ applied: Object.keys(migrations) });
+      await storeOn(first).append(streamId, [event('A'), event('B')], { expectedVersion: 'no_stream' });
+    } finally {
+      await first.close();
+    }
+    // Idempotent.
+    await first.close();
+    await expect(first.db.selectFrom('events').select('position').execute()).rejects.toThrow();
+
+    const second = await openDatabase({ dataDir });
+    try {
+      expect(await pendingMigrations(second.db)).toEqual([]);
+      const events = await storeOn(second).readStream(streamId);
+      expect(events.map((e) => [e.version, e.type])).toEqual([
+        [1, 'A'],
+        [2, 'B'],
+      ]);
+      const appended = await storeOn(second).append(streamId, [event('C')], { expectedVersion: 2 });
+      expect(appended.nextVersion).toBe(3);
+    } finally {
+      await Promise.all([second.close(), second.close()]);
+    }
+  }, 60_000);
+});

@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../infra/runtime.ts';
+import { listActivity } from '../../projections/activity.ts';
+import { findArticle, listArticles } from '../../projections/articles.ts';
+import { listBacklinks } from '../../projections/backlinks.ts';
+import { resolvePeriod, siteStats } from '../../projections/site-stats.ts';
+import { findSite, listSites } from '../../projections/sites.ts';
+import { backends } from '../support/db.ts';
+import {
+  apiKeyActor,
+  catchUpAll,
+  createTestRuntime,
+  pipelineActor,
+  protectedBody,
+  setUpAccount,
+} from '../support/runtime.ts';
+
+describe.each(backends)('read-model queries on %s', (backend) => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  let accountId: string;
+  let siteId: string;
+  let otherSiteId: string;
+  const ids: string[] = [];
+
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime(backend));
+    ({ accountId, siteId, otherSiteId } = await setUpAccount(runtime));
+    const c = runtime.commands;
+    // Two articles share a publication time: the tie is broken by id, newest id first.
+    const times = [
+      '2026-10-01T10:00:00Z',
+      '2026-10-15T10:00:00Z',
+      '2026-10-15T10:00:00Z',
+      '2026-11-02T10:00:00Z',
+      null,
+    ];
+    for (const [i, publishedAt] of times.entries()) {
+      const { articleId } = await c.createArticle(
+        accountId,
+        {
+          siteId,
+          title: `A${i}`,
+          body: `${protectedBody(i)}<p>one two three</p>`,
+          url: `https://northside.example/${i}`,
+          status: publishedAt ? 'published' : 'draft',
+          publishedAt,
+          targetKeyword: 'kw',
+          featuredImage: null,
+        },
+        { origin: 'rewrite', actor: pipelineActor },
+      );
+      ids.push(articleId);
+    }
+    for (const [i, day] of ['2026-10-03', '2026-10-20', '2026-11-05', '2026-11-05'].entries()) {
+      await c.acquireBacklink(accountId, {
+        siteId,
+        acquiredOn: day,
+        sourceDomain: 'src.example',
+        sourceUrl: `https://src.example/${i}`,
+        targetUrl: 'https://northside.example/',
+        anchorText: 'a',
+        anchorType: 'branded',
+        category: i === 1 ? 'local' : 'industry',
+      });
+    }
+    await c.recordCall({
+      accountId,
+      source: 'api',
+      actor: apiKeyActor,
+      operation: 'list_sites',
+      siteId: null,
+      articleId: null,
+      status: 200,
+      requestId: 'r1',
+      durationMs: 3,
+    });
+    await catchUpAll(runtime.db);
+  });
+  afterAll(async () => drop());
+
+  it('lists sites of the account only, oldest first, with totals', async () => {
+    const page = await listSites(runtime.db, accountId, { page: 1, perPage: 1 });
+    expect(page.total).toBe(2);
+    expect(page.rows.map((s) => s.id)).toEqual([siteId]);
+    expect(await findSite(runtime.db, 'acc_other', siteId)).toBeUndefined();
+  });
+
+  it('lists articles newest first, ties by id, undated last, paged with a total', async () => {
+    const all = await listArticles(runtime.db, siteId, { page: 1, perPage: 100 });
+    const [i0, i1, i2, i3, i4] = ids as [string, string, string, string, string];
+    const tie = [i1, i2].sort().reverse();
+    expect(all.rows.map((a) => a.id)).toEqual([i3, ...tie, i0, i4]);
+    expect(all.total).toBe(5);
+    const page2 = await listArticles(runtime.db, siteId, { page: 2, perPage: 2 });
+    expect(page2.rows.map((a) => a.id)).toEqual([tie[1], i0]);
+    const past = await listArticles(runtime.db, siteId, { page: 9, perPage: 2 });
+    expect(past).toEqual({ rows: [], total: 5 });
+    expect(all.rows[0]?.word_count).toBeGreaterThan(3);
+  });
+
+  it('filters articles by inclusive UTC dates and by status', async () => {
+    const oct = await listArticles(runtime.db, siteId, {
+      page: 1,
+      perPage: 100,
+      from: '2026-10-01',
+      to: '2026-10-15',
+    });
+    expect(oct.total).toBe(3);
+    const drafts = await listArticles(runtime.db, siteId, { page: 1, perPage: 100, status: 'draft' });
+    expect(drafts.rows.map((a) => a.title)).toEqual(['A4']);
+    expect((await listArticles(runtime.db, otherSiteId, { page: 1, perPage: 10 })).total).toBe(0);
+  });
+
+  it('finds one article with its body, for its own account only', async () => {
+    const article = await findArticle(runtime.db, accountId, ids[0] as string);
+    expect(article?.body).toContain('data-service-protected');
+    expect(await findArticle(runtime.db, 'acc_other', ids[0] as string)).toBeUndefined();
+  });
+
+  it('lists backlinks newest first, by date range and category', async () => {
+    const all = await listBacklinks(runtime.db, siteId, { page: 1, perPage: 10 });
+    expect(all.rows.map((b) => b.acquired_on)).toEqual([
+      '2026-11-05',
+      '2026-11-05',
+      '2026-10-20',
+      '2026-10-03',
+    ]);
+    expect(all.rows[0]?.id.localeCompare(all.rows[1]?.id ?? '')).toBe(1);
+    expect((await listBacklinks(runtime.db, siteId, { page: 1, perPage: 10, category: 'local' })).total).toBe(
+      1,
+    );
+    expect(
+      (
+        await listBacklinks(runtime.db, siteId, {
+          page: 1,
+          perPage: 10,
+          from: '2026-10-20',
+          to: '2026-10-20',
+        })
+      ).total,
+    ).toBe(1);
+  });
+
+  it('answers period statistics from the buckets, and a status change moves the count', async () => {
+    const today = new Date('2026-11-10T12:00:00Z');
+    expect(await siteStats(runtime.db, siteId, resolvePeriod('2026-10', today))).toEqual({
+      articles_published: 3,
+      backlinks_industry: 1,
+      backlinks_local: 1,
+    });
+    expect(await siteStats(runtime.db, siteId, resolvePeriod('this_month', today))).toEqual({
+      articles_published: 1,
+      backlinks_industry: 2,
+      backlinks_local: 0,
+    });
+    expect(await siteStats(runtime.db, siteId, resolvePeriod('last_30_days', today))).toEqual({
+      articles_published: 3,
+      backlinks_industry: 2,
+      backlinks_local: 1,
+    });
+    await runtime.commands.changeArticleStatus(
+      accountId,
+      ids[0] as string,
+      { status: 'archived' },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    await runtime.commands.changeArticleStatus(
+      accountId,
+      ids[4] as string,
+      { status: 'published', publishedAt: '2026-11-09T08:00:00+02:00' },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    await catchUpAll(runtime.db);
+    expect((await siteStats(runtime.db, siteId, resolvePeriod('2026-10', today))).articles_published).toBe(2);
+    expect((await siteStats(runtime.db, siteId, resolvePeriod('this_month', today))).articles_published).toBe(
+      2,
+    );
+    expect(await siteStats(runtime.db, siteId, resolvePeriod('2025-01', today))).toEqual({
+      articles_published: 0,
+      backlinks_industry: 0,
+      backlinks_local: 0,
+    });
+  });
+
+  it('lists activity: calls and the pipeline’s own changes', async () => {
+    const page = await listActivity(runtime.db, accountId, { page: 1, perPage: 100 });
+    expect(
+      page.rows.some((r) => r.source === 'api' && r.operation === 'list_sites' && r.request_id === 'r1'),
+    ).toBe(true);
+    expect(page.rows.filter((r) => r.source === 'rewrite' && r.operation === 'create_article')).toHaveLength(
+      5,
+    );
+    const calls = await listActivity(runtime.db, accountId, { page: 1, perPage: 100, source: 'api' });
+    expect(calls.total).toBe(1);
+  });
+});

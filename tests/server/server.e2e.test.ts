@@ -1,0 +1,103 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { NODE, run } from '../support/process.ts';
+import { type ServerProcess, startServer } from '../support/server.ts';
+
+describe('server on the embedded default', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'cs-server-'));
+  });
+  afterAll(async () => rm(dataDir, { recursive: true, force: true }));
+
+  it('serves with no database server, answers health and readiness, and stops cleanly on SIGTERM', async () => {
+    const server = await startServer({ DATA_DIR: dataDir });
+    try {
+      const health = await fetch(`${server.url}/healthz`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toEqual({ status: 'ok' });
+      expect(health.headers.get('x-request-id')).toMatch(/^req_/);
+
+      const ready = await fetch(`${server.url}/readyz`, { headers: { 'x-request-id': 'probe-1' } });
+      expect(ready.status).toBe(200);
+      expect(ready.headers.get('x-request-id')).toBe('probe-1');
+      const body = (await ready.json()) as {
+        status: string;
+        checks: {
+          database: { kind: string };
+          migrations: { pending: string[] };
+          projections: { name: string; lag: number }[];
+        };
+      };
+      expect(body.status).toBe('ready');
+      expect(body.checks.database.kind).toBe('pglite');
+      expect(body.checks.migrations.pending).toEqual([]);
+      expect(body.checks.projections.map((p) => p.name)).toContain('site_stats@1');
+
+      const missing = await fetch(`${server.url}/nope`);
+      expect(missing.status).toBe(404);
+      expect(missing.headers.get('content-type')).toContain('application/problem+json');
+      expect(await missing.json()).toMatchObject({ status: 404, code: 'not_found' });
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+    const logs = server
+      .logs()
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg?: string });
+    expect(logs.some((l) => l.msg === 'stopped')).toBe(true);
+  });
+
+  it('refuses to start on a bad variable, with one line that names it', async () => {
+    const r = await run(NODE, ['apps/server/main.ts'], { DATA_DIR: dataDir, PORT: 'eighty' });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe('Invalid configuration: PORT="eighty": expected a port number');
+  });
+});
+
+describe('server on PostgreSQL', () => {
+  let test: TestDatabase;
+  let server: ServerProcess;
+  beforeAll(async () => {
+    test = await createTestDatabase('postgres');
+    server = await startServer({ DATABASE_URL: test.databaseUrl, DATA_DIR: '/nonexistent' });
+  });
+  afterAll(async () => {
+    await server.stop();
+    await test.drop();
+  });
+
+  it('is ready on postgres and finishes a request in flight when told to stop', async () => {
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(((await ready.json()) as { checks: { database: { kind: string } } }).checks.database.kind).toBe(
+      'postgres',
+    );
+    // A request whose body is still arriving when SIGTERM comes is answered, not cut off.
+    const { port } = new URL(server.url);
+    const answered = new Promise<number>((resolve, reject) => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/healthz',
+        headers: { 'content-type': 'application/json', 'content-length': '11' },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.write('{"a":');
+      setTimeout(() => req.end('"bcd"}'), 500);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const code = server.stop();
+    expect(await answered).toBe(404);
+    expect(await code).toBe(0);
+    await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+  });
+});

@@ -1,0 +1,45 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+/** The pinned Node 24 (the one npm scripts run on). */
+export const NODE = resolve(ROOT, 'node_modules/.bin/node');
+
+export type Run = { code: number | null; stdout: string; stderr: string };
+
+/** Runs a command to completion with a clean environment plus `env`; never throws on a non-zero exit. */
+export function run(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  input?: string,
+): Promise<Run> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, {
+      cwd: ROOT,
+      env: {
+        PATH: `${resolve(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+        HOME: process.env.HOME,
+        LOG_LEVEL: 'warn',
+        ...env,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolvePromise({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+/** `node apps/cli/main.ts ...` on the pinned Node. */
+export function cli(args: string[], env: Record<string, string | undefined>): Promise<Run> {
+  return run(NODE, ['apps/cli/main.ts', ...args], env);
+}

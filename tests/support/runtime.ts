@@ -1,0 +1,72 @@
+import { sql } from 'kysely';
+import type { Actor } from '../../domain/event.ts';
+import type { ReadModelTables } from '../../infra/db/read-model-tables.ts';
+import type { Db } from '../../infra/db/schema.ts';
+import { catchUp } from '../../infra/projection-runner.ts';
+import { createRuntime, type Runtime } from '../../infra/runtime.ts';
+import { asyncProjectors } from '../../projections/index.ts';
+import { type Backend, createTestDatabase } from './db.ts';
+
+export const apiKeyActor: Actor = { type: 'api_key', id: 'key_test', name: 'Test key' };
+export const pipelineActor: Actor = { type: 'system', id: 'pipeline', name: 'Content pipeline' };
+
+/** A migrated database of the given backend with the core wired on it; `drop()` in afterAll. */
+export async function createTestRuntime(
+  kind: Backend,
+  opts: { now?: () => Date } = {},
+): Promise<{ runtime: Runtime; databaseUrl: string | undefined; drop(): Promise<void> }> {
+  const test = await createTestDatabase(kind);
+  return { runtime: createRuntime(test.handle, opts), databaseUrl: test.databaseUrl, drop: test.drop };
+}
+
+export async function catchUpAll(db: Db): Promise<void> {
+  for (const p of asyncProjectors) await catchUp(db, p);
+}
+
+const tables: (keyof ReadModelTables)[] = [
+  'accounts',
+  'api_keys',
+  'staff',
+  'sites',
+  'articles',
+  'article_bodies',
+  'revisions',
+  'backlinks',
+  'stats_buckets',
+  'stats_articles',
+  'activity',
+];
+
+/** Every read-model row, in a stable order, as JSON text: two snapshots compare equal iff the rows are identical. */
+export async function snapshotReadModels(db: Db): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const table of tables) {
+    const result = await sql<{
+      row: string;
+    }>`select row_to_json(t)::text as row from ${sql.table(table)} t`.execute(db);
+    out[table] = result.rows.map((r) => r.row).sort();
+  }
+  return out;
+}
+
+export async function setUpAccount(
+  runtime: Runtime,
+  name = 'Plumbers Ltd',
+): Promise<{ accountId: string; siteId: string; otherSiteId: string }> {
+  const email = `${name.toLowerCase().replace(/[^a-z]+/g, '.')}.${Math.random().toString(36).slice(2, 8)}@example.com`;
+  const { accountId } = await runtime.commands.openAccount({ name, email });
+  const { siteId } = await runtime.commands.addSite(accountId, {
+    name: 'Northside Plumbing',
+    domain: 'northside.example',
+    url: 'https://northside.example/',
+  });
+  const { siteId: otherSiteId } = await runtime.commands.addSite(accountId, {
+    name: 'Harbour Dental',
+    domain: 'harbour.example',
+    url: 'https://harbour.example/',
+  });
+  return { accountId, siteId, otherSiteId };
+}
+
+export const protectedBody = (n: number): string =>
+  `<p>Intro ${n}.</p><p>See <a href="https://partner.example.org/${n}" data-service-protected="backlink" data-service-id="bl_${n}">our partner</a> and <a href="https://northside.example/services" data-service-protected="internal" data-service-id="il_${n}">our services</a>.</p>`;

@@ -1,0 +1,61 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { NODE, ROOT } from './process.ts';
+
+export type ServerProcess = {
+  url: string;
+  child: ChildProcess;
+  logs: () => string[];
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(): Promise<number | null>;
+};
+
+/** Starts the real server (`node apps/server/main.ts`) on a free port and waits until it listens. */
+export function startServer(
+  env: Record<string, string | undefined>,
+  timeoutMs = 60_000,
+): Promise<ServerProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, ['apps/server/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = [];
+    let buffer = '';
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in time:\n${lines.join('\n')}`));
+    }, timeoutMs);
+    const onData = (d: Buffer): void => {
+      buffer += d.toString();
+      let i = buffer.indexOf('\n');
+      while (i >= 0) {
+        const line = buffer.slice(0, i);
+        buffer = buffer.slice(i + 1);
+        lines.push(line);
+        const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line);
+        if (match?.[1]) {
+          clearTimeout(timer);
+          const url = match[1];
+          resolve({
+            url,
+            child,
+            logs: () => lines,
+            stop: async () => {
+              child.kill('SIGTERM');
+              return exited;
+            },
+          });
+        }
+        i = buffer.indexOf('\n');
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${lines.join('\n')}`));
+    });
+  });
+}
