@@ -16,7 +16,7 @@ import {
   type StoredEvent,
   writeCheckpoint,
 } from '../../infra/event-store.ts';
-import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../support/db.ts';
 
 const metadata: EventMetadata = { at: '2026-11-21T10:00:00.000Z', requestId: 'req-1' };
 
@@ -407,7 +407,7 @@ describe.each(backends)('event store on %s', (backend) => {
       for (const versions of versionsByStream.values()) expect(versions).toEqual(expected);
     }, 60_000);
 
-    it.runIf(backend === 'postgres')(
+    onPostgres(backend)(
       'holds back an event committed before an older transaction that is still open',
       async () => {
         const { db } = testDb.handle;
@@ -446,7 +446,7 @@ describe.each(backends)('event store on %s', (backend) => {
       },
     );
 
-    it.runIf(backend === 'postgres')(
+    onPostgres(backend)(
       'returns a later position of an older transaction first, and the earlier position after its commit',
       async () => {
         const { db } = testDb.handle;

@@ -8,7 +8,7 @@ import { migrateToLatest, pendingMigrations } from '../../infra/db/migrate.ts';
 import { migrations } from '../../infra/db/migrations/index.ts';
 import { type DbHandle, type DbLogger, openDatabase } from '../../infra/db/open.ts';
 import { createEventStore, type EventStore, type NewEvent } from '../../infra/event-store.ts';
-import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../support/db.ts';
 
 const metadata = { at: '2026-11-21T10:00:00.000Z' };
 const event = (type: string): NewEvent => ({ type, data: { type }, metadata });
@@ -85,7 +85,7 @@ describe.each(backends)('openDatabase on %s', (backend) => {
     expect(calls).toBe(before);
   });
 
-  it.runIf(backend === 'postgres')('keeps waking other listeners when one throws', async () => {
+  onPostgres(backend)('keeps waking other listeners when one throws', async () => {
     const logger = recordingLogger();
     const handle = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://', logger });
     try {
@@ -104,7 +104,7 @@ describe.each(backends)('openDatabase on %s', (backend) => {
     }
   });
 
-  it.runIf(backend === 'postgres')(
+  onPostgres(backend)(
     'delivers a NOTIFY to another handle on the same database, only on commit',
     async () => {
       const other = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' });
@@ -138,7 +138,7 @@ describe.each(backends)('openDatabase on %s', (backend) => {
     },
   );
 
-  it.runIf(backend === 'postgres')(
+  onPostgres(backend)(
     'reconnects its LISTEN connection when it drops, wakes listeners once back, and ends it on close',
     async () => {
       const listenPids = async (): Promise<number[]> =>
@@ -173,7 +173,7 @@ describe.each(backends)('openDatabase on %s', (backend) => {
     20_000,
   );
 
-  it.runIf(backend === 'postgres')('fails loudly when PostgreSQL is unreachable', async () => {
+  onPostgres(backend)('fails loudly when PostgreSQL is unreachable', async () => {
     await expect(
       openDatabase({ databaseUrl: 'postgres://postgres@127.0.0.1:1/nowhere', dataDir: 'memory://' }),
     ).rejects.toThrow();

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { it } from 'vitest';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { type DbHandle, openDatabase } from '../../infra/db/open.ts';
 
@@ -99,4 +100,12 @@ function redact(databaseUrl: string): string {
   const url = new URL(databaseUrl);
   if (url.password !== '') url.password = '***';
   return url.toString();
+}
+
+/**
+ * `it` for tests of what only a PostgreSQL server has (LISTEN/NOTIFY, other connections, an
+ * unreachable host); on PGlite such a test is not registered at all rather than reported as skipped.
+ */
+export function onPostgres(backend: Backend): typeof it {
+  return backend === 'postgres' ? it : ((() => {}) as unknown as typeof it);
 }
