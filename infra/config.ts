@@ -24,6 +24,18 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: LogLevel.default('info'),
   /** Run the async projectors and job workers inside the server process (the embedded default is complete). */
   RUN_WORKERS: boolish.default(true),
+  /** Requests per minute per account (and per client address without a key). CONTRACT: 60. Raised only for benchmarks. */
+  RATE_LIMIT_PER_MINUTE: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(1, 'expected 1 or more')
+    .default(60),
+  /** Article edits per UTC day per account. CONTRACT: 200. */
+  EDIT_LIMIT_PER_DAY: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(1, 'expected 1 or more')
+    .default(200),
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
 });

@@ -38,7 +38,6 @@ export const accountsProjector: Projector = {
             scope: d.scope,
             created_at: at,
             revoked_at: null,
-            last_used_at: null,
           })
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
@@ -86,19 +85,39 @@ export type ApiKeyRow = {
 
 export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow | undefined> {
   return db
-    .selectFrom('api_keys')
-    .select(['id', 'account_id', 'name', 'prefix', 'scope', 'created_at', 'revoked_at', 'last_used_at'])
-    .where('hash', '=', hash)
+    .selectFrom('api_keys as k')
+    .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
+    .select([
+      'k.id',
+      'k.account_id',
+      'k.name',
+      'k.prefix',
+      'k.scope',
+      'k.created_at',
+      'k.revoked_at',
+      'u.last_used_at',
+    ])
+    .where('k.hash', '=', hash)
     .executeTakeFirst();
 }
 
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {
   return db
-    .selectFrom('api_keys')
-    .select(['id', 'account_id', 'name', 'prefix', 'scope', 'created_at', 'revoked_at', 'last_used_at'])
-    .where('account_id', '=', accountId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
+    .selectFrom('api_keys as k')
+    .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
+    .select([
+      'k.id',
+      'k.account_id',
+      'k.name',
+      'k.prefix',
+      'k.scope',
+      'k.created_at',
+      'k.revoked_at',
+      'u.last_used_at',
+    ])
+    .where('k.account_id', '=', accountId)
+    .orderBy('k.created_at', 'desc')
+    .orderBy('k.id', 'desc')
     .execute();
 }
 

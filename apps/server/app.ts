@@ -7,11 +7,15 @@ import { newId } from '../../infra/ids.ts';
 import { projectionStatus } from '../../infra/projection-runner.ts';
 import type { Runtime } from '../../infra/runtime.ts';
 import { projectors } from '../../projections/index.ts';
+import { apiV1, type LimitHook } from './api/index.ts';
 import { installErrorHandling } from './errors.ts';
 
 export type AppDeps = {
   runtime: Runtime;
   config: Pick<Config, 'PUBLIC_URL' | 'LOG_LEVEL'>;
+  /** The clock (periods such as this_month); tests fix it. */
+  now?: () => Date;
+  limit?: LimitHook;
   /** A pino instance or options; tests pass `false` to keep quiet. */
   logger?: boolean | object;
 };
@@ -89,6 +93,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
     },
   );
+
+  await app.register(apiV1, {
+    prefix: '/api/v1',
+    runtime: deps.runtime,
+    publicUrl: deps.config.PUBLIC_URL,
+    now: deps.now ?? (() => new Date()),
+    ...(deps.limit ? { limit: deps.limit } : {}),
+  });
 
   return app;
 }

@@ -80,11 +80,18 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
       const where = error.validationContext ?? 'body';
-      const errors = error.validation.map((v) => {
-        const path = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
-        const extra = v.params as { issue?: { keys?: string[] } } | undefined;
-        const name = path || extra?.issue?.keys?.join(',') || where;
-        return { in: where === 'querystring' ? 'query' : where, name, message: v.message ?? 'invalid' };
+      const place = where === 'querystring' ? 'query' : where;
+      const errors = error.validation.flatMap((v) => {
+        const name = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+        if (v.keyword === 'unrecognized_keys') {
+          const keys = (v.params as { keys?: string[] }).keys ?? [];
+          return keys.map((key) => ({
+            in: place,
+            name: name ? `${name}.${key}` : key,
+            message: 'is not a known parameter',
+          }));
+        }
+        return [{ in: place, name: name || place, message: v.message ?? 'invalid' }];
       });
       return sendProblem(
         reply,

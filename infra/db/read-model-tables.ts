@@ -24,7 +24,6 @@ export interface ApiKeysTable {
   scope: 'read' | 'write';
   created_at: Timestamp;
   revoked_at: Timestamp | null;
-  last_used_at: Timestamp | null;
 }
 export interface StaffTable {
   id: string;

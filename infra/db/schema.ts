@@ -50,7 +50,14 @@ export interface CheckpointsTable {
 }
 
 /** The event store's tables and the read models' (read-model-tables.ts). */
+/** When each API key was last used; written in batches, not a read model (migration 003). */
+export interface ApiKeyUsageTable {
+  key_id: string;
+  last_used_at: ColumnType<Date, Date | string, Date | string>;
+}
+
 export interface Database extends ReadModelTables {
+  api_key_usage: ApiKeyUsageTable;
   events: EventsTable;
   streams: StreamsTable;
   checkpoints: CheckpointsTable;

@@ -25,7 +25,6 @@ export async function up(db: AnyDb): Promise<void> {
     .addColumn('scope', 'text', (c) => c.notNull())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('revoked_at', 'timestamptz')
-    .addColumn('last_used_at', 'timestamptz')
     .execute();
   await db.schema
     .createIndex('api_keys_account')

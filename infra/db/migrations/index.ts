@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as eventStore from './2026-11-21-001-event-store.ts';
 import * as readModels from './2026-11-21-002-read-models.ts';
+import * as apiKeyUsage from './2026-11-22-003-api-key-usage.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -10,6 +11,7 @@ import * as readModels from './2026-11-21-002-read-models.ts';
 const all: Record<string, Migration> = {
   '2026-11-21-001-event-store': eventStore,
   '2026-11-21-002-read-models': readModels,
+  '2026-11-22-003-api-key-usage': apiKeyUsage,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(

@@ -1,0 +1,54 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ActivitySource } from '../../../domain/activity/events.ts';
+import type { Commands } from '../../../infra/commands.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The site and article a call touched, for its activity record (routes fill in what params do not say). */
+    activity: { siteId: string | null; articleId: string | null };
+  }
+}
+
+type Logger = { error(obj: object, msg: string): void };
+
+/**
+ * Records every call made with a known key (refused ones included) as a `CallRecorded` event. It
+ * hooks the response's `close`, which fires whether the response was sent or the client hung up
+ * early (then the status is 499), and the append is not tied to the connection. Pending records
+ * are awaited on shutdown.
+ */
+export function createActivityLog(commands: Commands, source: ActivitySource, log: Logger) {
+  const pending = new Set<Promise<unknown>>();
+  return {
+    onRequest: async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const started = performance.now();
+      request.activity = { siteId: null, articleId: null };
+      reply.raw.once('close', () => {
+        const accountId = request.auth?.accountId;
+        const actor = request.auth?.actor;
+        const operation = request.routeOptions.config.operation;
+        if (!accountId || !actor || !operation) return;
+        const status = reply.raw.writableFinished ? reply.statusCode : 499;
+        const record = commands
+          .recordCall({
+            accountId,
+            source,
+            actor,
+            operation,
+            siteId: request.activity.siteId,
+            articleId: request.activity.articleId,
+            status,
+            requestId: String(request.id),
+            durationMs: Math.round(performance.now() - started),
+          })
+          .catch((error: unknown) => log.error({ err: error }, 'could not record activity'))
+          .finally(() => pending.delete(record));
+        pending.add(record);
+      });
+    },
+    /** Resolves when every record started so far is stored. */
+    async drain(): Promise<void> {
+      await Promise.all([...pending]);
+    },
+  };
+}

@@ -1,0 +1,169 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import type { KeyScope } from '../../../domain/account/events.ts';
+import { DomainError } from '../../../domain/errors.ts';
+import type { Actor } from '../../../domain/event.ts';
+import type { Db } from '../../../infra/db/schema.ts';
+import { API_KEY_PATTERN, hashApiKey } from '../../../infra/ids.ts';
+import { findApiKeyByHash } from '../../../projections/accounts.ts';
+
+/** Who is calling: an account, through one key (or, on /mcp, one OAuth grant). */
+export type Principal = {
+  accountId: string;
+  scope: KeyScope;
+  actor: Actor;
+  /** The key's id, for last-use tracking; absent for OAuth. */
+  keyId?: string;
+};
+
+/** What the key said about the caller even when the call is refused: a revoked key still names its account. */
+export type AuthState = {
+  principal: Principal | null;
+  accountId: string | null;
+  actor: Actor | null;
+  failure: DomainError | null;
+};
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: AuthState;
+  }
+  interface FastifyContextConfig {
+    /** The operation name in the activity log (the MCP tool names: list_sites, get_article, ...). */
+    operation?: string;
+    /** The key scope the route needs; `read` when not given. */
+    scope?: KeyScope;
+  }
+}
+
+const QUERY_CREDENTIALS = ['api_key', 'apikey', 'key', 'access_token', 'token'];
+export const WWW_AUTHENTICATE = 'Bearer realm="content-service"';
+
+function failure(detail: string): DomainError {
+  return new DomainError('unauthenticated', detail);
+}
+
+/** The key the request presents, or the reason it presents none that can be used. */
+export function presentedKey(request: FastifyRequest): { key: string } | { error: DomainError } | null {
+  const query = request.query as Record<string, unknown> | undefined;
+  const inQuery = QUERY_CREDENTIALS.find((name) => query && name in query);
+  if (inQuery) {
+    return {
+      error: failure(
+        `Credentials are not accepted in the query string (${inQuery}); send Authorization: Bearer <key> or X-API-Key`,
+      ),
+    };
+  }
+  const authorization = request.headers.authorization;
+  const xApiKey = request.headers['x-api-key'];
+  if (Array.isArray(xApiKey)) return { error: failure('Send X-API-Key once') };
+  let bearer: string | undefined;
+  if (authorization !== undefined) {
+    const match = /^Bearer +(\S+) *$/i.exec(authorization);
+    if (!match?.[1]) return { error: failure('The Authorization header must be "Bearer <key>"') };
+    bearer = match[1];
+  }
+  if (bearer !== undefined && xApiKey !== undefined && bearer !== xApiKey) {
+    return { error: failure('Authorization and X-API-Key carry different keys; send one') };
+  }
+  const key = bearer ?? xApiKey;
+  if (key === undefined) return null;
+  if (!API_KEY_PATTERN.test(key)) return { error: failure('The API key is malformed') };
+  return { key };
+}
+
+/**
+ * Remembers when keys were used and writes it in one statement every few seconds, so a request
+ * costs no database write. `flush()` on shutdown writes what is pending.
+ */
+export function createUsageRecorder(
+  db: Db,
+  intervalMs = 10_000,
+): { touch(keyId: string, at: Date): void; flush(): Promise<void>; stop(): Promise<void> } {
+  let pending = new Map<string, Date>();
+  const flush = async (): Promise<void> => {
+    if (pending.size === 0) return;
+    const batch = [...pending.entries()];
+    pending = new Map();
+    await db
+      .insertInto('api_key_usage')
+      .values(batch.map(([key_id, at]) => ({ key_id, last_used_at: at })))
+      .onConflict((oc) =>
+        oc.column('key_id').doUpdateSet({
+          last_used_at: sql`greatest(api_key_usage.last_used_at, excluded.last_used_at)`,
+        }),
+      )
+      .execute();
+  };
+  const timer = setInterval(() => {
+    flush().catch(() => {});
+  }, intervalMs);
+  timer.unref();
+  return {
+    touch(keyId, at) {
+      pending.set(keyId, at);
+    },
+    flush,
+    async stop() {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
+
+/** onRequest: resolves the API key into `request.auth`; refusing is left to `requireAuth`, after the rate limit. */
+export function authenticate(db: Db, usage: { touch(keyId: string, at: Date): void }) {
+  return async (request: FastifyRequest): Promise<void> => {
+    request.auth = { principal: null, accountId: null, actor: null, failure: null };
+    const presented = presentedKey(request);
+    if (presented === null) {
+      request.auth.failure = failure('Send an API key: Authorization: Bearer <key> or X-API-Key: <key>');
+      return;
+    }
+    if ('error' in presented) {
+      request.auth.failure = presented.error;
+      return;
+    }
+    const row = await findApiKeyByHash(db, hashApiKey(presented.key));
+    if (!row) {
+      request.auth.failure = failure('The API key is not known');
+      return;
+    }
+    const actor: Actor = { type: 'api_key', id: row.id, name: row.name };
+    request.auth.accountId = row.account_id;
+    request.auth.actor = actor;
+    if (row.revoked_at) {
+      request.auth.failure = failure('The API key was revoked');
+      return;
+    }
+    request.auth.principal = { accountId: row.account_id, scope: row.scope, actor, keyId: row.id };
+    usage.touch(row.id, new Date());
+  };
+}
+
+/** onRequest, after the rate limit: 401 without a usable key, 403 for a read key on a write route. */
+export async function requireAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (request.auth.failure || !request.auth.principal) {
+    reply.header(
+      'www-authenticate',
+      request.auth.failure?.message.startsWith('Send an API key')
+        ? WWW_AUTHENTICATE
+        : `${WWW_AUTHENTICATE}, error="invalid_token"`,
+    );
+    throw request.auth.failure ?? failure('Authentication required');
+  }
+  const needs = request.routeOptions.config.scope ?? 'read';
+  if (needs === 'write' && request.auth.principal.scope !== 'write') {
+    throw new DomainError(
+      'insufficient_scope',
+      'This key can only read; create a key with the write scope to edit',
+    );
+  }
+}
+
+/** The authenticated principal of a route behind requireAuth. */
+export function principalOf(request: FastifyRequest): Principal {
+  const principal = request.auth.principal;
+  if (!principal) throw new DomainError('unauthenticated', 'Authentication required');
+  return principal;
+}

@@ -1,0 +1,45 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { DomainError } from '../../../domain/errors.ts';
+import type { Runtime } from '../../../infra/runtime.ts';
+import { createActivityLog } from './activity-log.ts';
+import { authenticate, createUsageRecorder, requireAuth } from './auth.ts';
+import { readRoutes } from './read-routes.ts';
+
+/** An onRequest hook that enforces request limits (between authentication and refusal, so floods of bad keys count too). */
+export type LimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+export type ApiDeps = { runtime: Runtime; publicUrl: string; now: () => Date; limit?: LimitHook };
+
+/** A repeated query parameter is ambiguous: refuse it by name rather than pick one. */
+async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> {
+  const query = request.query as Record<string, unknown>;
+  const repeated = Object.entries(query).filter(([, value]) => Array.isArray(value));
+  if (repeated.length > 0) {
+    throw new DomainError(
+      'invalid_request',
+      'A query parameter is given more than once',
+      repeated.map(([name]) => ({ in: 'query', name, message: 'must be given once' })),
+    );
+  }
+}
+
+/** `/api/v1`: API-key authentication, limits, the activity log, and the routes. */
+export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
+  const { db, commands } = deps.runtime;
+  const usage = createUsageRecorder(db);
+  const activity = createActivityLog(commands, 'api', app.log);
+  // Declared up front for a stable object shape; the onRequest hooks below set both on every request.
+  app.decorateRequest('auth', null as never);
+  app.decorateRequest('activity', null as never);
+  app.addHook('onRequest', activity.onRequest);
+  app.addHook('onRequest', authenticate(db, usage));
+  if (deps.limit) app.addHook('onRequest', deps.limit);
+  app.addHook('onRequest', requireAuth);
+  app.addHook('preValidation', refuseRepeatedParameters);
+  app.addHook('onClose', async () => {
+    await activity.drain();
+    await usage.stop();
+  });
+  await app.register(readRoutes, { db, publicUrl: deps.publicUrl, now: deps.now });
+};

@@ -1,0 +1,234 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { DomainError } from '../../../domain/errors.ts';
+import type { Db } from '../../../infra/db/schema.ts';
+import { listActivity } from '../../../projections/activity.ts';
+import { findArticle, listArticles } from '../../../projections/articles.ts';
+import { listBacklinks } from '../../../projections/backlinks.ts';
+import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
+import { findSite, listSites } from '../../../projections/sites.ts';
+import { principalOf } from './auth.ts';
+import { sendList } from './lists.ts';
+import {
+  ActivityQuery,
+  ActivityRecord,
+  Article,
+  ArticleListItem,
+  ArticleParams,
+  ArticleQuery,
+  Backlink,
+  BacklinkQuery,
+  listOf,
+  PageQuery,
+  Problem,
+  Site,
+  SiteParams,
+  Stats,
+  StatsQuery,
+} from './schemas.ts';
+import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut, weakEtag } from './wire.ts';
+
+export type ReadRouteDeps = { db: Db; publicUrl: string; now: () => Date };
+
+/** The errors every authenticated read can answer with. */
+export const readErrors = { 400: Problem, 401: Problem, 404: Problem, 429: Problem } as const;
+
+const SiteList = listOf(Site, 'SiteList');
+const ArticleList = listOf(ArticleListItem, 'ArticleList');
+const BacklinkList = listOf(Backlink, 'BacklinkList');
+const ActivityList = listOf(ActivityRecord, 'ActivityList');
+const ArticleHeaders = z.object({
+  'if-none-match': z
+    .string()
+    .optional()
+    .meta({ description: 'The ETag of a copy you hold: 304 when it is still current.' }),
+});
+
+/** The five read endpoints of the seed spec, and the activity log. They read read models only. */
+export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db, publicUrl, now }) => {
+  async function ownSite(accountId: string, siteId: string): Promise<void> {
+    if (!(await findSite(db, accountId, siteId))) throw new DomainError('not_found', `No site ${siteId}`);
+  }
+
+  app.get(
+    '/sites',
+    {
+      config: { operation: 'list_sites' },
+      schema: {
+        tags: ['sites'],
+        summary: 'List the websites on the account',
+        description: 'Oldest first (ties by id). Paginated with `page` and `per_page`.',
+        querystring: PageQuery,
+        response: { 200: SiteList, ...readErrors },
+      },
+    },
+    async (req, reply) => {
+      const { page, per_page } = req.query;
+      const result = await listSites(db, principalOf(req).accountId, { page, perPage: per_page });
+      return sendList(
+        reply,
+        { publicUrl, path: '/api/v1/sites', query: req.query, page, perPage: per_page },
+        result,
+        siteOut,
+      );
+    },
+  );
+
+  app.get(
+    '/sites/:id/articles',
+    {
+      config: { operation: 'list_articles' },
+      schema: {
+        tags: ['articles'],
+        summary: 'List the articles of a site',
+        description:
+          'Newest `published_at` first, ties by id; articles with no publication time (drafts) last. ' +
+          '`from` and `to` are inclusive UTC dates on `published_at`.',
+        params: SiteParams,
+        querystring: ArticleQuery,
+        response: { 200: ArticleList, ...readErrors },
+      },
+    },
+    async (req, reply) => {
+      req.activity.siteId = req.params.id;
+      await ownSite(principalOf(req).accountId, req.params.id);
+      const { page, per_page, from, to, status } = req.query;
+      const result = await listArticles(db, req.params.id, { page, perPage: per_page, from, to, status });
+      const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/articles`;
+      return sendList(
+        reply,
+        { publicUrl, path, query: req.query, page, perPage: per_page },
+        result,
+        articleListItemOut,
+      );
+    },
+  );
+
+  app.get(
+    '/articles/:id',
+    {
+      config: { operation: 'get_article' },
+      schema: {
+        tags: ['articles'],
+        summary: 'Get one article with its full HTML body',
+        description:
+          'Protected blocks (inserted backlink anchors and internal links) carry `data-service-protected` in the body ' +
+          'and are listed in `protected_links`. The weak `ETag` is the revision: send it as `If-Match` on an edit.',
+        params: ArticleParams,
+        headers: ArticleHeaders,
+        response: {
+          200: Article.meta({ description: 'The article' }),
+          304: z.null().meta({ description: 'Not modified: the ETag sent in If-None-Match is current' }),
+          ...readErrors,
+        },
+      },
+    },
+    async (req, reply) => {
+      req.activity.articleId = req.params.id;
+      const row = await findArticle(db, principalOf(req).accountId, req.params.id);
+      if (!row) throw new DomainError('not_found', `No article ${req.params.id}`);
+      req.activity.siteId = row.site_id;
+      const etag = weakEtag(row.revision);
+      reply.header('etag', etag);
+      if (req.headers['if-none-match'] === etag) return reply.status(304).send(null);
+      return articleOut(row);
+    },
+  );
+
+  app.get(
+    '/sites/:id/backlinks',
+    {
+      config: { operation: 'list_backlinks' },
+      schema: {
+        tags: ['backlinks'],
+        summary: 'List the backlinks of a site',
+        description:
+          'Newest `acquired_on` first, ties by id. `from` and `to` are inclusive UTC dates on `acquired_on`; ' +
+          '`category` keeps only industry or only local backlinks.',
+        params: SiteParams,
+        querystring: BacklinkQuery,
+        response: { 200: BacklinkList, ...readErrors },
+      },
+    },
+    async (req, reply) => {
+      req.activity.siteId = req.params.id;
+      await ownSite(principalOf(req).accountId, req.params.id);
+      const { page, per_page, from, to, category } = req.query;
+      const result = await listBacklinks(db, req.params.id, { page, perPage: per_page, from, to, category });
+      const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/backlinks`;
+      return sendList(
+        reply,
+        { publicUrl, path, query: req.query, page, perPage: per_page },
+        result,
+        backlinkOut,
+      );
+    },
+  );
+
+  app.get(
+    '/sites/:id/stats',
+    {
+      config: { operation: 'get_stats' },
+      schema: {
+        tags: ['stats'],
+        summary: 'Statistics of a site for a period',
+        description:
+          'Articles published (status `published`, `published_at` in the period) and backlinks acquired in the period. ' +
+          'All periods are UTC; `from` and `to` in the answer are inclusive.',
+        params: SiteParams,
+        querystring: StatsQuery,
+        response: { 200: Stats, ...readErrors },
+      },
+    },
+    async (req) => {
+      req.activity.siteId = req.params.id;
+      await ownSite(principalOf(req).accountId, req.params.id);
+      const period = resolvePeriod(req.query.period, now());
+      const s = await siteStats(db, req.params.id, period);
+      return {
+        site_id: req.params.id,
+        period: { key: period.key, from: period.from, to: period.to },
+        articles: { published: s.articles_published },
+        backlinks: {
+          total: s.backlinks_industry + s.backlinks_local,
+          industry: s.backlinks_industry,
+          local: s.backlinks_local,
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/activity',
+    {
+      config: { operation: 'list_activity' },
+      schema: {
+        tags: ['activity'],
+        summary: "The account's activity log",
+        description:
+          'Every call through the API and MCP (refused ones included) and the changes the content pipeline made, ' +
+          'newest first. Filters: inclusive UTC dates, source, site and article.',
+        querystring: ActivityQuery,
+        response: { 200: ActivityList, ...readErrors },
+      },
+    },
+    async (req, reply) => {
+      const { page, per_page, from, to, source, site_id, article_id } = req.query;
+      const result = await listActivity(db, principalOf(req).accountId, {
+        page,
+        perPage: per_page,
+        from,
+        to,
+        source,
+        siteId: site_id,
+        articleId: article_id,
+      });
+      return sendList(
+        reply,
+        { publicUrl, path: '/api/v1/activity', query: req.query, page, perPage: per_page },
+        result,
+        activityOut,
+      );
+    },
+  );
+};

@@ -1,0 +1,319 @@
+import { z } from 'zod';
+
+/*
+ * The wire shapes of CONTRACT.md, as zod schemas: the routes validate with them, the responses are
+ * serialised through them, and the OpenAPI document is generated from them.
+ */
+
+const id = z.string().min(1).max(100);
+const timestamp = z.iso.datetime().meta({ example: '2026-11-02T09:30:00Z' });
+const calendarDate = z.iso.date().meta({ example: '2026-11-02' });
+
+export const ErrorCode = z.enum([
+  'invalid_request',
+  'unauthenticated',
+  'insufficient_scope',
+  'not_found',
+  'conflict',
+  'revision_mismatch',
+  'protected_links_modified',
+  'image_too_large',
+  'unsupported_image',
+  'image_fetch_failed',
+  'rate_limited',
+  'edit_limit_reached',
+  'internal',
+]);
+
+export const Problem = z
+  .object({
+    type: z.string().meta({ example: 'https://content-service.dev/problems/not-found' }),
+    title: z.string().meta({ example: 'Not found' }),
+    status: z.number().int().meta({ example: 404 }),
+    detail: z.string().meta({ example: 'No site site_01jd...' }),
+    instance: z.string().meta({ example: '/api/v1/sites/site_01jd.../articles' }),
+    code: ErrorCode,
+    request_id: z.string().meta({ example: 'req_06h0...' }),
+    errors: z.array(z.record(z.string(), z.unknown())).optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details; `code` is stable and machine-readable.' });
+
+export const Site = z
+  .object({
+    id,
+    name: z.string(),
+    domain: z.string(),
+    url: z.url(),
+    created_at: timestamp,
+  })
+  .meta({
+    id: 'Site',
+    example: {
+      id: 'site_06h014k26k323kar2chmr6p5jr',
+      name: 'Northside Plumbing',
+      domain: 'northside-plumbing.example',
+      url: 'https://northside-plumbing.example/',
+      created_at: '2026-10-01T08:00:00Z',
+    },
+  });
+
+export const ArticleStatus = z.enum(['draft', 'scheduled', 'published', 'archived']);
+
+export const FeaturedImage = z
+  .object({
+    url: z.url(),
+    alt: z.string(),
+    width: z.number().int().nullable(),
+    height: z.number().int().nullable(),
+  })
+  .meta({ id: 'FeaturedImage' });
+
+export const ArticleListItem = z
+  .object({
+    id,
+    site_id: id,
+    title: z.string(),
+    url: z.url(),
+    status: ArticleStatus,
+    published_at: timestamp.nullable(),
+    target_keyword: z.string().nullable(),
+    word_count: z.number().int().min(0),
+    featured_image: FeaturedImage.nullable(),
+    revision: z.number().int().min(1),
+    updated_at: timestamp,
+  })
+  .meta({
+    id: 'ArticleListItem',
+    example: {
+      id: 'art_06h014k2g711vw3tv0g528qpw8',
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      title: 'How to choose a boiler',
+      url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
+      status: 'published',
+      published_at: '2026-11-02T09:30:00Z',
+      target_keyword: 'boiler',
+      word_count: 812,
+      featured_image: { url: 'https://images.example/boiler.jpg', alt: 'A boiler', width: 1200, height: 630 },
+      revision: 3,
+      updated_at: '2026-11-05T14:00:00Z',
+    },
+  });
+
+export const ProtectedLink = z
+  .object({
+    id: z.string(),
+    kind: z.enum(['backlink', 'internal']),
+    href: z.string(),
+    text: z.string(),
+  })
+  .meta({ id: 'ProtectedLink' });
+
+export const Article = ArticleListItem.extend({
+  body: z
+    .string()
+    .meta({ description: 'The full HTML body. Protected blocks carry `data-service-protected`.' }),
+  protected_links: z.array(ProtectedLink),
+}).meta({
+  id: 'Article',
+  example: {
+    id: 'art_06h014k2g711vw3tv0g528qpw8',
+    site_id: 'site_06h014k26k323kar2chmr6p5jr',
+    title: 'How to choose a boiler',
+    url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
+    status: 'published',
+    published_at: '2026-11-02T09:30:00Z',
+    target_keyword: 'boiler',
+    word_count: 9,
+    featured_image: null,
+    revision: 3,
+    updated_at: '2026-11-05T14:00:00Z',
+    body: '<p>Read our <a href="https://northside-plumbing.example/services" data-service-protected="internal" data-service-id="il_1">boiler services</a> first.</p>',
+    protected_links: [
+      {
+        id: 'il_1',
+        kind: 'internal',
+        href: 'https://northside-plumbing.example/services',
+        text: 'boiler services',
+      },
+    ],
+  },
+});
+
+export const Backlink = z
+  .object({
+    id,
+    site_id: id,
+    acquired_on: calendarDate,
+    source_domain: z.string(),
+    source_url: z.string(),
+    target_url: z.string(),
+    anchor_text: z.string(),
+    anchor_type: z.enum(['exact', 'partial', 'branded', 'naked_url', 'generic', 'image']),
+    category: z.enum(['industry', 'local']),
+  })
+  .meta({
+    id: 'Backlink',
+    example: {
+      id: 'bl_06h014k41f2z7xq29rrdb0mhtc',
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      acquired_on: '2026-11-03',
+      source_domain: 'citylocalnews.example',
+      source_url: 'https://citylocalnews.example/business/directory',
+      target_url: 'https://northside-plumbing.example/',
+      anchor_text: 'Northside Plumbing',
+      anchor_type: 'branded',
+      category: 'local',
+    },
+  });
+
+export const Stats = z
+  .object({
+    site_id: id,
+    period: z.object({ key: z.string(), from: calendarDate, to: calendarDate }),
+    articles: z.object({ published: z.number().int().min(0) }),
+    backlinks: z.object({
+      total: z.number().int().min(0),
+      industry: z.number().int().min(0),
+      local: z.number().int().min(0),
+    }),
+  })
+  .meta({
+    id: 'Stats',
+    example: {
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      period: { key: '2026-10', from: '2026-10-01', to: '2026-10-31' },
+      articles: { published: 12 },
+      backlinks: { total: 30, industry: 18, local: 12 },
+    },
+  });
+
+export const ActivityRecord = z
+  .object({
+    id,
+    at: timestamp,
+    source: z.enum(['api', 'mcp', 'editor', 'rewrite', 'system']),
+    actor: z.object({ type: z.string(), id: z.string(), name: z.string() }),
+    operation: z.string(),
+    site_id: z.string().nullable(),
+    article_id: z.string().nullable(),
+    status: z.number().int(),
+    request_id: z.string().nullable(),
+    duration_ms: z.number().int().min(0),
+  })
+  .meta({
+    id: 'ActivityRecord',
+    example: {
+      id: 'act_06h017my4x3zamww4jk51y2p4c',
+      at: '2026-11-05T14:00:00Z',
+      source: 'api',
+      actor: { type: 'api_key', id: 'key_06h0...', name: 'Reporting key' },
+      operation: 'list_articles',
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      article_id: null,
+      status: 200,
+      request_id: 'req_06h017my4x3zamww4jk51y2p4c',
+      duration_ms: 14,
+    },
+  });
+
+const Links = z.object({
+  self: z.url(),
+  first: z.url(),
+  last: z.url(),
+  prev: z.url().nullable(),
+  next: z.url().nullable(),
+});
+const Meta = z.object({
+  page: z.number().int().min(1),
+  per_page: z.number().int().min(1).max(100),
+  total: z.number().int().min(0),
+  total_pages: z.number().int().min(0),
+});
+
+export function listOf<T extends z.ZodType>(item: T, name: string) {
+  return z.object({ data: z.array(item), meta: Meta, links: Links }).meta({ id: name });
+}
+
+/* Query parameters. Strict: an unknown parameter is a 400 that names it. */
+
+const pageParam = z.coerce
+  .number({ message: 'must be a whole number' })
+  .int('must be a whole number')
+  .min(1, 'must be 1 or more')
+  .max(1_000_000, 'must be at most 1000000')
+  .default(1)
+  .meta({ description: 'Page number, from 1. A page past the end has an empty `data`.' });
+const perPageParam = z.coerce
+  .number({ message: 'must be a whole number' })
+  .int('must be a whole number')
+  .min(1, 'must be 1 or more')
+  .max(100, 'must be at most 100')
+  .default(20)
+  .meta({ description: 'Items per page, 1 to 100.' });
+const fromParam = z.iso
+  .date({ message: 'must be a date YYYY-MM-DD' })
+  .optional()
+  .meta({ description: 'First day, inclusive, UTC (YYYY-MM-DD).' });
+const toParam = z.iso
+  .date({ message: 'must be a date YYYY-MM-DD' })
+  .optional()
+  .meta({ description: 'Last day, inclusive, UTC (YYYY-MM-DD).' });
+
+function dateRange<T extends { from?: string | undefined; to?: string | undefined }>(
+  q: T,
+  ctx: z.RefinementCtx,
+): void {
+  if (q.from && q.to && q.from > q.to) {
+    ctx.addIssue({ code: 'custom', path: ['from'], message: 'must not be after to' });
+  }
+}
+
+export const PageQuery = z.strictObject({ page: pageParam, per_page: perPageParam });
+export const ArticleQuery = z
+  .strictObject({
+    from: fromParam,
+    to: toParam,
+    status: ArticleStatus.optional().meta({ description: 'Only articles with this status.' }),
+    page: pageParam,
+    per_page: perPageParam,
+  })
+  .superRefine(dateRange);
+export const BacklinkQuery = z
+  .strictObject({
+    from: fromParam,
+    to: toParam,
+    category: z
+      .enum(['industry', 'local'])
+      .optional()
+      .meta({ description: 'Only industry or only local backlinks.' }),
+    page: pageParam,
+    per_page: perPageParam,
+  })
+  .superRefine(dateRange);
+export const StatsQuery = z.strictObject({
+  period: z
+    .string()
+    .regex(
+      /^(this_month|last_month|last_30_days|\d{4}-(0[1-9]|1[0-2]))$/,
+      'must be this_month, last_month, last_30_days or YYYY-MM',
+    )
+    .default('this_month')
+    .meta({
+      description:
+        'this_month (default), last_month, last_30_days (today and the 29 days before), or a month YYYY-MM. UTC.',
+    }),
+});
+export const ActivityQuery = z
+  .strictObject({
+    from: fromParam,
+    to: toParam,
+    source: z.enum(['api', 'mcp', 'editor', 'rewrite', 'system']).optional(),
+    site_id: id.optional(),
+    article_id: id.optional(),
+    page: pageParam,
+    per_page: perPageParam,
+  })
+  .superRefine(dateRange);
+
+export const SiteParams = z.strictObject({ id: id.meta({ description: 'Site id' }) });
+export const ArticleParams = z.strictObject({ id: id.meta({ description: 'Article id' }) });

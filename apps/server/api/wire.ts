@@ -1,0 +1,77 @@
+import type { z } from 'zod';
+import { extractProtectedLinks } from '../../../domain/html/protected.ts';
+import type { ActivityRow } from '../../../projections/activity.ts';
+import type { ArticleDetailRow, ArticleRow } from '../../../projections/articles.ts';
+import type { BacklinkRow } from '../../../projections/backlinks.ts';
+import type { SiteRow } from '../../../projections/sites.ts';
+import type { ActivityRecord, Article, ArticleListItem, Backlink, Site } from './schemas.ts';
+
+/** Read-model rows to the CONTRACT's wire shapes: the API and the MCP tools answer with these. */
+
+/** RFC 3339 UTC without milliseconds, as CONTRACT writes them (`2026-11-02T09:30:00Z`). */
+export function rfc3339(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+export function siteOut(row: SiteRow): z.infer<typeof Site> {
+  return {
+    id: row.id,
+    name: row.name,
+    domain: row.domain,
+    url: row.url,
+    created_at: rfc3339(row.created_at),
+  };
+}
+
+export function articleListItemOut(row: ArticleRow): z.infer<typeof ArticleListItem> {
+  return {
+    id: row.id,
+    site_id: row.site_id,
+    title: row.title,
+    url: row.url,
+    status: row.status,
+    published_at: row.published_at ? rfc3339(row.published_at) : null,
+    target_keyword: row.target_keyword,
+    word_count: row.word_count,
+    featured_image: row.featured_image,
+    revision: row.revision,
+    updated_at: rfc3339(row.updated_at),
+  };
+}
+
+export function articleOut(row: ArticleDetailRow): z.infer<typeof Article> {
+  return { ...articleListItemOut(row), body: row.body, protected_links: extractProtectedLinks(row.body) };
+}
+
+export function backlinkOut(row: BacklinkRow): z.infer<typeof Backlink> {
+  return {
+    id: row.id,
+    site_id: row.site_id,
+    acquired_on: row.acquired_on,
+    source_domain: row.source_domain,
+    source_url: row.source_url,
+    target_url: row.target_url,
+    anchor_text: row.anchor_text,
+    anchor_type: row.anchor_type,
+    category: row.category,
+  };
+}
+
+export function activityOut(row: ActivityRow): z.infer<typeof ActivityRecord> {
+  return {
+    id: row.id,
+    at: rfc3339(row.at),
+    source: row.source,
+    actor: row.actor,
+    operation: row.operation,
+    site_id: row.site_id,
+    article_id: row.article_id,
+    status: row.status,
+    request_id: row.request_id,
+    duration_ms: row.duration_ms,
+  };
+}
+
+export function weakEtag(revision: number): string {
+  return `W/"${revision}"`;
+}
