@@ -33,12 +33,23 @@ Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), 
 
 class UsageError extends Error {}
 
-/** The async read models (backlinks, statistics, activity) catch up before the command returns. */
-async function bringAsyncUpToDate(rt: Runtime): Promise<void> {
+/**
+ * The async read models (backlinks, statistics, activity) catch up before the command returns. An
+ * open transaction elsewhere on the database server can hold events back (see docs/architecture.md);
+ * then the command says so and leaves them to the server's or worker's projectors.
+ */
+async function bringAsyncUpToDate(rt: Runtime, err: (text: string) => void): Promise<void> {
   for (const p of asyncProjectors) {
     const bar = progressBar(`project ${p.name}`, 0);
-    await catchUp(rt.db, p, ({ done, total }) => bar.update(done, total));
-    bar.stop();
+    try {
+      await catchUp(rt.db, p, ({ done, total }) => bar.update(done, total), { timeoutMs: 20_000 });
+    } catch (error) {
+      err(
+        `${error instanceof Error ? error.message : String(error)}; the server's projectors will apply them`,
+      );
+    } finally {
+      bar.stop();
+    }
   }
 }
 
@@ -124,7 +135,7 @@ export async function runCli(
         };
         const rt = await open();
         const result = await seedDemo(rt, opts);
-        await bringAsyncUpToDate(rt);
+        await bringAsyncUpToDate(rt, err);
         if (values.json) out(JSON.stringify(result));
         else {
           out(`account  ${result.account_id}`);
@@ -210,7 +221,7 @@ export async function runCli(
         const file = required(values, 'file');
         const rt = await open();
         const report = await ingestFile(rt.commands, kind as IngestKind, file, { account: values.account });
-        await bringAsyncUpToDate(rt);
+        await bringAsyncUpToDate(rt, err);
         for (const f of report.failed) err(`${file}:${f.line}: ${f.error}`);
         err(`${report.applied} applied, ${report.unchanged} unchanged, ${report.failed.length} failed`);
         out(JSON.stringify(report));

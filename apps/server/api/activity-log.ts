@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivitySource } from '../../../domain/activity/events.ts';
 import type { Commands } from '../../../infra/commands.ts';
+import type { AuthState } from './auth.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,29 +18,41 @@ type Logger = { error(obj: object, msg: string): void };
  * early (then the status is 499), and the append is not tied to the connection. Pending records
  * are awaited on shutdown.
  */
-export function createActivityLog(commands: Commands, source: ActivitySource, log: Logger) {
+export function createActivityLog(
+  commands: Commands,
+  source: ActivitySource,
+  resolveAuth: (request: FastifyRequest) => Promise<AuthState>,
+  log: Logger,
+) {
   const pending = new Set<Promise<unknown>>();
   return {
     onRequest: async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const started = performance.now();
-      request.activity = { siteId: null, articleId: null };
+      const id = (request.params as { id?: unknown } | undefined)?.id;
+      const subject = typeof id === 'string' ? request.routeOptions.config.subject : undefined;
+      request.activity = {
+        siteId: subject === 'site' ? (id as string) : null,
+        articleId: subject === 'article' ? (id as string) : null,
+      };
       reply.raw.once('close', () => {
-        const accountId = request.auth?.accountId;
-        const actor = request.auth?.actor;
         const operation = request.routeOptions.config.operation;
-        if (!accountId || !actor || !operation) return;
+        if (!operation) return;
         const status = reply.raw.writableFinished ? reply.statusCode : 499;
-        const record = commands
-          .recordCall({
-            accountId,
-            source,
-            actor,
-            operation,
-            siteId: request.activity.siteId,
-            articleId: request.activity.articleId,
-            status,
-            requestId: String(request.id),
-            durationMs: Math.round(performance.now() - started),
+        const durationMs = Math.round(performance.now() - started);
+        const record = resolveAuth(request)
+          .then(({ accountId, actor }) => {
+            if (!accountId || !actor) return;
+            return commands.recordCall({
+              accountId,
+              source,
+              actor,
+              operation,
+              siteId: request.activity.siteId,
+              articleId: request.activity.articleId,
+              status,
+              requestId: String(request.id),
+              durationMs,
+            });
           })
           .catch((error: unknown) => log.error({ err: error }, 'could not record activity'))
           .finally(() => pending.delete(record));

@@ -31,6 +31,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The operation name in the activity log (the MCP tool names: list_sites, get_article, ...). */
     operation?: string;
+    /** What the route's `:id` names, for the activity record: a site or an article. */
+    subject?: 'site' | 'article';
     /** The key scope the route needs; `read` when not given. */
     scope?: KeyScope;
   }
@@ -111,33 +113,55 @@ export function createUsageRecorder(
   };
 }
 
-/** onRequest: resolves the API key into `request.auth`; refusing is left to `requireAuth`, after the rate limit. */
-export function authenticate(db: Db, usage: { touch(keyId: string, at: Date): void }) {
-  return async (request: FastifyRequest): Promise<void> => {
-    request.auth = { principal: null, accountId: null, actor: null, failure: null };
+export type AuthResolver = (request: FastifyRequest) => Promise<AuthState>;
+
+/**
+ * What the request's credentials say, computed once per request (memoised): the authenticate hook
+ * and the activity log (which may need it when the client hung up before the hooks ran) share it.
+ */
+export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Date): void }): AuthResolver {
+  const resolved = new WeakMap<FastifyRequest, Promise<AuthState>>();
+  async function resolve(request: FastifyRequest): Promise<AuthState> {
+    const state: AuthState = { principal: null, accountId: null, actor: null, failure: null };
     const presented = presentedKey(request);
     if (presented === null) {
-      request.auth.failure = failure('Send an API key: Authorization: Bearer <key> or X-API-Key: <key>');
-      return;
+      state.failure = failure('Send an API key: Authorization: Bearer <key> or X-API-Key: <key>');
+      return state;
     }
     if ('error' in presented) {
-      request.auth.failure = presented.error;
-      return;
+      state.failure = presented.error;
+      return state;
     }
     const row = await findApiKeyByHash(db, hashApiKey(presented.key));
     if (!row) {
-      request.auth.failure = failure('The API key is not known');
-      return;
+      state.failure = failure('The API key is not known');
+      return state;
     }
     const actor: Actor = { type: 'api_key', id: row.id, name: row.name };
-    request.auth.accountId = row.account_id;
-    request.auth.actor = actor;
+    state.accountId = row.account_id;
+    state.actor = actor;
     if (row.revoked_at) {
-      request.auth.failure = failure('The API key was revoked');
-      return;
+      state.failure = failure('The API key was revoked');
+      return state;
     }
-    request.auth.principal = { accountId: row.account_id, scope: row.scope, actor, keyId: row.id };
+    state.principal = { accountId: row.account_id, scope: row.scope, actor, keyId: row.id };
     usage.touch(row.id, new Date());
+    return state;
+  }
+  return (request) => {
+    let state = resolved.get(request);
+    if (!state) {
+      state = resolve(request);
+      resolved.set(request, state);
+    }
+    return state;
+  };
+}
+
+/** onRequest: resolves the API key into `request.auth`; refusing is left to `requireAuth`, after the rate limit. */
+export function authenticate(resolveAuth: AuthResolver) {
+  return async (request: FastifyRequest): Promise<void> => {
+    request.auth = await resolveAuth(request);
   };
 }
 

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DomainError } from '../../../domain/errors.ts';
 import type { Runtime } from '../../../infra/runtime.ts';
 import { createActivityLog } from './activity-log.ts';
-import { authenticate, createUsageRecorder, requireAuth } from './auth.ts';
+import { authenticate, createAuthResolver, createUsageRecorder, requireAuth } from './auth.ts';
 import { readRoutes } from './read-routes.ts';
 
 /** An onRequest hook that enforces request limits (between authentication and refusal, so floods of bad keys count too). */
@@ -28,12 +28,13 @@ async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> 
 export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   const { db, commands } = deps.runtime;
   const usage = createUsageRecorder(db);
-  const activity = createActivityLog(commands, 'api', app.log);
+  const resolveAuth = createAuthResolver(db, usage);
+  const activity = createActivityLog(commands, 'api', resolveAuth, app.log);
   // Declared up front for a stable object shape; the onRequest hooks below set both on every request.
   app.decorateRequest('auth', null as never);
   app.decorateRequest('activity', null as never);
   app.addHook('onRequest', activity.onRequest);
-  app.addHook('onRequest', authenticate(db, usage));
+  app.addHook('onRequest', authenticate(resolveAuth));
   if (deps.limit) app.addHook('onRequest', deps.limit);
   app.addHook('onRequest', requireAuth);
   app.addHook('preValidation', refuseRepeatedParameters);

@@ -1,0 +1,493 @@
+import { request } from 'node:http';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { type Recorded, recordingClient } from '../support/http.ts';
+import { cli } from '../support/process.ts';
+import { type ServerProcess, startServer } from '../support/server.ts';
+
+/** Links are absolute, on the address clients use (PUBLIC_URL), not the one the process listens on. */
+const PUBLIC = 'https://content.example.test';
+
+type Seed = { account_id: string; api_key: string; sites: { id: string; domain: string }[] };
+type List<T> = {
+  data: T[];
+  meta: { page: number; per_page: number; total: number; total_pages: number };
+  links: Record<'self' | 'first' | 'last' | 'prev' | 'next', string | null>;
+};
+type ArticleItem = {
+  id: string;
+  site_id: string;
+  published_at: string | null;
+  status: string;
+  revision: number;
+};
+type BacklinkItem = { id: string; acquired_on: string; category: string };
+type Activity = {
+  id: string;
+  operation: string;
+  status: number;
+  request_id: string;
+  site_id: string | null;
+  article_id: string | null;
+  source: string;
+  actor: { type: string; id: string };
+  duration_ms: number;
+};
+
+describe('read API v1 through a real server', () => {
+  let db: TestDatabase;
+  let server: ServerProcess;
+  let env: Record<string, string>;
+  let a: Seed;
+  let b: Seed;
+  let readKey: { key_id: string; api_key: string };
+  let client: ReturnType<typeof recordingClient>;
+  let siteA: string;
+  let siteB: string;
+  let articleA: string;
+  let articleB: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('postgres');
+    env = { DATABASE_URL: db.databaseUrl as string };
+    const seed = async (n: string): Promise<Seed> => {
+      const r = await cli(
+        ['seed-demo', '--json', '--sites', '2', '--articles', '7', '--backlinks', '12', '--seed', n],
+        env,
+      );
+      if (r.code !== 0) throw new Error(r.stderr);
+      return JSON.parse(r.stdout) as Seed;
+    };
+    a = await seed('1');
+    b = await seed('2');
+    const k = await cli(
+      ['keys', 'create', '--account', a.account_id, '--name', 'Reporting', '--scope', 'read'],
+      env,
+    );
+    readKey = JSON.parse(k.stdout) as { key_id: string; api_key: string };
+    server = await startServer({ ...env, RATE_LIMIT_PER_MINUTE: '100000', PUBLIC_URL: PUBLIC });
+    client = recordingClient(server.url);
+    siteA = a.sites[0]?.id as string;
+    siteB = b.sites[0]?.id as string;
+    const list = (await client.get(`/api/v1/sites/${siteA}/articles?per_page=1`, a.api_key))
+      .body as List<ArticleItem>;
+    articleA = list.data[0]?.id as string;
+    const listB = (await client.get(`/api/v1/sites/${siteB}/articles?per_page=1`, b.api_key))
+      .body as List<ArticleItem>;
+    articleB = listB.data[0]?.id as string;
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await db?.drop();
+  });
+
+  describe('API keys', () => {
+    it('accepts the key in Authorization: Bearer or X-API-Key, and both when they agree', async () => {
+      expect((await client.get('/api/v1/sites', a.api_key)).status).toBe(200);
+      expect((await client.get('/api/v1/sites', undefined, { 'x-api-key': a.api_key })).status).toBe(200);
+      expect((await client.get('/api/v1/sites', a.api_key, { 'x-api-key': a.api_key })).status).toBe(200);
+      expect(
+        (await client.get('/api/v1/sites', undefined, { authorization: `bearer ${a.api_key}` })).status,
+      ).toBe(200);
+    });
+
+    it.each([
+      ['no key', {}],
+      ['two different keys', { authorization: 'Bearer KEY_A', 'x-api-key': 'KEY_B' }],
+      ['a malformed key', { 'x-api-key': 'not-a-key' }],
+      ['an unknown key', { 'x-api-key': `cs_live_${'0'.repeat(48)}` }],
+      ['another scheme', { authorization: 'Basic dXNlcjpwYXNz' }],
+    ])('refuses %s with 401 problem+json and WWW-Authenticate', async (_name, headers) => {
+      const h = Object.fromEntries(
+        Object.entries(headers).map(([k, v]) => [
+          k,
+          v.replace('KEY_A', a.api_key).replace('KEY_B', b.api_key),
+        ]),
+      );
+      const r = await client.get('/api/v1/sites', undefined, h);
+      expect(r.status).toBe(401);
+      expect(r.headers['content-type']).toContain('application/problem+json');
+      expect(r.headers['www-authenticate']).toMatch(/^Bearer realm="content-service"/);
+      expect(r.body).toMatchObject({
+        status: 401,
+        code: 'unauthenticated',
+        request_id: r.headers['x-request-id'],
+      });
+    });
+
+    it('refuses a key in the query string even when it is valid', async () => {
+      const r = await client.get(`/api/v1/sites?api_key=${a.api_key}`);
+      expect(r.status).toBe(401);
+      expect((r.body as { detail: string }).detail).toContain('query string');
+    });
+
+    it('a revoked key stops working on the next request', async () => {
+      const k = JSON.parse(
+        (await cli(['keys', 'create', '--account', a.account_id, '--name', 'Short-lived'], env)).stdout,
+      ) as {
+        key_id: string;
+        api_key: string;
+      };
+      expect((await client.get('/api/v1/sites', k.api_key)).status).toBe(200);
+      expect((await cli(['keys', 'revoke', '--account', a.account_id, '--key', k.key_id], env)).code).toBe(0);
+      const r = await client.get('/api/v1/sites', k.api_key);
+      expect(r.status).toBe(401);
+      expect((r.body as { detail: string }).detail).toContain('revoked');
+    });
+
+    it('a read-scoped key reads everything', async () => {
+      expect((await client.get(`/api/v1/sites/${siteA}/stats`, readKey.api_key)).status).toBe(200);
+    });
+  });
+
+  describe('lists', () => {
+    it('sites: the account’s own, with the envelope and the same links in a Link header', async () => {
+      const r = await client.get('/api/v1/sites?per_page=1', a.api_key);
+      const body = r.body as List<{
+        id: string;
+        name: string;
+        domain: string;
+        url: string;
+        created_at: string;
+      }>;
+      expect(body.meta).toEqual({ page: 1, per_page: 1, total: 2, total_pages: 2 });
+      expect(body.data.map((s) => s.id)).toEqual([siteA]);
+      expect(body.data[0]?.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      expect(body.links.next).toBe(`${PUBLIC}/api/v1/sites?page=2&per_page=1`);
+      expect(body.links.prev).toBeNull();
+      expect(body.links.last).toBe(`${PUBLIC}/api/v1/sites?page=2&per_page=1`);
+      expect(r.headers.link).toContain(`<${PUBLIC}/api/v1/sites?page=2&per_page=1>; rel="next"`);
+      expect(r.headers.link).toContain('rel="self"');
+      expect(r.headers.link).not.toContain('rel="prev"');
+      const all = (await client.get('/api/v1/sites', b.api_key)).body as List<{ id: string }>;
+      expect(all.data.map((s) => s.id).sort()).toEqual(b.sites.map((s) => s.id).sort());
+    });
+
+    it('articles: defaults, newest first with ties by id, stable pages, an empty page past the end', async () => {
+      const all = (await client.get(`/api/v1/sites/${siteA}/articles?per_page=100`, a.api_key))
+        .body as List<ArticleItem>;
+      expect(all.meta).toMatchObject({ total: 7, per_page: 100, total_pages: 1 });
+      const dated = all.data.filter((x) => x.published_at !== null);
+      for (let i = 1; i < dated.length; i++) {
+        const prev = dated[i - 1] as ArticleItem;
+        const cur = dated[i] as ArticleItem;
+        expect(
+          prev.published_at! > cur.published_at! ||
+            (prev.published_at === cur.published_at && prev.id > cur.id),
+        ).toBe(true);
+      }
+      const firstDefault = (await client.get(`/api/v1/sites/${siteA}/articles`, a.api_key))
+        .body as List<ArticleItem>;
+      expect(firstDefault.meta).toMatchObject({ page: 1, per_page: 20 });
+      const pages: string[] = [];
+      for (let page = 1; page <= 4; page++) {
+        const p = (await client.get(`/api/v1/sites/${siteA}/articles?per_page=2&page=${page}`, a.api_key))
+          .body as List<ArticleItem>;
+        pages.push(...p.data.map((x) => x.id));
+        if (page === 4) expect(p.links.next).toBeNull();
+      }
+      expect(pages).toEqual(all.data.map((x) => x.id));
+      const past = (await client.get(`/api/v1/sites/${siteA}/articles?per_page=2&page=9`, a.api_key))
+        .body as List<ArticleItem>;
+      expect(past.data).toEqual([]);
+      expect(past.meta).toMatchObject({ page: 9, total: 7, total_pages: 4 });
+      expect(past.links.prev).toContain('page=4');
+    });
+
+    it('articles: from/to are inclusive UTC dates on published_at, status filters, the filters stay in the links', async () => {
+      const all = (await client.get(`/api/v1/sites/${siteA}/articles?per_page=100`, a.api_key))
+        .body as List<ArticleItem>;
+      const day = (all.data.find((x) => x.published_at)?.published_at as string).slice(0, 10);
+      const r = (await client.get(`/api/v1/sites/${siteA}/articles?from=${day}&to=${day}`, a.api_key))
+        .body as List<ArticleItem>;
+      expect(r.data.length).toBeGreaterThan(0);
+      expect(r.data.every((x) => x.published_at?.startsWith(day))).toBe(true);
+      expect(r.links.self).toContain(`from=${day}`);
+      for (const status of ['draft', 'scheduled', 'published', 'archived']) {
+        const s = (
+          await client.get(`/api/v1/sites/${siteA}/articles?status=${status}&per_page=100`, a.api_key)
+        ).body as List<ArticleItem>;
+        expect(s.data.every((x) => x.status === status)).toBe(true);
+        expect(s.meta.total).toBe(all.data.filter((x) => x.status === status).length);
+      }
+    });
+
+    it('backlinks: newest first, by inclusive dates and by category', async () => {
+      const all = (await client.get(`/api/v1/sites/${siteA}/backlinks?per_page=100`, a.api_key))
+        .body as List<BacklinkItem>;
+      expect(all.meta.total).toBe(12);
+      const days = all.data.map((x) => x.acquired_on);
+      expect([...days].sort().reverse()).toEqual(days);
+      const industry = (
+        await client.get(`/api/v1/sites/${siteA}/backlinks?category=industry&per_page=100`, a.api_key)
+      ).body as List<BacklinkItem>;
+      const local = (
+        await client.get(`/api/v1/sites/${siteA}/backlinks?category=local&per_page=100`, a.api_key)
+      ).body as List<BacklinkItem>;
+      expect(industry.data.every((x) => x.category === 'industry')).toBe(true);
+      expect(industry.meta.total + local.meta.total).toBe(12);
+      const day = days[0] as string;
+      const one = (await client.get(`/api/v1/sites/${siteA}/backlinks?from=${day}&to=${day}`, a.api_key))
+        .body as List<BacklinkItem>;
+      expect(one.data.every((x) => x.acquired_on === day)).toBe(true);
+      expect(one.meta.total).toBe(days.filter((d) => d === day).length);
+    });
+  });
+
+  describe('one article', () => {
+    it('has its full body, its protected links and its revision as a weak ETag; If-None-Match gives 304', async () => {
+      const r = await client.get(`/api/v1/articles/${articleA}`, a.api_key);
+      expect(r.status).toBe(200);
+      const article = r.body as {
+        body: string;
+        revision: number;
+        protected_links: { id: string; kind: string; href: string; text: string }[];
+      };
+      expect(article.body).toContain('data-service-protected');
+      expect(article.protected_links.map((l) => l.kind).sort()).toEqual(['backlink', 'internal']);
+      expect(r.headers.etag).toBe(`W/"${article.revision}"`);
+      const again = await client.get(`/api/v1/articles/${articleA}`, a.api_key, {
+        'if-none-match': r.headers.etag as string,
+      });
+      expect(again.status).toBe(304);
+    });
+  });
+
+  describe('stats', () => {
+    it('answers every period, defaulting to this_month, with inclusive UTC dates', async () => {
+      const now = new Date();
+      const month = now.toISOString().slice(0, 7);
+      const def = (await client.get(`/api/v1/sites/${siteA}/stats`, a.api_key)).body as {
+        period: { key: string; from: string; to: string };
+      };
+      expect(def.period).toMatchObject({ key: 'this_month', from: `${month}-01` });
+      const backlinks = (await client.get(`/api/v1/sites/${siteA}/backlinks?per_page=100`, a.api_key))
+        .body as List<BacklinkItem>;
+      let sum = 0;
+      const months = new Set(backlinks.data.map((x) => x.acquired_on.slice(0, 7)));
+      for (const m of months) {
+        const s = (await client.get(`/api/v1/sites/${siteA}/stats?period=${m}`, a.api_key)).body as {
+          site_id: string;
+          period: { key: string };
+          backlinks: { total: number; industry: number; local: number };
+          articles: { published: number };
+        };
+        expect(s.site_id).toBe(siteA);
+        expect(s.period.key).toBe(m);
+        expect(s.backlinks.total).toBe(s.backlinks.industry + s.backlinks.local);
+        expect(s.backlinks.total).toBe(backlinks.data.filter((x) => x.acquired_on.startsWith(m)).length);
+        sum += s.backlinks.total;
+      }
+      expect(sum).toBe(12);
+      for (const period of ['last_month', 'last_30_days']) {
+        expect((await client.get(`/api/v1/sites/${siteA}/stats?period=${period}`, a.api_key)).status).toBe(
+          200,
+        );
+      }
+    });
+  });
+
+  describe('tenancy', () => {
+    it("another account's ids get exactly the 404 of ids that do not exist, on every endpoint", async () => {
+      const paths = (site: string, article: string): string[] => [
+        `/api/v1/sites/${site}/articles`,
+        `/api/v1/sites/${site}/backlinks`,
+        `/api/v1/sites/${site}/stats`,
+        `/api/v1/articles/${article}`,
+      ];
+      const theirs = paths(siteB, articleB);
+      const nobody = paths('site_does_not_exist', 'art_does_not_exist');
+      for (const [i, path] of theirs.entries()) {
+        const r = await client.get(path, a.api_key);
+        const n = await client.get(nobody[i] as string, a.api_key);
+        expect(r.status).toBe(404);
+        expect(n.status).toBe(404);
+        const strip = (x: Recorded): unknown => {
+          const { request_id, instance, detail, ...rest } = x.body as Record<string, string>;
+          return { ...rest, detail: detail?.replace(/(site|art)_\w+/, 'ID') };
+        };
+        expect(strip(r)).toEqual(strip(n));
+        expect(Object.keys(r.headers).sort()).toEqual(Object.keys(n.headers).sort());
+      }
+      const sites = (await client.get('/api/v1/sites?per_page=100', a.api_key)).body as List<{ id: string }>;
+      expect(sites.data.map((s) => s.id)).not.toContain(siteB);
+      const activity = (await client.get(`/api/v1/activity?site_id=${siteB}`, a.api_key))
+        .body as List<Activity>;
+      expect(activity.data.every((x) => x.actor.id !== '' && x.site_id === siteB)).toBe(true);
+    });
+  });
+
+  describe('bad input', () => {
+    it.each([
+      ['/api/v1/sites?per_page=101', 'per_page', 'at most 100'],
+      ['/api/v1/sites?per_page=0', 'per_page', '1 or more'],
+      ['/api/v1/sites?page=0', 'page', '1 or more'],
+      ['/api/v1/sites?page=abc', 'page', 'whole number'],
+      ['/api/v1/sites?page=1.5', 'page', 'whole number'],
+      ['/api/v1/sites?color=blue', 'color', 'not a known parameter'],
+      ['/api/v1/sites?page=1&page=2', 'page', 'once'],
+      ['/api/v1/sites/SITE/articles?from=2026-13-01', 'from', 'YYYY-MM-DD'],
+      ['/api/v1/sites/SITE/articles?from=2026-11-05&to=2026-11-01', 'from', 'after to'],
+      ['/api/v1/sites/SITE/articles?status=deleted', 'status', ''],
+      ['/api/v1/sites/SITE/backlinks?category=national', 'category', ''],
+      ['/api/v1/sites/SITE/stats?period=2026-13', 'period', 'YYYY-MM'],
+      ['/api/v1/sites/SITE/stats?period=yesterday', 'period', 'YYYY-MM'],
+      ['/api/v1/activity?source=fax', 'source', ''],
+    ])('%s is a 400 that names %s', async (path, name, message) => {
+      const r = await client.get(path.replace('SITE', siteA), a.api_key);
+      expect(r.status).toBe(400);
+      expect(r.headers['content-type']).toContain('application/problem+json');
+      const body = r.body as { code: string; errors: { in: string; name: string; message: string }[] };
+      expect(body.code).toBe('invalid_request');
+      expect(body.errors).toContainEqual(expect.objectContaining({ in: 'query', name }));
+      expect(body.errors.find((e) => e.name === name)?.message).toContain(message);
+    });
+
+    it('nothing a client sends in a query string produces a 500 (property)', async () => {
+      const paths = [
+        `/api/v1/sites`,
+        `/api/v1/sites/${siteA}/articles`,
+        `/api/v1/sites/${siteA}/backlinks`,
+        `/api/v1/sites/${siteA}/stats`,
+        '/api/v1/activity',
+      ];
+      const names = fc.constantFrom(
+        'page',
+        'per_page',
+        'from',
+        'to',
+        'status',
+        'category',
+        'period',
+        'source',
+        'site_id',
+        'x',
+        '',
+        '%',
+        '[]',
+      );
+      const value = fc.oneof(
+        fc.string(),
+        fc.integer().map(String),
+        fc.constantFrom('2026-02-30', '-1', '1e3', '%00', '%ZZ', 'null', '[]'),
+      );
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...paths),
+          fc.array(fc.tuple(names, value), { maxLength: 4 }),
+          async (path, pairs) => {
+            const qs = pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
+            const res = await fetch(`${server.url}${path}?${qs}`, {
+              headers: { authorization: `Bearer ${a.api_key}` },
+            });
+            await res.arrayBuffer();
+            expect(res.status).toBeLessThan(500);
+          },
+        ),
+        { numRuns: 150 },
+      );
+      for (const raw of ['%', '%ZZ', 'a=%E0%A4%A', '&&&', '=x']) {
+        const res = await fetch(`${server.url}/api/v1/sites?${raw}`, {
+          headers: { authorization: `Bearer ${a.api_key}` },
+        });
+        expect(res.status).toBeLessThan(500);
+      }
+    });
+  });
+
+  describe('activity log', () => {
+    async function activityFor(requestId: string): Promise<Activity | undefined> {
+      for (let i = 0; i < 100; i++) {
+        const page = (await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>;
+        const found = page.data.find((x) => x.request_id === requestId);
+        if (found) return found;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return undefined;
+    }
+
+    it('records every call with a known key, refused ones included', async () => {
+      const ok = await client.get(`/api/v1/sites/${siteA}/articles`, a.api_key, {
+        'x-request-id': 'e2e-ok-1',
+      });
+      expect(ok.headers['x-request-id']).toBe('e2e-ok-1');
+      await client.get(`/api/v1/sites/${siteA}/articles?per_page=500`, a.api_key, {
+        'x-request-id': 'e2e-bad-1',
+      });
+      await client.get(`/api/v1/sites/${siteB}/stats`, a.api_key, { 'x-request-id': 'e2e-404-1' });
+      await client.get(`/api/v1/articles/${articleA}`, readKey.api_key, { 'x-request-id': 'e2e-article-1' });
+      const okRecord = await activityFor('e2e-ok-1');
+      expect(okRecord).toMatchObject({
+        source: 'api',
+        operation: 'list_articles',
+        site_id: siteA,
+        status: 200,
+        actor: { type: 'api_key' },
+      });
+      expect(okRecord?.duration_ms).toBeGreaterThanOrEqual(0);
+      expect(await activityFor('e2e-bad-1')).toMatchObject({ operation: 'list_articles', status: 400 });
+      expect(await activityFor('e2e-404-1')).toMatchObject({
+        operation: 'get_stats',
+        status: 404,
+        site_id: siteB,
+      });
+      expect(await activityFor('e2e-article-1')).toMatchObject({
+        operation: 'get_article',
+        article_id: articleA,
+        site_id: siteA,
+        actor: { type: 'api_key', id: readKey.key_id },
+      });
+      const b404 = (await client.get('/api/v1/activity?per_page=100', b.api_key)).body as List<Activity>;
+      expect(b404.data.some((x) => x.request_id === 'e2e-404-1')).toBe(false);
+    });
+
+    it('records a call whose client hangs up before the answer', async () => {
+      const { port } = new URL(server.url);
+      await new Promise<void>((resolve) => {
+        const req = request({
+          host: '127.0.0.1',
+          port,
+          path: `/api/v1/sites/${siteA}/backlinks?per_page=100`,
+          headers: { authorization: `Bearer ${a.api_key}`, 'x-request-id': 'e2e-hangup-1' },
+        });
+        req.on('error', () => resolve());
+        req.on('finish', () => {
+          req.destroy();
+          resolve();
+        });
+        req.end();
+      });
+      const record = await activityFor('e2e-hangup-1');
+      expect(record).toMatchObject({ operation: 'list_backlinks', site_id: siteA });
+      expect([200, 499]).toContain(record?.status);
+    });
+
+    it('filters by source, site, article and dates', async () => {
+      const today = new Date().toISOString().slice(0, 10);
+      const r = (
+        await client.get(
+          `/api/v1/activity?source=api&site_id=${siteA}&from=${today}&to=${today}&per_page=100`,
+          a.api_key,
+        )
+      ).body as List<Activity>;
+      expect(r.data.length).toBeGreaterThan(0);
+      expect(r.data.every((x) => x.source === 'api' && x.site_id === siteA)).toBe(true);
+      const rewrites = (await client.get('/api/v1/activity?source=rewrite&per_page=5', a.api_key))
+        .body as List<Activity>;
+      expect(rewrites.meta.total).toBe(14);
+      expect(rewrites.data.every((x) => x.operation === 'create_article')).toBe(true);
+    });
+  });
+
+  it('remembers when a key was last used (written in batches, flushed on shutdown)', async () => {
+    await client.get('/api/v1/sites', readKey.api_key);
+    await server.stop();
+    const listed = await cli(['keys', 'list', '--account', a.account_id], env);
+    const keys = listed.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { key_id: string; last_used_at: string | null });
+    expect(keys.find((k) => k.key_id === readKey.key_id)?.last_used_at).toMatch(/^\d{4}-/);
+  });
+});
