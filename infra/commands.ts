@@ -43,9 +43,13 @@ export type CommandDeps = {
   now?: () => Date;
 };
 
+/** How many times a command is decided again after losing a race for its stream. */
+const MAX_ATTEMPTS = 10;
+
 /**
- * Load the stream, fold it, decide, append at the version that was read; on a concurrent write,
- * load and decide once more (the decision may now be different, e.g. a stale If-Match).
+ * Load the stream, fold it, decide, append at the version that was read. On a concurrent write,
+ * load and decide again (the decision may now be different: a stale If-Match is refused, an edit
+ * without one applies on top of the winner), after a short random pause, up to MAX_ATTEMPTS times.
  */
 async function handle<S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
   store: EventStore,
@@ -65,7 +69,10 @@ async function handle<S, E extends { type: string; data: unknown; metadata: Even
       const after = events.reduce(fold.evolve, state);
       return { events: result.events, state: after, version: result.nextVersion };
     } catch (error) {
-      if (error instanceof ConcurrencyError && attempt === 0) continue;
+      if (error instanceof ConcurrencyError && attempt + 1 < MAX_ATTEMPTS) {
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
+        continue;
+      }
       if (error instanceof ConcurrencyError) {
         throw new DomainError(
           'conflict',
@@ -77,6 +84,26 @@ async function handle<S, E extends { type: string; data: unknown; metadata: Even
   }
 }
 
+/**
+ * Runs work for one key at a time in this process, in arrival order: concurrent commands on one
+ * stream queue here instead of racing to the database and retrying. Across processes the expected
+ * version still decides.
+ */
+function keyedQueue(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return async (key, work) => {
+    const before = tails.get(key) ?? Promise.resolve();
+    const mine = before.then(work, work);
+    const tail = mine.catch(() => undefined);
+    tails.set(key, tail);
+    try {
+      return await mine;
+    } finally {
+      if (tails.get(key) === tail) tails.delete(key);
+    }
+  };
+}
+
 const articleFold = { initial: initialState, evolve };
 const accountFold = { initial: initialAccountState, evolve: evolveAccount };
 
@@ -85,6 +112,13 @@ export type Commands = ReturnType<typeof createCommands>;
 /** The command handlers: the API, MCP, the web editor, the CLI and ingestion all call these. */
 export function createCommands(deps: CommandDeps) {
   const { db, store } = deps;
+  const queue = keyedQueue();
+  const run = <S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
+    streamId: string,
+    fold: { initial: S; evolve: (state: S, event: E) => S },
+    decideOn: (state: S, version: number) => E[],
+  ): Promise<{ events: StoredEvent[]; state: S; version: number }> =>
+    queue(streamId, () => handle(store, streamId, fold, decideOn));
   const now = deps.now ?? (() => new Date());
   const meta = (caller?: { requestId?: string | undefined }): EventMetadata => ({
     at: now().toISOString(),
@@ -97,7 +131,7 @@ export function createCommands(deps: CommandDeps) {
     build: (state: Article) => ArticleCommand,
   ): Promise<EditResult> {
     let sanitized: SanitizedItem[] = [];
-    const result = await handle(store, articleStream(articleId), articleFold, (state) => {
+    const result = await run(articleStream(articleId), articleFold, (state) => {
       // Another account's article is answered exactly like one that does not exist.
       if (!state.exists || state.accountId !== accountId)
         throw new DomainError('not_found', `No article ${articleId}`);
@@ -119,7 +153,7 @@ export function createCommands(deps: CommandDeps) {
     }): Promise<{ accountId: string }> {
       const accountId = newId('acc');
       const passwordHash = input.password ? await argon2Hash(input.password) : null;
-      await handle(store, accountStream(accountId), accountFold, (state) =>
+      await run(accountStream(accountId), accountFold, (state) =>
         decideAccount(
           {
             type: 'OpenAccount',
@@ -138,7 +172,7 @@ export function createCommands(deps: CommandDeps) {
     ): Promise<{ keyId: string; key: string; prefix: string; scope: KeyScope }> {
       const keyId = newId('key');
       const { key, prefix, hash } = newApiKey();
-      await handle(store, accountStream(accountId), accountFold, (state) =>
+      await run(accountStream(accountId), accountFold, (state) =>
         decideAccount(
           {
             type: 'CreateApiKey',
@@ -152,7 +186,7 @@ export function createCommands(deps: CommandDeps) {
     },
 
     async revokeApiKey(accountId: string, keyId: string): Promise<{ revoked: boolean }> {
-      const result = await handle(store, accountStream(accountId), accountFold, (state) =>
+      const result = await run(accountStream(accountId), accountFold, (state) =>
         decideAccount({ type: 'RevokeApiKey', data: { accountId, keyId }, metadata: meta() }, state),
       );
       return { revoked: result.events.length > 0 };
@@ -239,7 +273,7 @@ export function createCommands(deps: CommandDeps) {
     ): Promise<{ articleId: string }> {
       await requireSite(accountId, input.siteId);
       const articleId = input.articleId ?? newId('art');
-      await handle(store, articleStream(articleId), articleFold, (state) =>
+      await run(articleStream(articleId), articleFold, (state) =>
         decide(
           {
             type: 'CreateArticle',

@@ -1,6 +1,17 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+function isPemCertificateFile(file: string): boolean {
+  try {
+    return readFileSync(file, 'utf8').includes('-----BEGIN CERTIFICATE-----');
+  } catch {
+    return false;
+  }
+}
 
 const boolish = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
@@ -21,6 +32,30 @@ export const ConfigSchema = z.object({
   HOST: z.string().min(1, 'must not be empty').default('127.0.0.1'),
   PUBLIC_URL: z.url({ protocol: /^https?$/, message: 'expected an http:// or https:// URL' }).optional(),
   DATA_DIR: z.string().min(1, 'must not be empty').default('./data'),
+  /** Where featured images are stored (content-addressed files). Default `<DATA_DIR>/media`. */
+  MEDIA_DIR: z.string().min(1, 'must not be empty').optional(),
+  /** An extra CA certificate (PEM file) trusted when fetching image URLs, besides the usual roots. */
+  MEDIA_FETCH_CA_FILE: z
+    .string()
+    .refine(isPemCertificateFile, 'expected a readable PEM certificate file')
+    .optional(),
+  /**
+   * Private networks image URLs may be fetched from, besides public addresses (comma-separated CIDRs,
+   * e.g. `10.20.0.0/16`): for an internal image host. Unset: public addresses only.
+   */
+  MEDIA_FETCH_ALLOW_NETWORKS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    )
+    .refine(
+      (list) => list.every((cidr) => ipaddr.isValidCIDR(cidr)),
+      'expected comma-separated CIDR networks like 10.20.0.0/16',
+    )
+    .optional(),
   LOG_LEVEL: LogLevel.default('info'),
   /** Run the async projectors and job workers inside the server process (the embedded default is complete). */
   RUN_WORKERS: boolish.default(true),
@@ -30,6 +65,11 @@ export const ConfigSchema = z.object({
     .int('expected a whole number')
     .min(1, 'expected 1 or more')
     .default(60),
+  /** Prefix of the limit counters' Redis keys; give deployments (or test runs) sharing one Redis their own. */
+  RATE_LIMIT_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:._-]{1,64}$/, 'expected 1 to 64 letters, digits or : . _ -')
+    .default('cs:rl'),
   /** Article edits per UTC day per account. CONTRACT: 200. */
   EDIT_LIMIT_PER_DAY: z.coerce
     .number()
@@ -40,7 +80,10 @@ export const ConfigSchema = z.object({
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
 });
 
-export type Config = Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_URL'> & { PUBLIC_URL: string };
+export type Config = Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_URL' | 'MEDIA_DIR'> & {
+  PUBLIC_URL: string;
+  MEDIA_DIR: string;
+};
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -66,7 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const c = parsed.data;
   const publicUrl = (c.PUBLIC_URL ?? `http://localhost:${c.PORT === 0 ? 3000 : c.PORT}`).replace(/\/+$/, '');
-  return { ...c, PUBLIC_URL: publicUrl };
+  return { ...c, PUBLIC_URL: publicUrl, MEDIA_DIR: c.MEDIA_DIR ?? path.join(c.DATA_DIR, 'media') };
 }
 
 /** For a process entry point: the configuration, or one line on stderr naming the bad variable and exit 1. */

@@ -55,7 +55,8 @@ export async function applyNextBatch(db: Db, projector: Projector, batchSize = B
     const after = await readCheckpoint(trx, projector.name);
     const events = await readAllEvents(trx, after, batchSize, { types: projector.handles });
     if (events.length === 0) return 0;
-    for (const event of events) await projector.apply(asStored(event), trx);
+    if (projector.applyBatch) await projector.applyBatch(events.map(asStored), trx);
+    else for (const event of events) await projector.apply(asStored(event), trx);
     const last = events[events.length - 1] as StoredEvent;
     await writeCheckpoint(trx, projector.name, {
       transactionId: last.transactionId,

@@ -1,4 +1,4 @@
-import type { BacklinkCategory } from '../domain/backlink/events.ts';
+import type { BacklinkAcquired, BacklinkCategory } from '../domain/backlink/events.ts';
 import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
@@ -10,25 +10,48 @@ export const backlinksProjector: Projector = {
   tables: ['backlinks'],
   async apply(event, trx) {
     if (event.type !== 'BacklinkAcquired') return;
-    const d = event.data;
     await trx
       .insertInto('backlinks')
-      .values({
-        id: d.backlinkId,
-        site_id: d.siteId,
-        account_id: d.accountId,
-        acquired_on: d.acquiredOn,
-        source_domain: d.sourceDomain,
-        source_url: d.sourceUrl,
-        target_url: d.targetUrl,
-        anchor_text: d.anchorText,
-        anchor_type: d.anchorType,
-        category: d.category,
-      })
+      .values(backlinkRow(event.data))
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
   },
+  /** Multi-row inserts; the first event of an id wins, as it does one by one. */
+  async applyBatch(events, trx) {
+    const rows = new Map<string, BacklinksTable>();
+    for (const event of events) {
+      if (event.type === 'BacklinkAcquired' && !rows.has(event.data.backlinkId)) {
+        rows.set(event.data.backlinkId, backlinkRow(event.data));
+      }
+    }
+    const all = [...rows.values()];
+    for (let i = 0; i < all.length; i += INSERT_ROWS) {
+      await trx
+        .insertInto('backlinks')
+        .values(all.slice(i, i + INSERT_ROWS))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+    }
+  },
 };
+
+/** Rows per multi-row insert: 10 parameters each, well below PostgreSQL's 65,535 per statement. */
+const INSERT_ROWS = 1000;
+
+function backlinkRow(d: BacklinkAcquired['data']): BacklinksTable {
+  return {
+    id: d.backlinkId,
+    site_id: d.siteId,
+    account_id: d.accountId,
+    acquired_on: d.acquiredOn,
+    source_domain: d.sourceDomain,
+    source_url: d.sourceUrl,
+    target_url: d.targetUrl,
+    anchor_text: d.anchorText,
+    anchor_type: d.anchorType,
+    category: d.category,
+  };
+}
 
 export type BacklinkRow = BacklinksTable;
 export type BacklinkListQuery = PageQuery & {

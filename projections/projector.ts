@@ -21,6 +21,11 @@ export interface Projector {
   /** The tables it owns: emptied before a rebuild. */
   readonly tables: readonly (keyof Database)[];
   apply(event: Stored, trx: Trx): Promise<void>;
+  /**
+   * Optional: the same as `apply` on each event in turn, with fewer statements (the async runner
+   * uses it for a whole batch when present). It must leave exactly the rows `apply` one by one leaves.
+   */
+  applyBatch?(events: readonly Stored[], trx: Trx): Promise<void>;
 }
 
 export function asStored(event: StoredEvent): Stored {

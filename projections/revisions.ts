@@ -93,3 +93,28 @@ export async function listRevisions(db: Db, articleId: string, q: PageQuery): Pr
   ]);
   return { rows: rows as RevisionRow[], total: Number(count.n) };
 }
+
+/** One revision's record. The caller has checked the article belongs to the account. */
+export async function findRevision(
+  db: Db,
+  articleId: string,
+  revision: number,
+): Promise<RevisionRow | undefined> {
+  const row = await db
+    .selectFrom('revisions')
+    .select([
+      'revision',
+      'event_type',
+      'origin',
+      'actor',
+      'reason',
+      'created_at',
+      'title',
+      'word_count',
+      'restored_from',
+    ])
+    .where('article_id', '=', articleId)
+    .where('revision', '=', revision)
+    .executeTakeFirst();
+  return row as RevisionRow | undefined;
+}

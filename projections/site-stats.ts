@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/schema.ts';
-import type { Projector, Trx } from './projector.ts';
+import type { Projector, Stored, Trx } from './projector.ts';
 
 /**
  * Per-site counters in daily and monthly buckets, so a period is answered by reading at most one
@@ -13,53 +13,158 @@ export const siteStatsProjector: Projector = {
   mode: 'async',
   handles: ['BacklinkAcquired', 'ArticleCreated', 'ArticleStatusChanged'],
   tables: ['stats_buckets', 'stats_articles'],
-  async apply(event, trx) {
-    switch (event.type) {
-      case 'BacklinkAcquired': {
-        const d = event.data;
-        const industry = d.category === 'industry' ? 1 : 0;
-        await bump(trx, d.siteId, d.acquiredOn, {
-          backlinks_industry: industry,
-          backlinks_local: 1 - industry,
-        });
-        return;
+  apply: applyOne,
+  /**
+   * Runs of backlinks and new articles are summed per bucket and written with multi-row statements;
+   * a status change (which reads where its article is counted) is applied on its own, in its place.
+   */
+  async applyBatch(events, trx) {
+    let run: Stored[] = [];
+    for (const event of events) {
+      if (event.type !== 'ArticleStatusChanged') {
+        run.push(event);
+        continue;
       }
-      case 'ArticleCreated': {
-        const d = event.data;
-        const countedOn = d.status === 'published' && d.publishedAt ? utcDay(d.publishedAt) : null;
-        const inserted = await trx
-          .insertInto('stats_articles')
-          .values({ article_id: d.articleId, site_id: d.siteId, counted_on: countedOn })
-          .onConflict((oc) => oc.column('article_id').doNothing())
-          .executeTakeFirst();
-        if (countedOn && (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) {
-          await bump(trx, d.siteId, countedOn, { articles_published: 1 });
-        }
-        return;
-      }
-      case 'ArticleStatusChanged': {
-        const d = event.data;
-        const row = await trx
-          .selectFrom('stats_articles')
-          .select(['site_id', 'counted_on'])
-          .where('article_id', '=', d.articleId)
-          .executeTakeFirst();
-        if (!row) return;
-        const next = d.status === 'published' && d.publishedAt ? utcDay(d.publishedAt) : null;
-        if (next === row.counted_on) return;
-        if (row.counted_on) await bump(trx, row.site_id, row.counted_on, { articles_published: -1 });
-        if (next) await bump(trx, row.site_id, next, { articles_published: 1 });
-        await trx
-          .updateTable('stats_articles')
-          .set({ counted_on: next })
-          .where('article_id', '=', d.articleId)
-          .execute();
-        return;
-      }
-      default:
-        return;
+      await applyRun(run, trx);
+      run = [];
+      await applyOne(event, trx);
     }
+    await applyRun(run, trx);
   },
+};
+
+async function applyOne(event: Stored, trx: Trx): Promise<void> {
+  switch (event.type) {
+    case 'BacklinkAcquired': {
+      const d = event.data;
+      const industry = d.category === 'industry' ? 1 : 0;
+      await bump(trx, d.siteId, d.acquiredOn, {
+        backlinks_industry: industry,
+        backlinks_local: 1 - industry,
+      });
+      return;
+    }
+    case 'ArticleCreated': {
+      const d = event.data;
+      const countedOn = d.status === 'published' && d.publishedAt ? utcDay(d.publishedAt) : null;
+      const inserted = await trx
+        .insertInto('stats_articles')
+        .values({ article_id: d.articleId, site_id: d.siteId, counted_on: countedOn })
+        .onConflict((oc) => oc.column('article_id').doNothing())
+        .executeTakeFirst();
+      if (countedOn && (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) {
+        await bump(trx, d.siteId, countedOn, { articles_published: 1 });
+      }
+      return;
+    }
+    case 'ArticleStatusChanged': {
+      const d = event.data;
+      const row = await trx
+        .selectFrom('stats_articles')
+        .select(['site_id', 'counted_on'])
+        .where('article_id', '=', d.articleId)
+        .executeTakeFirst();
+      if (!row) return;
+      const next = d.status === 'published' && d.publishedAt ? utcDay(d.publishedAt) : null;
+      if (next === row.counted_on) return;
+      if (row.counted_on) await bump(trx, row.site_id, row.counted_on, { articles_published: -1 });
+      if (next) await bump(trx, row.site_id, next, { articles_published: 1 });
+      await trx
+        .updateTable('stats_articles')
+        .set({ counted_on: next })
+        .where('article_id', '=', d.articleId)
+        .execute();
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/** Rows per multi-row statement: a few parameters each, well below PostgreSQL's 65,535 per statement. */
+const INSERT_ROWS = 1000;
+
+/** BacklinkAcquired and ArticleCreated events, in log order: the same rows as applyOne on each. */
+async function applyRun(events: readonly Stored[], trx: Trx): Promise<void> {
+  const deltas = new Map<string, BucketRow>();
+  const add = (siteId: string, day: string, d: Deltas): void => {
+    for (const [grain, bucket] of [
+      ['day', day],
+      ['month', `${day.slice(0, 7)}-01`],
+    ] as const) {
+      const key = `${siteId}\u0000${grain}\u0000${bucket}`;
+      let row = deltas.get(key);
+      if (!row) {
+        row = {
+          site_id: siteId,
+          grain,
+          bucket,
+          articles_published: 0,
+          backlinks_industry: 0,
+          backlinks_local: 0,
+        };
+        deltas.set(key, row);
+      }
+      row.articles_published += d.articles_published ?? 0;
+      row.backlinks_industry += d.backlinks_industry ?? 0;
+      row.backlinks_local += d.backlinks_local ?? 0;
+    }
+  };
+
+  // New articles: the first event of an id wins, and only an article not counted before is bumped.
+  const created = new Map<string, { siteId: string; countedOn: string | null }>();
+  for (const event of events) {
+    if (event.type === 'BacklinkAcquired') {
+      const d = event.data;
+      const industry = d.category === 'industry' ? 1 : 0;
+      add(d.siteId, d.acquiredOn, { backlinks_industry: industry, backlinks_local: 1 - industry });
+    } else if (event.type === 'ArticleCreated' && !created.has(event.data.articleId)) {
+      const d = event.data;
+      const countedOn = d.status === 'published' && d.publishedAt ? utcDay(d.publishedAt) : null;
+      created.set(d.articleId, { siteId: d.siteId, countedOn });
+    }
+  }
+  const articles = [...created.entries()].map(([article_id, a]) => ({
+    article_id,
+    site_id: a.siteId,
+    counted_on: a.countedOn,
+  }));
+  for (let i = 0; i < articles.length; i += INSERT_ROWS) {
+    const inserted = await trx
+      .insertInto('stats_articles')
+      .values(articles.slice(i, i + INSERT_ROWS))
+      .onConflict((oc) => oc.column('article_id').doNothing())
+      .returning(['article_id', 'site_id', 'counted_on'])
+      .execute();
+    for (const row of inserted) {
+      if (row.counted_on) add(row.site_id, row.counted_on, { articles_published: 1 });
+    }
+  }
+
+  // Sorted, so that concurrent writers of the same buckets lock them in one order.
+  const rows = [...deltas.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+  for (let i = 0; i < rows.length; i += INSERT_ROWS) {
+    await trx
+      .insertInto('stats_buckets')
+      .values(rows.slice(i, i + INSERT_ROWS))
+      .onConflict((oc) =>
+        oc.columns(['site_id', 'grain', 'bucket']).doUpdateSet({
+          articles_published: sql`stats_buckets.articles_published + excluded.articles_published`,
+          backlinks_industry: sql`stats_buckets.backlinks_industry + excluded.backlinks_industry`,
+          backlinks_local: sql`stats_buckets.backlinks_local + excluded.backlinks_local`,
+        }),
+      )
+      .execute();
+  }
+}
+
+type BucketRow = {
+  site_id: string;
+  grain: 'day' | 'month';
+  bucket: string;
+  articles_published: number;
+  backlinks_industry: number;
+  backlinks_local: number;
 };
 
 function utcDay(iso: string): string {

@@ -1,21 +1,36 @@
+import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
 import { newId } from '../../infra/ids.ts';
+import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
+import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
 import { projectionStatus } from '../../infra/projection-runner.ts';
 import type { Runtime } from '../../infra/runtime.ts';
 import { projectors } from '../../projections/index.ts';
+import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
+import { createRequestLimiter } from './api/limits.ts';
+import type { EditGate } from './api/write-routes.ts';
 import { installErrorHandling } from './errors.ts';
+import { mediaRoutes } from './media-routes.ts';
+import { registerOpenApi } from './openapi.ts';
 
 export type AppDeps = {
   runtime: Runtime;
-  config: Pick<Config, 'PUBLIC_URL' | 'LOG_LEVEL'>;
+  config: Pick<Config, 'PUBLIC_URL' | 'LOG_LEVEL' | 'MEDIA_DIR'> &
+    Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS'>>;
   /** The clock (periods such as this_month); tests fix it. */
   now?: () => Date;
   limit?: LimitHook;
+  /** The daily edit limit; without one, this process counts the CONTRACT's 200 a day alone, in memory. */
+  editGate?: EditGate;
+  /** Where featured images are kept; default a directory store in MEDIA_DIR. */
+  media?: MediaStore;
+  /** How image URLs are fetched; default the SSRF-guarded fetcher (trusting MEDIA_FETCH_CA_FILE too). */
+  fetchImage?: FetchImage;
   /** A pino instance or options; tests pass `false` to keep quiet. */
   logger?: boolean | object;
 };
@@ -94,13 +109,40 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   );
 
+  await registerOpenApi(app, { publicUrl: deps.config.PUBLIC_URL });
+  const media = deps.media ?? createDirectoryMediaStore(deps.config.MEDIA_DIR);
+  await app.register(mediaRoutes, { store: media });
   await app.register(apiV1, {
     prefix: '/api/v1',
     runtime: deps.runtime,
     publicUrl: deps.config.PUBLIC_URL,
     now: deps.now ?? (() => new Date()),
-    ...(deps.limit ? { limit: deps.limit } : {}),
+    limit: deps.limit ?? defaultRequestLimit(app),
+    editGate: deps.editGate ?? defaultEditGate(app),
+    media,
+    fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
   });
 
   return app;
+}
+
+function defaultEditGate(app: FastifyInstance): EditGate {
+  const limiter = createEditLimiter({ perDay: 200, logger: app.log });
+  app.addHook('onClose', async () => limiter.close());
+  return limiter.gate;
+}
+
+/** Without a limiter given, this process counts the CONTRACT's 60 requests a minute alone, in memory. */
+function defaultRequestLimit(app: FastifyInstance): LimitHook {
+  const limiter = createRequestLimiter({ perMinute: 60, logger: app.log });
+  app.addHook('onClose', async () => limiter.close());
+  return limiter.hook;
+}
+
+function defaultImageFetcher(config: AppDeps['config']): FetchImage {
+  const networks = config.MEDIA_FETCH_ALLOW_NETWORKS ?? [];
+  return createImageFetcher({
+    ...(config.MEDIA_FETCH_CA_FILE ? { ca: readFileSync(config.MEDIA_FETCH_CA_FILE) } : {}),
+    ...(networks.length > 0 ? { allowAddresses: allowNetworks(networks) } : {}),
+  });
 }

@@ -1,13 +1,37 @@
+import pino from 'pino';
 import { loadConfigOrExit } from '../../infra/config.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
+import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { openRuntime } from '../../infra/runtime.ts';
 import { projectors } from '../../projections/index.ts';
+import { createEditLimiter } from './api/edit-limit.ts';
+import { createRequestLimiter } from './api/limits.ts';
 import { buildApp } from './app.ts';
 
 const config = loadConfigOrExit();
 
 const runtime = await openRuntime(config, { migrate: true });
-const app = await buildApp({ runtime, config });
+// Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
+// the Redis client log through their own pino instance: they exist before the app and its logger.
+const limitsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'limits' });
+const redis = config.REDIS_URL
+  ? openRedis(config.REDIS_URL, { name: 'content-service:limits', logger: limitsLog })
+  : undefined;
+// Waiting lets the first requests count in Redis too; an unreachable Redis does not hold up or stop the start.
+const redisReady = redis ? await waitForRedis(redis, 2_000) : false;
+const limiter = createRequestLimiter({
+  perMinute: config.RATE_LIMIT_PER_MINUTE,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
+const edits = createEditLimiter({
+  perDay: config.EDIT_LIMIT_PER_DAY,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
+const app = await buildApp({ runtime, config, limit: limiter.hook, editGate: edits.gate });
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
   : null;
@@ -24,6 +48,9 @@ async function shutdown(signal: string): Promise<void> {
   force.unref();
   try {
     await app.close();
+    await limiter.close();
+    edits.close();
+    if (redis) await closeRedis(redis);
     await workers?.stop();
     await runtime.close();
     app.log.info('stopped');
@@ -38,11 +65,22 @@ process.on('SIGINT', () => void shutdown('SIGINT'));
 try {
   await app.listen({ host: config.HOST, port: config.PORT });
   app.log.info(
-    { database: runtime.handle.kind, public_url: config.PUBLIC_URL, workers: Boolean(workers) },
+    {
+      database: runtime.handle.kind,
+      public_url: config.PUBLIC_URL,
+      workers: Boolean(workers),
+      limits: redis
+        ? redisReady
+          ? 'redis'
+          : 'redis unreachable: per process until it answers'
+        : 'per process',
+    },
     'content service ready',
   );
 } catch (error) {
   app.log.error({ err: error }, 'could not start');
+  await limiter.close();
+  if (redis) await closeRedis(redis);
   await workers?.stop();
   await runtime.close();
   process.exitCode = 1;

@@ -173,9 +173,15 @@ function checkBodySize(body: string): void {
   }
 }
 
-function checkProtected(current: string, next: string): void {
+/**
+ * Protected blocks may be moved, never removed or rewritten. Only the service's own pipeline
+ * (origin `rewrite`) inserts new ones: from anyone else a new protected block is a forgery.
+ */
+function checkProtected(current: string, next: string, origin: Origin): void {
   const check = checkProtectedBlocks(current, next);
-  if (!check.ok) throw new DomainError('protected_links_modified', check.summary, check.errors);
+  if (check.ok) return;
+  const errors = origin === 'rewrite' ? check.errors.filter((e) => e.change !== 'forged') : check.errors;
+  if (errors.length > 0) throw new DomainError('protected_links_modified', check.summary, errors);
 }
 
 /** The fields every revision event carries: the next revision number and who made it, from where, why. */
@@ -222,7 +228,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       if (d.body !== undefined) {
         checkBodySize(d.body);
         const result = sanitizeHtml(d.body);
-        checkProtected(article.body, result.html);
+        checkProtected(article.body, result.html, d.origin);
         body = result.html;
         sanitized = result.removed;
       }
@@ -270,7 +276,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
         throw new DomainError('not_found', `Article ${d.articleId} has no revision ${d.revision}`);
       }
       // A restore is an edit too: it may not drop a protected link inserted after that revision.
-      checkProtected(article.body, target.body);
+      checkProtected(article.body, target.body, d.origin);
       if (
         target.title === article.title &&
         target.body === article.body &&

@@ -56,8 +56,20 @@ export interface ApiKeyUsageTable {
   last_used_at: ColumnType<Date, Date | string, Date | string>;
 }
 
+/** First answers to writes sent with an Idempotency-Key (migration 004); `status` null while in progress. */
+export interface IdempotencyKeysTable {
+  account_id: string;
+  key: string;
+  request_hash: string;
+  status: number | null;
+  headers: ColumnType<Record<string, string> | null, string | null, string | null>;
+  body: ColumnType<unknown, string | null, string | null>;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
 export interface Database extends ReadModelTables {
   api_key_usage: ApiKeyUsageTable;
+  idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
   streams: StreamsTable;
   checkpoints: CheckpointsTable;

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { type Recorded, recordingClient } from '../support/http.ts';
+import { loadOpenApi, validateResponse } from '../support/openapi.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
 
@@ -173,7 +174,7 @@ describe('read API v1 through a real server', () => {
         const prev = dated[i - 1] as ArticleItem;
         const cur = dated[i] as ArticleItem;
         expect(
-          prev.published_at! > cur.published_at! ||
+          (prev.published_at ?? '') > (cur.published_at ?? '') ||
             (prev.published_at === cur.published_at && prev.id > cur.id),
         ).toBe(true);
       }
@@ -198,7 +199,7 @@ describe('read API v1 through a real server', () => {
     it('articles: from/to are inclusive UTC dates on published_at, status filters, the filters stay in the links', async () => {
       const all = (await client.get(`/api/v1/sites/${siteA}/articles?per_page=100`, a.api_key))
         .body as List<ArticleItem>;
-      const day = (all.data.find((x) => x.published_at)?.published_at as string).slice(0, 10);
+      const day = String(all.data.find((x) => x.published_at)?.published_at).slice(0, 10);
       const r = (await client.get(`/api/v1/sites/${siteA}/articles?from=${day}&to=${day}`, a.api_key))
         .body as List<ArticleItem>;
       expect(r.data.length).toBeGreaterThan(0);
@@ -478,6 +479,13 @@ describe('read API v1 through a real server', () => {
       expect(rewrites.meta.total).toBe(14);
       expect(rewrites.data.every((x) => x.operation === 'create_article')).toBe(true);
     });
+  });
+
+  it('every response received above matches the OpenAPI document', async () => {
+    const doc = await loadOpenApi(server.url);
+    const api = client.recorded.filter((r) => r.path.startsWith('/api/v1/'));
+    expect(api.length).toBeGreaterThan(60);
+    expect(api.flatMap((r) => validateResponse(doc, r))).toEqual([]);
   });
 
   it('remembers when a key was last used (written in batches, flushed on shutdown)', async () => {

@@ -106,6 +106,30 @@ describe('article decider', () => {
       .thenThrows('protected_links_modified', { errors: [{ id: 'bl_1', change: 'removed' }] });
   });
 
+  it('refuses a new protected block from an API edit (a forgery), but lets the pipeline insert one', () => {
+    const added = `${withBacklink('bl_1')}<p><a href="https://x.example/" data-service-protected="backlink" data-service-id="bl_2">x</a></p>`;
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ body: added }))
+      .thenThrows('protected_links_modified', { errors: [{ id: 'bl_2', change: 'forged' }] });
+    spec
+      .given([articleCreated()])
+      .when({
+        ...editArticle({ body: added }),
+        data: { ...editArticle({ body: added }).data, origin: 'rewrite', actor: system },
+      })
+      .thenEvents((events) =>
+        expect(events[0]).toMatchObject({ type: 'ArticleEdited', data: { origin: 'rewrite' } }),
+      );
+    spec
+      .given([articleCreated()])
+      .when({
+        ...editArticle({ body: '<p>gone</p>' }),
+        data: { ...editArticle({ body: '<p>gone</p>' }).data, origin: 'rewrite', actor: system },
+      })
+      .thenThrows('protected_links_modified', { errors: [{ id: 'bl_1', change: 'removed' }] });
+  });
+
   it('refuses an edit that rewrites the text of a protected backlink', () => {
     spec
       .given([articleCreated()])

@@ -1,15 +1,29 @@
+import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DomainError } from '../../../domain/errors.ts';
+import type { FetchImage } from '../../../infra/media/fetch.ts';
+import { MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
+import type { MediaStore } from '../../../infra/media/store.ts';
 import type { Runtime } from '../../../infra/runtime.ts';
 import { createActivityLog } from './activity-log.ts';
 import { authenticate, createAuthResolver, createUsageRecorder, requireAuth } from './auth.ts';
+import { installJsonBodyParser } from './json-body.ts';
 import { readRoutes } from './read-routes.ts';
+import { type EditGate, writeRoutes } from './write-routes.ts';
 
 /** An onRequest hook that enforces request limits (between authentication and refusal, so floods of bad keys count too). */
 export type LimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
-export type ApiDeps = { runtime: Runtime; publicUrl: string; now: () => Date; limit?: LimitHook };
+export type ApiDeps = {
+  runtime: Runtime;
+  publicUrl: string;
+  now: () => Date;
+  limit?: LimitHook;
+  editGate: EditGate;
+  media: MediaStore;
+  fetchImage: FetchImage;
+};
 
 /** A repeated query parameter is ambiguous: refuse it by name rather than pick one. */
 async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> {
@@ -38,9 +52,19 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   if (deps.limit) app.addHook('onRequest', deps.limit);
   app.addHook('onRequest', requireAuth);
   app.addHook('preValidation', refuseRepeatedParameters);
+  installJsonBodyParser(app);
   app.addHook('onClose', async () => {
     await activity.drain();
     await usage.stop();
   });
   await app.register(readRoutes, { db, publicUrl: deps.publicUrl, now: deps.now });
+  await app.register(multipart, { limits: { fileSize: MAX_IMAGE_BYTES, files: 1, fields: 4, parts: 5 } });
+  await app.register(writeRoutes, {
+    db,
+    commands,
+    publicUrl: deps.publicUrl,
+    editGate: deps.editGate,
+    media: deps.media,
+    fetchImage: deps.fetchImage,
+  });
 };

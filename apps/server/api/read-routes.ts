@@ -30,18 +30,30 @@ import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut, weak
 
 export type ReadRouteDeps = { db: Db; publicUrl: string; now: () => Date };
 
-/** The errors every authenticated read can answer with. */
+/** The errors every authenticated read of an id can answer with (404: unknown, or of another account). */
 export const readErrors = { 400: Problem, 401: Problem, 404: Problem, 429: Problem } as const;
+/** A read that names no id has nothing to miss: no 404. */
+const accountErrors = { 400: Problem, 401: Problem, 429: Problem } as const;
 
-const SiteList = listOf(Site, 'SiteList');
-const ArticleList = listOf(ArticleListItem, 'ArticleList');
-const BacklinkList = listOf(Backlink, 'BacklinkList');
-const ActivityList = listOf(ActivityRecord, 'ActivityList');
+const exampleSite = 'site_06h014k26k323kar2chmr6p5jr';
+const SiteList = listOf(Site, 'SiteList', { of: 'sites', examplePath: '/api/v1/sites' });
+const ArticleList = listOf(ArticleListItem, 'ArticleList', {
+  of: 'articles',
+  examplePath: `/api/v1/sites/${exampleSite}/articles`,
+});
+const BacklinkList = listOf(Backlink, 'BacklinkList', {
+  of: 'backlinks',
+  examplePath: `/api/v1/sites/${exampleSite}/backlinks`,
+});
+const ActivityList = listOf(ActivityRecord, 'ActivityList', {
+  of: 'activity records',
+  examplePath: '/api/v1/activity',
+});
 const ArticleHeaders = z.object({
   'if-none-match': z
     .string()
     .optional()
-    .meta({ description: 'The ETag of a copy you hold: 304 when it is still current.' }),
+    .meta({ description: 'The ETag of a copy you hold: 304 when it is still current.', examples: ['W/"3"'] }),
 });
 
 /** The five read endpoints of the seed spec, and the activity log. They read read models only. */
@@ -59,7 +71,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
         summary: 'List the websites on the account',
         description: 'Oldest first (ties by id). Paginated with `page` and `per_page`.',
         querystring: PageQuery,
-        response: { 200: SiteList, ...readErrors },
+        response: { 200: SiteList, ...accountErrors },
       },
     },
     async (req, reply) => {
@@ -77,7 +89,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/sites/:id/articles',
     {
-      config: { operation: 'list_articles' },
+      config: { operation: 'list_articles', subject: 'site' },
       schema: {
         tags: ['articles'],
         summary: 'List the articles of a site',
@@ -90,7 +102,6 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      req.activity.siteId = req.params.id;
       await ownSite(principalOf(req).accountId, req.params.id);
       const { page, per_page, from, to, status } = req.query;
       const result = await listArticles(db, req.params.id, { page, perPage: per_page, from, to, status });
@@ -107,7 +118,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/articles/:id',
     {
-      config: { operation: 'get_article' },
+      config: { operation: 'get_article', subject: 'article' },
       schema: {
         tags: ['articles'],
         summary: 'Get one article with its full HTML body',
@@ -117,14 +128,14 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
         params: ArticleParams,
         headers: ArticleHeaders,
         response: {
-          200: Article.meta({ description: 'The article' }),
+          200: Article,
           304: z.null().meta({ description: 'Not modified: the ETag sent in If-None-Match is current' }),
           ...readErrors,
         },
+        responseHeaders: { 200: ['ETag'], 304: ['ETag'] },
       },
     },
     async (req, reply) => {
-      req.activity.articleId = req.params.id;
       const row = await findArticle(db, principalOf(req).accountId, req.params.id);
       if (!row) throw new DomainError('not_found', `No article ${req.params.id}`);
       req.activity.siteId = row.site_id;
@@ -138,7 +149,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/sites/:id/backlinks',
     {
-      config: { operation: 'list_backlinks' },
+      config: { operation: 'list_backlinks', subject: 'site' },
       schema: {
         tags: ['backlinks'],
         summary: 'List the backlinks of a site',
@@ -151,7 +162,6 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      req.activity.siteId = req.params.id;
       await ownSite(principalOf(req).accountId, req.params.id);
       const { page, per_page, from, to, category } = req.query;
       const result = await listBacklinks(db, req.params.id, { page, perPage: per_page, from, to, category });
@@ -168,7 +178,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/sites/:id/stats',
     {
-      config: { operation: 'get_stats' },
+      config: { operation: 'get_stats', subject: 'site' },
       schema: {
         tags: ['stats'],
         summary: 'Statistics of a site for a period',
@@ -181,7 +191,6 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req) => {
-      req.activity.siteId = req.params.id;
       await ownSite(principalOf(req).accountId, req.params.id);
       const period = resolvePeriod(req.query.period, now());
       const s = await siteStats(db, req.params.id, period);
@@ -209,7 +218,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
           'Every call through the API and MCP (refused ones included) and the changes the content pipeline made, ' +
           'newest first. Filters: inclusive UTC dates, source, site and article.',
         querystring: ActivityQuery,
-        response: { 200: ActivityList, ...readErrors },
+        response: { 200: ActivityList, ...accountErrors },
       },
     },
     async (req, reply) => {

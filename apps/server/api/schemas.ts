@@ -48,6 +48,7 @@ export const Site = z
   })
   .meta({
     id: 'Site',
+    description: 'A website on the account.',
     example: {
       id: 'site_06h014k26k323kar2chmr6p5jr',
       name: 'Northside Plumbing',
@@ -66,7 +67,10 @@ export const FeaturedImage = z
     width: z.number().int().nullable(),
     height: z.number().int().nullable(),
   })
-  .meta({ id: 'FeaturedImage' });
+  .meta({
+    id: 'FeaturedImage',
+    description: 'The image shown with the article; width and height in pixels when known.',
+  });
 
 export const ArticleListItem = z
   .object({
@@ -75,15 +79,22 @@ export const ArticleListItem = z
     title: z.string(),
     url: z.url(),
     status: ArticleStatus,
-    published_at: timestamp.nullable(),
+    published_at: timestamp
+      .nullable()
+      .meta({ description: 'When it was (or is to be) published; null for drafts.' }),
     target_keyword: z.string().nullable(),
-    word_count: z.number().int().min(0),
+    word_count: z.number().int().min(0).meta({ description: 'Words in the text of the body.' }),
     featured_image: FeaturedImage.nullable(),
-    revision: z.number().int().min(1),
+    revision: z
+      .number()
+      .int()
+      .min(1)
+      .meta({ description: 'The current revision; GET article sends it as the weak ETag `W/"<revision>"`.' }),
     updated_at: timestamp,
   })
   .meta({
     id: 'ArticleListItem',
+    description: 'An article as lists show it (without its body).',
     example: {
       id: 'art_06h014k2g711vw3tv0g528qpw8',
       site_id: 'site_06h014k26k323kar2chmr6p5jr',
@@ -106,7 +117,11 @@ export const ProtectedLink = z
     href: z.string(),
     text: z.string(),
   })
-  .meta({ id: 'ProtectedLink' });
+  .meta({
+    id: 'ProtectedLink',
+    description:
+      'A block of the body marked `data-service-protected`: an inserted backlink anchor or internal link that an edit must keep.',
+  });
 
 export const Article = ArticleListItem.extend({
   body: z
@@ -115,6 +130,7 @@ export const Article = ArticleListItem.extend({
   protected_links: z.array(ProtectedLink),
 }).meta({
   id: 'Article',
+  description: 'An article with its full HTML body and the protected links read from it.',
   example: {
     id: 'art_06h014k2g711vw3tv0g528qpw8',
     site_id: 'site_06h014k26k323kar2chmr6p5jr',
@@ -153,6 +169,7 @@ export const Backlink = z
   })
   .meta({
     id: 'Backlink',
+    description: 'A link from another website to one of the account’s sites.',
     example: {
       id: 'bl_06h014k41f2z7xq29rrdb0mhtc',
       site_id: 'site_06h014k26k323kar2chmr6p5jr',
@@ -169,7 +186,9 @@ export const Backlink = z
 export const Stats = z
   .object({
     site_id: id,
-    period: z.object({ key: z.string(), from: calendarDate, to: calendarDate }),
+    period: z
+      .object({ key: z.string(), from: calendarDate, to: calendarDate })
+      .meta({ description: 'The period asked for, as inclusive UTC dates.' }),
     articles: z.object({ published: z.number().int().min(0) }),
     backlinks: z.object({
       total: z.number().int().min(0),
@@ -179,6 +198,7 @@ export const Stats = z
   })
   .meta({
     id: 'Stats',
+    description: 'Articles published and backlinks acquired in a period.',
     example: {
       site_id: 'site_06h014k26k323kar2chmr6p5jr',
       period: { key: '2026-10', from: '2026-10-01', to: '2026-10-31' },
@@ -193,15 +213,19 @@ export const ActivityRecord = z
     at: timestamp,
     source: z.enum(['api', 'mcp', 'editor', 'rewrite', 'system']),
     actor: z.object({ type: z.string(), id: z.string(), name: z.string() }),
-    operation: z.string(),
+    operation: z
+      .string()
+      .meta({ description: 'What was done: the MCP tool names (`list_sites`, `get_article`, ...).' }),
     site_id: z.string().nullable(),
     article_id: z.string().nullable(),
-    status: z.number().int(),
+    status: z.number().int().meta({ description: 'The HTTP status answered (499 when the client hung up).' }),
     request_id: z.string().nullable(),
     duration_ms: z.number().int().min(0),
   })
   .meta({
     id: 'ActivityRecord',
+    description:
+      'One call through the API or MCP (refused ones included), or a change the content pipeline made.',
     example: {
       id: 'act_06h017my4x3zamww4jk51y2p4c',
       at: '2026-11-05T14:00:00Z',
@@ -230,8 +254,28 @@ const Meta = z.object({
   total_pages: z.number().int().min(0),
 });
 
-export function listOf<T extends z.ZodType>(item: T, name: string) {
-  return z.object({ data: z.array(item), meta: Meta, links: Links }).meta({ id: name });
+/**
+ * The list envelope of CONTRACT "Lists" around `item`, registered as component `name`. `doc` only
+ * documents it: what the items are, and a path for the example (page 2 of 3, built from the item's example).
+ */
+export function listOf<T extends z.ZodType>(
+  item: T,
+  name: string,
+  doc?: { of: string; examplePath: string },
+): z.ZodObject<{ data: z.ZodArray<T>; meta: typeof Meta; links: typeof Links }> {
+  const list = z.object({ data: z.array(item), meta: Meta, links: Links });
+  if (!doc) return list.meta({ id: name, description: 'A page of a list, with links to the other pages.' });
+  const itemExample = z.globalRegistry.get(item)?.example;
+  const url = (page: number): string => `http://localhost:3000${doc.examplePath}?page=${page}&per_page=1`;
+  return list.meta({
+    id: name,
+    description: `A page of ${doc.of}, with links to the other pages (also sent in the \`Link\` header).`,
+    example: {
+      data: itemExample === undefined ? [] : [itemExample],
+      meta: { page: 2, per_page: 1, total: 3, total_pages: 3 },
+      links: { self: url(2), first: url(1), last: url(3), prev: url(1), next: url(3) },
+    },
+  });
 }
 
 /* Query parameters. Strict: an unknown parameter is a 400 that names it. */
@@ -249,7 +293,7 @@ const perPageParam = z.coerce
   .min(1, 'must be 1 or more')
   .max(100, 'must be at most 100')
   .default(20)
-  .meta({ description: 'Items per page, 1 to 100.' });
+  .meta({ description: 'Items per page, 1 to 100 (above 100 is a 400).' });
 const fromParam = z.iso
   .date({ message: 'must be a date YYYY-MM-DD' })
   .optional()
@@ -301,19 +345,27 @@ export const StatsQuery = z.strictObject({
     .meta({
       description:
         'this_month (default), last_month, last_30_days (today and the 29 days before), or a month YYYY-MM. UTC.',
+      examples: ['2026-10'],
     }),
 });
 export const ActivityQuery = z
   .strictObject({
     from: fromParam,
     to: toParam,
-    source: z.enum(['api', 'mcp', 'editor', 'rewrite', 'system']).optional(),
-    site_id: id.optional(),
-    article_id: id.optional(),
+    source: z
+      .enum(['api', 'mcp', 'editor', 'rewrite', 'system'])
+      .optional()
+      .meta({ description: 'Only records of this origin (`rewrite`: the content pipeline).' }),
+    site_id: id.optional().meta({ description: 'Only records about this site.' }),
+    article_id: id.optional().meta({ description: 'Only records about this article.' }),
     page: pageParam,
     per_page: perPageParam,
   })
   .superRefine(dateRange);
 
-export const SiteParams = z.strictObject({ id: id.meta({ description: 'Site id' }) });
-export const ArticleParams = z.strictObject({ id: id.meta({ description: 'Article id' }) });
+export const SiteParams = z.strictObject({
+  id: id.meta({ description: 'Site id', examples: ['site_06h014k26k323kar2chmr6p5jr'] }),
+});
+export const ArticleParams = z.strictObject({
+  id: id.meta({ description: 'Article id', examples: ['art_06h014k2g711vw3tv0g528qpw8'] }),
+});

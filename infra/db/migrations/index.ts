@@ -2,6 +2,7 @@ import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as eventStore from './2026-11-21-001-event-store.ts';
 import * as readModels from './2026-11-21-002-read-models.ts';
 import * as apiKeyUsage from './2026-11-22-003-api-key-usage.ts';
+import * as idempotency from './2026-11-22-004-idempotency.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -12,6 +13,7 @@ const all: Record<string, Migration> = {
   '2026-11-21-001-event-store': eventStore,
   '2026-11-21-002-read-models': readModels,
   '2026-11-22-003-api-key-usage': apiKeyUsage,
+  '2026-11-22-004-idempotency': idempotency,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(

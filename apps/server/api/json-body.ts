@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { DomainError } from '../../../domain/errors.ts';
+
+export const MAX_JSON_DEPTH = 256;
+
+/** How deeply arrays and objects nest in a JSON text, found in one pass without parsing it. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92)
+        i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      depth++;
+      if (depth > max) max = depth;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return max;
+}
+
+/**
+ * JSON request bodies: a body nested deeper than 256 levels is refused before it is parsed (a
+ * deep enough one would exhaust the parser's stack), malformed JSON is a 400 that says where.
+ */
+export function installJsonBodyParser(app: FastifyInstance): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+      done(
+        new DomainError('invalid_request', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+          { in: 'body', name: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
+        ]),
+        undefined,
+      );
+      return;
+    }
+    try {
+      done(null, JSON.parse(text));
+    } catch (error) {
+      done(
+        new DomainError('invalid_request', `The body is not valid JSON: ${(error as Error).message}`, [
+          { in: 'body', name: 'body', message: 'must be valid JSON' },
+        ]),
+        undefined,
+      );
+    }
+  });
+}

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { Article, FeaturedImage } from './schemas.ts';
+
+export const SanitizedItem = z
+  .object({
+    path: z.string().meta({ example: 'p[2] > a[1]' }),
+    removed: z.string().meta({ example: 'onclick="track()"' }),
+    reason: z.string().meta({ example: 'event_handler' }),
+  })
+  .meta({ id: 'SanitizedItem', description: 'Something the sanitiser removed from the submitted body.' });
+
+export const EditArticleBody = z
+  .strictObject({
+    title: z.string().min(1, 'must not be empty').max(300, 'must be at most 300 characters').optional(),
+    body: z
+      .string()
+      .optional()
+      .meta({ description: 'The new HTML body, at most 2 MiB; sanitised as the editor does.' }),
+    reason: z.string().max(1000, 'must be at most 1000 characters').nullable().optional(),
+  })
+  .refine((b) => b.title !== undefined || b.body !== undefined, {
+    message: 'give a title, a body, or both',
+    path: ['title'],
+  })
+  .meta({
+    id: 'EditArticle',
+    example: {
+      title: 'How to choose a boiler in 2026',
+      body: '<p>Updated intro.</p><p>Read our <a href="https://northside-plumbing.example/services" data-service-protected="internal" data-service-id="il_1">boiler services</a> first.</p>',
+      reason: 'Refreshed for the new year',
+    },
+  });
+
+export const ArticleChange = Article.extend({
+  changed: z.boolean().meta({ description: 'false when the edit changed nothing: no revision was created.' }),
+  sanitized: z.array(SanitizedItem),
+}).meta({ id: 'ArticleChange' });
+
+export const Revision = z
+  .object({
+    revision: z.number().int().min(1),
+    origin: z.enum(['api', 'mcp', 'editor', 'rewrite']),
+    actor: z.object({ type: z.string(), id: z.string(), name: z.string() }),
+    reason: z.string().nullable(),
+    created_at: z.iso.datetime(),
+    title: z.string(),
+    word_count: z.number().int().min(0),
+    restored_from: z.number().int().min(1).nullable(),
+  })
+  .meta({
+    id: 'Revision',
+    example: {
+      revision: 3,
+      origin: 'api',
+      actor: { type: 'api_key', id: 'key_06h0...', name: 'Reporting key' },
+      reason: 'Refreshed for the new year',
+      created_at: '2026-11-05T14:00:00Z',
+      title: 'How to choose a boiler in 2026',
+      word_count: 812,
+      restored_from: null,
+    },
+  });
+
+export const RevisionContent = Revision.extend({
+  body: z.string(),
+  featured_image: FeaturedImage.nullable(),
+  status: z.enum(['draft', 'scheduled', 'published', 'archived']),
+  published_at: z.iso.datetime().nullable(),
+}).meta({
+  id: 'RevisionContent',
+  description: 'The article as it was at this revision, obtained by replaying its history.',
+});
+
+export const RevisionParams = z.strictObject({
+  id: z.string().min(1).max(100).meta({ description: 'Article id' }),
+  n: z.coerce
+    .number({ message: 'must be a whole number' })
+    .int('must be a whole number')
+    .min(1, 'must be 1 or more')
+    .max(1_000_000)
+    .meta({ description: 'Revision number, from 1 (the creation)' }),
+});
+
+export const RestoreBody = z
+  .strictObject({ reason: z.string().max(1000, 'must be at most 1000 characters').nullable().optional() })
+  .meta({ id: 'Restore', example: { reason: 'Back to the version before the rewrite' } });
+
+export const WriteHeaders = z.object({
+  'if-match': z.string().optional().meta({
+    description: 'The ETag of the revision the edit is based on (`W/"3"`): a stale one is refused with 412.',
+  }),
+  'idempotency-key': z.string().optional().meta({
+    description:
+      'A retry with the same key and body within 24 h returns the first response and changes nothing more.',
+  }),
+});
+
+export const FeaturedImageJsonBody = z
+  .strictObject({
+    url: z
+      .url({ message: 'must be an absolute URL' })
+      .max(2048)
+      .meta({ description: 'An https address of the image.' }),
+    alt: z
+      .string()
+      .max(1000, 'must be at most 1000 characters')
+      .optional()
+      .meta({ description: 'Alternative text.' }),
+  })
+  .meta({
+    id: 'FeaturedImageFromUrl',
+    example: { url: 'https://images.example.org/boiler.webp', alt: 'A new combi boiler' },
+  });
+
+/** Documentation of the multipart form (the route reads it as a stream, not through a validator). */
+export const FeaturedImageMultipartDoc = {
+  type: 'object',
+  required: ['image'],
+  properties: {
+    image: {
+      type: 'string',
+      format: 'binary',
+      description: 'The image file: JPEG, PNG, WebP, GIF or AVIF; at most 10 MiB and 8000 x 8000 px.',
+    },
+    alt: { type: 'string', maxLength: 1000, description: 'Alternative text.' },
+  },
+} as const;

@@ -1,0 +1,88 @@
+import { Session } from 'node:inspector/promises';
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The V8 CPU profile format (the parts read here). */
+type ProfileNode = {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+};
+export type CpuProfile = { nodes: ProfileNode[]; startTime: number; endTime: number; samples?: number[] };
+
+export type ProfileSummary = {
+  /** Share of the main thread's samples spent doing something (not idle). */
+  busy: number;
+  /** Self time by where the code lives (npm package, project file, node internals, GC), as a share of busy samples. */
+  by_module: { where: string; share: number }[];
+  /** The heaviest functions by self time, as a share of busy samples. */
+  by_function: { fn: string; where: string; share: number }[];
+};
+
+/** Profiles this process's main thread (the server) while `work` runs. */
+export async function profileWhile(work: () => Promise<void>): Promise<CpuProfile> {
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.start');
+    await work();
+    const { profile } = await session.post('Profiler.stop');
+    return profile as unknown as CpuProfile;
+  } finally {
+    session.disconnect();
+  }
+}
+
+export function summarise(profile: CpuProfile, root: string, top = 15): ProfileSummary {
+  let idle = 0;
+  let busy = 0;
+  const modules = new Map<string, number>();
+  const functions = new Map<string, { fn: string; where: string; hits: number }>();
+  for (const node of profile.nodes) {
+    const hits = node.hitCount ?? 0;
+    if (hits === 0) continue;
+    const name = node.callFrame.functionName;
+    if (name === '(idle)') {
+      idle += hits;
+      continue;
+    }
+    busy += hits;
+    const where = whereOf(node.callFrame.url, name, root);
+    modules.set(where, (modules.get(where) ?? 0) + hits);
+    const key = `${name || '(anonymous)'}@${where}:${node.callFrame.lineNumber + 1}`;
+    const entry = functions.get(key) ?? {
+      fn: `${name || '(anonymous)'}:${node.callFrame.lineNumber + 1}`,
+      where,
+      hits: 0,
+    };
+    entry.hits += hits;
+    functions.set(key, entry);
+  }
+  const share = (hits: number): number => (busy === 0 ? 0 : Math.round((hits / busy) * 1000) / 1000);
+  return {
+    busy: idle + busy === 0 ? 0 : Math.round((busy / (idle + busy)) * 1000) / 1000,
+    by_module: [...modules.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([where, hits]) => ({ where, share: share(hits) })),
+    by_function: [...functions.values()]
+      .sort((a, b) => b.hits - a.hits)
+      .slice(0, top)
+      .map((f) => ({ fn: f.fn, where: f.where, share: share(f.hits) })),
+  };
+}
+
+function whereOf(url: string, functionName: string, root: string): string {
+  if (url === '') return functionName.startsWith('(') ? functionName : '(native)';
+  if (url.startsWith('node:')) return 'node internals';
+  const path = url.startsWith('file://') ? fileURLToPath(url) : url;
+  const nm = path.lastIndexOf('/node_modules/');
+  if (nm >= 0) {
+    const rest = path.slice(nm + '/node_modules/'.length).split('/');
+    return rest[0]?.startsWith('@') ? `${rest[0]}/${rest[1]}` : (rest[0] ?? path);
+  }
+  return relative(root, path);
+}

@@ -1,0 +1,405 @@
+import { execFileSync } from 'node:child_process';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { createRequestLimiter } from '../apps/server/api/limits.ts';
+import { buildApp } from '../apps/server/app.ts';
+import { loadConfig } from '../infra/config.ts';
+import { lagOf, startAsyncProjections } from '../infra/projection-runner.ts';
+import { closeRedis, openRedis, waitForRedis } from '../infra/redis.ts';
+import { activityProjector } from '../projections/activity.ts';
+import { projectors } from '../projections/index.ts';
+import { type DatasetSpec, DEFAULT_SPEC, prepareDataset, redact } from './dataset.ts';
+import { buildFloor } from './floor.ts';
+import { type LoadSettings, type Measurement, measure } from './load.ts';
+import { type CpuProfile, profileWhile, summarise } from './profile.ts';
+import { type BenchResults, markdown, type ScenarioResult, type StatsComparison } from './report.ts';
+
+/*
+ * `npm run bench`: the read API against its floor (see docs/performance.md).
+ *
+ *   --connections N   concurrent connections (10)        --duration S   measured seconds per run (10)
+ *   --warmup S        warm-up seconds per run (2)         --only NAME    scenarios whose name starts with NAME
+ *   --profile         also profile the real routes (one more run each) and summarise where the time goes
+ *   --articles N --big-backlinks N --small-backlinks N    a smaller dataset (for trying the bench out)
+ *
+ * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/cs_bench, created if
+ * missing), RATE_LIMIT_PER_MINUTE (default here 1000000000: the limiter stays on, its quota is
+ * raised), LOG_LEVEL (info, as the server's default; the log goes to /dev/null).
+ */
+
+const ROOT = resolve(import.meta.dirname, '..');
+const RESULTS = resolve(ROOT, 'bench/results');
+const LIST_TARGET = 0.6;
+const STATS_TOLERANCE = 0.2;
+
+const { values: args } = parseArgs({
+  options: {
+    connections: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    articles: { type: 'string' },
+    'big-backlinks': { type: 'string' },
+    'small-backlinks': { type: 'string' },
+  },
+  strict: true,
+});
+
+const positive = (name: string, value: string | undefined, fallback: number): number => {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number`);
+  return n;
+};
+
+const started = Date.now();
+const log = (line: string): void => {
+  process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+};
+
+const settings: LoadSettings = {
+  connections: positive('connections', args.connections, 10),
+  durationSeconds: positive('duration', args.duration, 10),
+  warmupSeconds: positive('warmup', args.warmup, 2),
+};
+const spec: DatasetSpec = {
+  ...DEFAULT_SPEC,
+  articles: positive('articles', args.articles, DEFAULT_SPEC.articles),
+  bigBacklinks: positive('big-backlinks', args['big-backlinks'], DEFAULT_SPEC.bigBacklinks),
+  smallBacklinks: positive('small-backlinks', args['small-backlinks'], DEFAULT_SPEC.smallBacklinks),
+};
+
+const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/cs_bench';
+// The server's own configuration, with the request quota raised (by configuration only).
+const config = loadConfig({
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  RATE_LIMIT_PER_MINUTE: process.env.RATE_LIMIT_PER_MINUTE || '1000000000',
+  PORT: '0',
+});
+
+log(`database ${redact(databaseUrl)}`);
+const { runtime, dataset, generated } = await prepareDataset(databaseUrl, spec, log);
+
+// Composed as apps/server/main.ts composes the server; only the log goes to /dev/null.
+const limitsLog = pino(
+  { level: config.LOG_LEVEL, base: { component: 'limits' } },
+  pino.destination('/dev/null'),
+);
+const redis = config.REDIS_URL
+  ? openRedis(config.REDIS_URL, { name: 'content-service:limits', logger: limitsLog })
+  : undefined;
+if (redis) await waitForRedis(redis, 2_000);
+const limiter = createRequestLimiter({
+  perMinute: config.RATE_LIMIT_PER_MINUTE,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
+const app = await buildApp({
+  runtime,
+  config,
+  limit: limiter.hook,
+  logger: { level: config.LOG_LEVEL, file: '/dev/null' },
+});
+const workers = config.RUN_WORKERS
+  ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
+  : null;
+const floor = await buildFloor(runtime.db, { accountId: dataset.accountId, now: () => new Date() });
+
+const key = await runtime.commands.createApiKey(dataset.accountId, { name: 'Benchmark', scope: 'write' });
+const auth = { authorization: `Bearer ${key.key}` };
+
+const results: BenchResults = {
+  format: 1,
+  started_at: new Date(started).toISOString(),
+  finished_at: '',
+  machine: await machine(),
+  settings: {
+    connections: settings.connections,
+    duration_s: settings.durationSeconds,
+    warmup_s: settings.warmupSeconds,
+    load_generator: 'autocannon 8, one worker thread in the bench process',
+    rate_limit_per_minute: config.RATE_LIMIT_PER_MINUTE,
+    log_level: `${config.LOG_LEVEL} (to /dev/null)`,
+    workers_in_process: workers !== null,
+    database_pool: 10,
+  },
+  dataset: { ...dataset, generated_this_run: generated },
+  scenarios: [],
+  stats_p99: [],
+  profiles: {},
+  clean: true,
+  targets_met: true,
+};
+
+let exitCode = 0;
+try {
+  const realBase = await listen(app);
+  const floorBase = await listen(floor);
+  log(`real app on ${realBase}, floor on ${floorBase}`);
+
+  const site = (id: string): string => encodeURIComponent(id);
+  const scenarios: {
+    name: string;
+    description: string;
+    real: string;
+    floor: string;
+    target: number | null;
+    reference?: { label: string; path: string }[];
+  }[] = [
+    {
+      name: 'list articles',
+      description: `GET a page of 100 articles of a site with ${dataset.spec.articles} articles`,
+      real: `/api/v1/sites/${site(dataset.articleSiteId)}/articles?per_page=100`,
+      floor: `/floor/sites/${site(dataset.articleSiteId)}/articles?per_page=100`,
+      target: LIST_TARGET,
+      reference: [
+        {
+          label: 'floor + count (listArticles: page query and count)',
+          path: `/floor/sites/${site(dataset.articleSiteId)}/articles-with-count?per_page=100`,
+        },
+      ],
+    },
+    {
+      name: 'get article',
+      description: `GET one article of ${dataset.longArticleBytes} bytes with ${dataset.spec.protectedBlocks} protected blocks`,
+      real: `/api/v1/articles/${encodeURIComponent(dataset.longArticleId)}`,
+      floor: `/floor/articles/${encodeURIComponent(dataset.longArticleId)}`,
+      target: LIST_TARGET,
+    },
+  ];
+  for (const [label, id, count] of [
+    ['1k', dataset.smallBacklinkSiteId, dataset.spec.smallBacklinks],
+    ['1M', dataset.bigBacklinkSiteId, dataset.spec.bigBacklinks],
+  ] as const) {
+    for (const period of ['last_30_days', dataset.month]) {
+      scenarios.push({
+        name: `stats ${label} ${period}`,
+        description: `GET statistics for ${period} of a site with ${count} backlinks`,
+        real: `/api/v1/sites/${site(id)}/stats?period=${period}`,
+        floor: `/floor/sites/${site(id)}/stats?period=${period}`,
+        target: null,
+      });
+    }
+  }
+  const chosen = scenarios.filter((s) => !args.only || s.name.startsWith(args.only));
+  if (chosen.length === 0) throw new Error(`--only ${args.only}: no scenario has such a name`);
+
+  for (const s of chosen) {
+    await checkSameRows(s.name, `${realBase}${s.real}`, `${floorBase}${s.floor}`);
+    log(`${s.name}: floor`);
+    await settle();
+    const floorRun = check(
+      s.name,
+      'floor',
+      await measure(`${floorBase}${s.floor}`, settings, { databaseUrl }),
+    );
+    const reference: ScenarioResult['reference'] = [];
+    for (const ref of s.reference ?? []) {
+      log(`${s.name}: ${ref.label}`);
+      await settle();
+      const result = check(
+        s.name,
+        ref.label,
+        await measure(`${floorBase}${ref.path}`, settings, { databaseUrl }),
+      );
+      reference.push({ label: ref.label, path: ref.path, result, ratio: 0 });
+    }
+    log(`${s.name}: real route`);
+    await settle();
+    const realRun = check(
+      s.name,
+      'real',
+      await measure(`${realBase}${s.real}`, settings, { headers: auth, databaseUrl }),
+    );
+    const ratio = round(realRun.rps / floorRun.rps, 3);
+    for (const ref of reference) ref.ratio = round(realRun.rps / ref.result.rps, 3);
+    const target = s.target === null ? null : { min_ratio: s.target, met: ratio >= s.target };
+    if (target && !target.met) results.targets_met = false;
+    results.scenarios.push({
+      name: s.name,
+      description: s.description,
+      real_path: s.real,
+      floor_path: s.floor,
+      real: realRun,
+      floor: floorRun,
+      ratio,
+      target,
+      ...(reference.length > 0 ? { reference } : {}),
+    });
+    log(
+      `${s.name}: real ${realRun.rps.toFixed(0)} req/s p50 ${realRun.p50_ms} ms p99 ${realRun.p99_ms} ms; ` +
+        `floor ${floorRun.rps.toFixed(0)} req/s p50 ${floorRun.p50_ms} ms p99 ${floorRun.p99_ms} ms; ratio ${ratio}`,
+    );
+  }
+
+  for (const period of ['last_30_days', dataset.month]) {
+    const small = results.scenarios.find((s) => s.name === `stats 1k ${period}`);
+    const big = results.scenarios.find((s) => s.name === `stats 1M ${period}`);
+    if (!small || !big) continue;
+    const ratio = round(big.real.p99_ms / Math.max(small.real.p99_ms, 0.001), 3);
+    const comparison: StatsComparison = {
+      period,
+      p99_small_ms: small.real.p99_ms,
+      p99_big_ms: big.real.p99_ms,
+      ratio,
+      met: Math.abs(ratio - 1) <= STATS_TOLERANCE,
+    };
+    if (!comparison.met) results.targets_met = false;
+    results.stats_p99.push(comparison);
+  }
+
+  if (args.profile) {
+    for (const s of chosen.filter(
+      (c) => c.name === 'list articles' || c.name === 'get article' || c.name.startsWith('stats 1M last'),
+    )) {
+      log(`${s.name}: profiling the real route`);
+      await settle();
+      const profile: CpuProfile = await profileWhile(async () => {
+        await measure(`${realBase}${s.real}`, { ...settings, warmupSeconds: 0 }, { headers: auth });
+      });
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      await mkdir(RESULTS, { recursive: true });
+      await writeFile(
+        resolve(RESULTS, `profile-${s.name.replace(/\W+/g, '-')}-${stamp}.cpuprofile`),
+        JSON.stringify(profile),
+      );
+      results.profiles[s.name] = summarise(profile, ROOT);
+    }
+  }
+} catch (error) {
+  exitCode = 1;
+  log(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+} finally {
+  results.finished_at = new Date().toISOString();
+  if (results.scenarios.length > 0) await writeResults(results);
+  await app.close();
+  await floor.close();
+  await limiter.close();
+  if (redis) await closeRedis(redis);
+  await workers?.stop();
+  await runtime.close();
+}
+if (!results.clean) {
+  log('FAILED: some requests failed or answered other than 2xx (see the results); the figures are not valid');
+  exitCode = 1;
+}
+log(
+  exitCode === 0
+    ? `done: targets ${results.targets_met ? 'met' : 'NOT all met'}; bench/results/latest.md`
+    : 'finished with errors',
+);
+process.exitCode = exitCode;
+
+/* ---------------------------------------------------------------------------------------------- */
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+async function listen(server: FastifyInstance): Promise<string> {
+  return server.listen({ host: '127.0.0.1', port: 0 });
+}
+
+/** Errors, timeouts or non-2xx answers make the figures meaningless: recorded, and the run fails at the end. */
+function check(scenario: string, side: string, m: Measurement): Measurement {
+  if (m.errors > 0 || m.timeouts > 0 || m.non2xx > 0 || m.requests === 0) {
+    results.clean = false;
+    log(
+      `!! ${scenario} (${side}): ${m.errors} errors, ${m.timeouts} timeouts, ${m.non2xx} non-2xx ` +
+        `(status codes ${JSON.stringify(m.status_codes)}) out of ${m.requests} requests`,
+    );
+  }
+  return m;
+}
+
+/** The floor must answer with the rows the real route answers with, or the comparison means nothing. */
+async function checkSameRows(name: string, realUrl: string, floorUrl: string): Promise<void> {
+  const real = await fetch(realUrl, { headers: auth });
+  const fl = await fetch(floorUrl);
+  if (real.status !== 200 || fl.status !== 200) {
+    throw new Error(`${name}: real ${real.status} ${await real.text()}; floor ${fl.status}`);
+  }
+  const r = (await real.json()) as Record<string, unknown>;
+  const f = (await fl.json()) as unknown;
+  let same: boolean;
+  if (Array.isArray(r.data) && Array.isArray(f)) {
+    const ids = (rows: unknown[]): string => rows.map((row) => (row as { id: string }).id).join(',');
+    same = r.data.length > 0 && ids(r.data) === ids(f);
+  } else if (typeof r.body === 'string') {
+    const row = f as { id: string; body: string; revision: number };
+    same = r.id === row.id && r.body === row.body && r.revision === row.revision;
+  } else {
+    const s = f as { articles_published: number; backlinks_industry: number; backlinks_local: number };
+    const b = r.backlinks as { industry: number; local: number };
+    const a = r.articles as { published: number };
+    same =
+      b.industry === s.backlinks_industry &&
+      b.local === s.backlinks_local &&
+      a.published === s.articles_published;
+  }
+  if (!same) throw new Error(`${name}: the floor and the real route answer with different rows`);
+}
+
+/**
+ * Between runs: the activity records of the previous run are appended and projected before the
+ * next run starts, so that no run pays for the one before.
+ */
+async function settle(): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  await sleep(300);
+  if (!workers) return;
+  for (;;) {
+    await workers.idle();
+    if ((await lagOf(runtime.db, activityProjector)) === 0) break;
+    if (Date.now() > deadline) {
+      log('activity projection still lagging after 120 s; measuring anyway');
+      break;
+    }
+    await sleep(200);
+  }
+  await sleep(200);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function machine(): Promise<BenchResults['machine']> {
+  const version = await sql<{ v: string }>`select version() as v`.execute(runtime.db);
+  let nproc = os.availableParallelism();
+  try {
+    nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim()) || nproc;
+  } catch {
+    // nproc is not everywhere; availableParallelism says the same
+  }
+  return {
+    cpus: nproc,
+    cpu_model: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memory_gib: Math.round(os.totalmem() / 2 ** 30),
+    node: process.versions.node,
+    postgres: (version.rows[0]?.v ?? '').split(' on ')[0] ?? '',
+    os: `${os.type()} ${os.release()}`,
+  };
+}
+
+async function writeResults(r: BenchResults): Promise<void> {
+  await mkdir(RESULTS, { recursive: true });
+  const stamp = r.finished_at.replace(/[:.]/g, '-');
+  const json = `${JSON.stringify(r, null, 2)}\n`;
+  await writeFile(resolve(RESULTS, `${stamp}.json`), json);
+  // Written aside and renamed: an interrupted run never leaves a half-written latest.
+  await writeFile(resolve(RESULTS, 'latest.json.tmp'), json);
+  await rename(resolve(RESULTS, 'latest.json.tmp'), resolve(RESULTS, 'latest.json'));
+  await writeFile(resolve(RESULTS, 'latest.md.tmp'), markdown(r));
+  await rename(resolve(RESULTS, 'latest.md.tmp'), resolve(RESULTS, 'latest.md'));
+  log(`results: bench/results/${stamp}.json, bench/results/latest.json, bench/results/latest.md`);
+}

@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { APPENDED_CHANNEL } from './db/open.ts';
+import {
+  ConcurrencyError,
+  type EventStoreDeps,
+  EventValidationError,
+  type NewEvent,
+  type StoredEvent,
+  type ValidationIssue,
+} from './event-store.ts';
+
+/*
+ * The bulk path of the event store: many *new* streams in one transaction, for ingestion and imports
+ * (a site's backlink history, a migrated blog) where one transaction per stream would take hours.
+ *
+ * Same rules as `EventStore.append` with expected version `no_stream`, for every stream at once:
+ * every event is validated before the database is touched; the `streams` rows and the events are
+ * written with a few multi-row statements (`unnest` of arrays: the statement's size does not grow
+ * with its parameters' count); `transaction_id` takes its default (`pg_current_xact_id()`), so the
+ * global log and its readers work unchanged; the inline projectors run in the same transaction; the
+ * append notifies like a single one. A stream that exists already makes the whole batch fail with a
+ * `ConcurrencyError`, and nothing of it is written.
+ */
+
+/** A new stream and its events (versions 1..n in this order). */
+export interface NewStream {
+  streamId: string;
+  events: readonly NewEvent[];
+}
+
+export interface BulkAppendResult {
+  /** Every event written, stream after stream in the order given, each stream's in version order. */
+  events: StoredEvent[];
+}
+
+/** What the bulk path needs: the same dependencies as `createEventStore` (the same validator and inline projectors). */
+export type BulkAppendDeps = EventStoreDeps;
+
+type Row = {
+  eventId: string;
+  streamId: string;
+  version: number;
+  type: string;
+  data: string;
+  metadata: string;
+};
+
+/**
+ * Appends `streams`, all new, in one transaction (see above). Give a batch a size that suits one
+ * transaction (a few thousand events); callers importing millions call this once per batch.
+ */
+export async function appendNew(
+  deps: BulkAppendDeps,
+  streams: readonly NewStream[],
+): Promise<BulkAppendResult> {
+  const { db, handle, validate, inline } = deps;
+  const rows = prepare(streams, validate);
+  if (rows.length === 0) return { events: [] };
+
+  // Locked in one order whatever the caller's, so that two overlapping bulk appends cannot deadlock.
+  const sorted = [...streams].sort((a, b) =>
+    a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0,
+  );
+
+  const stored = await db.transaction().execute(async (trx) => {
+    const created = await sql<{ stream_id: string }>`
+      insert into streams (stream_id, version, stream_type)
+      select s.stream_id, s.version, s.stream_type
+        from unnest(${sorted.map((s) => s.streamId)}::text[], ${sorted.map((s) => s.events.length)}::integer[],
+                    ${sorted.map((s) => streamType(s.streamId))}::text[])
+             with ordinality as s(stream_id, version, stream_type, n)
+       order by s.n
+      on conflict (stream_id) do nothing
+      returning stream_id`.execute(trx);
+    if (created.rows.length !== streams.length) {
+      const fresh = new Set(created.rows.map((r) => r.stream_id));
+      const taken = streams.find((s) => !fresh.has(s.streamId)) as NewStream;
+      const actual = await trx
+        .selectFrom('streams')
+        .select('version')
+        .where('stream_id', '=', taken.streamId)
+        .executeTakeFirst();
+      throw new ConcurrencyError(taken.streamId, 'no_stream', actual?.version ?? 0);
+    }
+
+    const inserted = await sql<{
+      event_id: string;
+      position: string;
+      transaction_id: string;
+      recorded_at: Date;
+    }>`
+      insert into events (event_id, stream_id, version, type, data, metadata)
+      select e.event_id, e.stream_id, e.version, e.type, e.data, e.metadata
+        from unnest(${rows.map((r) => r.eventId)}::uuid[], ${rows.map((r) => r.streamId)}::text[],
+                    ${rows.map((r) => r.version)}::integer[], ${rows.map((r) => r.type)}::text[],
+                    ${rows.map((r) => r.data)}::jsonb[], ${rows.map((r) => r.metadata)}::jsonb[])
+             with ordinality as e(event_id, stream_id, version, type, data, metadata, n)
+       order by e.n
+      returning event_id, position, transaction_id::text as transaction_id, recorded_at`.execute(trx);
+    const byId = new Map(inserted.rows.map((row) => [row.event_id, row]));
+    const result = rows.map((row): StoredEvent => {
+      const returned = byId.get(row.eventId);
+      if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
+      return {
+        position: BigInt(returned.position),
+        transactionId: BigInt(returned.transaction_id),
+        eventId: row.eventId,
+        streamId: row.streamId,
+        version: row.version,
+        type: row.type,
+        data: JSON.parse(row.data),
+        metadata: JSON.parse(row.metadata),
+        recordedAt: returned.recorded_at,
+      };
+    });
+    // Readers (and inline rebuilds) rely on a stream's events being in the log in version order.
+    for (let i = 1; i < result.length; i++) {
+      const before = result[i - 1] as StoredEvent;
+      const event = result[i] as StoredEvent;
+      if (before.streamId === event.streamId && before.position >= event.position) {
+        throw new Error(`stream ${event.streamId}: positions out of version order`);
+      }
+    }
+    if (inline !== undefined) await inline(result, trx);
+    if (handle.kind !== 'pglite') await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
+    return result;
+  });
+
+  handle.notifyAppended();
+  return { events: stored };
+}
+
+/** Checks the batch and serialises its events once (what is stored is what the inline projectors see). */
+function prepare(streams: readonly NewStream[], validate: (event: NewEvent) => void): Row[] {
+  const seen = new Set<string>();
+  const rows: Row[] = [];
+  for (const stream of streams) {
+    const { streamId, events } = stream;
+    if (typeof streamId !== 'string' || streamId.length === 0)
+      throw new TypeError('streamId must be a non-empty string');
+    if (seen.has(streamId))
+      throw new TypeError(
+        `stream ${streamId} is given twice; give each new stream once, with all its events`,
+      );
+    seen.add(streamId);
+    if (events.length === 0) throw new TypeError(`stream ${streamId} has no events; a new stream needs one`);
+    events.forEach((event, index) => {
+      try {
+        validate(event);
+      } catch (err) {
+        if (err instanceof EventValidationError) throw err;
+        throw new EventValidationError(String(event.type), issuesOf(err), { cause: err });
+      }
+      rows.push({
+        eventId: randomUUID(),
+        streamId,
+        version: index + 1,
+        type: event.type,
+        data: toJson(event.type, 'data', event.data ?? null),
+        metadata: toJson(event.type, 'metadata', event.metadata),
+      });
+    });
+  }
+  return rows;
+}
+
+/* The three helpers below behave exactly as their namesakes in event-store.ts. */
+
+function toJson(type: string, field: 'data' | 'metadata', value: unknown): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (err) {
+    throw new EventValidationError(
+      type,
+      [{ path: [field], message: `not serialisable as JSON: ${String(err)}` }],
+      { cause: err },
+    );
+  }
+  if (json === undefined)
+    throw new EventValidationError(type, [{ path: [field], message: 'not serialisable as JSON' }]);
+  return json;
+}
+
+function streamType(streamId: string): string {
+  const dash = streamId.indexOf('-');
+  return dash === -1 ? streamId : streamId.slice(0, dash);
+}
+
+function issuesOf(err: unknown): ValidationIssue[] {
+  if (typeof err === 'object' && err !== null && 'issues' in err && Array.isArray(err.issues)) {
+    return err.issues.map((issue: unknown): ValidationIssue => {
+      const { path, message, code } = (issue ?? {}) as { path?: unknown; message?: unknown; code?: unknown };
+      return {
+        path: Array.isArray(path) ? (path as PropertyKey[]) : [],
+        message: typeof message === 'string' ? message : String(message),
+        ...(typeof code === 'string' ? { code } : {}),
+      };
+    });
+  }
+  return [{ path: [], message: err instanceof Error ? err.message : String(err) }];
+}
