@@ -22,6 +22,7 @@ import { DomainError } from '../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
 import { siteStream } from '../domain/site/events.ts';
 import { type ArticleDetailRow, findArticle } from '../projections/articles.ts';
+import { createBatcher } from './batcher.ts';
 import type { Db } from './db/schema.ts';
 import { ConcurrencyError, type EventStore, type ExpectedVersion, type StoredEvent } from './event-store.ts';
 import { newApiKey, newId } from './ids.ts';
@@ -113,6 +114,15 @@ export type Commands = ReturnType<typeof createCommands>;
 export function createCommands(deps: CommandDeps) {
   const { db, store } = deps;
   const queue = keyedQueue();
+  const calls = createBatcher<CallRecorded>(
+    async (events) => {
+      const byAccount = Map.groupBy(events, (e) => e.data.accountId);
+      for (const [accountId, batch] of byAccount) {
+        await store.append(activityStream(accountId), batch, { expectedVersion: 'any' });
+      }
+    },
+    { maxItems: 200, maxDelayMs: 10 },
+  );
   const run = <S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
     streamId: string,
     fold: { initial: S; evolve: (state: S, event: E) => S },
@@ -401,25 +411,25 @@ export function createCommands(deps: CommandDeps) {
     articleAt,
 
     /** One call through a face of the service, for the activity log. */
+    /**
+     * One call through a face of the service, for the activity log. Calls are appended in batches
+     * (one append per account every few milliseconds): an account's calls share one stream, and one
+     * append per call would make every request of the account queue on that stream's row. The promise
+     * resolves once the record is stored.
+     */
     async recordCall(
       input: Omit<CallRecorded['data'], 'activityId'> & { at?: Date },
     ): Promise<{ activityId: string }> {
       const activityId = newId('act');
       const { at, ...data } = input;
-      await store.append(
-        activityStream(input.accountId),
-        [
-          {
-            type: 'CallRecorded',
-            data: { ...data, activityId },
-            metadata: {
-              at: (at ?? now()).toISOString(),
-              ...(data.requestId ? { requestId: data.requestId } : {}),
-            },
-          },
-        ],
-        { expectedVersion: 'any' },
-      );
+      await calls.add({
+        type: 'CallRecorded',
+        data: { ...data, activityId },
+        metadata: {
+          at: (at ?? now()).toISOString(),
+          ...(data.requestId ? { requestId: data.requestId } : {}),
+        },
+      });
       return { activityId };
     },
   };

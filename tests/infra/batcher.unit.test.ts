@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { createBatcher } from '../../infra/batcher.ts';
+
+describe('batcher', () => {
+  it('flushes items added together as one batch, and each add resolves with its batch', async () => {
+    const batches: number[][] = [];
+    const b = createBatcher<number>(async (items) => void batches.push(items), {
+      maxItems: 100,
+      maxDelayMs: 5,
+    });
+    await Promise.all([b.add(1), b.add(2), b.add(3)]);
+    expect(batches).toEqual([[1, 2, 3]]);
+  });
+
+  it('flushes at maxItems without waiting, and one flush at a time in order', async () => {
+    const batches: number[][] = [];
+    let inFlight = 0;
+    const b = createBatcher<number>(
+      async (items) => {
+        inFlight++;
+        expect(inFlight).toBe(1);
+        await new Promise((r) => setTimeout(r, 2));
+        batches.push(items);
+        inFlight--;
+      },
+      { maxItems: 2, maxDelayMs: 10_000 },
+    );
+    await Promise.all([1, 2, 3, 4].map((n) => b.add(n)));
+    expect(batches).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+  });
+
+  it('rejects every add of a failed batch, and later batches still run', async () => {
+    let fail = true;
+    const b = createBatcher<number>(
+      async () => {
+        if (fail) throw new Error('down');
+      },
+      { maxItems: 10, maxDelayMs: 1 },
+    );
+    const results = await Promise.allSettled([b.add(1), b.add(2)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    fail = false;
+    await expect(b.add(3)).resolves.toBeUndefined();
+  });
+});
