@@ -35,6 +35,7 @@ declare module 'autocannon' {
     duration?: number;
     workers?: number;
     pipelining?: number;
+    overallRate?: number;
     timeout?: number;
     headers?: Record<string, string>;
     warmup?: { connections?: number; duration?: number };

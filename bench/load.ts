@@ -1,9 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import pg from 'pg';
 
-export type LoadSettings = { connections: number; durationSeconds: number; warmupSeconds: number };
+export type LoadSettings = {
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+  /** A fixed rate (requests per second over all connections) instead of as fast as the server answers. */
+  rate?: number | undefined;
+};
 
 /** One measured run against one URL. Latencies in milliseconds. */
 export type Measurement = {
@@ -20,6 +26,8 @@ export type Measurement = {
   status_codes: Record<string, number>;
   /** Busy fraction of the server's event loop (the bench process's main thread). */
   server_thread_busy: number;
+  /** How late the server's event loop ran timers (5 ms resolution): stalls every request in flight waits out. */
+  event_loop_delay_ms: { p50: number; p99: number; max: number };
   /**
    * CPU seconds per second of the run: this process (server and load generator threads), the
    * PostgreSQL backends of the benchmark database, and everything else on the machine (other
@@ -48,10 +56,13 @@ export async function measure(
       connections: settings.connections,
       duration: settings.warmupSeconds,
       workers: 1,
+      ...(settings.rate ? { overallRate: settings.rate } : {}),
     });
   }
   const database = opts.databaseUrl ? new URL(opts.databaseUrl).pathname.slice(1) : '';
   const sampler = opts.databaseUrl ? await startSessionSampler(opts.databaseUrl) : null;
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const elu = performance.eventLoopUtilization();
   const cpuBefore = cpuSeconds(database);
   const started = performance.now();
@@ -61,10 +72,12 @@ export async function measure(
     connections: settings.connections,
     duration: settings.durationSeconds,
     workers: 1,
+    ...(settings.rate ? { overallRate: settings.rate } : {}),
   });
   const wall = (performance.now() - started) / 1000;
   const cpuAfter = cpuSeconds(database);
   const busy = performance.eventLoopUtilization(elu);
+  loopDelay.disable();
   const sessions = (await sampler?.stop()) ?? {};
   const statusCodes: Record<string, number> = {};
   for (const [code, stat] of Object.entries(result.statusCodeStats ?? {}))
@@ -83,6 +96,11 @@ export async function measure(
     non2xx: result.non2xx,
     status_codes: statusCodes,
     server_thread_busy: round(busy.utilization, 3),
+    event_loop_delay_ms: {
+      p50: round(loopDelay.percentile(50) / 1e6, 1),
+      p99: round(loopDelay.percentile(99) / 1e6, 1),
+      max: round(loopDelay.max / 1e6, 1),
+    },
     cpu_cores: {
       node: cores('node'),
       postgres: cores('postgres'),
@@ -176,4 +194,14 @@ export async function startSessionSampler(
       );
     },
   };
+}
+
+/** Cores the rest of the machine (everything but this process) used over the next `ms`. */
+export async function busyElsewhere(ms: number): Promise<number> {
+  const before = cpuSeconds('');
+  const started = performance.now();
+  await new Promise((r) => setTimeout(r, ms));
+  const after = cpuSeconds('');
+  const wall = (performance.now() - started) / 1000;
+  return round(Math.max(0, after.machine - before.machine - (after.node - before.node)) / wall, 2);
 }

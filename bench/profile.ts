@@ -14,7 +14,7 @@ export type CpuProfile = { nodes: ProfileNode[]; startTime: number; endTime: num
 export type ProfileSummary = {
   /** Share of the main thread's samples spent doing something (not idle). */
   busy: number;
-  /** Self time by where the code lives (npm package, project file, node internals, GC), as a share of busy samples. */
+  /** Self time by the package or project file it was spent for (native and node-internal work charged to its caller), as a share of busy samples. */
   by_module: { where: string; share: number }[];
   /** The heaviest functions by self time, as a share of busy samples. */
   by_function: { fn: string; where: string; share: number }[];
@@ -36,7 +36,26 @@ export async function profileWhile(work: () => Promise<void>): Promise<CpuProfil
   }
 }
 
+/**
+ * Self time by function, and by module where work done by native code and node internals (socket
+ * writes, buffers, timers) is charged to the package or project file that asked for it: a `writev`
+ * under pg's query submission counts for `pg`.
+ */
 export function summarise(profile: CpuProfile, root: string, top = 15): ProfileSummary {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const owner = (node: ProfileNode): string => {
+    const own = whereOf(node.callFrame.url, node.callFrame.functionName, root);
+    if (own !== '(native)' && own !== 'node internals') return own;
+    for (let id = parentOf.get(node.id); id !== undefined; id = parentOf.get(id)) {
+      const up = byId.get(id);
+      if (!up) break;
+      const where = whereOf(up.callFrame.url, up.callFrame.functionName, root);
+      if (where !== '(native)' && where !== 'node internals' && !where.startsWith('(')) return where;
+    }
+    return own;
+  };
   let idle = 0;
   let busy = 0;
   const modules = new Map<string, number>();
@@ -50,12 +69,13 @@ export function summarise(profile: CpuProfile, root: string, top = 15): ProfileS
       continue;
     }
     busy += hits;
+    const charged = owner(node);
+    modules.set(charged, (modules.get(charged) ?? 0) + hits);
     const where = whereOf(node.callFrame.url, name, root);
-    modules.set(where, (modules.get(where) ?? 0) + hits);
-    const key = `${name || '(anonymous)'}@${where}:${node.callFrame.lineNumber + 1}`;
+    const key = `${name || '(anonymous)'}@${where}:${node.callFrame.lineNumber + 1}<${charged}`;
     const entry = functions.get(key) ?? {
       fn: `${name || '(anonymous)'}:${node.callFrame.lineNumber + 1}`,
-      where,
+      where: where === charged ? where : `${where}, for ${charged}`,
       hits: 0,
     };
     entry.hits += hits;

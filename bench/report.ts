@@ -13,7 +13,15 @@ export type ScenarioResult = {
   /** For list and get: ratio at least `min_ratio`. */
   target: { min_ratio: number; met: boolean } | null;
   /** Extra measurements that explain the gap (e.g. the read model's full cost), not targets. */
-  reference?: { label: string; path: string; result: Measurement; ratio: number }[];
+  reference?: {
+    label: string;
+    path: string;
+    rate: number | null;
+    result: Measurement;
+    ratio: number | null;
+  }[];
+  /** Every run; `real` and `floor` above are their medians. */
+  rounds: { real: Measurement[]; floor: Measurement[] };
 };
 
 export type StatsComparison = {
@@ -24,6 +32,17 @@ export type StatsComparison = {
   ratio: number;
   /** Within ±20%. */
   met: boolean;
+  /** The floors' p99 on the same two sites: how much the two differ when only the query runs. */
+  floor_p99_small_ms: number;
+  floor_p99_big_ms: number;
+  /** The same comparison at a fixed request rate below saturation (not the target's method; a diagnosis). */
+  fixed_rate: {
+    rate: number;
+    p99_small_ms: number;
+    p99_big_ms: number;
+    ratio: number;
+    within: boolean;
+  } | null;
 };
 
 export type BenchResults = {
@@ -42,11 +61,15 @@ export type BenchResults = {
     connections: number;
     duration_s: number;
     warmup_s: number;
+    rounds: number;
+    stats_fixed_rate: number;
     load_generator: string;
     rate_limit_per_minute: number;
     log_level: string;
     workers_in_process: boolean;
     database_pool: number;
+    /** Cores other processes used just before the measurements started. */
+    busy_elsewhere_cores_at_start: number;
   };
   dataset: Record<string, unknown>;
   scenarios: ScenarioResult[];
@@ -67,7 +90,9 @@ export function markdown(r: BenchResults): string {
   lines.push(
     `${r.machine.cpus} cores (${r.machine.cpu_model}), ${r.machine.memory_gib} GiB, Node ${r.machine.node}, ` +
       `${r.machine.postgres}. ${r.settings.connections} connections, ${r.settings.warmup_s} s warm-up + ` +
-      `${r.settings.duration_s} s per run, load generator: ${r.settings.load_generator}.`,
+      `${r.settings.duration_s} s per run, ${r.settings.rounds} rounds (medians), load generator: ` +
+      `${r.settings.load_generator}. Request quota ${r.settings.rate_limit_per_minute}/min (raised by configuration), ` +
+      `log level ${r.settings.log_level}.`,
   );
   lines.push('');
   lines.push(
@@ -85,11 +110,17 @@ export function markdown(r: BenchResults): string {
   lines.push('');
   lines.push('Statistics, p99 at 1,000,000 backlinks against 1,000 (target: the same within 20%):');
   lines.push('');
-  lines.push('| period | p99 at 1k ms | p99 at 1M ms | ratio | met |');
-  lines.push('|---|---:|---:|---:|---|');
+  lines.push(
+    '| period | p99 at 1k ms | p99 at 1M ms | ratio | met | floor p99 at 1k / 1M ms | at a fixed rate: p99 at 1k / 1M ms (ratio) |',
+  );
+  lines.push('|---|---:|---:|---:|---|---:|---:|');
   for (const c of r.stats_p99) {
+    const fixed = c.fixed_rate
+      ? `${c.fixed_rate.rate}/s: ${ms(c.fixed_rate.p99_small_ms)} / ${ms(c.fixed_rate.p99_big_ms)} (${c.fixed_rate.ratio.toFixed(2)})`
+      : '';
     lines.push(
-      `| ${c.period} | ${ms(c.p99_small_ms)} | ${ms(c.p99_big_ms)} | ${c.ratio.toFixed(2)} | ${c.met ? 'yes' : 'no'} |`,
+      `| ${c.period} | ${ms(c.p99_small_ms)} | ${ms(c.p99_big_ms)} | ${c.ratio.toFixed(2)} | ${c.met ? 'yes' : 'no'} | ` +
+        `${ms(c.floor_p99_small_ms)} / ${ms(c.floor_p99_big_ms)} | ${fixed} |`,
     );
   }
   const references = r.scenarios.flatMap((s) => (s.reference ?? []).map((ref) => ({ s, ref })));
@@ -101,7 +132,8 @@ export function markdown(r: BenchResults): string {
     lines.push('|---|---|---:|---:|---:|---:|');
     for (const { s, ref } of references) {
       lines.push(
-        `| ${s.name} | ${ref.label} | ${rps(ref.result.rps)} | ${ms(ref.result.p50_ms)} | ${ms(ref.result.p99_ms)} | ${ref.ratio.toFixed(2)} |`,
+        `| ${s.name} | ${ref.label} | ${rps(ref.result.rps)} | ${ms(ref.result.p50_ms)} | ${ms(ref.result.p99_ms)} | ` +
+          `${ref.ratio === null ? '' : ref.ratio.toFixed(2)} |`,
       );
     }
   }
@@ -113,9 +145,9 @@ export function markdown(r: BenchResults): string {
   );
   lines.push('');
   lines.push(
-    '| scenario | real: server thread busy | real: cores | floor: server thread busy | floor: cores | real: sessions |',
+    '| scenario | real: server thread busy | real: event-loop delay p99 ms | real: cores | floor: server thread busy | floor: cores | real: sessions |',
   );
-  lines.push('|---|---:|---:|---:|---:|---|');
+  lines.push('|---|---:|---:|---:|---:|---:|---|');
   const cores = (m: Measurement): string =>
     `${m.cpu_cores.node} / ${m.cpu_cores.postgres} / ${m.cpu_cores.other}`;
   for (const s of r.scenarios) {
@@ -124,7 +156,8 @@ export function markdown(r: BenchResults): string {
       .map(([what, n]) => `${what}: ${n}`)
       .join('; ');
     lines.push(
-      `| ${s.name} | ${pct(s.real.server_thread_busy)} | ${cores(s.real)} | ${pct(s.floor.server_thread_busy)} | ` +
+      `| ${s.name} | ${pct(s.real.server_thread_busy)} | ${s.real.event_loop_delay_ms.p99} | ${cores(s.real)} | ` +
+        `${pct(s.floor.server_thread_busy)} | ` +
         `${cores(s.floor)} | ${sessions} |`,
     );
   }

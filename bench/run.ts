@@ -15,7 +15,7 @@ import { activityProjector } from '../projections/activity.ts';
 import { projectors } from '../projections/index.ts';
 import { type DatasetSpec, DEFAULT_SPEC, prepareDataset, redact } from './dataset.ts';
 import { buildFloor } from './floor.ts';
-import { type LoadSettings, type Measurement, measure } from './load.ts';
+import { busyElsewhere, type LoadSettings, type Measurement, measure } from './load.ts';
 import { type CpuProfile, profileWhile, summarise } from './profile.ts';
 import { type BenchResults, markdown, type ScenarioResult, type StatsComparison } from './report.ts';
 
@@ -24,6 +24,9 @@ import { type BenchResults, markdown, type ScenarioResult, type StatsComparison 
  *
  *   --connections N   concurrent connections (10)        --duration S   measured seconds per run (10)
  *   --warmup S        warm-up seconds per run (2)         --only NAME    scenarios whose name starts with NAME
+ *   --rounds N        rounds over all scenarios (3); medians are reported, every run is kept in the JSON
+ *   --stats-rate R    also measure the statistics routes at a fixed R req/s (200; 0: not)
+ *   --wait-quiet S    before measuring, wait up to S seconds (60) for other processes to leave the CPUs alone
  *   --profile         also profile the real routes (one more run each) and summarise where the time goes
  *   --articles N --big-backlinks N --small-backlinks N    a smaller dataset (for trying the bench out)
  *
@@ -36,6 +39,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 const RESULTS = resolve(ROOT, 'bench/results');
 const LIST_TARGET = 0.6;
 const STATS_TOLERANCE = 0.2;
+/** Cores used by other processes above which the machine does not count as quiet. */
+const QUIET_CORES = 0.3;
 
 const { values: args } = parseArgs({
   options: {
@@ -43,6 +48,9 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '2' },
     only: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    'stats-rate': { type: 'string', default: '200' },
+    'wait-quiet': { type: 'string', default: '60' },
     profile: { type: 'boolean', default: false },
     articles: { type: 'string' },
     'big-backlinks': { type: 'string' },
@@ -68,6 +76,9 @@ const settings: LoadSettings = {
   durationSeconds: positive('duration', args.duration, 10),
   warmupSeconds: positive('warmup', args.warmup, 2),
 };
+const rounds = Math.max(1, positive('rounds', args.rounds, 3));
+const statsRate = positive('stats-rate', args['stats-rate'], 200);
+const waitQuiet = positive('wait-quiet', args['wait-quiet'], 60);
 const spec: DatasetSpec = {
   ...DEFAULT_SPEC,
   articles: positive('articles', args.articles, DEFAULT_SPEC.articles),
@@ -125,11 +136,14 @@ const results: BenchResults = {
     connections: settings.connections,
     duration_s: settings.durationSeconds,
     warmup_s: settings.warmupSeconds,
+    rounds,
+    stats_fixed_rate: statsRate,
     load_generator: 'autocannon 8, one worker thread in the bench process',
     rate_limit_per_minute: config.RATE_LIMIT_PER_MINUTE,
     log_level: `${config.LOG_LEVEL} (to /dev/null)`,
     workers_in_process: workers !== null,
     database_pool: 10,
+    busy_elsewhere_cores_at_start: 0,
   },
   dataset: { ...dataset, generated_this_run: generated },
   scenarios: [],
@@ -152,7 +166,7 @@ try {
     real: string;
     floor: string;
     target: number | null;
-    reference?: { label: string; path: string }[];
+    reference?: { label: string; side: 'floor' | 'real'; path: string; rate?: number }[];
   }[] = [
     {
       name: 'list articles',
@@ -163,6 +177,7 @@ try {
       reference: [
         {
           label: 'floor + count (listArticles: page query and count)',
+          side: 'floor',
           path: `/floor/sites/${site(dataset.articleSiteId)}/articles-with-count?per_page=100`,
         },
       ],
@@ -186,41 +201,89 @@ try {
         real: `/api/v1/sites/${site(id)}/stats?period=${period}`,
         floor: `/floor/sites/${site(id)}/stats?period=${period}`,
         target: null,
+        ...(statsRate > 0
+          ? {
+              reference: [
+                {
+                  label: `real route at ${statsRate} req/s`,
+                  side: 'real' as const,
+                  path: `/api/v1/sites/${site(id)}/stats?period=${period}`,
+                  rate: statsRate,
+                },
+              ],
+            }
+          : {}),
       });
     }
   }
   const chosen = scenarios.filter((s) => !args.only || s.name.startsWith(args.only));
   if (chosen.length === 0) throw new Error(`--only ${args.only}: no scenario has such a name`);
 
-  for (const s of chosen) {
-    await checkSameRows(s.name, `${realBase}${s.real}`, `${floorBase}${s.floor}`);
-    log(`${s.name}: floor`);
-    await settle();
-    const floorRun = check(
-      s.name,
-      'floor',
-      await measure(`${floorBase}${s.floor}`, settings, { databaseUrl }),
-    );
-    const reference: ScenarioResult['reference'] = [];
-    for (const ref of s.reference ?? []) {
-      log(`${s.name}: ${ref.label}`);
+  for (const s of chosen) await checkSameRows(s.name, `${realBase}${s.real}`, `${floorBase}${s.floor}`);
+
+  // Other work on the machine skews every figure: wait a little for it to pass, and say so.
+  let elsewhere = await busyElsewhere(2_000);
+  for (let waited = 0; elsewhere > QUIET_CORES && waited < waitQuiet; waited += 5) {
+    log(`the machine is busy with other work (${elsewhere} cores); waiting for it to settle`);
+    elsewhere = await busyElsewhere(5_000);
+  }
+  results.settings.busy_elsewhere_cores_at_start = elsewhere;
+  if (elsewhere > QUIET_CORES)
+    log(`measuring anyway, with ${elsewhere} cores busy elsewhere: figures will be low`);
+
+  // Rounds over every scenario (floor, references, real route), so that a burst of other work on
+  // the machine touches one round of each rather than every run of one; medians are reported.
+  const runs = new Map<string, { floor: Measurement[]; real: Measurement[]; refs: Measurement[][] }>();
+  for (let r = 1; r <= rounds; r++) {
+    for (const s of chosen) {
+      const entry = runs.get(s.name) ?? { floor: [], real: [], refs: (s.reference ?? []).map(() => []) };
+      runs.set(s.name, entry);
+      const tag = rounds > 1 ? ` (round ${r}/${rounds})` : '';
+      log(`${s.name}: floor${tag}`);
       await settle();
-      const result = check(
-        s.name,
-        ref.label,
-        await measure(`${floorBase}${ref.path}`, settings, { databaseUrl }),
+      entry.floor.push(
+        check(s.name, 'floor', await measure(`${floorBase}${s.floor}`, settings, { databaseUrl })),
       );
-      reference.push({ label: ref.label, path: ref.path, result, ratio: 0 });
+      for (const [i, ref] of (s.reference ?? []).entries()) {
+        log(`${s.name}: ${ref.label}${tag}`);
+        await settle();
+        const refRun =
+          ref.side === 'real'
+            ? await measure(
+                `${realBase}${ref.path}`,
+                { ...settings, rate: ref.rate },
+                { headers: auth, databaseUrl },
+              )
+            : await measure(`${floorBase}${ref.path}`, { ...settings, rate: ref.rate }, { databaseUrl });
+        entry.refs[i]?.push(check(s.name, ref.label, refRun));
+      }
+      log(`${s.name}: real route${tag}`);
+      await settle();
+      const real = check(
+        s.name,
+        'real',
+        await measure(`${realBase}${s.real}`, settings, { headers: auth, databaseUrl }),
+      );
+      entry.real.push(real);
+      const floorRun = entry.floor.at(-1) as Measurement;
+      log(
+        `${s.name}${tag}: real ${real.rps.toFixed(0)} req/s p50 ${real.p50_ms} ms p99 ${real.p99_ms} ms; ` +
+          `floor ${floorRun.rps.toFixed(0)} req/s p50 ${floorRun.p50_ms} ms p99 ${floorRun.p99_ms} ms`,
+      );
     }
-    log(`${s.name}: real route`);
-    await settle();
-    const realRun = check(
-      s.name,
-      'real',
-      await measure(`${realBase}${s.real}`, settings, { headers: auth, databaseUrl }),
-    );
+  }
+
+  for (const s of chosen) {
+    const entry = runs.get(s.name);
+    if (!entry) continue;
+    const realRun = summary(entry.real);
+    const floorRun = summary(entry.floor);
     const ratio = round(realRun.rps / floorRun.rps, 3);
-    for (const ref of reference) ref.ratio = round(realRun.rps / ref.result.rps, 3);
+    const reference: ScenarioResult['reference'] = (s.reference ?? []).map((ref, i) => {
+      const result = summary(entry.refs[i] ?? []);
+      const ratio = ref.rate ? null : round(realRun.rps / result.rps, 3);
+      return { label: ref.label, path: ref.path, rate: ref.rate ?? null, result, ratio };
+    });
     const target = s.target === null ? null : { min_ratio: s.target, met: ratio >= s.target };
     if (target && !target.met) results.targets_met = false;
     results.scenarios.push({
@@ -233,11 +296,8 @@ try {
       ratio,
       target,
       ...(reference.length > 0 ? { reference } : {}),
+      rounds: { real: entry.real, floor: entry.floor },
     });
-    log(
-      `${s.name}: real ${realRun.rps.toFixed(0)} req/s p50 ${realRun.p50_ms} ms p99 ${realRun.p99_ms} ms; ` +
-        `floor ${floorRun.rps.toFixed(0)} req/s p50 ${floorRun.p50_ms} ms p99 ${floorRun.p99_ms} ms; ratio ${ratio}`,
-    );
   }
 
   for (const period of ['last_30_days', dataset.month]) {
@@ -250,6 +310,9 @@ try {
       p99_small_ms: small.real.p99_ms,
       p99_big_ms: big.real.p99_ms,
       ratio,
+      floor_p99_small_ms: small.floor.p99_ms,
+      floor_p99_big_ms: big.floor.p99_ms,
+      fixed_rate: fixedRate(small, big),
       met: Math.abs(ratio - 1) <= STATS_TOLERANCE,
     };
     if (!comparison.met) results.targets_met = false;
@@ -299,6 +362,54 @@ log(
 process.exitCode = exitCode;
 
 /* ---------------------------------------------------------------------------------------------- */
+
+/** The statistics p99 at a fixed rate, below saturation: latency of the request, not of the queue. */
+function fixedRate(small: ScenarioResult, big: ScenarioResult): StatsComparison['fixed_rate'] {
+  const a = small.reference?.find((r) => r.rate);
+  const b = big.reference?.find((r) => r.rate);
+  if (!a?.rate || !b) return null;
+  const ratio = round(b.result.p99_ms / Math.max(a.result.p99_ms, 0.001), 3);
+  return {
+    rate: a.rate,
+    p99_small_ms: a.result.p99_ms,
+    p99_big_ms: b.result.p99_ms,
+    ratio,
+    within: Math.abs(ratio - 1) <= STATS_TOLERANCE,
+  };
+}
+
+/**
+ * The median run of several: req/s, p50, p90 and p99 are each the median over the runs; counts of
+ * requests, errors and non-2xx answers are summed; CPU and sessions come from the median-req/s run.
+ */
+function summary(all: readonly Measurement[]): Measurement {
+  if (all.length === 0) throw new Error('no runs to summarise');
+  const median = (pick: (m: Measurement) => number): number => {
+    const sorted = all.map(pick).sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2
+      ? (sorted[mid] as number)
+      : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  };
+  const byRps = [...all].sort((a, b) => a.rps - b.rps)[Math.floor(all.length / 2)] as Measurement;
+  const sum = (pick: (m: Measurement) => number): number => all.reduce((n, m) => n + pick(m), 0);
+  const codes: Record<string, number> = {};
+  for (const m of all)
+    for (const [code, n] of Object.entries(m.status_codes)) codes[code] = (codes[code] ?? 0) + n;
+  return {
+    ...byRps,
+    requests: sum((m) => m.requests),
+    rps: median((m) => m.rps),
+    p50_ms: median((m) => m.p50_ms),
+    p90_ms: median((m) => m.p90_ms),
+    p99_ms: median((m) => m.p99_ms),
+    max_ms: Math.max(...all.map((m) => m.max_ms)),
+    errors: sum((m) => m.errors),
+    timeouts: sum((m) => m.timeouts),
+    non2xx: sum((m) => m.non2xx),
+    status_codes: codes,
+  };
+}
 
 function round(value: number, digits: number): number {
   const f = 10 ** digits;

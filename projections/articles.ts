@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { FeaturedImage } from '../domain/article/events.ts';
 import { wordCount } from '../domain/html/text.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
+import { offsetOf, type Page, type PageQuery, type Projector, type Trx } from './projector.ts';
 
 /**
  * The article list row and its body (two tables, so list pages never read bodies). Inline: an edit is
@@ -19,13 +19,13 @@ export const articlesProjector: Projector = {
     'ArticleRestored',
     'ArticleStatusChanged',
   ],
-  tables: ['articles', 'article_bodies'],
+  tables: ['articles', 'article_bodies', 'article_counts'],
   async apply(event, trx) {
     const at = event.metadata.at;
     switch (event.type) {
       case 'ArticleCreated': {
         const d = event.data;
-        await trx
+        const inserted = await trx
           .insertInto('articles')
           .values({
             id: d.articleId,
@@ -43,7 +43,8 @@ export const articlesProjector: Projector = {
             updated_at: at,
           })
           .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
+          .executeTakeFirst();
+        if ((inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) await countArticle(trx, d.siteId, d.status, 1);
         await trx
           .insertInto('article_bodies')
           .values({ article_id: d.articleId, body: d.body })
@@ -90,7 +91,14 @@ export const articlesProjector: Projector = {
           .where('revision', '=', event.data.revision - 1)
           .execute();
         return;
-      case 'ArticleStatusChanged':
+      case 'ArticleStatusChanged': {
+        const before = await trx
+          .selectFrom('articles')
+          .select(['site_id', 'status'])
+          .where('id', '=', event.data.articleId)
+          .where('revision', '=', event.data.revision - 1)
+          .executeTakeFirst();
+        if (!before) return;
         await trx
           .updateTable('articles')
           .set({
@@ -100,14 +108,28 @@ export const articlesProjector: Projector = {
             published_at: event.data.publishedAt,
           })
           .where('id', '=', event.data.articleId)
-          .where('revision', '=', event.data.revision - 1)
           .execute();
+        if (before.status !== event.data.status) {
+          await countArticle(trx, before.site_id, before.status, -1);
+          await countArticle(trx, before.site_id, event.data.status, 1);
+        }
         return;
+      }
       default:
         return;
     }
   },
 };
+
+async function countArticle(trx: Trx, siteId: string, status: string, delta: number): Promise<void> {
+  await trx
+    .insertInto('article_counts')
+    .values({ site_id: siteId, status, n: delta })
+    .onConflict((oc) =>
+      oc.columns(['site_id', 'status']).doUpdateSet({ n: sql`article_counts.n + ${delta}` }),
+    )
+    .execute();
+}
 
 export type ArticleRow = {
   id: string;
@@ -151,6 +173,16 @@ export async function listArticles(db: Db, siteId: string, q: ArticleListQuery):
   if (q.status) base = base.where('a.status', '=', q.status);
   if (q.from) base = base.where('a.published_at', '>=', sql<Date>`${q.from}::date::timestamptz`);
   if (q.to) base = base.where('a.published_at', '<', sql<Date>`(${q.to}::date + 1)::timestamptz`);
+  // Without a date range the total is a lookup in article_counts; with one, the range is counted.
+  const counted =
+    q.from || q.to
+      ? base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+      : db
+          .selectFrom('article_counts')
+          .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'))
+          .where('site_id', '=', siteId)
+          .$if(q.status !== undefined, (qb) => qb.where('status', '=', q.status as string))
+          .executeTakeFirstOrThrow();
   const [rows, count] = await Promise.all([
     base
       .select(listColumns)
@@ -159,7 +191,7 @@ export async function listArticles(db: Db, siteId: string, q: ArticleListQuery):
       .limit(q.perPage)
       .offset(offsetOf(q))
       .execute(),
-    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    counted,
   ]);
   return { rows: rows as ArticleRow[], total: Number(count.n) };
 }

@@ -1,20 +1,23 @@
+import { sql } from 'kysely';
 import type { BacklinkAcquired, BacklinkCategory } from '../domain/backlink/events.ts';
 import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
+import { offsetOf, type Page, type PageQuery, type Projector, type Trx } from './projector.ts';
 
 export const backlinksProjector: Projector = {
   name: 'backlinks@1',
   mode: 'async',
   handles: ['BacklinkAcquired'],
-  tables: ['backlinks'],
+  tables: ['backlinks', 'backlink_counts'],
   async apply(event, trx) {
     if (event.type !== 'BacklinkAcquired') return;
-    await trx
+    const inserted = await trx
       .insertInto('backlinks')
       .values(backlinkRow(event.data))
       .onConflict((oc) => oc.column('id').doNothing())
+      .returning(['site_id', 'category'])
       .execute();
+    await countBacklinks(trx, inserted);
   },
   /** Multi-row inserts; the first event of an id wins, as it does one by one. */
   async applyBatch(events, trx) {
@@ -26,14 +29,38 @@ export const backlinksProjector: Projector = {
     }
     const all = [...rows.values()];
     for (let i = 0; i < all.length; i += INSERT_ROWS) {
-      await trx
+      const inserted = await trx
         .insertInto('backlinks')
         .values(all.slice(i, i + INSERT_ROWS))
         .onConflict((oc) => oc.column('id').doNothing())
+        .returning(['site_id', 'category'])
         .execute();
+      await countBacklinks(trx, inserted);
     }
   },
 };
+
+/** Adds the backlinks a statement inserted (not those it skipped as already there) to backlink_counts. */
+async function countBacklinks(
+  trx: Trx,
+  inserted: readonly { site_id: string; category: string }[],
+): Promise<void> {
+  const counts = new Map<string, { site_id: string; category: string; n: number }>();
+  for (const row of inserted) {
+    const key = `${row.site_id}\u0000${row.category}`;
+    const entry = counts.get(key) ?? { site_id: row.site_id, category: row.category, n: 0 };
+    entry.n++;
+    counts.set(key, entry);
+  }
+  if (counts.size === 0) return;
+  await trx
+    .insertInto('backlink_counts')
+    .values([...counts.values()])
+    .onConflict((oc) =>
+      oc.columns(['site_id', 'category']).doUpdateSet({ n: sql`backlink_counts.n + excluded.n` }),
+    )
+    .execute();
+}
 
 /** Rows per multi-row insert: 10 parameters each, well below PostgreSQL's 65,535 per statement. */
 const INSERT_ROWS = 1000;
@@ -70,6 +97,16 @@ export async function listBacklinks(
   if (q.category) base = base.where('category', '=', q.category);
   if (q.from) base = base.where('acquired_on', '>=', q.from);
   if (q.to) base = base.where('acquired_on', '<=', q.to);
+  // Without a date range the total is a lookup in backlink_counts; with one, the range is counted.
+  const counted =
+    q.from || q.to
+      ? base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+      : db
+          .selectFrom('backlink_counts')
+          .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'))
+          .where('site_id', '=', siteId)
+          .$if(q.category !== undefined, (qb) => qb.where('category', '=', q.category as string))
+          .executeTakeFirstOrThrow();
   const [rows, count] = await Promise.all([
     base
       .selectAll()
@@ -78,7 +115,7 @@ export async function listBacklinks(
       .limit(q.perPage)
       .offset(offsetOf(q))
       .execute(),
-    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    counted,
   ]);
   return { rows, total: Number(count.n) };
 }

@@ -69,26 +69,23 @@ export type RevisionRow = {
   restored_from: number | null;
 };
 
+const revisionColumns = [
+  'revision',
+  'event_type',
+  'origin',
+  'actor',
+  'reason',
+  'created_at',
+  'title',
+  'word_count',
+  'restored_from',
+] as const;
+
 /** Revisions of an article, newest first. The caller has checked the article belongs to the account. */
 export async function listRevisions(db: Db, articleId: string, q: PageQuery): Promise<Page<RevisionRow>> {
   const base = db.selectFrom('revisions').where('article_id', '=', articleId);
   const [rows, count] = await Promise.all([
-    base
-      .select([
-        'revision',
-        'event_type',
-        'origin',
-        'actor',
-        'reason',
-        'created_at',
-        'title',
-        'word_count',
-        'restored_from',
-      ])
-      .orderBy('revision', 'desc')
-      .limit(q.perPage)
-      .offset(offsetOf(q))
-      .execute(),
+    base.select(revisionColumns).orderBy('revision', 'desc').limit(q.perPage).offset(offsetOf(q)).execute(),
     base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows: rows as RevisionRow[], total: Number(count.n) };
@@ -102,17 +99,7 @@ export async function findRevision(
 ): Promise<RevisionRow | undefined> {
   const row = await db
     .selectFrom('revisions')
-    .select([
-      'revision',
-      'event_type',
-      'origin',
-      'actor',
-      'reason',
-      'created_at',
-      'title',
-      'word_count',
-      'restored_from',
-    ])
+    .select(revisionColumns)
     .where('article_id', '=', articleId)
     .where('revision', '=', revision)
     .executeTakeFirst();

@@ -15,8 +15,11 @@ import { apiV1, type LimitHook } from './api/index.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import type { EditGate } from './api/write-routes.ts';
 import { installErrorHandling } from './errors.ts';
+import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
+import { registerOAuth } from './oauth/index.ts';
 import { registerOpenApi } from './openapi.ts';
+import { connectSiteRoutes } from './web/connect-site.ts';
 
 export type AppDeps = {
   runtime: Runtime;
@@ -33,6 +36,10 @@ export type AppDeps = {
   fetchImage?: FetchImage;
   /** A pino instance or options; tests pass `false` to keep quiet. */
   logger?: boolean | object;
+  /** Resolves the OAuth access tokens presented to /mcp; without one, /mcp answers 401 to everything. */
+  verifyToken?: McpTokenVerifier;
+  /** Named in /mcp's 401 `WWW-Authenticate`; default PUBLIC_URL/.well-known/oauth-protected-resource/mcp. */
+  resourceMetadataUrl?: string;
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -112,15 +119,43 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app, { publicUrl: deps.config.PUBLIC_URL });
   const media = deps.media ?? createDirectoryMediaStore(deps.config.MEDIA_DIR);
   await app.register(mediaRoutes, { store: media });
+  // One request limiter and one edit gate for /api/v1 and /mcp: an account has one budget.
+  const now = deps.now ?? (() => new Date());
+  const limit = deps.limit ?? defaultRequestLimit(app);
+  const editGate = deps.editGate ?? defaultEditGate(app);
+  const fetchImage = deps.fetchImage ?? defaultImageFetcher(deps.config);
   await app.register(apiV1, {
     prefix: '/api/v1',
     runtime: deps.runtime,
     publicUrl: deps.config.PUBLIC_URL,
-    now: deps.now ?? (() => new Date()),
-    limit: deps.limit ?? defaultRequestLimit(app),
-    editGate: deps.editGate ?? defaultEditGate(app),
+    now,
+    limit,
+    editGate,
     media,
-    fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
+    fetchImage,
+  });
+  // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
+  // The Connect Site page and the MCP endpoint take the connections and the token verifier from it.
+  const oauth = await registerOAuth(app, {
+    db,
+    publicUrl: deps.config.PUBLIC_URL,
+    fetchTrust: fetchTrustOf(deps.config),
+  });
+  await app.register(connectSiteRoutes, {
+    kit: oauth.web,
+    commands: deps.runtime.commands,
+    connections: oauth,
+  });
+  await app.register(mcpRoutes, {
+    runtime: deps.runtime,
+    publicUrl: deps.config.PUBLIC_URL,
+    now,
+    verifyToken: deps.verifyToken ?? oauth.verifyMcpToken,
+    resourceMetadataUrl: deps.resourceMetadataUrl ?? oauth.resourceMetadataUrl,
+    limit,
+    editGate,
+    media,
+    fetchImage,
   });
 
   return app;
@@ -139,10 +174,15 @@ function defaultRequestLimit(app: FastifyInstance): LimitHook {
   return limiter.hook;
 }
 
-function defaultImageFetcher(config: AppDeps['config']): FetchImage {
+/** What outgoing fetches of user-given URLs trust besides public hosts: MEDIA_FETCH_CA_FILE, MEDIA_FETCH_ALLOW_NETWORKS. */
+function fetchTrustOf(config: AppDeps['config']): { ca?: Buffer; allowAddresses?: (ip: string) => boolean } {
   const networks = config.MEDIA_FETCH_ALLOW_NETWORKS ?? [];
-  return createImageFetcher({
+  return {
     ...(config.MEDIA_FETCH_CA_FILE ? { ca: readFileSync(config.MEDIA_FETCH_CA_FILE) } : {}),
     ...(networks.length > 0 ? { allowAddresses: allowNetworks(networks) } : {}),
-  });
+  };
+}
+
+function defaultImageFetcher(config: AppDeps['config']): FetchImage {
+  return createImageFetcher(fetchTrustOf(config));
 }

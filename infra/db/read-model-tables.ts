@@ -113,7 +113,22 @@ export interface ActivityTable {
   duration_ms: number;
 }
 
+/** Articles per site and status (inline, with the article rows): list totals without counting rows. */
+export interface ArticleCountsTable {
+  site_id: string;
+  status: string;
+  n: number;
+}
+/** Backlinks per site and category (with the backlink rows). */
+export interface BacklinkCountsTable {
+  site_id: string;
+  category: string;
+  n: number;
+}
+
 export interface ReadModelTables {
+  article_counts: ArticleCountsTable;
+  backlink_counts: BacklinkCountsTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   staff: StaffTable;

@@ -67,12 +67,66 @@ export interface IdempotencyKeysTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** What oidc-provider persists (migration 005): ids are SHA-256 hashes of the artifacts' values. */
+export interface OAuthModelsTable {
+  kind: string;
+  id: string;
+  payload: ColumnType<Record<string, unknown>, string, string>;
+  grant_id: string | null;
+  uid: string | null;
+  user_code: string | null;
+  expires_at: ColumnType<Date | null, Date | null, Date | null>;
+  consumed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** The authorization server's keys (signing keys, cookie keys, web secret), generated once (migration 005). */
+export interface OAuthKeysTable {
+  id: string;
+  material: ColumnType<unknown, string, never>;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
+/** What a person allowed an assistant to do for their account (migration 005). */
+export interface OAuthGrantsTable {
+  grant_id: string;
+  account_id: string;
+  client_id: string;
+  client_name: string;
+  redirect_host: string;
+  scope: string;
+  created_at: ColumnType<Date, Date, never>;
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** Signed-in browsers (migration 005); `id_hash` is the SHA-256 of the cookie's value. */
+export interface WebSessionsTable {
+  id_hash: string;
+  account_id: string;
+  created_at: ColumnType<Date, Date, never>;
+  expires_at: ColumnType<Date, Date, Date>;
+}
+
+/** Failed sign-ins per email (`email:...`) and per client address (`ip:...`) (migration 005). */
+export interface SignInFailuresTable {
+  key: string;
+  failures: number;
+  first_failed_at: ColumnType<Date, Date, Date>;
+  last_failed_at: ColumnType<Date, Date, Date>;
+  locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
 export interface Database extends ReadModelTables {
   api_key_usage: ApiKeyUsageTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
   streams: StreamsTable;
   checkpoints: CheckpointsTable;
+  oauth_models: OAuthModelsTable;
+  oauth_keys: OAuthKeysTable;
+  oauth_grants: OAuthGrantsTable;
+  web_sessions: WebSessionsTable;
+  sign_in_failures: SignInFailuresTable;
 }
 
 export type Db = Kysely<Database>;

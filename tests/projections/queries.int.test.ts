@@ -183,6 +183,20 @@ describe.each(backends)('read-model queries on %s', (backend) => {
     });
   });
 
+  it('list totals come from the per-site counts and agree with the rows, by status and category', async () => {
+    for (const status of ['draft', 'scheduled', 'published', 'archived'] as const) {
+      const listed = await listArticles(runtime.db, siteId, { page: 1, perPage: 100, status });
+      expect(listed.total).toBe(listed.rows.length);
+    }
+    const all = await listArticles(runtime.db, siteId, { page: 1, perPage: 1 });
+    expect(all.total).toBe(5);
+    for (const category of ['industry', 'local'] as const) {
+      const listed = await listBacklinks(runtime.db, siteId, { page: 1, perPage: 100, category });
+      expect(listed.total).toBe(listed.rows.length);
+    }
+    expect((await listBacklinks(runtime.db, siteId, { page: 1, perPage: 1 })).total).toBe(4);
+  });
+
   it('lists activity: calls and the pipeline’s own changes', async () => {
     const page = await listActivity(runtime.db, accountId, { page: 1, perPage: 100 });
     expect(

@@ -35,6 +35,8 @@ const tables: (keyof ReadModelTables)[] = [
   'stats_buckets',
   'stats_articles',
   'activity',
+  'article_counts',
+  'backlink_counts',
 ];
 
 /** Every read-model row, in a stable order, as JSON text: two snapshots compare equal iff the rows are identical. */

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import type { FeaturedImage } from '../../../domain/article/events.ts';
 import { DomainError } from '../../../domain/errors.ts';
 import type { Caller, Commands, EditResult } from '../../../infra/commands.ts';
 import type { Db } from '../../../infra/db/schema.ts';
@@ -70,7 +71,22 @@ export function revisionOut(row: RevisionRow): z.infer<typeof Revision> {
   };
 }
 
-function changeOut(result: EditResult): z.infer<typeof ArticleChange> {
+/**
+ * Recognises image bytes (format from the bytes, size, dimensions), stores them and describes them as
+ * an article's featured image: the API (multipart and `{url}`) and the MCP tool share this path; a
+ * URL is fetched with the deployment's `FetchImage` before.
+ */
+export async function storeFeaturedImage(
+  deps: { media: MediaStore; publicUrl: string },
+  bytes: Uint8Array,
+  alt: string,
+): Promise<FeaturedImage> {
+  const info = await inspectImage(bytes);
+  const stored = await deps.media.put(bytes, info.ext, info.mime);
+  return { url: `${deps.publicUrl}${stored.url}`, alt, width: info.width, height: info.height };
+}
+
+export function changeOut(result: EditResult): z.infer<typeof ArticleChange> {
   return { ...articleOut(result.article), changed: result.changed, sanitized: result.sanitized };
 }
 
@@ -244,14 +260,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
         throw new DomainError('not_found', `No article ${req.params.id}`);
       }
       const image = await imageOf(req);
-      const info = await inspectImage(image.bytes);
-      const stored = await media.put(image.bytes, info.ext, info.mime);
-      const featuredImage = {
-        url: `${publicUrl}${stored.url}`,
-        alt: image.alt,
-        width: info.width,
-        height: info.height,
-      };
+      const featuredImage = await storeFeaturedImage({ media, publicUrl }, image.bytes, image.alt);
       return articleWrite(req, reply, req.params.id, image.source, (p) =>
         commands.replaceFeaturedImage(
           p.accountId,

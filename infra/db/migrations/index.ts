@@ -3,6 +3,8 @@ import * as eventStore from './2026-11-21-001-event-store.ts';
 import * as readModels from './2026-11-21-002-read-models.ts';
 import * as apiKeyUsage from './2026-11-22-003-api-key-usage.ts';
 import * as idempotency from './2026-11-22-004-idempotency.ts';
+import * as oauthAndWebSessions from './2026-11-22-005-oauth-and-web-sessions.ts';
+import * as listCounts from './2026-11-22-006-list-counts.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -14,6 +16,8 @@ const all: Record<string, Migration> = {
   '2026-11-21-002-read-models': readModels,
   '2026-11-22-003-api-key-usage': apiKeyUsage,
   '2026-11-22-004-idempotency': idempotency,
+  '2026-11-22-005-oauth-and-web-sessions': oauthAndWebSessions,
+  '2026-11-22-006-list-counts': listCounts,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(

@@ -1,0 +1,77 @@
+import type { FastifyRequest } from 'fastify';
+import { DomainError } from '../../../domain/errors.ts';
+import type { AuthState } from '../api/auth.ts';
+import type { McpTokenVerifier } from '../oauth/verify.ts';
+
+/**
+ * The principal of a bearer token presented to /mcp, or null when it is unknown, expired, revoked or
+ * for another resource (actor `oauth_client`; scope `write` when the grant includes content:write). The
+ * product's verifier is the authorization server's (apps/server/oauth/verify.ts), which owns the type.
+ */
+export type { McpTokenVerifier };
+
+/** Without a verifier every token is unknown: /mcp answers 401 to everything. */
+
+/** RFC 6750 `b64token`. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const QUERY_CREDENTIALS = ['access_token', 'token', 'api_key', 'key'];
+
+/** What a request presents: no credentials, a malformed one, or a bearer token. */
+export function presentedToken(
+  request: FastifyRequest,
+): { token: string } | { malformed: string } | { none: true } {
+  const query = request.query as Record<string, unknown> | undefined;
+  const inQuery = QUERY_CREDENTIALS.find((name) => query && name in query);
+  if (inQuery) {
+    return {
+      malformed: `Tokens are not accepted in the query string (${inQuery}); send Authorization: Bearer <token>`,
+    };
+  }
+  const authorization = request.headers.authorization;
+  if (authorization === undefined) return { none: true };
+  const match = BEARER.exec(authorization);
+  if (!match?.[1]) return { malformed: 'The Authorization header must be "Bearer <access token>"' };
+  return { token: match[1] };
+}
+
+/**
+ * `WWW-Authenticate` of a 401 from /mcp (MCP authorization, RFC 9728 section 5.1): where the
+ * protected resource metadata is, and `error="invalid_token"` when a token was sent and refused.
+ */
+export function wwwAuthenticate(resourceMetadataUrl: string, tokenSent: boolean): string {
+  const metadata = `resource_metadata="${resourceMetadataUrl}"`;
+  return tokenSent ? `Bearer error="invalid_token", ${metadata}` : `Bearer ${metadata}`;
+}
+
+/**
+ * Resolves the request's bearer token into `request.auth` (the shape /api/v1 uses, so the request
+ * limiter and the activity log read it alike). Tokens are never logged: the verifier gets the token,
+ * nothing else does.
+ */
+export async function resolveMcpAuth(request: FastifyRequest, verify: McpTokenVerifier): Promise<AuthState> {
+  const state: AuthState = { principal: null, accountId: null, actor: null, failure: null };
+  const presented = presentedToken(request);
+  if ('none' in presented) {
+    state.failure = new DomainError(
+      'unauthenticated',
+      'Sign in first: this endpoint needs an OAuth access token (Authorization: Bearer <token>)',
+    );
+    return state;
+  }
+  if ('malformed' in presented) {
+    state.failure = new DomainError('unauthenticated', presented.malformed);
+    return state;
+  }
+  const principal = await verify(presented.token);
+  if (!principal) {
+    state.failure = new DomainError(
+      'unauthenticated',
+      'The access token is not valid (unknown, expired, revoked or for another resource); sign in again',
+    );
+    return state;
+  }
+  state.principal = principal;
+  state.accountId = principal.accountId;
+  state.actor = principal.actor;
+  return state;
+}

@@ -1,0 +1,239 @@
+import { z } from 'zod';
+import {
+  ActivityQuery,
+  ActivityRecord,
+  Article,
+  ArticleListItem,
+  ArticleQuery,
+  Backlink,
+  BacklinkQuery,
+  PageQuery,
+  Site,
+  Stats,
+  StatsQuery,
+} from '../api/schemas.ts';
+import {
+  ArticleChange,
+  EditArticleBody,
+  FeaturedImageJsonBody,
+  RestoreBody,
+  Revision,
+  RevisionContent,
+  RevisionParams,
+} from '../api/write-schemas.ts';
+
+/*
+ * The tools' inputs and outputs. Inputs are the HTTP parameters under the same names, built from the
+ * API's own zod fields (same limits, same messages), with descriptions written for a model. Outputs are
+ * the API's wire shapes; lists are `{data, meta, next_page}` (the API envelope without its links,
+ * which point at the HTTP API: a model pages by calling the tool again with `page: next_page`).
+ */
+
+function idField(what: 'site' | 'article', from: string) {
+  return z
+    .string({ message: `must be ${what === 'site' ? 'a site' : 'an article'} id (a string)` })
+    .min(1, 'must not be empty')
+    .max(100, 'must be at most 100 characters')
+    .meta({
+      description: `The ${what}'s id, as ${from} gives it (e.g. ${what === 'site' ? 'site_' : 'art_'}06h0...).`,
+    });
+}
+
+const siteId = idField('site', 'list_sites');
+const articleId = idField('article', 'list_articles');
+const page = PageQuery.shape.page.meta({
+  description:
+    'Page number, from 1 (default 1). Use next_page from the previous answer to get the next page.',
+});
+const perPage = PageQuery.shape.per_page.meta({ description: 'Items per page, 1 to 100 (default 20).' });
+const from = ArticleQuery.shape.from.meta({ description: 'First day, inclusive, as a UTC date YYYY-MM-DD.' });
+const to = ArticleQuery.shape.to.meta({ description: 'Last day, inclusive, as a UTC date YYYY-MM-DD.' });
+const expectedRevision = z.coerce
+  .number({ message: 'must be a whole number' })
+  .int('must be a whole number')
+  .min(1, 'must be 1 or more')
+  .max(1_000_000_000, 'must be at most 1000000000')
+  .optional()
+  .meta({
+    description:
+      'Optional: the article revision your edit is based on (get_article gives it as `revision`). If the ' +
+      'article changed since, nothing changes and the call fails with revision_mismatch.',
+  });
+const reason = EditArticleBody.shape.reason.meta({
+  description: 'Optional: why the change is made (at most 1000 characters); shown in the revision history.',
+});
+
+/** `from` after `to` is refused, as the API does. */
+function dateRange(q: { from?: string | undefined; to?: string | undefined }, ctx: z.RefinementCtx): void {
+  if (q.from && q.to && q.from > q.to) {
+    ctx.addIssue({ code: 'custom', path: ['from'], message: 'must not be after to' });
+  }
+}
+
+export const ListSitesInput = z.strictObject({ page, per_page: perPage });
+
+export const ListArticlesInput = z
+  .strictObject({
+    site_id: siteId,
+    from: from.meta({ description: 'Only articles published on or after this UTC date (YYYY-MM-DD).' }),
+    to: to.meta({ description: 'Only articles published on or before this UTC date (YYYY-MM-DD).' }),
+    status: ArticleQuery.shape.status.meta({
+      description: 'Only articles with this status: draft, scheduled, published or archived.',
+    }),
+    page,
+    per_page: perPage,
+  })
+  .superRefine(dateRange);
+
+export const GetArticleInput = z.strictObject({ article_id: articleId });
+
+export const ListBacklinksInput = z
+  .strictObject({
+    site_id: siteId,
+    from: from.meta({ description: 'Only backlinks acquired on or after this UTC date (YYYY-MM-DD).' }),
+    to: to.meta({ description: 'Only backlinks acquired on or before this UTC date (YYYY-MM-DD).' }),
+    category: BacklinkQuery.shape.category.meta({ description: 'Only industry or only local backlinks.' }),
+    page,
+    per_page: perPage,
+  })
+  .superRefine(dateRange);
+
+export const GetStatsInput = z.strictObject({
+  site_id: siteId,
+  period: StatsQuery.shape.period.meta({
+    description:
+      'this_month (default), last_month, last_30_days (today and the 29 days before), or a calendar month ' +
+      'YYYY-MM. All UTC.',
+  }),
+});
+
+export const UpdateArticleInput = z
+  .strictObject({
+    article_id: articleId,
+    title: EditArticleBody.shape.title.meta({ description: 'The new title, 1 to 300 characters.' }),
+    body: EditArticleBody.shape.body.meta({
+      description:
+        'The new full HTML body (at most 2 MiB), replacing the current one. Start from get_article’s body and ' +
+        'keep every element carrying data-service-protected exactly as it is (copy it verbatim; it may be moved).',
+    }),
+    reason,
+    expected_revision: expectedRevision,
+  })
+  .refine((b) => b.title !== undefined || b.body !== undefined, {
+    message: 'give a title, a body, or both',
+    path: ['title'],
+  });
+
+export const ReplaceFeaturedImageInput = z.strictObject({
+  article_id: articleId,
+  url: FeaturedImageJsonBody.shape.url.meta({
+    description:
+      'The https address of the image (JPEG, PNG, WebP, GIF or AVIF; at most 10 MiB and 8000x8000 px).',
+  }),
+  alt: FeaturedImageJsonBody.shape.alt.meta({
+    description: 'Alternative text describing the image (at most 1000 characters).',
+  }),
+  expected_revision: expectedRevision,
+});
+
+export const ListRevisionsInput = z.strictObject({ article_id: articleId, page, per_page: perPage });
+
+const revisionNumber = RevisionParams.shape.n.meta({
+  description: 'The revision number, from 1 (the article’s creation); list_revisions gives them.',
+});
+
+export const GetRevisionInput = z.strictObject({ article_id: articleId, revision: revisionNumber });
+
+export const RestoreRevisionInput = z.strictObject({
+  article_id: articleId,
+  revision: revisionNumber,
+  reason: RestoreBody.shape.reason.meta({
+    description: 'Optional: why the earlier version comes back (at most 1000 characters).',
+  }),
+  expected_revision: expectedRevision,
+});
+
+export const ListActivityInput = z
+  .strictObject({
+    from: from.meta({ description: 'Only records on or after this UTC date (YYYY-MM-DD).' }),
+    to: to.meta({ description: 'Only records on or before this UTC date (YYYY-MM-DD).' }),
+    source: ActivityQuery.shape.source.meta({
+      description:
+        'Only records from api, mcp (assistants), editor (the web app), rewrite (the content pipeline) or system.',
+    }),
+    site_id: ActivityQuery.shape.site_id.meta({ description: 'Only records about this site.' }),
+    article_id: ActivityQuery.shape.article_id.meta({ description: 'Only records about this article.' }),
+    page,
+    per_page: perPage,
+  })
+  .superRefine(dateRange);
+
+/* Outputs. */
+
+const PageMeta = z.object({
+  page: z.number().int().min(1),
+  per_page: z.number().int().min(1).max(100),
+  total: z.number().int().min(0).meta({ description: 'Items in the whole list.' }),
+  total_pages: z.number().int().min(0),
+});
+
+/** A page of a list, as the tools answer it. */
+export function pageOf<T extends z.ZodType>(item: T) {
+  return z.object({
+    data: z.array(item),
+    meta: PageMeta,
+    next_page: z
+      .number()
+      .int()
+      .min(2)
+      .nullable()
+      .meta({ description: 'The page to ask for next with the same arguments; null on the last page.' }),
+  });
+}
+
+export const SiteList = pageOf(Site);
+export const ArticleList = pageOf(ArticleListItem);
+export const BacklinkList = pageOf(Backlink);
+export const RevisionList = pageOf(Revision);
+export const ActivityList = pageOf(ActivityRecord);
+export { Article, ArticleChange, RevisionContent, Stats };
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * A zod schema as the JSON Schema a tool advertises: the root is an object schema (as MCP requires),
+ * shared components are written inline instead of as `$ref`s (simpler for models and for clients
+ * whose validators do not resolve references), without the OpenAPI-only `example` and without the
+ * long patterns zod adds beside `format: date`/`date-time` (nor its safe-integer bounds). No `$schema`: the keywords used mean the
+ * same in draft-07 and 2020-12 (MCP's default dialect).
+ */
+export function toolJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const generated = z.toJSONSchema(schema, { io, unrepresentable: 'throw' }) as JsonSchema;
+  const defs = (generated.$defs ?? {}) as Record<string, JsonSchema>;
+  const clean = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(clean);
+    if (node === null || typeof node !== 'object') return node;
+    let object = node as JsonSchema;
+    const ref = object.$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/$defs/')) {
+      const { $ref: _ref, ...rest } = object;
+      object = { ...defs[ref.slice('#/$defs/'.length)], ...rest };
+    }
+    const out: JsonSchema = {};
+    for (const [key, value] of Object.entries(object)) {
+      if (key === '$schema' || key === '$defs' || key === 'example') continue;
+      if (key === 'pattern' && (object.format === 'date' || object.format === 'date-time')) continue;
+      // zod's integer bounds say nothing a model needs.
+      if (key === 'maximum' && value === Number.MAX_SAFE_INTEGER) continue;
+      if (key === 'minimum' && value === Number.MIN_SAFE_INTEGER) continue;
+      out[key] =
+        key === 'properties' && value !== null && typeof value === 'object'
+          ? Object.fromEntries(Object.entries(value).map(([name, property]) => [name, clean(property)]))
+          : clean(value);
+    }
+    return out;
+  };
+  const result = clean(generated) as JsonSchema;
+  if (result.type !== 'object') throw new Error('a tool schema must be an object schema');
+  return result;
+}

@@ -1,0 +1,201 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import { DomainError } from '../../../domain/errors.ts';
+import type { Commands } from '../../../infra/commands.ts';
+import type { Db } from '../../../infra/db/schema.ts';
+import type { FetchImage } from '../../../infra/media/fetch.ts';
+import type { MediaStore } from '../../../infra/media/store.ts';
+import { findArticle } from '../../../projections/articles.ts';
+import type { Principal } from '../api/auth.ts';
+import { toolJsonSchema } from './schemas.ts';
+import {
+  argumentErrors,
+  domainInfo,
+  internalFailure,
+  protectedLinksRefusal,
+  refusal,
+  type ToolFailure,
+} from './tool-errors.ts';
+import { type McpTool, mcpTools, type ToolContext } from './tools.ts';
+
+/*
+ * One MCP server per HTTP request (stateless Streamable HTTP). It is the SDK's low-level `Server` with
+ * two handlers rather than `McpServer`: the tool set depends on the grant (a read-only grant does not
+ * see the write tools), arguments are validated here so that a bad one is an `invalid_request` tool
+ * error naming each parameter (and recorded in the activity log like every other call), and the JSON
+ * Schemas are computed once at start instead of on every tools/list.
+ */
+
+export const SERVER_INFO = { name: 'content-service', title: 'Content Service', version: '1.0.0' };
+
+export const INSTRUCTIONS =
+  'Content Service: the websites of one account, their articles, backlinks and monthly statistics, and ' +
+  'article edits. Start with list_sites to get site ids, then list_articles, list_backlinks or get_stats for ' +
+  'a site. Lists are paginated: when next_page is not null, call the same tool with page: next_page. Dates ' +
+  'are UTC calendar dates YYYY-MM-DD. Before editing an article call get_article and keep every element ' +
+  'carrying data-service-protected exactly as it is. Limits: 60 requests per minute and 200 article edits per ' +
+  'UTC day for the whole account.';
+
+/** What the tools share across requests. */
+export type McpServices = {
+  db: Db;
+  commands: Commands;
+  publicUrl: string;
+  now: () => Date;
+  media: MediaStore;
+  fetchImage: FetchImage;
+  /** Shared by every request's server: one compiled-validator cache instead of one per request. */
+  validator: jsonSchemaValidator;
+  log: { error(obj: object, msg: string): void };
+  /** Stores one call in the activity log (not tied to the connection; awaited on shutdown). */
+  record(call: RecordedCall): void;
+};
+
+export type RecordedCall = {
+  principal: Principal;
+  operation: string;
+  siteId: string | null;
+  articleId: string | null;
+  status: number;
+  requestId: string;
+  durationMs: number;
+};
+
+/** The HTTP request a server answers: who calls, its id, and its per-request limits. */
+export type McpRequest = {
+  principal: Principal;
+  requestId: string;
+  /** Counts one article edit against the daily limit (and states it in the response's RateLimit fields). */
+  countEdit: () => Promise<void>;
+  /** Set when the request is over the account's rate limit: a tool call then answers with this refusal. */
+  refusal: DomainError | null;
+};
+
+type ListedTool = { tool: McpTool; definition: Tool };
+
+/** The tool definitions, computed once: what tools/list answers (minus the write tools for a read grant). */
+export function listTools(tools: readonly McpTool[] = mcpTools): ListedTool[] {
+  return tools.map((tool) => ({
+    tool,
+    definition: {
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: toolJsonSchema(tool.input, 'input') as Tool['inputSchema'],
+      outputSchema: toolJsonSchema(tool.output, 'output') as Tool['outputSchema'],
+      annotations: { title: tool.title, ...tool.annotations },
+    },
+  }));
+}
+
+/** A string argument that names a site or an article, for the activity record of a call refused before it ran. */
+function idArgument(args: Record<string, unknown> | undefined, name: string): string | null {
+  const value = args?.[name];
+  return typeof value === 'string' && value.length > 0 && value.length <= 100 ? value : null;
+}
+
+export function createMcpServer(
+  services: McpServices,
+  listed: readonly ListedTool[],
+  request: McpRequest,
+): Server {
+  const { principal } = request;
+  const visible = listed.filter(({ tool }) => tool.scope === 'read' || principal.scope === 'write');
+  const byName = new Map(listed.map((entry) => [entry.tool.name, entry.tool]));
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: { listChanged: false } },
+    instructions: INSTRUCTIONS,
+    jsonSchemaValidator: services.validator,
+  });
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: visible.map(({ definition }) => definition),
+  }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (call): Promise<CallToolResult> => {
+    const tool = byName.get(call.params.name);
+    if (!tool) {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${call.params.name}`);
+    }
+    const args = call.params.arguments;
+    const started = performance.now();
+    const ctx: ToolContext = {
+      principal,
+      caller: { origin: 'mcp', actor: principal.actor, requestId: request.requestId },
+      db: services.db,
+      commands: services.commands,
+      publicUrl: services.publicUrl,
+      now: services.now,
+      media: services.media,
+      fetchImage: services.fetchImage,
+      countEdit: request.countEdit,
+      activity: { siteId: idArgument(args, 'site_id'), articleId: idArgument(args, 'article_id') },
+    };
+    let status = 200;
+    let result: CallToolResult;
+    try {
+      if (request.refusal) throw request.refusal;
+      if (tool.scope === 'write' && principal.scope !== 'write') {
+        throw new DomainError(
+          'insufficient_scope',
+          `${tool.name} changes articles, and this connection was allowed to read only`,
+        );
+      }
+      const parsed = tool.input.safeParse(args ?? {});
+      if (!parsed.success) {
+        throw new DomainError(
+          'invalid_request',
+          `The arguments of ${tool.name} are invalid`,
+          argumentErrors(parsed.error.issues),
+        );
+      }
+      const out = await tool.call(ctx, parsed.data);
+      result = { content: [{ type: 'text', text: out.text }], structuredContent: out.structured };
+    } catch (error) {
+      const failure = await failureOf(services, principal, ctx, error, request.requestId);
+      status = failure.status;
+      result = failure.result;
+    }
+    services.record({
+      principal,
+      operation: tool.name,
+      siteId: ctx.activity.siteId,
+      articleId: ctx.activity.articleId,
+      status,
+      requestId: request.requestId,
+      durationMs: Math.round(performance.now() - started),
+    });
+    return result;
+  });
+
+  return server;
+}
+
+async function failureOf(
+  services: McpServices,
+  principal: Principal,
+  ctx: ToolContext,
+  error: unknown,
+  requestId: string,
+): Promise<ToolFailure> {
+  const info = domainInfo(error);
+  if (!info) {
+    services.log.error({ err: error, request_id: requestId }, 'MCP tool call failed');
+    return internalFailure(requestId);
+  }
+  if (info.code !== 'protected_links_modified') return refusal(info);
+  // The refusal names the blocks; the model gets the exact markup to put back from the current body.
+  const articleId = ctx.activity.articleId;
+  const current = articleId
+    ? await findArticle(services.db, principal.accountId, articleId).catch(() => undefined)
+    : undefined;
+  return protectedLinksRefusal(info, current?.body ?? null);
+}

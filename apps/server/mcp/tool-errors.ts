@@ -1,0 +1,150 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { serializeOuter } from 'parse5';
+import type { z } from 'zod';
+import { type ErrorCode, isDomainError } from '../../../domain/errors.ts';
+import {
+  isElement,
+  PROTECTED_ATTRIBUTE,
+  PROTECTED_ID_ATTRIBUTE,
+  parseBody,
+} from '../../../domain/html/sanitize.ts';
+import { walk } from '../../../domain/html/text.ts';
+import { statusOf } from '../errors.ts';
+
+/**
+ * Where a failed call's code, detail and details travel besides its text: a namespaced `_meta` entry.
+ * Not `structuredContent`: the tools declare an outputSchema, and clients built on the TypeScript SDK
+ * (1.x) validate any structuredContent against it even on an `isError` result, so an error object there
+ * would turn every refusal into a client-side schema failure the model never sees
+ * (modelcontextprotocol/typescript-sdk#1943).
+ */
+export const ERROR_META_KEY = 'content-service.dev/error';
+
+export type ToolErrorInfo = { code: ErrorCode; detail: string; errors?: readonly Record<string, unknown>[] };
+
+export type ToolFailure = { status: number; result: CallToolResult };
+
+/** What a model should do next, per code, after the detail. */
+const advice: Partial<Record<ErrorCode, string>> = {
+  not_found:
+    'Check the id: list_sites and list_articles give the ids this connection can use (the ids of other ' +
+    'accounts are unknown here).',
+  invalid_request: 'Fix the arguments listed above and call again.',
+  insufficient_scope:
+    'This connection was allowed to read only. To edit, the person must connect the assistant again and allow ' +
+    'editing.',
+  revision_mismatch:
+    'Someone changed the article since the revision you gave. Call get_article for the current body and ' +
+    'revision, apply your change to it, and call again.',
+  rate_limited: 'Wait the time stated, then call again.',
+  edit_limit_reached: 'No more article edits are possible today; they are again after midnight UTC.',
+  conflict: 'Another change to the same article happened at the same moment; call again.',
+  image_fetch_failed: 'Use a public https address that serves the image itself (not a page showing it).',
+  unsupported_image: 'Use a JPEG, PNG, WebP, GIF or AVIF image.',
+  image_too_large: 'Use an image of at most 10 MiB and 8000 x 8000 pixels.',
+};
+
+function failure(status: number, info: ToolErrorInfo, text: string): ToolFailure {
+  return {
+    status,
+    result: {
+      isError: true,
+      content: [{ type: 'text', text }],
+      _meta: {
+        [ERROR_META_KEY]: {
+          code: info.code,
+          detail: info.detail,
+          ...(info.errors && info.errors.length > 0 ? { errors: info.errors } : {}),
+        },
+      },
+    },
+  };
+}
+
+/** A tool's refusal: the CONTRACT code and its (safe) detail, with what to do about it. */
+export function refusal(info: ToolErrorInfo, extra: string[] = []): ToolFailure {
+  const lines = [`Error ${info.code}: ${info.detail}`];
+  if (info.code === 'invalid_request' && info.errors) {
+    for (const e of info.errors) lines.push(`- ${String(e.name)}: ${String(e.message)}`);
+  }
+  lines.push(...extra);
+  const hint = advice[info.code];
+  if (hint) lines.push(hint);
+  return failure(statusOf[info.code], info, lines.join('\n'));
+}
+
+/** Zod issues of the arguments as the API's `errors` entries (`in: 'arguments'`, unknown keys named one by one). */
+export function argumentErrors(issues: readonly z.core.$ZodIssue[]): Record<string, unknown>[] {
+  return issues.flatMap((issue) => {
+    const name = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        in: 'arguments',
+        name: name ? `${name}.${key}` : key,
+        message: 'is not a known parameter',
+      }));
+    }
+    return [{ in: 'arguments', name: name || 'arguments', message: issue.message }];
+  });
+}
+
+/** The markup of each protected block of a body, by its `data-service-id`. */
+function protectedMarkup(body: string): Map<string, string> {
+  const blocks = new Map<string, string>();
+  walk(parseBody(body).childNodes, {
+    enter(node) {
+      if (!isElement(node)) return false;
+      const attrs = new Map(node.attrs.map((a) => [a.name, a.value]));
+      const id = attrs.get(PROTECTED_ID_ATTRIBUTE);
+      if (attrs.has(PROTECTED_ATTRIBUTE) && id && !blocks.has(id)) {
+        blocks.set(id, serializeOuter(node));
+        return false;
+      }
+      return true;
+    },
+  });
+  return blocks;
+}
+
+/**
+ * The refusal of an edit that touched protected blocks: which blocks, what happened to each, and, for
+ * the removed and rewritten ones, the exact markup of the current body to put back.
+ */
+export function protectedLinksRefusal(info: ToolErrorInfo, currentBody: string | null): ToolFailure {
+  const markup = currentBody === null ? new Map<string, string>() : protectedMarkup(currentBody);
+  const lines = ['Nothing was changed. The blocks concerned:'];
+  for (const e of info.errors ?? []) {
+    const id = String(e.id);
+    if (e.change === 'forged') {
+      lines.push(
+        `- ${id}: forged (the new body has a data-service-protected element the current body does not have, ` +
+          'or a second copy of one). Only the service places protected blocks: remove the attribute from ' +
+          'elements you added and keep exactly one copy of each existing block.',
+      );
+      continue;
+    }
+    const what = e.change === 'removed' ? 'removed' : 'rewritten (its tag, attributes, href or text changed)';
+    const html = markup.get(id);
+    lines.push(
+      html
+        ? `- ${id}: ${what}. Put it back exactly like this (copy it verbatim; you may move it):\n  ${html}`
+        : `- ${id}: ${what}. Copy it verbatim from get_article's body.`,
+    );
+  }
+  lines.push(
+    'Keep every element carrying data-service-protected exactly as get_article’s body has it (same tag, ' +
+      'attributes, href and text); you may move it and change everything around it.',
+  );
+  return refusal(info, lines);
+}
+
+/** Anything else: no internals, the request id to quote. */
+export function internalFailure(requestId: string): ToolFailure {
+  const detail = `Something went wrong on our side. Quote the request id ${requestId} if you contact support.`;
+  return failure(500, { code: 'internal', detail }, `Error internal: ${detail}`);
+}
+
+export function domainInfo(error: unknown): ToolErrorInfo | null {
+  if (!isDomainError(error)) return null;
+  return { code: error.code, detail: error.message, ...(error.errors ? { errors: error.errors } : {}) };
+}

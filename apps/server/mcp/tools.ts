@@ -1,0 +1,473 @@
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import type { KeyScope } from '../../../domain/account/events.ts';
+import { DomainError } from '../../../domain/errors.ts';
+import type { Caller, Commands, EditResult } from '../../../infra/commands.ts';
+import type { Db } from '../../../infra/db/schema.ts';
+import type { FetchImage } from '../../../infra/media/fetch.ts';
+import type { MediaStore } from '../../../infra/media/store.ts';
+import { listActivity } from '../../../projections/activity.ts';
+import { findArticle, listArticles } from '../../../projections/articles.ts';
+import { listBacklinks } from '../../../projections/backlinks.ts';
+import type { Page } from '../../../projections/projector.ts';
+import { findRevision, listRevisions } from '../../../projections/revisions.ts';
+import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
+import { findSite, listSites } from '../../../projections/sites.ts';
+import type { Principal } from '../api/auth.ts';
+import { activityOut, articleListItemOut, articleOut, backlinkOut, rfc3339, siteOut } from '../api/wire.ts';
+import { changeOut, revisionOut, storeFeaturedImage } from '../api/write-routes.ts';
+import {
+  renderActivity,
+  renderArticle,
+  renderArticles,
+  renderBacklinks,
+  renderChange,
+  renderRevision,
+  renderRevisions,
+  renderSites,
+  renderStats,
+} from './render.ts';
+import {
+  ActivityList,
+  Article,
+  ArticleChange,
+  ArticleList,
+  BacklinkList,
+  GetArticleInput,
+  GetRevisionInput,
+  GetStatsInput,
+  ListActivityInput,
+  ListArticlesInput,
+  ListBacklinksInput,
+  ListRevisionsInput,
+  ListSitesInput,
+  ReplaceFeaturedImageInput,
+  RestoreRevisionInput,
+  RevisionContent,
+  RevisionList,
+  SiteList,
+  Stats,
+  UpdateArticleInput,
+} from './schemas.ts';
+
+/** What a tool call may use: the caller, the core, and the per-request hooks of the HTTP call it came in. */
+export type ToolContext = {
+  principal: Principal;
+  caller: Caller;
+  db: Db;
+  commands: Commands;
+  publicUrl: string;
+  now: () => Date;
+  media: MediaStore;
+  fetchImage: FetchImage;
+  /** Counts one article edit against the account's daily limit; throws `edit_limit_reached` past it. */
+  countEdit: () => Promise<void>;
+  /** The site and article the call touched, for its activity record (tools fill in what inputs do not say). */
+  activity: { siteId: string | null; articleId: string | null };
+};
+
+/** The four hints, always stated (MCP leaves their defaults pessimistic and clients differ). */
+type Hints = Required<
+  Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>
+>;
+
+export type McpTool = {
+  name: string;
+  title: string;
+  description: string;
+  /** The grant a call needs: a read-only grant neither sees nor calls `write` tools. */
+  scope: KeyScope;
+  annotations: Hints;
+  input: z.ZodType;
+  output: z.ZodType;
+  /** Runs a call whose arguments `input` has parsed: the structured result (checked against `output`) and its text. */
+  call(ctx: ToolContext, input: unknown): Promise<{ structured: Record<string, unknown>; text: string }>;
+};
+
+function defineTool<I extends z.ZodType, O extends z.ZodType<Record<string, unknown>>>(def: {
+  name: string;
+  title: string;
+  description: string;
+  scope: KeyScope;
+  annotations: Hints;
+  input: I;
+  output: O;
+  run(ctx: ToolContext, input: z.output<I>): Promise<z.input<O>>;
+  render(out: z.output<O>, input: z.output<I>): string;
+}): McpTool {
+  const { run, render, ...meta } = def;
+  return {
+    ...meta,
+    async call(ctx, raw) {
+      const input = raw as z.output<I>;
+      // The same check the API's response serialiser makes: nothing leaves that its schema does not describe.
+      const structured = def.output.parse(await run(ctx, input));
+      return { structured, text: render(structured, input) };
+    },
+  };
+}
+
+const READ: Hints = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+};
+
+type Listed<T> = { data: T[]; meta: { page: number; per_page: number; total: number; total_pages: number } };
+
+/** A read model's page as the tools answer it: the items, the counts, and the next page to ask for. */
+function pageOut<R, T>(
+  result: Page<R>,
+  q: { page: number; per_page: number },
+  map: (row: R) => T,
+): Listed<T> & { next_page: number | null } {
+  const totalPages = Math.ceil(result.total / q.per_page);
+  return {
+    data: result.rows.map(map),
+    meta: { page: q.page, per_page: q.per_page, total: result.total, total_pages: totalPages },
+    next_page: q.page < totalPages ? q.page + 1 : null,
+  };
+}
+
+async function ownSite(ctx: ToolContext, siteId: string): Promise<void> {
+  ctx.activity.siteId = siteId;
+  if (!(await findSite(ctx.db, ctx.principal.accountId, siteId))) {
+    throw new DomainError('not_found', `No site ${siteId}`);
+  }
+}
+
+/**
+ * A write to one article, as the API's: it must be the account's (not_found otherwise, counted
+ * nowhere); the edit is counted against the daily limit just before the command runs.
+ */
+async function articleWrite(
+  ctx: ToolContext,
+  articleId: string,
+  run: () => Promise<EditResult>,
+): Promise<z.input<typeof ArticleChange>> {
+  ctx.activity.articleId = articleId;
+  const existing = await findArticle(ctx.db, ctx.principal.accountId, articleId);
+  if (!existing) throw new DomainError('not_found', `No article ${articleId}`);
+  ctx.activity.siteId = existing.site_id;
+  await ctx.countEdit();
+  return changeOut(await run());
+}
+
+const PAGING =
+  'Paginated: page (from 1) and per_page (1 to 100, default 20); the answer has meta {page, per_page, total, ' +
+  'total_pages} and next_page (null on the last page): call again with page: next_page for more.';
+const DATES = 'Dates are UTC calendar dates YYYY-MM-DD; from and to are inclusive.';
+
+const listSitesTool = defineTool({
+  name: 'list_sites',
+  title: 'List websites',
+  description:
+    'List the websites on the account you are connected to, oldest first. Each has an id (site_id) that the ' +
+    `other tools take. ${PAGING}`,
+  scope: 'read',
+  annotations: READ,
+  input: ListSitesInput,
+  output: SiteList,
+  async run(ctx, input) {
+    const result = await listSites(ctx.db, ctx.principal.accountId, {
+      page: input.page,
+      perPage: input.per_page,
+    });
+    return pageOut(result, input, siteOut);
+  },
+  render: (out) => renderSites(out),
+});
+
+const listArticlesTool = defineTool({
+  name: 'list_articles',
+  title: 'List articles of a site',
+  description:
+    'List the articles of one website, newest published first (drafts without a date last): id, title, url, ' +
+    'status (draft, scheduled, published, archived), published_at (RFC 3339 UTC), target_keyword, word_count, ' +
+    `featured_image and current revision, without the body (get_article has it). Filter by status and by ` +
+    `publication date with from/to. ${DATES} ${PAGING}`,
+  scope: 'read',
+  annotations: READ,
+  input: ListArticlesInput,
+  output: ArticleList,
+  async run(ctx, input) {
+    await ownSite(ctx, input.site_id);
+    const result = await listArticles(ctx.db, input.site_id, {
+      page: input.page,
+      perPage: input.per_page,
+      from: input.from,
+      to: input.to,
+      status: input.status,
+    });
+    return pageOut(result, input, articleListItemOut);
+  },
+  render: (out, input) => renderArticles(out, input.site_id),
+});
+
+const getArticleTool = defineTool({
+  name: 'get_article',
+  title: 'Get an article',
+  description:
+    'Get one article with its full HTML body, its current revision number and its protected_links: the ' +
+    'inserted backlink anchors and internal links, marked in the body with data-service-protected. Read it ' +
+    'before editing: update_article needs those elements kept exactly as they are, and takes the revision ' +
+    'as expected_revision.',
+  scope: 'read',
+  annotations: READ,
+  input: GetArticleInput,
+  output: Article,
+  async run(ctx, input) {
+    ctx.activity.articleId = input.article_id;
+    const row = await findArticle(ctx.db, ctx.principal.accountId, input.article_id);
+    if (!row) throw new DomainError('not_found', `No article ${input.article_id}`);
+    ctx.activity.siteId = row.site_id;
+    return articleOut(row);
+  },
+  render: (out) => renderArticle(out),
+});
+
+const listBacklinksTool = defineTool({
+  name: 'list_backlinks',
+  title: 'List backlinks of a site',
+  description:
+    'List the backlinks acquired for one website, newest first: acquired_on (date), source_domain, source_url, ' +
+    'target_url, anchor_text, anchor_type (exact, partial, branded, naked_url, generic, image) and category ' +
+    `(industry or local). Filter by category and by acquisition date with from/to. ${DATES} ${PAGING}`,
+  scope: 'read',
+  annotations: READ,
+  input: ListBacklinksInput,
+  output: BacklinkList,
+  async run(ctx, input) {
+    await ownSite(ctx, input.site_id);
+    const result = await listBacklinks(ctx.db, input.site_id, {
+      page: input.page,
+      perPage: input.per_page,
+      from: input.from,
+      to: input.to,
+      category: input.category,
+    });
+    return pageOut(result, input, backlinkOut);
+  },
+  render: (out, input) => renderBacklinks(out, input.site_id),
+});
+
+const getStatsTool = defineTool({
+  name: 'get_stats',
+  title: 'Statistics of a site for a period',
+  description:
+    'Counts for a monthly report: articles published (status published, published_at in the period) and ' +
+    'backlinks acquired in the period, in total and split into industry and local. period is this_month ' +
+    '(default), last_month, last_30_days (today and the 29 days before) or a month YYYY-MM; all UTC. The ' +
+    'answer names the period’s first and last day (inclusive).',
+  scope: 'read',
+  annotations: READ,
+  input: GetStatsInput,
+  output: Stats,
+  async run(ctx, input) {
+    await ownSite(ctx, input.site_id);
+    const period = resolvePeriod(input.period, ctx.now());
+    const s = await siteStats(ctx.db, input.site_id, period);
+    return {
+      site_id: input.site_id,
+      period: { key: period.key, from: period.from, to: period.to },
+      articles: { published: s.articles_published },
+      backlinks: {
+        total: s.backlinks_industry + s.backlinks_local,
+        industry: s.backlinks_industry,
+        local: s.backlinks_local,
+      },
+    };
+  },
+  render: (out) => renderStats(out),
+});
+
+const EDIT_LIMIT = 'Counts as one of the account’s 200 article edits per UTC day.';
+
+const updateArticleTool = defineTool({
+  name: 'update_article',
+  title: 'Edit an article',
+  description:
+    'Change the title and/or the HTML body of one article (give at least one). Call get_article first and ' +
+    'edit its body. PROTECTED LINKS: every element carrying data-service-protected in the current body ' +
+    '(inserted backlink anchors and internal links, listed in protected_links) must be in the new body ' +
+    'exactly as it is: same tag, attributes, href and text. Copy each one verbatim; you may move it and ' +
+    'change everything around it. An edit that removes, rewrites or adds such an element is refused ' +
+    '(protected_links_modified) and nothing changes. The body is sanitised as the web editor does: scripts, ' +
+    'iframes, event handlers and javascript: links are removed and listed in `sanitized`. An accepted change ' +
+    'is a new revision (history is kept; restore_revision brings an earlier one back); an edit that changes ' +
+    `nothing creates none (changed: false). Give expected_revision to be safe against concurrent edits. ${EDIT_LIMIT}`,
+  scope: 'write',
+  // Destructive: no, every change is a new revision and the previous text stays restorable. Idempotent:
+  // the same arguments again leave the article as it is (changed: false, no second revision).
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  input: UpdateArticleInput,
+  output: ArticleChange,
+  run: (ctx, input) =>
+    articleWrite(ctx, input.article_id, () =>
+      ctx.commands.editArticle(
+        ctx.principal.accountId,
+        input.article_id,
+        {
+          title: input.title,
+          body: input.body,
+          reason: input.reason,
+          expectedRevision: input.expected_revision,
+        },
+        ctx.caller,
+      ),
+    ),
+  render: (out) => renderChange(out, 'Saved'),
+});
+
+const replaceFeaturedImageTool = defineTool({
+  name: 'replace_featured_image',
+  title: 'Replace an article’s featured image',
+  description:
+    'Replace the featured image of one article with the image at an https URL, which the service fetches, ' +
+    'checks and stores. Accepted: JPEG, PNG, WebP, GIF, AVIF (recognised from the bytes), at most 10 MiB and ' +
+    '8000 x 8000 pixels; SVG is refused. Private, loopback and other non-public addresses are refused, and the ' +
+    `fetch gives up after 10 seconds or 3 redirects. Give alt, a short description of the image. A new revision. ${EDIT_LIMIT}`,
+  scope: 'write',
+  // Open world: it fetches a URL on the internet; each call stores what the URL serves at that moment.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  input: ReplaceFeaturedImageInput,
+  output: ArticleChange,
+  async run(ctx, input) {
+    ctx.activity.articleId = input.article_id;
+    if (!(await findArticle(ctx.db, ctx.principal.accountId, input.article_id))) {
+      throw new DomainError('not_found', `No article ${input.article_id}`);
+    }
+    const bytes = await ctx.fetchImage(input.url);
+    const featuredImage = await storeFeaturedImage(ctx, bytes, input.alt ?? '');
+    return articleWrite(ctx, input.article_id, () =>
+      ctx.commands.replaceFeaturedImage(
+        ctx.principal.accountId,
+        input.article_id,
+        { featuredImage, expectedRevision: input.expected_revision },
+        ctx.caller,
+      ),
+    );
+  },
+  render: (out) => renderChange(out, 'Featured image replaced'),
+});
+
+const listRevisionsTool = defineTool({
+  name: 'list_revisions',
+  title: 'List the revisions of an article',
+  description:
+    'The history of one article, newest first: each revision’s number, origin (api, mcp, editor, rewrite), ' +
+    'actor, reason, time (RFC 3339 UTC), title and word count, and restored_from for restores. Revision 1 is ' +
+    `the creation. ${PAGING}`,
+  scope: 'read',
+  annotations: READ,
+  input: ListRevisionsInput,
+  output: RevisionList,
+  async run(ctx, input) {
+    ctx.activity.articleId = input.article_id;
+    const article = await findArticle(ctx.db, ctx.principal.accountId, input.article_id);
+    if (!article) throw new DomainError('not_found', `No article ${input.article_id}`);
+    ctx.activity.siteId = article.site_id;
+    const result = await listRevisions(ctx.db, input.article_id, {
+      page: input.page,
+      perPage: input.per_page,
+    });
+    return pageOut(result, input, revisionOut);
+  },
+  render: (out, input) => renderRevisions(out, input.article_id),
+});
+
+const getRevisionTool = defineTool({
+  name: 'get_revision',
+  title: 'Get an article as it was at a revision',
+  description:
+    'The title, HTML body, featured image, status and publication time of one article as they were at ' +
+    'revision n (from list_revisions), with who made that revision and why.',
+  scope: 'read',
+  annotations: READ,
+  input: GetRevisionInput,
+  output: RevisionContent,
+  async run(ctx, input) {
+    ctx.activity.articleId = input.article_id;
+    const state = await ctx.commands.articleAt(ctx.principal.accountId, input.article_id, input.revision);
+    const record = await findRevision(ctx.db, input.article_id, input.revision);
+    if (!state.exists || !record) {
+      throw new DomainError('not_found', `Article ${input.article_id} has no revision ${input.revision}`);
+    }
+    ctx.activity.siteId = state.siteId;
+    return {
+      ...revisionOut(record),
+      title: state.title,
+      body: state.body,
+      featured_image: state.featuredImage,
+      status: state.status,
+      published_at: state.publishedAt ? rfc3339(new Date(state.publishedAt)) : null,
+    };
+  },
+  render: (out, input) => renderRevision(out, input.article_id),
+});
+
+const restoreRevisionTool = defineTool({
+  name: 'restore_revision',
+  title: 'Restore an earlier revision',
+  description:
+    'Bring back the title, body and featured image an article had at revision n, as a new revision ' +
+    '(restored_from: n); the history in between is kept. Refused (protected_links_modified) when it would ' +
+    `remove a protected link added since revision n. ${EDIT_LIMIT}`,
+  scope: 'write',
+  // Not idempotent: every call appends a new revision carrying revision n's content.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  input: RestoreRevisionInput,
+  output: ArticleChange,
+  run: (ctx, input) =>
+    articleWrite(ctx, input.article_id, () =>
+      ctx.commands.restoreRevision(
+        ctx.principal.accountId,
+        input.article_id,
+        { revision: input.revision, reason: input.reason ?? null, expectedRevision: input.expected_revision },
+        ctx.caller,
+      ),
+    ),
+  render: (out, input) => renderChange(out, `Restored revision ${input.revision}`),
+});
+
+const listActivityTool = defineTool({
+  name: 'list_activity',
+  title: 'The account’s activity log',
+  description:
+    'Every call made through the API and by assistants (refused ones included) and the changes the content ' +
+    'pipeline made, newest first: time, source, actor, operation (the tool names), site, article, status ' +
+    `(an HTTP status; 200 is success). Filter by date, source, site_id and article_id. ${DATES} ${PAGING}`,
+  scope: 'read',
+  annotations: READ,
+  input: ListActivityInput,
+  output: ActivityList,
+  async run(ctx, input) {
+    const result = await listActivity(ctx.db, ctx.principal.accountId, {
+      page: input.page,
+      perPage: input.per_page,
+      from: input.from,
+      to: input.to,
+      source: input.source,
+      siteId: input.site_id,
+      articleId: input.article_id,
+    });
+    return pageOut(result, input, activityOut);
+  },
+  render: (out) => renderActivity(out),
+});
+
+/** Every tool, in the order tools/list shows them. */
+export const mcpTools: readonly McpTool[] = [
+  listSitesTool,
+  listArticlesTool,
+  getArticleTool,
+  listBacklinksTool,
+  getStatsTool,
+  updateArticleTool,
+  replaceFeaturedImageTool,
+  listRevisionsTool,
+  getRevisionTool,
+  restoreRevisionTool,
+  listActivityTool,
+];

@@ -1,0 +1,105 @@
+import type { FastifyInstance } from 'fastify';
+import type Provider from 'oidc-provider';
+import type { Db } from '../../../infra/db/schema.ts';
+import type { GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
+import { createWebKit, type WebKit } from '../web/kit.ts';
+import { webRoutes } from '../web/sign-in.ts';
+import { deleteExpiredOAuthRows } from './adapter.ts';
+import { interactionRoutes } from './interactions.ts';
+import { loadOAuthSecrets } from './keys.ts';
+import { protectedResourceMetadata, resourceMetadataUrl } from './metadata.ts';
+import { providerMount } from './mount.ts';
+import { createOAuthProvider, mcpResourceOf } from './provider.ts';
+import { createOAuthConnections, type OAuthConnections } from './verify.ts';
+
+/*
+ * The authorization side of /mcp, wired into the app: the authorization server (oidc-provider under
+ * /oauth, metadata at the root), the protected resource metadata, the sign-in and consent pages, and
+ * what the MCP endpoint and the Connect Site page need from it. docs/oauth.md explains the whole.
+ */
+
+export type OAuthSetup = OAuthConnections & {
+  /** PUBLIC_URL/mcp: the resource indicator and the audience of every access token. */
+  mcpResource: string;
+  /** PUBLIC_URL/.well-known/oauth-protected-resource/mcp, for `WWW-Authenticate: Bearer resource_metadata="..."`. */
+  resourceMetadataUrl: string;
+  provider: Provider;
+  /** Sessions, CSRF and the page layout, for other server-rendered pages (the Connect Site page). */
+  web: WebKit;
+};
+
+export type OAuthOptions = {
+  db: Db;
+  publicUrl: string;
+  /** Trust settings for fetching client ID metadata documents: the image fetcher's (CA file, allowed networks). */
+  fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
+  /** Client registrations allowed per client address per hour (default 60, per process). */
+  registrationsPerHour?: number;
+  now?: () => Date;
+};
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The authorization server's services (registerOAuth). */
+    oauth: OAuthSetup;
+  }
+}
+
+/** How often expired tokens, codes, sessions and sign-in failure counts are deleted. */
+const CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
+
+/**
+ * Registers the authorization server and the web pages on `app` (the root instance) and returns what
+ * the rest of the app needs; also available as `app.oauth`.
+ */
+export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): Promise<OAuthSetup> {
+  const { db, publicUrl } = opts;
+  const now = opts.now ?? (() => new Date());
+  const secrets = await loadOAuthSecrets(db);
+  const resource = mcpResourceOf(publicUrl);
+  const provider = createOAuthProvider({
+    db,
+    publicUrl,
+    secrets,
+    logger: app.log.child({ component: 'oauth' }),
+    ...(opts.fetchTrust ? { fetchTrust: opts.fetchTrust } : {}),
+    now,
+  });
+  const web = createWebKit({ db, publicUrl, secret: secrets.webSecret, now });
+  const connections = createOAuthConnections({ provider, db, resource, now });
+
+  await app.register(webRoutes, { kit: web });
+  await app.register(providerMount, {
+    provider,
+    publicUrl,
+    ...(opts.registrationsPerHour ? { registrationsPerHour: opts.registrationsPerHour } : {}),
+  });
+  await app.register(protectedResourceMetadata, { publicUrl, resource });
+  await app.register(interactionRoutes, { provider, kit: web, db, resource });
+
+  const cleanup = setInterval(() => {
+    const at = now();
+    Promise.all([
+      deleteExpiredOAuthRows(db, at),
+      web.sessions.deleteExpired(),
+      web.throttle.deleteStale(),
+    ]).catch((error: unknown) =>
+      app.log.warn({ err: error, component: 'oauth' }, 'cleaning up expired rows failed'),
+    );
+  }, CLEANUP_INTERVAL_MS);
+  cleanup.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(cleanup);
+    await connections.stop();
+  });
+
+  const setup: OAuthSetup = {
+    ...connections,
+    mcpResource: resource,
+    resourceMetadataUrl: resourceMetadataUrl(publicUrl),
+    provider,
+    web,
+  };
+  app.decorate('oauth', setup);
+  return setup;
+}

@@ -1,0 +1,110 @@
+import type { IncomingMessage } from 'node:http';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { addressKey } from '../api/limits.ts';
+import { OAUTH_PREFIX, PROVIDER_COOKIES } from './provider.ts';
+
+/*
+ * oidc-provider (a Koa app) inside fastify: its routes are handed the raw request and response
+ * (`reply.hijack()`), in a plugin scope whose only body "parser" reads nothing, so the request body
+ * stream reaches oidc-provider untouched (it parses its own bodies).
+ *
+ * Before handing over:
+ * - Host and X-Forwarded-Proto are set from PUBLIC_URL (and other X-Forwarded-* removed): every URL
+ *   oidc-provider writes (metadata, redirects, cookie paths) is PUBLIC_URL's, whatever the client or a
+ *   proxy sent, and its cookies are Secure when PUBLIC_URL is https.
+ * - A new authorization request (`GET /oauth/authorize`, not the resume `/oauth/authorize/:uid`) is
+ *   stripped of oidc-provider's session cookie: every authorization starts signed out of oidc-provider
+ *   and is signed in as the web session's account (interactions.ts). oidc-provider's session can never
+ *   name another account than the person now signed in.
+ *
+ * Registration is open (RFC 7591, no initial access token), so it is limited per client address
+ * (`registrationsPerHour`, counted in each process): a flood of registrations is refused with 429.
+ */
+
+/** Client registrations per client address per hour, by default. */
+export const REGISTRATIONS_PER_HOUR = 60;
+
+const PROVIDER_SESSION_COOKIES = new Set([PROVIDER_COOKIES.session, `${PROVIDER_COOKIES.session}.sig`]);
+
+function withoutCookies(header: string | undefined, names: ReadonlySet<string>): string | undefined {
+  if (!header) return header;
+  const kept = header
+    .split(';')
+    .map((part) => part.trim())
+    .filter((part) => part !== '' && !names.has(part.slice(0, Math.max(0, part.indexOf('='))).trim()));
+  return kept.length > 0 ? kept.join('; ') : undefined;
+}
+
+function normalise(raw: IncomingMessage, publicUrl: URL): void {
+  raw.headers.host = publicUrl.host;
+  raw.headers['x-forwarded-proto'] = publicUrl.protocol.replace(/:$/, '');
+  delete raw.headers['x-forwarded-host'];
+  delete raw.headers['x-forwarded-port'];
+  delete raw.headers['x-forwarded-for'];
+  delete raw.headers.forwarded;
+  const path = (raw.url ?? '').split('?')[0];
+  if (path === `${OAUTH_PREFIX}/authorize`) {
+    const cookie = withoutCookies(raw.headers.cookie, PROVIDER_SESSION_COOKIES);
+    if (cookie === undefined) delete raw.headers.cookie;
+    else raw.headers.cookie = cookie;
+  }
+}
+
+export const providerMount: FastifyPluginAsync<{
+  provider: Provider;
+  publicUrl: string;
+  registrationsPerHour?: number;
+}> = async (app, { provider, publicUrl, registrationsPerHour }) => {
+  const callback = provider.callback();
+  const origin = new URL(publicUrl);
+  const registrations = new RateLimiterMemory({
+    points: registrationsPerHour ?? REGISTRATIONS_PER_HOUR,
+    duration: 3600,
+  });
+
+  /** False (and the 429 sent) when the address registered too many clients this hour. */
+  async function registrationAllowed(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    if (request.method !== 'POST' || request.url.split('?')[0] !== `${OAUTH_PREFIX}/register`) return true;
+    try {
+      await registrations.consume(addressKey(request.ip));
+      return true;
+    } catch (error) {
+      if (!(error instanceof RateLimiterRes)) throw error;
+      const seconds = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
+      await reply
+        .status(429)
+        .header('retry-after', String(seconds))
+        .header('cache-control', 'no-store')
+        .send({
+          error: 'temporarily_unavailable',
+          error_description: `Too many client registrations from this address; retry in ${seconds} s`,
+        });
+      return false;
+    }
+  }
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+
+  const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!(await registrationAllowed(request, reply))) return;
+    normalise(request.raw, origin);
+    reply.hijack();
+    reply.raw.setHeader('x-request-id', String(request.id));
+    await callback(request.raw, reply.raw);
+  };
+  const methods: ('GET' | 'POST' | 'OPTIONS' | 'DELETE' | 'PUT')[] = [
+    'GET',
+    'POST',
+    'OPTIONS',
+    'DELETE',
+    'PUT',
+  ];
+  app.route({ method: methods, url: `${OAUTH_PREFIX}/*`, schema: { hide: true }, handler });
+  // RFC 8414 metadata at the origin root (the issuer has no path), and its OpenID Connect twin, which
+  // some clients look for first.
+  for (const url of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
+    app.route({ method: ['GET', 'OPTIONS'], url, schema: { hide: true }, handler });
+  }
+};

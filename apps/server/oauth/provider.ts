@@ -1,0 +1,284 @@
+import type { FastifyBaseLogger } from 'fastify';
+import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Db } from '../../../infra/db/schema.ts';
+import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
+import { findAccount } from '../../../projections/accounts.ts';
+import { escapeHtml } from '../web/html.ts';
+import { createOAuthAdapter } from './adapter.ts';
+import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
+import type { OAuthSecrets } from './keys.ts';
+
+/*
+ * The OAuth 2.1 authorization server for /mcp: oidc-provider, configured for exactly what the MCP
+ * authorization specification needs and nothing more.
+ *
+ * - issuer PUBLIC_URL; every endpoint under /oauth; metadata (RFC 8414) at the origin root;
+ * - open dynamic client registration (RFC 7591), redirect URI rules in client-rules.ts;
+ * - client ID metadata documents (an https client_id), fetched through the SSRF guard;
+ * - authorization code only, PKCE S256 required of every client (oidc-provider knows no `plain`);
+ * - one resource (RFC 8707), PUBLIC_URL/mcp: the audience of every access token, requested or not;
+ * - opaque access tokens (1 hour), refresh tokens (30 days) rotated at every use, revocation (RFC 7009);
+ * - scopes `content:read`, `content:write` (and `offline_access`, `openid`, which change nothing here);
+ * - every authorization asks the person (no remembered consent); the consent is a Grant bound to one
+ *   account and to the access allowed.
+ */
+
+export const OAUTH_PREFIX = '/oauth';
+export const SCOPES = { read: 'content:read', write: 'content:write' } as const;
+export const ACCESS_TOKEN_TTL_S = 60 * 60;
+export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
+/** How long a connection may last without being renewed by a new consent. */
+export const GRANT_TTL_S = 365 * 24 * 60 * 60;
+/**
+ * oidc-provider's cookies. Its session cookie never outlives one authorization: the mount drops it from
+ * every new authorization request (mount.ts), so the account is always the web session's.
+ */
+export const PROVIDER_COOKIES = {
+  session: 'cs_oauth_session',
+  interaction: 'cs_oauth_interaction',
+  resume: 'cs_oauth_resume',
+} as const;
+
+const UNSTATED = 'unstated';
+
+export type ProviderDeps = {
+  db: Db;
+  publicUrl: string;
+  secrets: OAuthSecrets;
+  logger: FastifyBaseLogger;
+  /** How client ID metadata documents are fetched: the image fetcher's trust settings (CA, networks). */
+  fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
+  now?: () => Date;
+};
+
+/** The MCP endpoint's resource identifier: PUBLIC_URL/mcp. */
+export function mcpResourceOf(publicUrl: string): string {
+  return `${publicUrl}/mcp`;
+}
+
+function sameResource(a: string, b: string): boolean {
+  return URL.parse(a)?.href === URL.parse(b)?.href;
+}
+
+/**
+ * oidc-provider's `fetch`, used for client ID metadata documents only (no other fetching feature is on):
+ * through the same guard as image URLs (https, public addresses only, pinned connection), no redirects,
+ * 16 KiB and 5 s at most.
+ */
+function metadataDocumentFetch(deps: ProviderDeps): (url: string | URL) => Promise<Response> {
+  const fetch = createGuardedFetch({
+    noun: { one: 'client metadata document', many: 'client metadata documents' },
+    failureCode: 'invalid_request',
+    tooLargeCode: 'invalid_request',
+    accept: 'application/json',
+    userAgent: 'ContentService-OAuth/1 (+client metadata documents)',
+    maxBytes: 16 * 1024,
+    maxRedirects: 0,
+    timeoutMs: 5_000,
+    ...deps.fetchTrust,
+  });
+  return async (url) => {
+    try {
+      const answer = await fetch(String(url));
+      const headers = new Headers();
+      for (const name of ['content-type', 'cache-control', 'expires']) {
+        const value = answer.headers[name];
+        if (typeof value === 'string') headers.set(name, value);
+      }
+      return new Response(Buffer.from(answer.body), { status: 200, headers });
+    } catch (error) {
+      deps.logger.info(
+        { client_id: String(url), reason: error instanceof Error ? error.message : 'failed' },
+        'client metadata document refused',
+      );
+      throw error;
+    }
+  };
+}
+
+function errorPage(out: Record<string, unknown>): string {
+  const code = typeof out.error === 'string' ? out.error : 'error';
+  const description = typeof out.error_description === 'string' ? out.error_description : '';
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Could not connect · Content Service</title><link rel="stylesheet" href="/web/style.css"></head>
+<body><header class="top"><span class="brand">Content Service</span></header><main><div class="card">
+<h1>The assistant's request could not be completed</h1>
+<p>Go back to your assistant and start connecting again. If this keeps happening, tell the assistant's maker what it says below.</p>
+<p class="muted"><code>${escapeHtml(code)}</code>${description ? `: ${escapeHtml(description)}` : ''}</p>
+</div></main></body></html>`;
+}
+
+export function createOAuthProvider(deps: ProviderDeps): Provider {
+  const { db, publicUrl } = deps;
+  const resource = mcpResourceOf(publicUrl);
+  const now = deps.now ?? (() => new Date());
+
+  const configuration = {
+    adapter: createOAuthAdapter(db, now),
+    clients: [],
+    jwks: { keys: deps.secrets.signingKeys },
+    cookies: {
+      keys: deps.secrets.cookieKeys,
+      names: PROVIDER_COOKIES,
+      long: { httpOnly: true, sameSite: 'lax' },
+      short: { httpOnly: true, sameSite: 'lax' },
+    },
+    async findAccount(_ctx: KoaContextWithOIDC, sub: string) {
+      const account = await findAccount(db, sub);
+      if (!account) return undefined;
+      return { accountId: account.id, claims: async () => ({ sub: account.id }) };
+    },
+    claims: { openid: ['sub'] },
+    scopes: ['openid', 'offline_access', SCOPES.read, SCOPES.write],
+    responseTypes: ['code'],
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    // A placeholder default application_type: the validator below replaces it with the type
+    // client-rules.ts infers from the redirect URIs, so "none stated" can be told from "web".
+    clientDefaults: {
+      application_type: UNSTATED,
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      id_token_signed_response_alg: 'RS256',
+    },
+    extraClientMetadata: {
+      properties: ['software_id', 'software_version'],
+      validator(_ctx: unknown, key: string, _value: unknown, metadata: Record<string, unknown>) {
+        if (key !== 'software_id') return;
+        const problem = redirectUriProblem(metadata.redirect_uris);
+        if (problem) throw new errors.InvalidClientMetadata(problem);
+        const stated = metadata.application_type === UNSTATED ? undefined : metadata.application_type;
+        metadata.application_type = applicationTypeOf(stated, metadata.redirect_uris);
+      },
+    },
+    pkce: { required: () => true },
+    routes: {
+      authorization: `${OAUTH_PREFIX}/authorize`,
+      backchannel_authentication: `${OAUTH_PREFIX}/backchannel`,
+      code_verification: `${OAUTH_PREFIX}/device`,
+      challenge: `${OAUTH_PREFIX}/challenge`,
+      device_authorization: `${OAUTH_PREFIX}/device/auth`,
+      end_session: `${OAUTH_PREFIX}/session/end`,
+      introspection: `${OAUTH_PREFIX}/introspect`,
+      jwks: `${OAUTH_PREFIX}/jwks`,
+      pushed_authorization_request: `${OAUTH_PREFIX}/par`,
+      registration: `${OAUTH_PREFIX}/register`,
+      revocation: `${OAUTH_PREFIX}/revoke`,
+      token: `${OAUTH_PREFIX}/token`,
+      userinfo: `${OAUTH_PREFIX}/userinfo`,
+      credential: `${OAUTH_PREFIX}/credential`,
+    },
+    interactions: {
+      url: async (_ctx: KoaContextWithOIDC, interaction: { uid: string }) =>
+        `${OAUTH_PREFIX}/interaction/${interaction.uid}`,
+    },
+    features: {
+      devInteractions: { enabled: false },
+      dPoP: { enabled: false },
+      userinfo: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
+      introspection: { enabled: false },
+      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
+      revocation: {
+        enabled: true,
+        // A client revokes its own tokens only; another client's token is answered as if revoked.
+        async allowedPolicy(_ctx: unknown, client: Client, token: { clientId: string }) {
+          return token.clientId === client.clientId;
+        },
+      },
+      resourceIndicators: {
+        enabled: true,
+        // A client that names no resource gets the MCP endpoint's: the only one there is.
+        async defaultResource(_ctx: unknown, _client: unknown, oneOf?: string[]) {
+          return oneOf ?? resource;
+        },
+        async useGrantedResource() {
+          return true;
+        },
+        async getResourceServerInfo(_ctx: unknown, indicator: string) {
+          if (!sameResource(indicator, resource)) {
+            throw new errors.InvalidTarget(`the only resource here is ${resource}`);
+          }
+          return {
+            scope: `${SCOPES.read} ${SCOPES.write}`,
+            audience: resource,
+            accessTokenTTL: ACCESS_TOKEN_TTL_S,
+            accessTokenFormat: 'opaque',
+          };
+        },
+      },
+      clientIdMetadataDocument: {
+        enabled: true,
+        ack: 'draft-02',
+        async allowFetch() {
+          return true;
+        },
+        async allowClient(_ctx: unknown, client: Client) {
+          return client.redirectUris.length > 0;
+        },
+        // Cached briefly: a changed document is seen within minutes.
+        cacheDuration: { min: 60, max: 300 },
+      },
+    },
+    fetch: metadataDocumentFetch(deps),
+    fetchResponseBodyLimits: { 'client_id metadata document': 16 * 1024 },
+    // Every authorization shows the consent page; only the grant just made there is used.
+    async loadExistingGrant(ctx: KoaContextWithOIDC) {
+      const grantId = ctx.oidc.result?.consent?.grantId;
+      return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
+    },
+    async issueRefreshToken(_ctx: unknown, client: Client) {
+      return client.grantTypeAllowed('refresh_token');
+    },
+    rotateRefreshToken: () => true,
+    async expiresWithSession() {
+      return false;
+    },
+    ttl: {
+      AccessToken: ACCESS_TOKEN_TTL_S,
+      AuthorizationCode: 60,
+      ClientCredentials: 600,
+      DeviceCode: 600,
+      BackchannelAuthenticationRequest: 600,
+      PreAuthorizedCode: 600,
+      IdToken: 3600,
+      Interaction: 30 * 60,
+      RefreshToken: REFRESH_TOKEN_TTL_S,
+      Session: 12 * 60 * 60,
+      Grant: GRANT_TTL_S,
+    },
+    // Browser-based clients may call the token endpoint from their redirect URIs' origins.
+    clientBasedCORS(_ctx: unknown, origin: string, client: Client) {
+      if (origin === 'null') return false;
+      return client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin);
+    },
+    async renderError(ctx: { type: string; body: unknown }, out: Record<string, unknown>) {
+      ctx.type = 'html';
+      ctx.body = errorPage(out);
+    },
+  };
+
+  const provider = new Provider(publicUrl, configuration);
+  // Behind a TLS-terminating proxy the app sees http: app.ts normalises the forwarded headers to
+  // PUBLIC_URL before oidc-provider reads them.
+  provider.proxy = true;
+  provider.on('server_error', (_ctx: unknown, error: unknown) => {
+    deps.logger.error({ err: error }, 'authorization server error');
+  });
+  for (const event of [
+    'grant.error',
+    'authorization.error',
+    'registration_create.error',
+    'revocation.error',
+  ]) {
+    provider.on(event, (_ctx: unknown, error: unknown) => {
+      const e = error as { error?: string; error_description?: string };
+      deps.logger.info(
+        { event, error: e.error, error_description: e.error_description },
+        'oauth request refused',
+      );
+    });
+  }
+  return provider;
+}

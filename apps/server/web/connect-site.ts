@@ -1,0 +1,171 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { isDomainError } from '../../../domain/errors.ts';
+import type { Commands } from '../../../infra/commands.ts';
+import { listApiKeys } from '../../../projections/accounts.ts';
+import type { OAuthConnections } from '../oauth/verify.ts';
+import { type Html, html } from './html.ts';
+import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import type { WebSession } from './sessions.ts';
+
+/*
+ * The Connect Site page (`/connect`): what a person needs to connect tools to their account.
+ * - the address to give an AI assistant (`PUBLIC_URL/mcp`), and the assistants connected, each with a
+ *   Disconnect button (its tokens stop working at once);
+ * - API keys: create one (shown once), list them (prefix, scope, created, last used), revoke one.
+ * Every change goes through the same command handlers as the API and the CLI; every form is a POST
+ * with the session's CSRF token.
+ */
+
+const CreateKeyBody = z.object({
+  name: z.string().max(200).optional(),
+  scope: z.string().max(10).optional(),
+  csrf: z.string().max(256).optional(),
+});
+const FormBody = z.object({ csrf: z.string().max(256).optional() });
+const KeyParams = z.object({ keyId: z.string().min(1).max(100) });
+const ClientParams = z.object({ clientId: z.string().min(1).max(2048) });
+
+function when(date: Date | null | undefined): string {
+  return date ? `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC` : 'never';
+}
+
+export const connectSiteRoutes: FastifyPluginAsync<{
+  kit: WebKit;
+  commands: Commands;
+  connections: OAuthConnections;
+}> = async (plain, { kit, commands, connections }) => {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  installFormParser(app);
+  installPageHeaders(app);
+  const mcpUrl = `${kit.publicUrl}/mcp`;
+
+  async function signedIn(request: FastifyRequest, reply: FastifyReply): Promise<WebSession | null> {
+    const session = await kit.sessions.current(request);
+    if (!session) {
+      reply.redirect(kit.signInUrl('/connect'), 303);
+      return null;
+    }
+    return session;
+  }
+
+  async function connectPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: WebSession,
+    opts: { status?: number; notice?: Html; error?: string } = {},
+  ): Promise<FastifyReply> {
+    const [keys, assistants] = await Promise.all([
+      listApiKeys(kit.db, session.accountId),
+      connections.listConnectedClients(session.accountId),
+    ]);
+    const csrf = kit.csrfField(request, reply, session);
+    const body = html`${opts.notice ?? ''}
+${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<div class="card">
+<h1>Connect Site</h1>
+<h2>AI assistants</h2>
+<p>Give your assistant this address. It will open a page where you sign in and click <strong>Allow</strong>; no key is needed.</p>
+<p><code id="mcp-url">${mcpUrl}</code></p>
+${
+  assistants.length === 0
+    ? html`<p class="muted" id="no-assistants">No assistant is connected.</p>`
+    : html`<table id="assistants"><thead><tr><th>Assistant</th><th>Returns to</th><th>Access</th><th>Connected</th><th>Last used</th><th></th></tr></thead><tbody>
+${assistants.map(
+  (
+    a,
+  ) => html`<tr><td>${a.name}</td><td>${a.redirectHost}</td><td>${a.access === 'write' ? 'read and write' : 'read'}</td>
+<td>${when(a.connectedAt)}</td><td>${when(a.lastUsedAt)}</td>
+<td><form method="post" action="/connect/assistants/${encodeURIComponent(a.clientId)}/disconnect">${csrf}<button type="submit">Disconnect</button></form></td></tr>`,
+)}
+</tbody></table>`
+}
+</div>
+<div class="card">
+<h2>API keys</h2>
+<p>For scripts and integrations using the HTTP API (<a href="/docs">reference</a>). A key is shown once when it is created.</p>
+<form method="post" action="/connect/keys">
+${csrf}
+<label for="key-name">Name</label>
+<input id="key-name" name="name" maxlength="200" required placeholder="Monthly report">
+<label for="key-scope">Access</label>
+<select id="key-scope" name="scope"><option value="read">Read</option><option value="write">Read and write</option></select>
+<div class="actions"><button class="primary" type="submit">Create key</button></div>
+</form>
+${
+  keys.length === 0
+    ? html`<p class="muted" id="no-keys">No keys yet.</p>`
+    : html`<table id="keys"><thead><tr><th>Name</th><th>Key</th><th>Access</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody>
+${keys.map(
+  (
+    k,
+  ) => html`<tr><td>${k.name}</td><td><code>${k.prefix}…</code></td><td>${k.scope === 'write' ? 'read and write' : 'read'}</td>
+<td>${when(k.created_at)}</td><td>${when(k.last_used_at)}</td>
+<td>${
+    k.revoked_at
+      ? html`<span class="muted">revoked ${when(k.revoked_at)}</span>`
+      : html`<form method="post" action="/connect/keys/${k.id}/revoke">${csrf}<button type="submit">Revoke</button></form>`
+  }</td></tr>`,
+)}
+</tbody></table>`
+}
+</div>`;
+    return kit.send(reply, { status: opts.status ?? 200, title: 'Connect Site', body, session, request });
+  }
+
+  app.get('/connect', { schema: { hide: true } }, async (request, reply) => {
+    const session = await signedIn(request, reply);
+    if (!session) return reply;
+    return connectPage(request, reply, session);
+  });
+
+  app.post('/connect/keys', { schema: { hide: true, body: CreateKeyBody } }, async (request, reply) => {
+    const session = await signedIn(request, reply);
+    if (!session || !kit.checkForm(request, reply, session)) return reply;
+    const name = (request.body.name ?? '').trim();
+    const scope = request.body.scope === 'write' ? 'write' : request.body.scope === 'read' ? 'read' : null;
+    if (name === '' || scope === null) {
+      return connectPage(request, reply, session, {
+        status: 400,
+        error: 'Give the key a name and choose its access.',
+      });
+    }
+    const key = await commands.createApiKey(session.accountId, { name, scope });
+    const notice = html`<div class="card notice" role="status" id="new-key">
+<h2>Your new key</h2>
+<p>Copy it now: it will not be shown again.</p>
+<p><code id="new-key-value">${key.key}</code></p>
+</div>`;
+    return connectPage(request, reply, session, { notice });
+  });
+
+  app.post(
+    '/connect/keys/:keyId/revoke',
+    { schema: { hide: true, params: KeyParams, body: FormBody } },
+    async (request, reply) => {
+      const session = await signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      try {
+        await commands.revokeApiKey(session.accountId, request.params.keyId);
+      } catch (error) {
+        if (isDomainError(error) && error.code === 'not_found') {
+          return connectPage(request, reply, session, { status: 404, error: 'No such key on this account.' });
+        }
+        throw error;
+      }
+      return reply.redirect('/connect', 303);
+    },
+  );
+
+  app.post(
+    '/connect/assistants/:clientId/disconnect',
+    { schema: { hide: true, params: ClientParams, body: FormBody } },
+    async (request, reply) => {
+      const session = await signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      await connections.disconnectClient(session.accountId, request.params.clientId);
+      return reply.redirect('/connect', 303);
+    },
+  );
+};

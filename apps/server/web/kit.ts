@@ -1,0 +1,128 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../../../infra/db/schema.ts';
+import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
+import { type Html, html, page } from './html.ts';
+import { createWebSessions, type WebSession, type WebSessions } from './sessions.ts';
+import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
+
+/*
+ * What every server-rendered page shares (sign-in, consent, and the Connect Site page to come): the
+ * session store, CSRF tokens, the layout, the form parser and the security headers.
+ */
+
+export type WebDeps = {
+  db: Db;
+  publicUrl: string;
+  /** The persisted web secret (apps/server/oauth/keys.ts): CSRF tokens are HMACs under it. */
+  secret: Buffer;
+  now?: () => Date;
+};
+
+export type WebKit = {
+  db: Db;
+  publicUrl: string;
+  /** Cookies get `Secure` when PUBLIC_URL is https. */
+  secure: boolean;
+  sessions: WebSessions;
+  csrf: Csrf;
+  throttle: SignInThrottle;
+  now: () => Date;
+  /** `/sign-in?return_to=...` for a local path. */
+  signInUrl(returnTo: string): string;
+  /** The hidden CSRF field for a form on this page. */
+  csrfField(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): Html;
+  /** Sends a page: the layout, the person's name and a sign-out button when signed in. */
+  send(
+    reply: FastifyReply,
+    opts: { status?: number; title: string; body: Html; session: WebSession | null; request: FastifyRequest },
+  ): FastifyReply;
+  /** True when the POST passes the CSRF checks; otherwise sends a 403 page and returns false. */
+  checkForm(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): boolean;
+};
+
+/** A local path to come back to after signing in, or null for anything else (no open redirects). */
+export function safeReturnTo(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return null;
+  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return null;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+  if (/[\u0000-\u001f\u007f\\]/.test(value)) return null;
+  return value;
+}
+
+export function createWebKit(deps: WebDeps): WebKit {
+  const secure = new URL(deps.publicUrl).protocol === 'https:';
+  const now = deps.now ?? (() => new Date());
+  const sessions = createWebSessions({ db: deps.db, secure, now });
+  const csrf = createCsrf({ secret: deps.secret, publicUrl: deps.publicUrl, secure });
+  const kit: WebKit = {
+    db: deps.db,
+    publicUrl: deps.publicUrl,
+    secure,
+    sessions,
+    csrf,
+    throttle: createSignInThrottle(deps.db, now),
+    now,
+    signInUrl(returnTo) {
+      const local = safeReturnTo(returnTo);
+      return local ? `/sign-in?return_to=${encodeURIComponent(local)}` : '/sign-in';
+    },
+    csrfField(request, reply, session) {
+      return html`<input type="hidden" name="${CSRF_FIELD}" value="${csrf.token(request, reply, session)}">`;
+    },
+    send(reply, opts) {
+      const { session, request } = opts;
+      const header = session
+        ? html`<form method="post" action="/sign-out"><span class="muted">${session.account.name} (${session.account.email})</span>
+${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sign out</button></form>`
+        : undefined;
+      return reply
+        .status(opts.status ?? 200)
+        .type('text/html; charset=utf-8')
+        .send(page({ title: opts.title, body: opts.body, ...(header ? { header } : {}) }));
+    },
+    checkForm(request, reply, session) {
+      const body = request.body as Record<string, unknown> | undefined;
+      if (csrf.check(request, session, body?.[CSRF_FIELD])) return true;
+      kit.send(reply, {
+        status: 403,
+        title: 'Form expired',
+        session,
+        request,
+        body: html`<div class="card"><h1>This form has expired</h1>
+<p>The form was not sent from this site's current page, or it is too old. Go back, reload the page and try again.</p></div>`,
+      });
+      return false;
+    },
+  };
+  return kit;
+}
+
+/** `application/x-www-form-urlencoded` bodies (forms), at most 16 KiB, in this plugin's scope only. */
+export function installFormParser(app: FastifyInstance): void {
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 16 * 1024 },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(String(body))));
+    },
+  );
+}
+
+/**
+ * Headers of every page: never cached, never framed, no scripts. The referrer goes to this site only:
+ * interaction URLs never reach an assistant's redirect target, and form POSTs keep their `Origin`
+ * (a `no-referrer` policy would make browsers send `Origin: null`, which the CSRF check refuses).
+ */
+export function installPageHeaders(app: FastifyInstance): void {
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    reply.header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    reply.header('x-frame-options', 'DENY');
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'same-origin');
+    return payload;
+  });
+}

@@ -1,0 +1,152 @@
+import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { findAccountByEmail } from '../../../projections/accounts.ts';
+import { addressKey } from '../api/limits.ts';
+import { html, STYLESHEET, STYLESHEET_PATH } from './html.ts';
+import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
+import type { WebSession } from './sessions.ts';
+import { ADDRESS_POLICY, EMAIL_POLICY, type ThrottleKey, type ThrottleVerdict } from './throttle.ts';
+
+/*
+ * GET/POST /sign-in, POST /sign-out, and the stylesheet.
+ *
+ * Sign-in answers a wrong password and an unknown email with the same page, status and wording, after
+ * the same work: an unknown email (or an account without a password) is verified against a dummy
+ * argon2id hash made with the same parameters as real ones. Failures are counted per email and per
+ * client address (throttle.ts): first slowed, then locked for a while.
+ */
+
+const WRONG = 'That email and password do not match an account. Check them and try again.';
+
+/** A hash of nothing anyone knows, made like every real one: verifying against it costs the same. */
+let dummyHash: Promise<string> | undefined;
+function dummy(): Promise<string> {
+  dummyHash ??= argon2Hash(`no account ${Math.random()}`);
+  return dummyHash;
+}
+
+async function passwordMatches(hash: string | null | undefined, password: string): Promise<boolean> {
+  try {
+    const ok = await argon2Verify(hash ?? (await dummy()), password);
+    return ok && Boolean(hash);
+  } catch {
+    return false;
+  }
+}
+
+function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+function refusal(verdict: Extract<ThrottleVerdict, { allowed: false }>): string {
+  if (verdict.reason === 'locked') {
+    const minutes = Math.max(1, Math.ceil(verdict.retryAfterMs / 60_000));
+    return `Too many failed attempts. Signing in with this email address, or from your network, is paused for ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+  }
+  const s = seconds(verdict.retryAfterMs);
+  return `Too many failed attempts. Wait ${s} second${s === 1 ? '' : 's'}, then try again.`;
+}
+
+const SignInQuery = z.object({ return_to: z.string().max(4096).optional() });
+const SignInBody = z.object({
+  email: z.string().max(1024).optional(),
+  password: z.string().max(4096).optional(),
+  return_to: z.string().max(4096).optional(),
+  csrf: z.string().max(256).optional(),
+});
+const SignOutBody = z.object({ csrf: z.string().max(256).optional() });
+
+export const webRoutes: FastifyPluginAsync<{ kit: WebKit }> = async (plain, { kit }) => {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  installFormParser(app);
+  installPageHeaders(app);
+
+  app.get(STYLESHEET_PATH, { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET),
+  );
+
+  function signInPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    opts: { status?: number; error?: string; email?: string; returnTo: string | null },
+  ): FastifyReply {
+    const body = html`<div class="card">
+<h1>Sign in</h1>
+${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<form method="post" action="/sign-in">
+${kit.csrfField(request, reply, null)}
+${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.returnTo}">` : ''}
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required value="${opts.email ?? ''}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
+<div class="actions"><button class="primary" type="submit">Sign in</button></div>
+</form>
+</div>`;
+    return kit.send(reply, { status: opts.status ?? 200, title: 'Sign in', body, session: null, request });
+  }
+
+  function signedInPage(request: FastifyRequest, reply: FastifyReply, session: WebSession): FastifyReply {
+    return kit.send(reply, {
+      title: 'Signed in',
+      session,
+      request,
+      body: html`<div class="card"><h1>You are signed in</h1>
+<p>Signed in as <strong>${session.account.name}</strong> (${session.account.email}).</p></div>`,
+    });
+  }
+
+  app.get('/sign-in', { schema: { hide: true, querystring: SignInQuery } }, async (request, reply) => {
+    const returnTo = safeReturnTo(request.query.return_to);
+    const session = await kit.sessions.current(request);
+    if (session) {
+      return returnTo ? reply.redirect(returnTo, 303) : signedInPage(request, reply, session);
+    }
+    return signInPage(request, reply, { returnTo });
+  });
+
+  app.post('/sign-in', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
+    const returnTo = safeReturnTo(request.body.return_to);
+    if (!kit.checkForm(request, reply, null)) return reply;
+    const email = (request.body.email ?? '').trim();
+    const password = request.body.password ?? '';
+    if (email === '' || password === '') {
+      return signInPage(request, reply, {
+        status: 400,
+        error: 'Enter your email address and your password.',
+        email,
+        returnTo,
+      });
+    }
+    const keys: ThrottleKey[] = [
+      { key: `email:${email.toLowerCase()}`, policy: EMAIL_POLICY },
+      { key: `ip:${addressKey(request.ip)}`, policy: ADDRESS_POLICY },
+    ];
+    const verdict = await kit.throttle.check(keys);
+    if (!verdict.allowed) {
+      if (verdict.reason === 'slowed') await kit.throttle.recordFailure(keys);
+      reply.header('retry-after', String(seconds(verdict.retryAfterMs)));
+      return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
+    }
+    const account = await findAccountByEmail(kit.db, email);
+    const ok = await passwordMatches(account?.password_hash, password);
+    if (!account || !ok) {
+      await kit.throttle.recordFailure(keys);
+      request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
+      return signInPage(request, reply, { status: 401, error: WRONG, email, returnTo });
+    }
+    await kit.throttle.forget(keys[0]?.key ?? '');
+    await kit.sessions.create(reply, account.id);
+    request.log.info({ event: 'signed_in', account_id: account.id }, 'signed in');
+    return reply.redirect(returnTo ?? '/sign-in', 303);
+  });
+
+  app.post('/sign-out', { schema: { hide: true, body: SignOutBody } }, async (request, reply) => {
+    const session = await kit.sessions.current(request);
+    if (session && !kit.checkForm(request, reply, session)) return reply;
+    await kit.sessions.end(request, reply);
+    return reply.redirect('/sign-in', 303);
+  });
+};

@@ -1,0 +1,215 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FastifyInstance } from 'fastify';
+import sharp from 'sharp';
+import type { Principal } from '../../apps/server/api/auth.ts';
+import type { LimitHook } from '../../apps/server/api/index.ts';
+import { createRequestLimiter } from '../../apps/server/api/limits.ts';
+import { buildApp } from '../../apps/server/app.ts';
+import type { McpTokenVerifier } from '../../apps/server/mcp/index.ts';
+import { DomainError } from '../../domain/errors.ts';
+import type { FetchImage } from '../../infra/media/fetch.ts';
+import type { Runtime } from '../../infra/runtime.ts';
+import { createRuntime } from '../../infra/runtime.ts';
+import { listArticles } from '../../projections/articles.ts';
+import { type Backend, createTestDatabase, type TestDatabase } from './db.ts';
+import { catchUpAll, pipelineActor, protectedBody, setUpAccount } from './runtime.ts';
+
+/*
+ * A test composition of the app for /mcp: a seeded database, and a token verifier that maps fixed test
+ * tokens to principals of the seeded accounts. The product's verifier is the authorization server's
+ * (apps/server/oauth/verify.ts); this one only stands in for it so that the MCP endpoint can be tested
+ * on its own. It is given to buildApp like any dependency: nothing in the product accepts these tokens.
+ */
+
+export type SeededAccount = {
+  accountId: string;
+  siteId: string;
+  otherSiteId: string;
+  /** The articles of `siteId`, newest published first (as list_articles orders them). */
+  articleIds: string[];
+  apiKey: string;
+};
+
+export type McpTestApp = {
+  app: FastifyInstance;
+  runtime: Runtime;
+  url: string;
+  mcpUrl: string;
+  a: SeededAccount;
+  b: SeededAccount;
+  /** An account with a small request budget (6 a minute), for the shared-limit test. */
+  c: SeededAccount;
+  tokens: { aWrite: string; aRead: string; bWrite: string; cWrite: string };
+  client: { id: string; name: string };
+  /** Every log line the app wrote. */
+  logs: string[];
+  /** Stops the app (which stores the pending activity records) and brings the async read models up to date. */
+  drain(): Promise<void>;
+  close(): Promise<void>;
+};
+
+export const ARTICLES_PER_SITE = 12;
+export const BACKLINKS_PER_SITE = 7;
+export const SMALL_BUDGET = 6;
+export const IMAGE_URL = 'https://images.example.test/photo.png';
+
+export const PLACEHOLDER_PUBLIC_URL = 'http://content-service.test';
+
+export const testClient = { id: 'client_test_assistant', name: 'Test Assistant' };
+
+async function seedAccount(runtime: Runtime, name: string): Promise<SeededAccount> {
+  const { accountId, siteId, otherSiteId } = await setUpAccount(runtime, name);
+  const caller = { origin: 'rewrite' as const, actor: pipelineActor };
+  for (let i = 1; i <= ARTICLES_PER_SITE; i++) {
+    const day = String(i).padStart(2, '0');
+    await runtime.commands.createArticle(
+      accountId,
+      {
+        siteId,
+        title: `Article ${i} of ${name}`,
+        body: protectedBody(i),
+        url: `https://northside.example/blog/article-${i}`,
+        status: i === ARTICLES_PER_SITE ? 'draft' : 'published',
+        publishedAt: i === ARTICLES_PER_SITE ? null : `2026-10-${day}T09:00:00Z`,
+        targetKeyword: i % 2 === 0 ? 'boiler' : null,
+        featuredImage: null,
+      },
+      caller,
+    );
+  }
+  for (let i = 1; i <= BACKLINKS_PER_SITE; i++) {
+    await runtime.commands.acquireBacklink(accountId, {
+      siteId,
+      acquiredOn: `2026-10-${String(i).padStart(2, '0')}`,
+      sourceDomain: `source${i}.example`,
+      sourceUrl: `https://source${i}.example/page`,
+      targetUrl: 'https://northside.example/',
+      anchorText: `anchor ${i}`,
+      anchorType: 'branded',
+      category: i % 3 === 0 ? 'local' : 'industry',
+    });
+  }
+  const { key } = await runtime.commands.createApiKey(accountId, { name: 'Test key', scope: 'write' });
+  const articles = await listArticles(runtime.db, siteId, { page: 1, perPage: 100 });
+  return { accountId, siteId, otherSiteId, articleIds: articles.rows.map((r) => r.id), apiKey: key };
+}
+
+/** An image host stand-in: one PNG at IMAGE_URL, anything else fails as the real fetcher's refusals do. */
+async function fakeImageFetcher(): Promise<FetchImage> {
+  const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
+    .png()
+    .toBuffer();
+  return async (url) => {
+    if (url === IMAGE_URL) return new Uint8Array(png);
+    throw new DomainError('image_fetch_failed', `The image could not be fetched from ${url}`);
+  };
+}
+
+/**
+ * Builds and starts the app on a free port. PUBLIC_URL is `publicUrl` when something in front of the app
+ * is the address clients use (the conformance proxy), else a placeholder: the tests call the app's own
+ * address, and PUBLIC_URL only shapes the links and media URLs the app writes.
+ */
+export async function startMcpTestApp(
+  opts: { backend?: Backend; publicUrl?: string } = {},
+): Promise<McpTestApp> {
+  const db: TestDatabase = await createTestDatabase(opts.backend ?? 'postgres');
+  const runtime = createRuntime(db.handle, { now: () => new Date('2026-11-05T12:00:00Z') });
+  const a = await seedAccount(runtime, 'Plumbers Ltd');
+  const b = await seedAccount(runtime, 'Dentists Ltd');
+  const c = await seedAccount(runtime, 'Bakers Ltd');
+  await catchUpAll(runtime.db);
+
+  const tokens = {
+    aWrite: 'mcp-test-token-a-write-0000000000000000',
+    aRead: 'mcp-test-token-a-read-00000000000000000',
+    bWrite: 'mcp-test-token-b-write-0000000000000000',
+    cWrite: 'mcp-test-token-c-write-0000000000000000',
+  };
+  const actor = { type: 'oauth_client' as const, id: testClient.id, name: testClient.name };
+  const principals = new Map<string, Principal>([
+    [tokens.aWrite, { accountId: a.accountId, scope: 'write', actor }],
+    [tokens.aRead, { accountId: a.accountId, scope: 'read', actor }],
+    [tokens.bWrite, { accountId: b.accountId, scope: 'write', actor }],
+    [tokens.cWrite, { accountId: c.accountId, scope: 'write', actor }],
+  ]);
+  const verifyToken: McpTokenVerifier = async (token) => principals.get(token) ?? null;
+
+  // One limiter for /api/v1 and /mcp, as the product composes it; account C gets a small budget.
+  const quiet = { info: () => {}, warn: () => {} };
+  const roomy = createRequestLimiter({ perMinute: 100_000, logger: quiet });
+  const small = createRequestLimiter({ perMinute: SMALL_BUDGET, logger: quiet });
+  const limit: LimitHook = (request, reply) =>
+    request.auth?.principal?.accountId === c.accountId
+      ? small.hook(request, reply)
+      : roomy.hook(request, reply);
+
+  const logs: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString());
+      done();
+    },
+  });
+  const mediaDir = await mkdtemp(join(tmpdir(), 'cs-mcp-media-'));
+  const app = await buildApp({
+    runtime,
+    config: { PUBLIC_URL: opts.publicUrl ?? PLACEHOLDER_PUBLIC_URL, LOG_LEVEL: 'debug', MEDIA_DIR: mediaDir },
+    now: () => new Date('2026-11-05T12:00:00Z'),
+    limit,
+    fetchImage: await fakeImageFetcher(),
+    verifyToken,
+    logger: { level: 'debug', stream },
+  }).catch(async (error: unknown) => {
+    await db.drop();
+    throw error;
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  let closed = false;
+  const close = async (): Promise<void> => {
+    if (!closed) {
+      closed = true;
+      await app.close();
+    }
+  };
+  return {
+    app,
+    runtime,
+    url,
+    mcpUrl: `${url}/mcp`,
+    a,
+    b,
+    c,
+    tokens,
+    client: testClient,
+    logs,
+    async drain() {
+      await close();
+      await catchUpAll(runtime.db);
+    },
+    async close() {
+      await close();
+      await small.close();
+      await roomy.close();
+      await db.drop();
+      await rm(mediaDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The SDK's own client, connected to `mcpUrl` with a bearer token. */
+export async function connectClient(mcpUrl: string, token: string): Promise<Client> {
+  const client = new Client({ name: 'content-service-tests', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  return client;
+}

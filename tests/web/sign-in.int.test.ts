@@ -1,0 +1,295 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../apps/server/app.ts';
+import type { Runtime } from '../../infra/runtime.ts';
+import { createPerson, type Person } from '../oauth/helpers.ts';
+import { createTestRuntime } from '../support/runtime.ts';
+
+/*
+ * The sign-in and sign-out pages through `inject`: no account enumeration, slowing then locking after
+ * failures (per email and per client address), CSRF (token and origin), the session cookie.
+ */
+
+const PUBLIC_URL = 'http://cs.example.test';
+
+let app: FastifyInstance;
+let runtime: Runtime;
+let drop: () => Promise<void>;
+let dana: Person;
+let addressCounter = 0;
+
+/** A fresh client address per test, so one test's failures never slow another's. */
+function newAddress(): string {
+  addressCounter += 1;
+  return `198.51.100.${addressCounter}`;
+}
+
+type Browser = {
+  cookies: Map<string, string>;
+  get(url: string): Promise<LightMyRequestResponse>;
+  post(
+    url: string,
+    form: Record<string, string>,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
+};
+
+function browser(address: string): Browser {
+  const cookies = new Map<string, string>();
+  const keep = (res: LightMyRequestResponse): LightMyRequestResponse => {
+    for (const c of res.cookies) {
+      if (c.maxAge === 0 || c.value === '') cookies.delete(c.name);
+      else cookies.set(c.name, c.value);
+    }
+    return res;
+  };
+  const cookieHeader = (): Record<string, string> =>
+    cookies.size > 0 ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {};
+  return {
+    cookies,
+    async get(url) {
+      return keep(await app.inject({ method: 'GET', url, remoteAddress: address, headers: cookieHeader() }));
+    },
+    async post(url, form, headers = {}) {
+      return keep(
+        await app.inject({
+          method: 'POST',
+          url,
+          remoteAddress: address,
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...cookieHeader(), ...headers },
+          payload: new URLSearchParams(form).toString(),
+        }),
+      );
+    },
+  };
+}
+
+function csrfOf(page: string): string {
+  return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+}
+
+async function trySignIn(b: Browser, email: string, password: string): Promise<LightMyRequestResponse> {
+  const form = await b.get('/sign-in');
+  return b.post('/sign-in', { csrf: csrfOf(form.body), email, password });
+}
+
+function errorOf(page: string): string {
+  return /<p class="error" role="alert">([^<]*)<\/p>/.exec(page)?.[1] ?? '';
+}
+
+beforeAll(async () => {
+  const test = await createTestRuntime('postgres');
+  runtime = test.runtime;
+  drop = test.drop;
+  app = await buildApp({
+    runtime,
+    config: { PUBLIC_URL, LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
+    logger: false,
+  });
+  dana = await createPerson(runtime);
+});
+
+afterAll(async () => {
+  await app?.close();
+  await drop?.();
+});
+
+describe('sign-in', () => {
+  it('shows a form that works without JavaScript, with a CSRF field and a pre-sign-in cookie', async () => {
+    const b = browser(newAddress());
+    const res = await b.get('/sign-in?return_to=/oauth/interaction/abc');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/html');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(res.body).toContain('<form method="post" action="/sign-in">');
+    expect(res.body).not.toContain('<script');
+    expect(res.body).toContain('name="return_to" value="/oauth/interaction/abc"');
+    expect(csrfOf(res.body)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const cookie = res.cookies.find((c) => c.name === 'cs_csrf');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+  });
+
+  it('signs in: a session cookie (HttpOnly, SameSite=Lax, Path=/), then back to return_to', async () => {
+    const b = browser(newAddress());
+    const form = await b.get('/sign-in?return_to=/sign-in%3Fdone%3D1');
+    const res = await b.post('/sign-in', {
+      csrf: csrfOf(form.body),
+      email: dana.email.toUpperCase(),
+      password: dana.password,
+      return_to: '/sign-in?done=1',
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/sign-in?done=1');
+    const session = res.cookies.find((c) => c.name === 'cs_session');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    expect(session?.secure).toBeFalsy();
+    expect(session?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // Only a hash is stored.
+    const rows = await runtime.db.selectFrom('web_sessions').select('id_hash').execute();
+    expect(rows.map((r) => r.id_hash)).not.toContain(session?.value);
+    const page = await b.get('/sign-in');
+    expect(page.body).toContain('You are signed in');
+    expect(page.body).toContain(dana.email);
+  });
+
+  it('never sends people elsewhere after signing in (no open redirect)', async () => {
+    const b = browser(newAddress());
+    const form = await b.get('/sign-in');
+    const res = await b.post('/sign-in', {
+      csrf: csrfOf(form.body),
+      email: dana.email,
+      password: dana.password,
+      return_to: '//evil.example/',
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/sign-in');
+  });
+
+  it('answers a wrong password and an unknown email the same way', async () => {
+    const wrong = await trySignIn(browser(newAddress()), dana.email, 'not-the-password');
+    const unknown = await trySignIn(browser(newAddress()), 'nobody.here@example.com', 'not-the-password');
+    expect(wrong.statusCode).toBe(401);
+    expect(unknown.statusCode).toBe(wrong.statusCode);
+    expect(errorOf(wrong.body)).toBe(
+      'That email and password do not match an account. Check them and try again.',
+    );
+    const normalise = (r: LightMyRequestResponse, email: string): string =>
+      r.body.replace(email, 'EMAIL').replace(/name="csrf" value="[^"]+"/, 'CSRF');
+    expect(normalise(unknown, 'nobody.here@example.com')).toBe(normalise(wrong, dana.email));
+    expect(Object.keys(unknown.headers).sort()).toEqual(Object.keys(wrong.headers).sort());
+  });
+
+  it('slows, then locks an email after repeated failures, whatever the password', async () => {
+    const person = await createPerson(runtime, 'Lock Test');
+    const statuses: number[] = [];
+    const errors: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      // Each attempt from another address: this is the email's count, not an address's.
+      const res = await trySignIn(browser(newAddress()), person.email, `wrong-${i}`);
+      statuses.push(res.statusCode);
+      errors.push(errorOf(res.body));
+    }
+    expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+    expect(statuses.slice(3)).toEqual(Array(7).fill(429));
+    expect(errors[3]).toMatch(/^Too many failed attempts\. Wait \d+ seconds?, then try again\.$/);
+    const right = await trySignIn(browser(newAddress()), person.email, person.password);
+    expect(right.statusCode).toBe(429);
+    expect(errorOf(right.body)).toMatch(/is paused for 15 minutes/);
+    expect(Number(right.headers['retry-after'])).toBeGreaterThan(800);
+    // An unknown email is locked the same way (nothing to learn from the lock).
+    for (let i = 0; i < 10; i++) await trySignIn(browser(newAddress()), 'ghost@example.com', `wrong-${i}`);
+    const ghost = await trySignIn(browser(newAddress()), 'ghost@example.com', 'anything');
+    expect(errorOf(ghost.body)).toBe(errorOf(right.body));
+  });
+
+  it('locks a client address after many failures across emails', async () => {
+    const address = newAddress();
+    let last: LightMyRequestResponse | undefined;
+    for (let i = 0; i < 100; i++) last = await trySignIn(browser(address), `someone${i}@example.com`, 'nope');
+    expect(last?.statusCode).toBe(429);
+    const person = await createPerson(runtime, 'Shared Network');
+    const locked = await trySignIn(browser(address), person.email, person.password);
+    expect(locked.statusCode).toBe(429);
+    expect(errorOf(locked.body)).toMatch(/paused/);
+    const elsewhere = await trySignIn(browser(newAddress()), person.email, person.password);
+    expect(elsewhere.statusCode).toBe(303);
+  });
+
+  it("forgets an email's failures after a success", async () => {
+    const person = await createPerson(runtime, 'Forgetful');
+    for (let i = 0; i < 2; i++) await trySignIn(browser(newAddress()), person.email, 'wrong');
+    expect((await trySignIn(browser(newAddress()), person.email, person.password)).statusCode).toBe(303);
+    for (let i = 0; i < 3; i++) {
+      expect((await trySignIn(browser(newAddress()), person.email, 'wrong')).statusCode).toBe(401);
+    }
+  });
+});
+
+describe('CSRF', () => {
+  it('refuses a sign-in POST without the token, with a wrong one, or without the pre-sign-in cookie', async () => {
+    const b = browser(newAddress());
+    const form = await b.get('/sign-in');
+    const csrf = csrfOf(form.body);
+    const none = await b.post('/sign-in', { email: dana.email, password: dana.password });
+    expect(none.statusCode).toBe(403);
+    expect(none.body).toContain('This form has expired');
+    const wrong = await b.post('/sign-in', {
+      csrf: `${csrf.slice(0, -2)}xx`,
+      email: dana.email,
+      password: dana.password,
+    });
+    expect(wrong.statusCode).toBe(403);
+    const other = browser(newAddress());
+    const noCookie = await other.post('/sign-in', { csrf, email: dana.email, password: dana.password });
+    expect(noCookie.statusCode).toBe(403);
+    expect(none.cookies.find((c) => c.name === 'cs_session')).toBeUndefined();
+  });
+
+  it('refuses a POST from another site even with the right token', async () => {
+    const b = browser(newAddress());
+    const csrf = csrfOf((await b.get('/sign-in')).body);
+    const form = { csrf, email: dana.email, password: dana.password };
+    expect((await b.post('/sign-in', form, { origin: 'https://evil.example' })).statusCode).toBe(403);
+    expect((await b.post('/sign-in', form, { origin: 'null' })).statusCode).toBe(403);
+    expect((await b.post('/sign-in', form, { 'sec-fetch-site': 'cross-site' })).statusCode).toBe(403);
+    expect((await b.post('/sign-in', form, { 'sec-fetch-site': 'same-site' })).statusCode).toBe(403);
+    const ok = await b.post('/sign-in', form, { origin: PUBLIC_URL, 'sec-fetch-site': 'same-origin' });
+    expect(ok.statusCode).toBe(303);
+  });
+
+  it('signs out only with the session token', async () => {
+    const b = browser(newAddress());
+    expect((await trySignIn(b, dana.email, dana.password)).statusCode).toBe(303);
+    const page = await b.get('/sign-in');
+    const token = csrfOf(page.body);
+    expect((await b.post('/sign-out', {})).statusCode).toBe(403);
+    expect((await b.post('/sign-out', { csrf: 'forged' })).statusCode).toBe(403);
+    expect((await b.get('/sign-in')).body).toContain('You are signed in');
+    const out = await b.post('/sign-out', { csrf: token });
+    expect(out.statusCode).toBe(303);
+    expect(out.headers.location).toBe('/sign-in');
+    expect(b.cookies.has('cs_session')).toBe(false);
+    expect((await b.get('/sign-in')).body).toContain('<h1>Sign in</h1>');
+  });
+
+  it('refuses a consent POST without the right token', async () => {
+    const b = browser(newAddress());
+    expect((await trySignIn(b, dana.email, dana.password)).statusCode).toBe(303);
+    const res = await b.post('/oauth/interaction/some-interaction', { decision: 'allow', csrf: 'forged' });
+    expect(res.statusCode).toBe(403);
+    expect(res.body).toContain('This form has expired');
+  });
+});
+
+describe('over https', () => {
+  it('marks the cookies Secure when PUBLIC_URL is https', async () => {
+    const secure = await buildApp({
+      runtime,
+      config: { PUBLIC_URL: 'https://cs.example.test', LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
+      logger: false,
+    });
+    try {
+      const form = await secure.inject({ method: 'GET', url: '/sign-in' });
+      expect(form.cookies.find((c) => c.name === 'cs_csrf')?.secure).toBe(true);
+      const csrfCookie = form.cookies.find((c) => c.name === 'cs_csrf')?.value ?? '';
+      const res = await secure.inject({
+        method: 'POST',
+        url: '/sign-in',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `cs_csrf=${csrfCookie}` },
+        payload: new URLSearchParams({
+          csrf: csrfOf(form.body),
+          email: dana.email,
+          password: dana.password,
+        }).toString(),
+      });
+      expect(res.statusCode).toBe(303);
+      expect(res.cookies.find((c) => c.name === 'cs_session')).toMatchObject({
+        secure: true,
+        httpOnly: true,
+      });
+    } finally {
+      await secure.close();
+    }
+  });
+});
