@@ -38,8 +38,8 @@ export function extractProtectedLinks(html: string): ProtectedLink[] {
  * Check the body as it will be stored, i.e. after `sanitizeHtml`.
  */
 export function checkProtectedBlocks(currentHtml: string, nextHtml: string): ProtectedCheck {
-  const current = formsById(protectedBlocks(currentHtml));
-  const next = formsById(protectedBlocks(nextHtml));
+  const current = formsOf(currentHtml);
+  const next = formsOf(nextHtml);
   const errors: ProtectedChange[] = [];
   for (const [id, before] of current) {
     const after = next.get(id) ?? [];
@@ -55,6 +55,30 @@ export function checkProtectedBlocks(currentHtml: string, nextHtml: string): Pro
   if (errors.length === 0) return { ok: true };
   errors.sort((a, b) => compare(a.id, b.id) || compare(a.change, b.change));
   return { ok: false, errors, summary: summarise(errors) };
+}
+
+/**
+ * The protected blocks of a body by id, remembered for the last few bodies: the stored body of an
+ * article is checked against on every edit, and parsing 20 KB costs more than the check itself.
+ * The result depends only on the text, so remembering it changes nothing but the time.
+ */
+const recentForms = new Map<string, Map<string, string[]>>();
+const RECENT_FORMS = 64;
+
+function formsOf(html: string): Map<string, string[]> {
+  const known = recentForms.get(html);
+  if (known) {
+    recentForms.delete(html);
+    recentForms.set(html, known);
+    return known;
+  }
+  const forms = formsById(protectedBlocks(html));
+  recentForms.set(html, forms);
+  if (recentForms.size > RECENT_FORMS) {
+    const oldest = recentForms.keys().next().value;
+    if (oldest !== undefined) recentForms.delete(oldest);
+  }
+  return forms;
 }
 
 function protectedBlocks(html: string): Block[] {
