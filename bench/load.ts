@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -104,7 +105,11 @@ export async function measure(
     cpu_cores: {
       node: cores('node'),
       postgres: cores('postgres'),
-      other: round(Math.max(0, cores('machine') - cores('node') - cores('postgres')), 2),
+      // Clamped to the machine: /proc/stat has been seen to jump once in a while inside a VM.
+      other: round(
+        Math.min(availableParallelism(), Math.max(0, cores('machine') - cores('node') - cores('postgres'))),
+        2,
+      ),
     },
     db_sessions: sessions,
   };

@@ -1,9 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { Agent } from 'undici';
+import { Agent, fetch } from 'undici';
 
 /** The load of `measureEdits` (bench/write.ts): fixed-rate PUTs, latencies of the measured part. */
-const { url, key, body, rate, seconds, warmupSeconds } = workerData as {
-  url: string;
+const { urls, key, body, rate, seconds, warmupSeconds } = workerData as {
+  urls: string[];
   key: string;
   body: string;
   rate: number;
@@ -19,11 +19,10 @@ let n = 0;
 async function put(measured: boolean): Promise<void> {
   const i = n++;
   const started = performance.now();
-  const res = await fetch(url, {
+  const res = await fetch(urls[i % urls.length] as string, {
     method: 'PUT',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ title: `Benchmark edit ${i}`, body: body.replace('<p>', `<p>Edit ${i}. `) }),
-    // @ts-expect-error undici's dispatcher option is accepted by Node's fetch
     dispatcher,
   });
   const answer = (await res.json()) as { changed?: boolean };

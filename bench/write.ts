@@ -53,7 +53,8 @@ export type WriteLoad = Timing & {
  * changes the title and the body, so each is a new revision.
  */
 export async function measureEdits(opts: {
-  url: string;
+  /** Articles edited in turn. */
+  urls: string[];
   key: string;
   body: string;
   rate: number;

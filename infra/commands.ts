@@ -21,6 +21,7 @@ import { type BacklinkAcquired, backlinkStream } from '../domain/backlink/events
 import { DomainError } from '../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
 import { siteStream } from '../domain/site/events.ts';
+import { readArticleSnapshot } from '../projections/article-snapshots.ts';
 import { type ArticleDetailRow, findArticle } from '../projections/articles.ts';
 import { createBatcher } from './batcher.ts';
 import type { Db } from './db/schema.ts';
@@ -52,16 +53,22 @@ const MAX_ATTEMPTS = 10;
  * load and decide again (the decision may now be different: a stale If-Match is refused, an edit
  * without one applies on top of the winner), after a short random pause, up to MAX_ATTEMPTS times.
  */
+/** Where a fold starts: a snapshot of the state at a version (the initial state at 0). */
+type StartFrom<S> = () => Promise<{ state: S; version: number } | undefined>;
+
 async function handle<S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
   store: EventStore,
   streamId: string,
   fold: { initial: S; evolve: (state: S, event: E) => S },
   decideOn: (state: S, version: number) => E[],
+  snapshot?: StartFrom<S>,
 ): Promise<{ events: StoredEvent[]; state: S; version: number }> {
   for (let attempt = 0; ; attempt++) {
-    const history = await store.readStream(streamId);
-    const state = history.reduce((s, e) => fold.evolve(s, e as unknown as E), fold.initial);
-    const version = history.length === 0 ? 0 : (history[history.length - 1]?.version ?? 0);
+    const start = (await snapshot?.()) ?? { state: fold.initial, version: 0 };
+    const history = await store.readStream(streamId, { from: start.version + 1 });
+    const state = history.reduce((s, e) => fold.evolve(s, e as unknown as E), start.state);
+    const version =
+      history.length === 0 ? start.version : (history[history.length - 1]?.version ?? start.version);
     const events = decideOn(state, version);
     if (events.length === 0) return { events: [], state, version };
     const expectedVersion: ExpectedVersion = version === 0 ? 'no_stream' : version;
@@ -127,8 +134,9 @@ export function createCommands(deps: CommandDeps) {
     streamId: string,
     fold: { initial: S; evolve: (state: S, event: E) => S },
     decideOn: (state: S, version: number) => E[],
+    snapshot?: StartFrom<S>,
   ): Promise<{ events: StoredEvent[]; state: S; version: number }> =>
-    queue(streamId, () => handle(store, streamId, fold, decideOn));
+    queue(streamId, () => handle(store, streamId, fold, decideOn, snapshot));
   const now = deps.now ?? (() => new Date());
   const meta = (caller?: { requestId?: string | undefined }): EventMetadata => ({
     at: now().toISOString(),
@@ -141,15 +149,20 @@ export function createCommands(deps: CommandDeps) {
     build: (state: Article) => ArticleCommand,
   ): Promise<EditResult> {
     let sanitized: SanitizedItem[] = [];
-    const result = await run(articleStream(articleId), articleFold, (state) => {
-      // Another account's article is answered exactly like one that does not exist.
-      if (!state.exists || state.accountId !== accountId)
-        throw new DomainError('not_found', `No article ${articleId}`);
-      const events = decide(build(state), state);
-      const edited = events.find((e) => e.type === 'ArticleEdited');
-      sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
-      return events;
-    });
+    const result = await run(
+      articleStream(articleId),
+      articleFold,
+      (state) => {
+        // Another account's article is answered exactly like one that does not exist.
+        if (!state.exists || state.accountId !== accountId)
+          throw new DomainError('not_found', `No article ${articleId}`);
+        const events = decide(build(state), state);
+        const edited = events.find((e) => e.type === 'ArticleEdited');
+        sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
+        return events;
+      },
+      () => readArticleSnapshot(db, articleId),
+    );
     const article = await findArticle(db, accountId, articleId);
     if (!article) throw new DomainError('not_found', `No article ${articleId}`);
     return { article, changed: result.events.length > 0, revision: article.revision, sanitized };

@@ -1,5 +1,6 @@
 import { accountsProjector } from './accounts.ts';
 import { activityProjector } from './activity.ts';
+import { articleSnapshotsProjector } from './article-snapshots.ts';
 import { articlesProjector } from './articles.ts';
 import { backlinksProjector } from './backlinks.ts';
 import type { Projector } from './projector.ts';
@@ -12,6 +13,7 @@ export const projectors: readonly Projector[] = [
   accountsProjector,
   sitesProjector,
   articlesProjector,
+  articleSnapshotsProjector,
   revisionsProjector,
   backlinksProjector,
   siteStatsProjector,

@@ -126,7 +126,15 @@ export interface BacklinkCountsTable {
   n: number;
 }
 
+/** The article aggregate's state at `version` (inline): commands fold from here. */
+export interface ArticleSnapshotsTable {
+  article_id: string;
+  version: number;
+  state: ColumnType<unknown, string, string>;
+}
+
 export interface ReadModelTables {
+  article_snapshots: ArticleSnapshotsTable;
   article_counts: ArticleCountsTable;
   backlink_counts: BacklinkCountsTable;
   accounts: AccountsTable;

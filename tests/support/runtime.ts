@@ -37,6 +37,7 @@ const tables: (keyof ReadModelTables)[] = [
   'activity',
   'article_counts',
   'backlink_counts',
+  'article_snapshots',
 ];
 
 /** Every read-model row, in a stable order, as JSON text: two snapshots compare equal iff the rows are identical. */

@@ -1,0 +1,121 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { resolve } from 'node:path';
+import pino from 'pino';
+import { createEditLimiter } from '../apps/server/api/edit-limit.ts';
+import { createRequestLimiter } from '../apps/server/api/limits.ts';
+import { buildApp } from '../apps/server/app.ts';
+import { loadConfig } from '../infra/config.ts';
+import { findArticle } from '../projections/articles.ts';
+import { DEFAULT_SPEC, prepareDataset, redact } from './dataset.ts';
+import { measureEdits, measureSanitiseAndCheck } from './write.ts';
+
+/*
+ * `npm run bench`, second part: the writes of issue 4, on the benchmark database of the first part.
+ * A fresh copy of the 20 KB article with 10 protected blocks is edited at a fixed 100 edits/s through
+ * the real server (auth, limits, idempotency path, sanitiser, protected-block check, append, inline
+ * projections, activity); the edit limit is raised by configuration, as the request limit is.
+ */
+
+const log = (line: string): void => {
+  process.stderr.write(`[bench writes] ${line}\n`);
+};
+const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/cs_bench';
+const config = loadConfig({
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  RATE_LIMIT_PER_MINUTE: process.env.RATE_LIMIT_PER_MINUTE || '1000000000',
+  EDIT_LIMIT_PER_DAY: process.env.EDIT_LIMIT_PER_DAY || '1000000000',
+  PORT: '0',
+});
+log(`database ${redact(databaseUrl)}`);
+const { runtime, dataset } = await prepareDataset(databaseUrl, DEFAULT_SPEC, log);
+const long = await findArticle(runtime.db, dataset.accountId, dataset.longArticleId);
+if (!long) throw new Error('the benchmark database has no long article');
+
+log(`sanitiser + protected-block check on ${long.body.length} bytes`);
+const domain = measureSanitiseAndCheck(long.body);
+
+// Ten fresh copies of the long article, edited in turn: 100 edits/s over an account's articles
+// (edits of one article run one after the other: see docs/performance.md).
+const COPIES = 10;
+const articleIds: string[] = [];
+for (let i = 0; i < COPIES; i++) {
+  const { articleId } = await runtime.commands.createArticle(
+    dataset.accountId,
+    {
+      siteId: long.site_id,
+      title: `Write benchmark ${i}`,
+      body: long.body,
+      url: `${long.url}-write-benchmark-${Date.now()}-${i}`,
+      status: 'draft',
+      publishedAt: null,
+      targetKeyword: null,
+      featuredImage: null,
+    },
+    { origin: 'rewrite', actor: { type: 'system', id: 'bench', name: 'Benchmark' } },
+  );
+  articleIds.push(articleId);
+}
+// Composed as apps/server/main.ts composes the server (in-process limits), with the quotas raised by configuration.
+const quiet = pino({ level: 'silent' });
+const limiter = createRequestLimiter({ perMinute: config.RATE_LIMIT_PER_MINUTE, logger: quiet });
+const editLimit = createEditLimiter({ perDay: config.EDIT_LIMIT_PER_DAY, logger: quiet });
+const app = await buildApp({
+  runtime,
+  config,
+  limit: limiter.hook,
+  editGate: editLimit.gate,
+  logger: { level: 'silent' },
+});
+await app.listen({ host: '127.0.0.1', port: 0 });
+const address = app.server.address();
+const port = typeof address === 'object' && address ? address.port : 0;
+const key = await runtime.commands.createApiKey(dataset.accountId, {
+  name: 'Write benchmark',
+  scope: 'write',
+});
+log('PUT at 100 edits/s for 10 s (after 2 s of warm-up)');
+const edits = await measureEdits({
+  urls: articleIds.map((id) => `http://127.0.0.1:${port}/api/v1/articles/${id}`),
+  key: key.key,
+  body: long.body,
+  rate: 100,
+  seconds: 10,
+  warmupSeconds: 2,
+});
+await app.close();
+await runtime.close();
+
+const results = {
+  at: new Date().toISOString(),
+  machine: {
+    cores: os.cpus().length,
+    model: os.cpus()[0]?.model ?? '',
+    memory_gib: Math.round(os.totalmem() / 2 ** 30),
+  },
+  body_bytes: long.body.length,
+  protected_blocks: (long.body.match(/data-service-protected=/g) ?? []).length,
+  sanitise_and_check: { ...domain, target_ms: 2, met: domain.p50_ms <= 2 },
+  put_at_100_per_second: { ...edits, target_p99_ms: 30, met: edits.p99_ms <= 30 },
+};
+const table = `# Write benchmark (${results.at.slice(0, 16).replace('T', ' ')} UTC)
+
+${results.machine.cores} cores (${results.machine.model}), ${results.machine.memory_gib} GiB. Body ${results.body_bytes} bytes with ${results.protected_blocks} protected blocks.
+
+| measurement | runs | mean ms | p50 ms | p99 ms | max ms | target | met |
+|---|---:|---:|---:|---:|---:|---|---|
+| sanitise + protected-block check | ${domain.runs} | ${domain.mean_ms} | ${domain.p50_ms} | ${domain.p99_ms} | ${domain.max_ms} | ≤ 2 ms | ${results.sanitise_and_check.met ? 'yes' : 'no'} |
+| PUT at ${edits.rate}/s for ${edits.seconds} s, over ${COPIES} articles | ${edits.runs} | ${edits.mean_ms} | ${edits.p50_ms} | ${edits.p99_ms} | ${edits.max_ms} | p99 ≤ 30 ms | ${results.put_at_100_per_second.met ? 'yes' : 'no'} |
+
+Statuses: ${JSON.stringify(edits.statuses)}; revisions created: ${edits.revisions_created}.
+`;
+const dir = resolve(import.meta.dirname, 'results');
+await mkdir(dir, { recursive: true });
+await writeFile(resolve(dir, 'write-latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+await writeFile(resolve(dir, 'write-latest.md'), table);
+process.stdout.write(table);
+if (Object.keys(edits.statuses).some((s) => s !== '200')) {
+  process.stderr.write('some edits were not answered 200\n');
+  process.exitCode = 1;
+}
