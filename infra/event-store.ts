@@ -313,7 +313,13 @@ export async function readAllEvents(
     )
     .where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`);
   if (opts.types !== undefined) query = query.where('type', 'in', opts.types);
-  const rows = await query.orderBy('transaction_id').orderBy('position').limit(limit).execute();
+  // Order by the xid8 column itself: the selected `transaction_id` is its text form (an alias ORDER BY
+  // would resolve to), which sorts '100000' before '99999' and cannot use the index.
+  const rows = await query
+    .orderBy(sql`events.transaction_id`)
+    .orderBy(sql`events.position`)
+    .limit(limit)
+    .execute();
   return rows.map(toStoredEvent);
 }
 
@@ -323,8 +329,8 @@ export async function headPosition(executor: Kysely<Database>): Promise<LogPosit
     .selectFrom('events')
     .select(['position', sql<string>`transaction_id::text`.as('transaction_id')])
     .where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`)
-    .orderBy('transaction_id', 'desc')
-    .orderBy('position', 'desc')
+    .orderBy(sql`events.transaction_id`, 'desc')
+    .orderBy(sql`events.position`, 'desc')
     .limit(1)
     .executeTakeFirst();
   return row === undefined
