@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { FeaturedImage } from '../domain/article/events.ts';
+import { extractProtectedLinks } from '../domain/html/protected.ts';
 import { wordCount } from '../domain/html/text.ts';
+import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { offsetOf, type Page, type PageQuery, type Projector, type Trx } from './projector.ts';
 
@@ -47,7 +49,11 @@ export const articlesProjector: Projector = {
         if ((inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) await countArticle(trx, d.siteId, d.status, 1);
         await trx
           .insertInto('article_bodies')
-          .values({ article_id: d.articleId, body: d.body })
+          .values({
+            article_id: d.articleId,
+            body: d.body,
+            protected_links: JSON.stringify(extractProtectedLinks(d.body)),
+          })
           .onConflict((oc) => oc.column('article_id').doNothing())
           .execute();
         return;
@@ -73,7 +79,7 @@ export const articlesProjector: Projector = {
         if (body !== undefined && updated.numUpdatedRows > 0n) {
           await trx
             .updateTable('article_bodies')
-            .set({ body })
+            .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
             .where('article_id', '=', d.articleId)
             .execute();
         }
@@ -144,7 +150,7 @@ export type ArticleRow = {
   revision: number;
   updated_at: Date;
 };
-export type ArticleDetailRow = ArticleRow & { body: string };
+export type ArticleDetailRow = ArticleRow & { body: string; protected_links: ProtectedLinkJson[] | null };
 
 export type ArticleListQuery = PageQuery & {
   /** Inclusive UTC calendar dates on published_at. */
@@ -205,7 +211,7 @@ export async function findArticle(
   const row = await db
     .selectFrom('articles as a')
     .innerJoin('article_bodies as b', 'b.article_id', 'a.id')
-    .select([...listColumns, 'b.body'])
+    .select([...listColumns, 'b.body', 'b.protected_links'])
     .where('a.id', '=', articleId)
     .where('a.account_id', '=', accountId)
     .executeTakeFirst();

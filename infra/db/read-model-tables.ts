@@ -55,9 +55,12 @@ export interface ArticlesTable {
   created_at: Timestamp;
   updated_at: Timestamp;
 }
+export type ProtectedLinkJson = { id: string; kind: 'backlink' | 'internal'; href: string; text: string };
 export interface ArticleBodiesTable {
   article_id: string;
   body: string;
+  /** The body's protected links, found when it was projected (null on rows from before migration 008). */
+  protected_links: ColumnType<ProtectedLinkJson[] | null, string | null | undefined, string | null>;
 }
 export interface RevisionsTable {
   article_id: string;

@@ -40,7 +40,11 @@ export function articleListItemOut(row: ArticleRow): z.infer<typeof ArticleListI
 }
 
 export function articleOut(row: ArticleDetailRow): z.infer<typeof Article> {
-  return { ...articleListItemOut(row), body: row.body, protected_links: extractProtectedLinks(row.body) };
+  return {
+    ...articleListItemOut(row),
+    body: row.body,
+    protected_links: row.protected_links ?? extractProtectedLinks(row.body),
+  };
 }
 
 export function backlinkOut(row: BacklinkRow): z.infer<typeof Backlink> {
