@@ -5,9 +5,11 @@ import {
   ConcurrencyError,
   type EventStoreDeps,
   EventValidationError,
+  issuesOf,
   type NewEvent,
   type StoredEvent,
-  type ValidationIssue,
+  streamType,
+  toJson,
 } from './event-store.ts';
 
 /*
@@ -163,41 +165,4 @@ function prepare(streams: readonly NewStream[], validate: (event: NewEvent) => v
     });
   }
   return rows;
-}
-
-/* The three helpers below behave exactly as their namesakes in event-store.ts. */
-
-function toJson(type: string, field: 'data' | 'metadata', value: unknown): string {
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(value);
-  } catch (err) {
-    throw new EventValidationError(
-      type,
-      [{ path: [field], message: `not serialisable as JSON: ${String(err)}` }],
-      { cause: err },
-    );
-  }
-  if (json === undefined)
-    throw new EventValidationError(type, [{ path: [field], message: 'not serialisable as JSON' }]);
-  return json;
-}
-
-function streamType(streamId: string): string {
-  const dash = streamId.indexOf('-');
-  return dash === -1 ? streamId : streamId.slice(0, dash);
-}
-
-function issuesOf(err: unknown): ValidationIssue[] {
-  if (typeof err === 'object' && err !== null && 'issues' in err && Array.isArray(err.issues)) {
-    return err.issues.map((issue: unknown): ValidationIssue => {
-      const { path, message, code } = (issue ?? {}) as { path?: unknown; message?: unknown; code?: unknown };
-      return {
-        path: Array.isArray(path) ? (path as PropertyKey[]) : [],
-        message: typeof message === 'string' ? message : String(message),
-        ...(typeof code === 'string' ? { code } : {}),
-      };
-    });
-  }
-  return [{ path: [], message: err instanceof Error ? err.message : String(err) }];
 }

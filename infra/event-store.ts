@@ -441,7 +441,8 @@ async function streamVersion(executor: Kysely<Database>, streamId: string): Prom
 }
 
 /** JSON text for a jsonb column; a value JSON cannot carry (a bigint, a cycle, undefined) is invalid. */
-function toJson(type: string, field: 'data' | 'metadata', value: unknown): string {
+/** An event's data or metadata as JSON text, or an EventValidationError when JSON cannot carry it. */
+export function toJson(type: string, field: 'data' | 'metadata', value: unknown): string {
   let json: string | undefined;
   try {
     json = JSON.stringify(value);
@@ -466,7 +467,8 @@ function matches(expected: ExpectedVersion, actual: number): boolean {
 }
 
 /** `article-4f1c...` → `article`; an id without `-` is its own type. */
-function streamType(streamId: string): string {
+/** A stream id's prefix before the first `-`, e.g. `article`. */
+export function streamType(streamId: string): string {
   const dash = streamId.indexOf('-');
   return dash === -1 ? streamId : streamId.slice(0, dash);
 }
@@ -486,7 +488,8 @@ function assertExpectedVersion(expected: ExpectedVersion): void {
 }
 
 /** Zod-style `issues` when the validator threw a ZodError, else its message. */
-function issuesOf(err: unknown): ValidationIssue[] {
+/** A validator's complaint as validation issues (zod's `issues`, or the error's message). */
+export function issuesOf(err: unknown): ValidationIssue[] {
   if (typeof err === 'object' && err !== null && 'issues' in err && Array.isArray(err.issues)) {
     return err.issues.map((issue: unknown): ValidationIssue => {
       const { path, message, code } = (issue ?? {}) as { path?: unknown; message?: unknown; code?: unknown };
