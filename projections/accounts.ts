@@ -83,20 +83,22 @@ export type ApiKeyRow = {
   last_used_at: Date | null;
 };
 
+const keyColumns = [
+  'k.id',
+  'k.account_id',
+  'k.name',
+  'k.prefix',
+  'k.scope',
+  'k.created_at',
+  'k.revoked_at',
+  'u.last_used_at',
+] as const;
+
 export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow | undefined> {
   return db
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
-    .select([
-      'k.id',
-      'k.account_id',
-      'k.name',
-      'k.prefix',
-      'k.scope',
-      'k.created_at',
-      'k.revoked_at',
-      'u.last_used_at',
-    ])
+    .select(keyColumns)
     .where('k.hash', '=', hash)
     .executeTakeFirst();
 }
@@ -105,16 +107,7 @@ export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[
   return db
     .selectFrom('api_keys as k')
     .leftJoin('api_key_usage as u', 'u.key_id', 'k.id')
-    .select([
-      'k.id',
-      'k.account_id',
-      'k.name',
-      'k.prefix',
-      'k.scope',
-      'k.created_at',
-      'k.revoked_at',
-      'u.last_used_at',
-    ])
+    .select(keyColumns)
     .where('k.account_id', '=', accountId)
     .orderBy('k.created_at', 'desc')
     .orderBy('k.id', 'desc')

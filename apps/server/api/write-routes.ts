@@ -58,6 +58,31 @@ export function parseIfMatch(value: string | undefined): number | undefined {
   return Number(match[1]);
 }
 
+/** The article as it was at revision n (by replay) with that revision's record: one answer for the API and MCP. */
+export async function revisionContent(
+  db: Db,
+  commands: Commands,
+  accountId: string,
+  articleId: string,
+  revision: number,
+): Promise<{ siteId: string; content: z.infer<typeof RevisionContent> }> {
+  const state = await commands.articleAt(accountId, articleId, revision);
+  const record = await findRevision(db, articleId, revision);
+  if (!state.exists || !record)
+    throw new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
+  return {
+    siteId: state.siteId,
+    content: {
+      ...revisionOut(record),
+      title: state.title,
+      body: state.body,
+      featured_image: state.featuredImage,
+      status: state.status,
+      published_at: state.publishedAt ? rfc3339(new Date(state.publishedAt)) : null,
+    },
+  };
+}
+
 export function revisionOut(row: RevisionRow): z.infer<typeof Revision> {
   return {
     revision: row.revision,
@@ -316,20 +341,15 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
       },
     },
     async (req) => {
-      const principal = principalOf(req);
-      const state = await commands.articleAt(principal.accountId, req.params.id, req.params.n);
-      const record = await findRevision(db, req.params.id, req.params.n);
-      if (!state.exists || !record)
-        throw new DomainError('not_found', `Article ${req.params.id} has no revision ${req.params.n}`);
-      req.activity.siteId = state.siteId;
-      return {
-        ...revisionOut(record),
-        title: state.title,
-        body: state.body,
-        featured_image: state.featuredImage,
-        status: state.status,
-        published_at: state.publishedAt ? rfc3339(new Date(state.publishedAt)) : null,
-      };
+      const { siteId, content } = await revisionContent(
+        db,
+        commands,
+        principalOf(req).accountId,
+        req.params.id,
+        req.params.n,
+      );
+      req.activity.siteId = siteId;
+      return content;
     },
   );
 

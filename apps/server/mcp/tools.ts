@@ -10,12 +10,12 @@ import { listActivity } from '../../../projections/activity.ts';
 import { findArticle, listArticles } from '../../../projections/articles.ts';
 import { listBacklinks } from '../../../projections/backlinks.ts';
 import type { Page } from '../../../projections/projector.ts';
-import { findRevision, listRevisions } from '../../../projections/revisions.ts';
+import { listRevisions } from '../../../projections/revisions.ts';
 import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
 import { findSite, listSites } from '../../../projections/sites.ts';
 import type { Principal } from '../api/auth.ts';
-import { activityOut, articleListItemOut, articleOut, backlinkOut, rfc3339, siteOut } from '../api/wire.ts';
-import { changeOut, revisionOut, storeFeaturedImage } from '../api/write-routes.ts';
+import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut } from '../api/wire.ts';
+import { changeOut, revisionContent, revisionOut, storeFeaturedImage } from '../api/write-routes.ts';
 import {
   renderActivity,
   renderArticle,
@@ -389,20 +389,15 @@ const getRevisionTool = defineTool({
   output: RevisionContent,
   async run(ctx, input) {
     ctx.activity.articleId = input.article_id;
-    const state = await ctx.commands.articleAt(ctx.principal.accountId, input.article_id, input.revision);
-    const record = await findRevision(ctx.db, input.article_id, input.revision);
-    if (!state.exists || !record) {
-      throw new DomainError('not_found', `Article ${input.article_id} has no revision ${input.revision}`);
-    }
-    ctx.activity.siteId = state.siteId;
-    return {
-      ...revisionOut(record),
-      title: state.title,
-      body: state.body,
-      featured_image: state.featuredImage,
-      status: state.status,
-      published_at: state.publishedAt ? rfc3339(new Date(state.publishedAt)) : null,
-    };
+    const { siteId, content } = await revisionContent(
+      ctx.db,
+      ctx.commands,
+      ctx.principal.accountId,
+      input.article_id,
+      input.revision,
+    );
+    ctx.activity.siteId = siteId;
+    return content;
   },
   render: (out, input) => renderRevision(out, input.article_id),
 });
