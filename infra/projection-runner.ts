@@ -31,10 +31,20 @@ export function inlineDispatcher(
 ): (events: readonly StoredEvent[], trx: Transaction<Database>) => Promise<void> {
   const inline = projectors.filter((p) => p.mode === 'inline');
   return async (events, trx) => {
-    for (const event of events) {
+    if (events.length === 1) {
+      const [event] = events as [StoredEvent];
       for (const projector of inline) {
         if (handles(projector, event.type)) await projector.apply(asStored(event), trx);
       }
+      return;
+    }
+    // Several events (a bulk import): each projector takes its events as one batch where it can.
+    // Inline projectors own separate tables, so projector by projector equals event by event.
+    for (const projector of inline) {
+      const mine = events.filter((event) => handles(projector, event.type)).map(asStored);
+      if (mine.length === 0) continue;
+      if (projector.applyBatch) await projector.applyBatch(mine, trx);
+      else for (const event of mine) await projector.apply(event, trx);
     }
   };
 }

@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
 import type { FeaturedImage } from '../domain/article/events.ts';
-import { extractProtectedLinks } from '../domain/html/protected.ts';
-import { wordCount } from '../domain/html/text.ts';
+import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { offsetOf, type Page, type PageQuery, type Projector, type Trx } from './projector.ts';
+import { offsetOf, type Page, type PageQuery, type Projector, type Stored, type Trx } from './projector.ts';
 
 /**
  * The article list row and its body (two tables, so list pages never read bodies). Inline: an edit is
@@ -23,118 +22,154 @@ export const articlesProjector: Projector = {
   ],
   tables: ['articles', 'article_bodies', 'article_counts'],
   async apply(event, trx) {
-    const at = event.metadata.at;
-    switch (event.type) {
-      case 'ArticleCreated': {
-        const d = event.data;
-        const inserted = await trx
-          .insertInto('articles')
-          .values({
-            id: d.articleId,
-            site_id: d.siteId,
-            account_id: d.accountId,
-            title: d.title,
-            url: d.url,
-            status: d.status,
-            published_at: d.publishedAt,
-            target_keyword: d.targetKeyword,
-            word_count: wordCount(d.body),
-            featured_image: JSON.stringify(d.featuredImage),
-            revision: d.revision,
-            created_at: at,
-            updated_at: at,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .executeTakeFirst();
-        if ((inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) await countArticle(trx, d.siteId, d.status, 1);
-        await trx
-          .insertInto('article_bodies')
-          .values({
-            article_id: d.articleId,
-            body: d.body,
-            protected_links: JSON.stringify(extractProtectedLinks(d.body)),
-          })
-          .onConflict((oc) => oc.column('article_id').doNothing())
-          .execute();
-        return;
-      }
-      case 'ArticleEdited':
-      case 'ArticleRestored': {
-        const d = event.data;
-        const body = d.body;
-        const updated = await trx
-          .updateTable('articles')
-          .set({
-            revision: d.revision,
-            updated_at: at,
-            ...(d.title !== undefined ? { title: d.title } : {}),
-            ...(body !== undefined ? { word_count: wordCount(body) } : {}),
-            ...(event.type === 'ArticleRestored'
-              ? { featured_image: JSON.stringify(event.data.featuredImage) }
-              : {}),
-          })
-          .where('id', '=', d.articleId)
-          .where('revision', '=', d.revision - 1)
-          .executeTakeFirst();
-        if (body !== undefined && updated.numUpdatedRows > 0n) {
-          await trx
-            .updateTable('article_bodies')
-            .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
-            .where('article_id', '=', d.articleId)
-            .execute();
-        }
-        return;
-      }
-      case 'FeaturedImageReplaced':
-        await trx
-          .updateTable('articles')
-          .set({
-            revision: event.data.revision,
-            updated_at: at,
-            featured_image: JSON.stringify(event.data.featuredImage),
-          })
-          .where('id', '=', event.data.articleId)
-          .where('revision', '=', event.data.revision - 1)
-          .execute();
-        return;
-      case 'ArticleStatusChanged': {
-        const before = await trx
-          .selectFrom('articles')
-          .select(['site_id', 'status'])
-          .where('id', '=', event.data.articleId)
-          .where('revision', '=', event.data.revision - 1)
-          .executeTakeFirst();
-        if (!before) return;
-        await trx
-          .updateTable('articles')
-          .set({
-            revision: event.data.revision,
-            updated_at: at,
-            status: event.data.status,
-            published_at: event.data.publishedAt,
-          })
-          .where('id', '=', event.data.articleId)
-          .execute();
-        if (before.status !== event.data.status) {
-          await countArticle(trx, before.site_id, before.status, -1);
-          await countArticle(trx, before.site_id, event.data.status, 1);
-        }
-        return;
-      }
-      default:
-        return;
-    }
+    const counts: CountChanges = new Map();
+    await project(event, trx, counts);
+    await writeCounts(trx, counts);
+  },
+  /** The same rows as `apply` one by one; the per-site counts are written once, at the end. */
+  async applyBatch(events, trx) {
+    const counts: CountChanges = new Map();
+    for (const event of events) await project(event, trx, counts);
+    await writeCounts(trx, counts);
   },
 };
 
-async function countArticle(trx: Trx, siteId: string, status: string, delta: number): Promise<void> {
+/** Changes to `article_counts` by site and status, summed until they are written. */
+type CountChanges = Map<string, { siteId: string; status: string; delta: number }>;
+
+function count(counts: CountChanges, siteId: string, status: string, delta: number): void {
+  const key = `${siteId}\u0000${status}`;
+  const known = counts.get(key);
+  if (known) known.delta += delta;
+  else counts.set(key, { siteId, status, delta });
+}
+
+/**
+ * Writes the count changes in one statement, in (site, status) order: every transaction that
+ * changes counts locks their rows in the same order, so concurrent appends (a status change and
+ * an import on one site, two imports) wait for each other instead of deadlocking.
+ */
+async function writeCounts(trx: Trx, counts: CountChanges): Promise<void> {
+  if (counts.size === 0) return;
+  const rows = [...counts.values()]
+    .sort((a, b) => compare(a.siteId, b.siteId) || compare(a.status, b.status))
+    .map(({ siteId, status, delta }) => ({ site_id: siteId, status, n: delta }));
   await trx
     .insertInto('article_counts')
-    .values({ site_id: siteId, status, n: delta })
+    .values(rows)
     .onConflict((oc) =>
-      oc.columns(['site_id', 'status']).doUpdateSet({ n: sql`article_counts.n + ${delta}` }),
+      oc.columns(['site_id', 'status']).doUpdateSet({ n: sql`article_counts.n + excluded.n` }),
     )
     .execute();
+}
+
+function compare(a: string, b: string): number {
+  if (a < b) return -1;
+  return a > b ? 1 : 0;
+}
+
+async function project(event: Stored, trx: Trx, counts: CountChanges): Promise<void> {
+  const at = event.metadata.at;
+  switch (event.type) {
+    case 'ArticleCreated': {
+      const d = event.data;
+      const inserted = await trx
+        .insertInto('articles')
+        .values({
+          id: d.articleId,
+          site_id: d.siteId,
+          account_id: d.accountId,
+          title: d.title,
+          url: d.url,
+          status: d.status,
+          published_at: d.publishedAt,
+          target_keyword: d.targetKeyword,
+          word_count: wordCount(d.body),
+          featured_image: JSON.stringify(d.featuredImage),
+          revision: d.revision,
+          created_at: at,
+          updated_at: at,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .executeTakeFirst();
+      if ((inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) count(counts, d.siteId, d.status, 1);
+      await trx
+        .insertInto('article_bodies')
+        .values({
+          article_id: d.articleId,
+          body: d.body,
+          protected_links: JSON.stringify(extractProtectedLinks(d.body)),
+        })
+        .onConflict((oc) => oc.column('article_id').doNothing())
+        .execute();
+      return;
+    }
+    case 'ArticleEdited':
+    case 'ArticleRestored': {
+      const d = event.data;
+      const body = d.body;
+      const updated = await trx
+        .updateTable('articles')
+        .set({
+          revision: d.revision,
+          updated_at: at,
+          ...(d.title !== undefined ? { title: d.title } : {}),
+          ...(body !== undefined ? { word_count: wordCount(body) } : {}),
+          ...(event.type === 'ArticleRestored'
+            ? { featured_image: JSON.stringify(event.data.featuredImage) }
+            : {}),
+        })
+        .where('id', '=', d.articleId)
+        .where('revision', '=', d.revision - 1)
+        .executeTakeFirst();
+      if (body !== undefined && updated.numUpdatedRows > 0n) {
+        await trx
+          .updateTable('article_bodies')
+          .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
+          .where('article_id', '=', d.articleId)
+          .execute();
+      }
+      return;
+    }
+    case 'FeaturedImageReplaced':
+      await trx
+        .updateTable('articles')
+        .set({
+          revision: event.data.revision,
+          updated_at: at,
+          featured_image: JSON.stringify(event.data.featuredImage),
+        })
+        .where('id', '=', event.data.articleId)
+        .where('revision', '=', event.data.revision - 1)
+        .execute();
+      return;
+    case 'ArticleStatusChanged': {
+      const before = await trx
+        .selectFrom('articles')
+        .select(['site_id', 'status'])
+        .where('id', '=', event.data.articleId)
+        .where('revision', '=', event.data.revision - 1)
+        .executeTakeFirst();
+      if (!before) return;
+      await trx
+        .updateTable('articles')
+        .set({
+          revision: event.data.revision,
+          updated_at: at,
+          status: event.data.status,
+          published_at: event.data.publishedAt,
+        })
+        .where('id', '=', event.data.articleId)
+        .execute();
+      if (before.status !== event.data.status) {
+        count(counts, before.site_id, before.status, -1);
+        count(counts, before.site_id, event.data.status, 1);
+      }
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 export type ArticleRow = {

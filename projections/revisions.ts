@@ -1,4 +1,4 @@
-import { wordCount } from '../domain/html/text.ts';
+import { wordCount } from '../domain/html/facts.ts';
 import type { ActorJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';

@@ -1,6 +1,6 @@
 import { DomainError } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
-import { checkProtectedBlocks } from '../html/protected.ts';
+import { checkProtectedBlocks } from '../html/facts.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
 import type { ArticleEvent, ArticleStatus, FeaturedImage, SanitizedItem } from './events.ts';
 

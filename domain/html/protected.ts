@@ -1,9 +1,13 @@
-import type { DefaultTreeAdapterTypes } from 'parse5';
-import { isElement, isText, PROTECTED_ATTRIBUTE, PROTECTED_ID_ATTRIBUTE, parseBody } from './sanitize.ts';
-import { nodeText, walk } from './text.ts';
-
-type ChildNode = DefaultTreeAdapterTypes.ChildNode;
-type Element = DefaultTreeAdapterTypes.Element;
+import {
+  type ChildNode,
+  type Element,
+  isElement,
+  isText,
+  nodeText,
+  PROTECTED_ATTRIBUTE,
+  PROTECTED_ID_ATTRIBUTE,
+  walk,
+} from './tree.ts';
 
 /** A link the service placed in a body and that edits must keep as it is. */
 export type ProtectedLink = { id: string; kind: 'backlink' | 'internal'; href: string; text: string };
@@ -15,31 +19,37 @@ export type ProtectedCheck = { ok: true } | { ok: false; errors: ProtectedChange
 /** An element carrying `data-service-protected`, with its id (given or derived). */
 type Block = { element: Element; id: string };
 
+/** Each protected block's canonical forms, by id (a block may occur more than once). */
+export type ProtectedForms = ReadonlyMap<string, readonly string[]>;
+
 /**
- * The protected links of a body, in document order: every element with `data-service-protected`
- * (`backlink` or `internal`); the href is the element's own or, for a wrapper, that of its first
- * `<a href>`; the text is the element's text content.
+ * The protected blocks of a parsed body: its protected links, in document order (every element
+ * with `data-service-protected` `backlink` or `internal`; the href is the element's own or, for a
+ * wrapper, that of its first `<a href>`; the text is the element's text content), and the forms
+ * an edit must keep (`compareProtectedForms`), by id.
  */
-export function extractProtectedLinks(html: string): ProtectedLink[] {
+export function protectedBlocksOf(nodes: readonly ChildNode[]): {
+  links: ProtectedLink[];
+  forms: ProtectedForms;
+} {
+  const blocks = protectedBlocks(nodes);
   const links: ProtectedLink[] = [];
-  for (const { element, id } of protectedBlocks(html)) {
+  for (const { element, id } of blocks) {
     const kind = attributeOf(element, PROTECTED_ATTRIBUTE);
     if (kind !== 'backlink' && kind !== 'internal') continue;
     links.push({ id, kind, href: hrefOf(element), text: nodeText(element) });
   }
-  return links;
+  return { links, forms: formsById(blocks) };
 }
 
 /**
  * Checks that an edit keeps the protected blocks: each one of the current body is in the next
  * body (anywhere) with the same tag, attributes (as a set), href, text and inner markup; the next
- * body claims no protected block the current one does not have. Both bodies are parsed with
- * parse5, so the comparison ignores how the markup is written (quotes, attribute order, entities).
- * Check the body as it will be stored, i.e. after `sanitizeHtml`.
+ * body claims no protected block the current one does not have. The forms come from parse5 trees
+ * of both bodies, so the comparison ignores how the markup is written (quotes, attribute order,
+ * entities).
  */
-export function checkProtectedBlocks(currentHtml: string, nextHtml: string): ProtectedCheck {
-  const current = formsOf(currentHtml);
-  const next = formsOf(nextHtml);
+export function compareProtectedForms(current: ProtectedForms, next: ProtectedForms): ProtectedCheck {
   const errors: ProtectedChange[] = [];
   for (const [id, before] of current) {
     const after = next.get(id) ?? [];
@@ -57,33 +67,9 @@ export function checkProtectedBlocks(currentHtml: string, nextHtml: string): Pro
   return { ok: false, errors, summary: summarise(errors) };
 }
 
-/**
- * The protected blocks of a body by id, remembered for the last few bodies: the stored body of an
- * article is checked against on every edit, and parsing 20 KB costs more than the check itself.
- * The result depends only on the text, so remembering it changes nothing but the time.
- */
-const recentForms = new Map<string, Map<string, string[]>>();
-const RECENT_FORMS = 64;
-
-function formsOf(html: string): Map<string, string[]> {
-  const known = recentForms.get(html);
-  if (known) {
-    recentForms.delete(html);
-    recentForms.set(html, known);
-    return known;
-  }
-  const forms = formsById(protectedBlocks(html));
-  recentForms.set(html, forms);
-  if (recentForms.size > RECENT_FORMS) {
-    const oldest = recentForms.keys().next().value;
-    if (oldest !== undefined) recentForms.delete(oldest);
-  }
-  return forms;
-}
-
-function protectedBlocks(html: string): Block[] {
+function protectedBlocks(nodes: readonly ChildNode[]): Block[] {
   const blocks: Block[] = [];
-  walk(parseBody(html).childNodes, {
+  walk(nodes, {
     enter(node) {
       if (!isElement(node)) return false;
       if (node.attrs.some((attribute) => attribute.name === PROTECTED_ATTRIBUTE)) {

@@ -1,11 +1,16 @@
-import type { DefaultTreeAdapterTypes } from 'parse5';
-import { defaultTreeAdapter, parseFragment, serialize, html as spec } from 'parse5';
-
-type ChildNode = DefaultTreeAdapterTypes.ChildNode;
-type Element = DefaultTreeAdapterTypes.Element;
-type ParentNode = DefaultTreeAdapterTypes.ParentNode;
-type DocumentFragment = DefaultTreeAdapterTypes.DocumentFragment;
-type TextNode = DefaultTreeAdapterTypes.TextNode;
+import { defaultTreeAdapter, serialize, html as spec } from 'parse5';
+import { rememberBodyFacts } from './facts.ts';
+import {
+  type ChildNode,
+  type DocumentFragment,
+  isElement,
+  isText,
+  type ParentNode,
+  PROTECTED_ATTRIBUTE,
+  PROTECTED_ID_ATTRIBUTE,
+  PROTECTED_KINDS,
+  parseBody,
+} from './tree.ts';
 
 /** Why something was taken out of a body. Stable codes: the HTTP API returns them as they are. */
 export type SanitizeReason =
@@ -30,11 +35,6 @@ export type SanitizeReason =
 export type SanitizedItem = { path: string; removed: string; reason: SanitizeReason };
 
 export type SanitizeResult = { html: string; removed: SanitizedItem[] };
-
-/** The marker attributes of protected blocks, allowed on any element. */
-export const PROTECTED_ATTRIBUTE = 'data-service-protected';
-export const PROTECTED_ID_ATTRIBUTE = 'data-service-id';
-export const PROTECTED_KINDS: ReadonlySet<string> = new Set(['backlink', 'internal']);
 
 const ALLOWED_ELEMENTS: ReadonlySet<string> = new Set([
   ...['p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
@@ -134,7 +134,12 @@ export function sanitizeHtml(html: string): SanitizeResult {
     const reparsed = serialize(tree);
     const items: SanitizedItem[] = [];
     const changed = cleanTree(tree, items);
-    if (!changed && reparsed === out) return { html: out, removed };
+    if (!changed && reparsed === out) {
+      // The tree of the stored body is at hand: what the projections and the next edit's check
+      // read from it (words, protected blocks) is taken from it now rather than parsed again.
+      rememberBodyFacts(out, tree);
+      return { html: out, removed };
+    }
     removed.push(...items);
     out = changed ? serialize(tree) : reparsed;
   }
@@ -143,23 +148,6 @@ export function sanitizeHtml(html: string): SanitizeResult {
   const fragment = defaultTreeAdapter.createDocumentFragment();
   defaultTreeAdapter.insertText(fragment, collectText(parseBody(out)));
   return { html: serialize(fragment), removed };
-}
-
-/**
- * Parses a body the way a browser parses it into the page: as a fragment in a `div`'s context
- * (parse5's default context, `template`, would keep table parts a page drops).
- */
-export function parseBody(html: string): DocumentFragment {
-  const context = defaultTreeAdapter.createElement('div', spec.NS.HTML, []);
-  return parseFragment(context, html, {});
-}
-
-export function isElement(node: ChildNode): node is Element {
-  return 'tagName' in node;
-}
-
-export function isText(node: ChildNode): node is TextNode {
-  return node.nodeName === '#text';
 }
 
 /**

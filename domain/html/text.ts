@@ -1,8 +1,4 @@
-import type { DefaultTreeAdapterTypes } from 'parse5';
-import { isElement, isText, parseBody } from './sanitize.ts';
-
-type ChildNode = DefaultTreeAdapterTypes.ChildNode;
-type Element = DefaultTreeAdapterTypes.Element;
+import { type ChildNode, isElement, isText, parseBody, walk } from './tree.ts';
 
 /** Elements whose content a reader never sees. */
 const INVISIBLE: ReadonlySet<string> = new Set([
@@ -29,9 +25,14 @@ const WORD = /[\p{L}\p{M}\p{N}]+(?:(?:['\u2019\u2010-]|(?<=\p{N})[.,](?=\p{N}))[
  * line per block, no script or style content.
  */
 export function textContent(html: string): string {
+  return textOf(parseBody(html).childNodes);
+}
+
+/** `textContent` of nodes already parsed. */
+export function textOf(nodes: readonly ChildNode[]): string {
   let text = '';
   let preDepth = 0;
-  walk(parseBody(html).childNodes, {
+  walk(nodes, {
     enter(node) {
       if (isText(node)) {
         text += preDepth > 0 ? node.value.replace(/[^\S\n]+/g, ' ') : node.value.replace(/\s+/g, ' ');
@@ -54,41 +55,7 @@ export function textContent(html: string): string {
     .join('\n');
 }
 
-/** The number of words in the visible text of a body. */
-export function wordCount(html: string): number {
-  return textContent(html).match(WORD)?.length ?? 0;
-}
-
-/** The text of a node as the DOM's `textContent` gives it: every descendant text, as it is. */
-export function nodeText(node: ChildNode): string {
-  let text = '';
-  walk([node], {
-    enter(child) {
-      if (isText(child)) text += child.value;
-      return isElement(child);
-    },
-  });
-  return text;
-}
-
-export type Visitor = {
-  /** Called on every node in document order; return true to visit an element's children. */
-  enter: (node: ChildNode) => boolean;
-  /** Called on an element after its children, if they were visited. */
-  leave?: (element: Element) => void;
-};
-
-/** Walks nodes depth-first in document order with an explicit stack (trees may be very deep). */
-export function walk(nodes: readonly ChildNode[], visitor: Visitor): void {
-  type Frame = { nodes: readonly ChildNode[]; index: number; element: Element | null };
-  const stack: Frame[] = [{ nodes, index: 0, element: null }];
-  for (let frame = stack.at(-1); frame !== undefined; frame = stack.at(-1)) {
-    const node = frame.nodes[frame.index++];
-    if (node === undefined) {
-      stack.pop();
-      if (frame.element !== null) visitor.leave?.(frame.element);
-    } else if (visitor.enter(node) && isElement(node)) {
-      stack.push({ nodes: node.childNodes, index: 0, element: node });
-    }
-  }
+/** The number of words in a text (as `textContent` gives it). */
+export function countWords(text: string): number {
+  return text.match(WORD)?.length ?? 0;
 }

@@ -224,6 +224,34 @@ describe.each(backends)('appendNew on %s', (backend) => {
     expect(await snapshotReadModels(testDb.handle.db)).toEqual(live);
   });
 
+  it('lets imports into one site run side by side: the per-site counts do not deadlock', async () => {
+    const accountId = unique('acc');
+    const siteId = unique('site');
+    await store.append(`site-${siteId}`, [siteAdded(accountId, siteId)], { expectedVersion: 'no_stream' });
+    // Half the batches start with a draft, half with a published article: counted event by event,
+    // two of them would lock the site's two count rows in opposite orders.
+    const batches = Array.from({ length: 8 }, (_, b) =>
+      Array.from({ length: 30 }, (_, n) => {
+        const id = unique('art');
+        return { streamId: `article-${id}`, events: [articleCreated(accountId, siteId, id, n + (b % 2))] };
+      }),
+    );
+    await Promise.all(batches.map((batch) => appendNew(deps, batch)));
+    const counts = await testDb.handle.db
+      .selectFrom('article_counts')
+      .select(['status', 'n'])
+      .where('site_id', '=', siteId)
+      .orderBy('status')
+      .execute();
+    const drafts = batches
+      .flat()
+      .filter((s) => JSON.stringify(s.events[0]?.data).includes('"status":"draft"')).length;
+    expect(counts).toEqual([
+      { status: 'draft', n: drafts },
+      { status: 'published', n: 240 - drafts },
+    ]);
+  });
+
   it('writes nothing of the batch when one stream exists already', async () => {
     const accountId = unique('acc');
     const existing = unique('site');

@@ -5,6 +5,7 @@ import type { DomainEvent } from '../../domain/events.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { createEventStore } from '../../infra/event-store.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
+import { articlesProjector } from '../../projections/articles.ts';
 import { backlinksProjector } from '../../projections/backlinks.ts';
 import type { Projector, Stored } from '../../projections/projector.ts';
 import { siteStatsProjector } from '../../projections/site-stats.ts';
@@ -157,7 +158,7 @@ describe.each(backends)('applyBatch on %s', (backend) => {
     await testDb?.drop();
   });
 
-  for (const projector of [backlinksProjector, siteStatsProjector]) {
+  for (const projector of [backlinksProjector, siteStatsProjector, articlesProjector]) {
     it(`${projector.name}: a batch leaves exactly the rows apply leaves one event at a time`, async () => {
       await fc.assert(
         fc.asyncProperty(

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { extractProtectedLinks } from '../../../domain/html/protected.ts';
+import { extractProtectedLinks } from '../../../domain/html/facts.ts';
 import type { ActivityRow } from '../../../projections/activity.ts';
 import type { ArticleDetailRow, ArticleRow } from '../../../projections/articles.ts';
 import type { BacklinkRow } from '../../../projections/backlinks.ts';

@@ -7,8 +7,8 @@ import {
   PROTECTED_ATTRIBUTE,
   PROTECTED_ID_ATTRIBUTE,
   parseBody,
-} from '../../../domain/html/sanitize.ts';
-import { walk } from '../../../domain/html/text.ts';
+  walk,
+} from '../../../domain/html/tree.ts';
 import { statusOf } from '../errors.ts';
 
 /**

@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkProtectedBlocks, extractProtectedLinks } from '../../../domain/html/protected.ts';
+import {
+  bodyFacts,
+  checkProtectedBlocks,
+  extractProtectedLinks,
+  factsOf,
+} from '../../../domain/html/facts.ts';
 import { sanitizeHtml } from '../../../domain/html/sanitize.ts';
+import { parseBody } from '../../../domain/html/tree.ts';
 
 const internal =
   '<a href="https://example.com/guide" data-service-protected="internal" data-service-id="il_3">plumbing guide</a>';
@@ -354,6 +360,7 @@ describe('checkProtectedBlocks: properties', () => {
         expect(sanitised.removed).toEqual([]);
         expect(checkProtectedBlocks(html, sanitised.html)).toEqual({ ok: true });
         expect(sanitizeHtml(sanitised.html)).toEqual({ html: sanitised.html, removed: [] });
+        expect(bodyFacts(sanitised.html)).toEqual(factsOf(parseBody(sanitised.html)));
       }),
       runs,
     );

@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import type { DefaultTreeAdapterTypes } from 'parse5';
 import { parseFragment, serialize } from 'parse5';
 import { describe, expect, it } from 'vitest';
-import { isAllowedUrl, parseBody, sanitizeHtml } from '../../../domain/html/sanitize.ts';
+import { bodyFacts, factsOf } from '../../../domain/html/facts.ts';
+import { isAllowedUrl, sanitizeHtml } from '../../../domain/html/sanitize.ts';
+import { parseBody } from '../../../domain/html/tree.ts';
 
 type ChildNode = DefaultTreeAdapterTypes.ChildNode;
 type Element = DefaultTreeAdapterTypes.Element;
@@ -263,6 +265,16 @@ describe('sanitizeHtml: properties', () => {
         const out = sanitizeHtml(html).html;
         expect(serialize(parseBody(out))).toBe(out);
         expect(serialize(parseFragment(out))).toBe(out);
+      }),
+      runs,
+    );
+  });
+
+  it('hands over the facts of the body it returns (words, protected blocks): the same as parsing it again', () => {
+    fc.assert(
+      fc.property(body, (html) => {
+        const out = sanitizeHtml(html).html;
+        expect(bodyFacts(out)).toEqual(factsOf(parseBody(out)));
       }),
       runs,
     );

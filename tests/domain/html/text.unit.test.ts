@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { textContent, wordCount } from '../../../domain/html/text.ts';
+import { wordCount } from '../../../domain/html/facts.ts';
+import { textContent } from '../../../domain/html/text.ts';
 
 describe('textContent', () => {
   it('gives one line per block, inline text joined as it renders', () => {

@@ -1,0 +1,79 @@
+import {
+  compareProtectedForms,
+  type ProtectedCheck,
+  type ProtectedForms,
+  type ProtectedLink,
+  protectedBlocksOf,
+} from './protected.ts';
+import { countWords, textOf } from './text.ts';
+import { type DocumentFragment, parseBody } from './tree.ts';
+
+/**
+ * What the service reads from a stored body: its word count (the list row and the revision) and its
+ * protected blocks (the read model's `protected_links`, and the check of the next edit). All of it
+ * comes from one parse5 tree, and is remembered for the last few bodies: an edit's body is parsed
+ * by the sanitiser, which hands its final tree over (`rememberBodyFacts`), and then read by the
+ * decider's check and two projectors in the same process; the stored body is checked against on
+ * the next edit. The facts depend only on the text, so remembering them changes nothing but the time.
+ */
+export type BodyFacts = {
+  readonly words: number;
+  readonly protectedLinks: readonly ProtectedLink[];
+  readonly protectedForms: ProtectedForms;
+};
+
+const RECENT = 64;
+const recent = new Map<string, BodyFacts>();
+
+/** The facts of a body (parsed unless remembered). */
+export function bodyFacts(html: string): BodyFacts {
+  const known = recent.get(html);
+  if (known) {
+    recent.delete(html);
+    recent.set(html, known);
+    return known;
+  }
+  return remember(html, factsOf(parseBody(html)));
+}
+
+/** Remembers the facts of a body from its tree, which must be `parseBody(html)` (or equal to it). */
+export function rememberBodyFacts(html: string, tree: DocumentFragment): void {
+  if (!recent.has(html)) remember(html, factsOf(tree));
+}
+
+/** The facts of a parsed body, worked out now (nothing remembered). */
+export function factsOf(tree: DocumentFragment): BodyFacts {
+  const { links, forms } = protectedBlocksOf(tree.childNodes);
+  return { words: countWords(textOf(tree.childNodes)), protectedLinks: links, protectedForms: forms };
+}
+
+function remember(html: string, facts: BodyFacts): BodyFacts {
+  recent.set(html, facts);
+  if (recent.size > RECENT) {
+    const oldest = recent.keys().next().value;
+    if (oldest !== undefined) recent.delete(oldest);
+  }
+  return facts;
+}
+
+/** The number of words in the visible text of a body. */
+export function wordCount(html: string): number {
+  return bodyFacts(html).words;
+}
+
+/**
+ * The protected links of a body, in document order: every element with `data-service-protected`
+ * (`backlink` or `internal`); the href is the element's own or, for a wrapper, that of its first
+ * `<a href>`; the text is the element's text content.
+ */
+export function extractProtectedLinks(html: string): ProtectedLink[] {
+  return bodyFacts(html).protectedLinks.map((link) => ({ ...link }));
+}
+
+/**
+ * Checks that an edit keeps the protected blocks of the current body (`compareProtectedForms`).
+ * Check the body as it will be stored, i.e. after `sanitizeHtml`.
+ */
+export function checkProtectedBlocks(currentHtml: string, nextHtml: string): ProtectedCheck {
+  return compareProtectedForms(bodyFacts(currentHtml).protectedForms, bodyFacts(nextHtml).protectedForms);
+}
