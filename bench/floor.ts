@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Db } from '../infra/db/schema.ts';
 import { findArticle, listArticles } from '../projections/articles.ts';
 import { resolvePeriod, siteStats } from '../projections/site-stats.ts';
+import type { SiteScope } from '../projections/sites.ts';
 
 /*
  * The floor: a bare fastify app (no schemas, no authentication, no hooks, no logging) whose routes
@@ -12,10 +13,11 @@ import { resolvePeriod, siteStats } from '../projections/site-stats.ts';
  */
 
 /** Same columns, filter and order as listArticles' page query (projections/articles.ts). */
-function articlePage(db: Db, siteId: string, perPage: number, page: number) {
+function articlePage(db: Db, scope: SiteScope, perPage: number, page: number) {
   return db
     .selectFrom('articles as a')
-    .where('a.site_id', '=', siteId)
+    .where('a.site_id', '=', scope.siteId)
+    .where('a.account_id', '=', scope.accountId)
     .select([
       'a.id',
       'a.site_id',
@@ -49,15 +51,24 @@ export async function buildFloor(
 
   // The page query alone: one statement, the rows of the page.
   app.get<SiteParams>('/floor/sites/:id/articles', async (req) =>
-    articlePage(db, req.params.id, Number(req.query.per_page ?? 20), Number(req.query.page ?? 1)),
+    articlePage(
+      db,
+      { accountId: opts.accountId, siteId: req.params.id },
+      Number(req.query.per_page ?? 20),
+      Number(req.query.page ?? 1),
+    ),
   );
 
   // listArticles itself (the page query and the count, in parallel): the read model's full cost.
   app.get<SiteParams>('/floor/sites/:id/articles-with-count', async (req) =>
-    listArticles(db, req.params.id, {
-      perPage: Number(req.query.per_page ?? 20),
-      page: Number(req.query.page ?? 1),
-    }),
+    listArticles(
+      db,
+      { accountId: opts.accountId, siteId: req.params.id },
+      {
+        perPage: Number(req.query.per_page ?? 20),
+        page: Number(req.query.page ?? 1),
+      },
+    ),
   );
 
   // findArticle: one statement (list row joined with its body).
@@ -67,9 +78,13 @@ export async function buildFloor(
     return row;
   });
 
-  // siteStats: one statement over at most 30 daily or one monthly bucket.
+  // siteStats: one statement over at most 30 daily or one monthly bucket (and whose the site is).
   app.get<SiteParams>('/floor/sites/:id/stats', async (req) =>
-    siteStats(db, req.params.id, resolvePeriod(req.query.period ?? 'this_month', opts.now())),
+    siteStats(
+      db,
+      { accountId: opts.accountId, siteId: req.params.id },
+      resolvePeriod(req.query.period ?? 'this_month', opts.now()),
+    ),
   );
 
   return app;

@@ -1,7 +1,8 @@
+import type { Insertable } from 'kysely';
 import type { ActivitySource } from '../domain/activity/events.ts';
-import type { ActorJson } from '../infra/db/read-model-tables.ts';
+import type { ActivityTable, ActorJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
+import { offsetOf, type Page, type PageQuery, type Projector, type Stored, type Trx } from './projector.ts';
 
 const operationOf = {
   ArticleCreated: 'create_article',
@@ -21,58 +22,90 @@ export const activityProjector: Projector = {
   handles: ['CallRecorded', ...(Object.keys(operationOf) as (keyof typeof operationOf)[])],
   tables: ['activity'],
   async apply(event, trx) {
-    if (event.type === 'CallRecorded') {
-      const d = event.data;
-      await trx
-        .insertInto('activity')
-        .values({
-          id: d.activityId,
-          account_id: d.accountId,
-          at: event.metadata.at,
-          source: d.source,
-          actor: JSON.stringify(d.actor),
-          operation: d.operation,
-          site_id: d.siteId,
-          article_id: d.articleId,
-          status: d.status,
-          request_id: d.requestId,
-          duration_ms: d.durationMs,
-        })
-        .onConflict((oc) => oc.column('id').doNothing())
-        .execute();
-      return;
-    }
-    if (!(event.type in operationOf) || !('origin' in event.data) || event.data.origin !== 'rewrite') return;
-    const d = event.data;
-    // The owner of an article never changes, so reading it from the (inline, current) article rows is
-    // as good as reading it at the event's time, and a rebuild comes out the same.
-    const article = await trx
-      .selectFrom('articles')
-      .select(['account_id', 'site_id'])
-      .where('id', '=', d.articleId)
-      .executeTakeFirst();
-    const accountId = event.type === 'ArticleCreated' ? event.data.accountId : article?.account_id;
-    const siteId = event.type === 'ArticleCreated' ? event.data.siteId : (article?.site_id ?? null);
-    if (!accountId) return;
-    await trx
-      .insertInto('activity')
-      .values({
-        id: `act_${event.eventId}`,
-        account_id: accountId,
-        at: event.metadata.at,
-        source: 'rewrite',
-        actor: JSON.stringify(d.actor),
-        operation: operationOf[event.type as keyof typeof operationOf],
-        site_id: siteId,
-        article_id: d.articleId,
-        status: 200,
-        request_id: event.metadata.requestId ?? null,
-        duration_ms: 0,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
+    await insertRows(trx, await rowsOf([event], trx));
+  },
+  /** The same rows as `apply` one by one: one lookup of the articles, one insert per 1,000 rows. */
+  async applyBatch(events, trx) {
+    await insertRows(trx, await rowsOf(events, trx));
   },
 };
+
+const INSERT_ROWS = 1000;
+
+function isPipelineChange(event: Stored): boolean {
+  return event.type in operationOf && 'origin' in event.data && event.data.origin === 'rewrite';
+}
+
+/** The activity rows of events, in order: calls as recorded, pipeline changes (`rewrite`) with their article's owner. */
+async function rowsOf(events: readonly Stored[], trx: Trx): Promise<Insertable<ActivityTable>[]> {
+  // The owner of an article never changes, so reading it from the (inline, current) article rows is
+  // as good as reading it at the event's time, and a rebuild comes out the same.
+  const articleIds = [
+    ...new Set(
+      events
+        .filter((e) => isPipelineChange(e) && e.type !== 'ArticleCreated')
+        .map((e) => (e.data as { articleId: string }).articleId),
+    ),
+  ];
+  const owners = new Map<string, { account_id: string; site_id: string }>();
+  if (articleIds.length > 0) {
+    const found = await trx
+      .selectFrom('articles')
+      .select(['id', 'account_id', 'site_id'])
+      .where('id', 'in', articleIds)
+      .execute();
+    for (const row of found) owners.set(row.id, row);
+  }
+  const rows: Insertable<ActivityTable>[] = [];
+  for (const event of events) {
+    if (event.type === 'CallRecorded') {
+      const d = event.data;
+      rows.push({
+        id: d.activityId,
+        account_id: d.accountId,
+        at: event.metadata.at,
+        source: d.source,
+        actor: JSON.stringify(d.actor),
+        operation: d.operation,
+        site_id: d.siteId,
+        article_id: d.articleId,
+        status: d.status,
+        request_id: d.requestId,
+        duration_ms: d.durationMs,
+      });
+      continue;
+    }
+    if (!isPipelineChange(event)) continue;
+    const d = event.data as { articleId: string; actor: unknown };
+    const owner = event.type === 'ArticleCreated' ? undefined : owners.get(d.articleId);
+    const accountId = event.type === 'ArticleCreated' ? event.data.accountId : owner?.account_id;
+    if (!accountId) continue;
+    rows.push({
+      id: `act_${event.eventId}`,
+      account_id: accountId,
+      at: event.metadata.at,
+      source: 'rewrite',
+      actor: JSON.stringify(d.actor),
+      operation: operationOf[event.type as keyof typeof operationOf],
+      site_id: event.type === 'ArticleCreated' ? event.data.siteId : (owner?.site_id ?? null),
+      article_id: d.articleId,
+      status: 200,
+      request_id: event.metadata.requestId ?? null,
+      duration_ms: 0,
+    });
+  }
+  return rows;
+}
+
+async function insertRows(trx: Trx, rows: readonly Insertable<ActivityTable>[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += INSERT_ROWS) {
+    await trx
+      .insertInto('activity')
+      .values(rows.slice(i, i + INSERT_ROWS))
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  }
+}
 
 export type ActivityRow = {
   id: string;

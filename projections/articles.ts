@@ -4,6 +4,7 @@ import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { offsetOf, type Page, type PageQuery, type Projector, type Stored, type Trx } from './projector.ts';
+import { type SiteScope, siteOwner } from './sites.ts';
 
 /**
  * The article list row and its body (two tables, so list pages never read bodies). Inline: an edit is
@@ -208,20 +209,31 @@ const listColumns = [
   'a.updated_at',
 ] as const;
 
-/** Articles of one site, newest published first, ties by id; unpublished (no date) last. */
-export async function listArticles(db: Db, siteId: string, q: ArticleListQuery): Promise<Page<ArticleRow>> {
-  let base = db.selectFrom('articles as a').where('a.site_id', '=', siteId);
+/**
+ * Articles of one site of the account, newest published first, ties by id; unpublished (no date)
+ * last. Undefined for a site that is not the account's (unknown or another account's alike).
+ */
+export async function listArticles(
+  db: Db,
+  scope: SiteScope,
+  q: ArticleListQuery,
+): Promise<Page<ArticleRow> | undefined> {
+  let base = db
+    .selectFrom('articles as a')
+    .where('a.site_id', '=', scope.siteId)
+    .where('a.account_id', '=', scope.accountId);
   if (q.status) base = base.where('a.status', '=', q.status);
   if (q.from) base = base.where('a.published_at', '>=', sql<Date>`${q.from}::date::timestamptz`);
   if (q.to) base = base.where('a.published_at', '<', sql<Date>`(${q.to}::date + 1)::timestamptz`);
   // Without a date range the total is a lookup in article_counts; with one, the range is counted.
+  // The statement of the total also says whose the site is.
   const counted =
     q.from || q.to
-      ? base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+      ? base.select((eb) => [eb.fn.countAll<string>().as('n'), siteOwner(scope)]).executeTakeFirstOrThrow()
       : db
           .selectFrom('article_counts')
-          .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'))
-          .where('site_id', '=', siteId)
+          .select((eb) => [eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'), siteOwner(scope)])
+          .where('site_id', '=', scope.siteId)
           .$if(q.status !== undefined, (qb) => qb.where('status', '=', q.status as string))
           .executeTakeFirstOrThrow();
   const [rows, count] = await Promise.all([
@@ -234,6 +246,7 @@ export async function listArticles(db: Db, siteId: string, q: ArticleListQuery):
       .execute(),
     counted,
   ]);
+  if (count.site_owner !== scope.accountId) return undefined;
   return { rows: rows as ArticleRow[], total: Number(count.n) };
 }
 

@@ -3,6 +3,7 @@ import type { BacklinkAcquired, BacklinkCategory } from '../domain/backlink/even
 import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { offsetOf, type Page, type PageQuery, type Projector, type Trx } from './projector.ts';
+import { type SiteScope, siteOwner } from './sites.ts';
 
 export const backlinksProjector: Projector = {
   name: 'backlinks@1',
@@ -87,24 +88,31 @@ export type BacklinkListQuery = PageQuery & {
   category?: BacklinkCategory | undefined;
 };
 
-/** Backlinks of one site, newest acquired first, ties by id. */
+/**
+ * Backlinks of one site of the account, newest acquired first, ties by id. Undefined for a site that
+ * is not the account's (unknown or another account's alike).
+ */
 export async function listBacklinks(
   db: Db,
-  siteId: string,
+  scope: SiteScope,
   q: BacklinkListQuery,
-): Promise<Page<BacklinkRow>> {
-  let base = db.selectFrom('backlinks').where('site_id', '=', siteId);
+): Promise<Page<BacklinkRow> | undefined> {
+  let base = db
+    .selectFrom('backlinks')
+    .where('site_id', '=', scope.siteId)
+    .where('account_id', '=', scope.accountId);
   if (q.category) base = base.where('category', '=', q.category);
   if (q.from) base = base.where('acquired_on', '>=', q.from);
   if (q.to) base = base.where('acquired_on', '<=', q.to);
   // Without a date range the total is a lookup in backlink_counts; with one, the range is counted.
+  // The statement of the total also says whose the site is.
   const counted =
     q.from || q.to
-      ? base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+      ? base.select((eb) => [eb.fn.countAll<string>().as('n'), siteOwner(scope)]).executeTakeFirstOrThrow()
       : db
           .selectFrom('backlink_counts')
-          .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'))
-          .where('site_id', '=', siteId)
+          .select((eb) => [eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'), siteOwner(scope)])
+          .where('site_id', '=', scope.siteId)
           .$if(q.category !== undefined, (qb) => qb.where('category', '=', q.category as string))
           .executeTakeFirstOrThrow();
   const [rows, count] = await Promise.all([
@@ -117,5 +125,6 @@ export async function listBacklinks(
       .execute(),
     counted,
   ]);
+  if (count.site_owner !== scope.accountId) return undefined;
   return { rows, total: Number(count.n) };
 }

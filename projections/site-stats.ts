@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/schema.ts';
 import type { Projector, Stored, Trx } from './projector.ts';
+import { type SiteScope, siteOwner } from './sites.ts';
 
 /**
  * Per-site counters in daily and monthly buckets, so a period is answered by reading at most one
@@ -235,20 +236,25 @@ export function resolvePeriod(key: string, today: Date): Period {
 
 export type SiteStats = { articles_published: number; backlinks_industry: number; backlinks_local: number };
 
-/** The counters of one site over a period: one monthly row, or at most 30 daily rows. */
-export async function siteStats(db: Db, siteId: string, period: Period): Promise<SiteStats> {
+/**
+ * The counters of one site of the account over a period: one monthly row, or at most 30 daily rows.
+ * Undefined for a site that is not the account's (unknown or another account's alike).
+ */
+export async function siteStats(db: Db, scope: SiteScope, period: Period): Promise<SiteStats | undefined> {
   const row = await db
     .selectFrom('stats_buckets')
     .select((eb) => [
       eb.fn.coalesce(eb.fn.sum<string>('articles_published'), sql<string>`0`).as('articles_published'),
       eb.fn.coalesce(eb.fn.sum<string>('backlinks_industry'), sql<string>`0`).as('backlinks_industry'),
       eb.fn.coalesce(eb.fn.sum<string>('backlinks_local'), sql<string>`0`).as('backlinks_local'),
+      siteOwner(scope),
     ])
-    .where('site_id', '=', siteId)
+    .where('site_id', '=', scope.siteId)
     .where('grain', '=', period.grain)
     .where('bucket', '>=', period.from)
     .where('bucket', '<=', period.to)
     .executeTakeFirstOrThrow();
+  if (row.site_owner !== scope.accountId) return undefined;
   return {
     articles_published: Number(row.articles_published),
     backlinks_industry: Number(row.backlinks_industry),

@@ -1,3 +1,5 @@
+import { type AliasedRawBuilder, sql } from 'kysely';
+import { DomainError } from '../domain/errors.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
 
@@ -64,4 +66,22 @@ export async function findSite(db: Db, accountId: string, siteId: string): Promi
     .where('id', '=', siteId)
     .where('account_id', '=', accountId)
     .executeTakeFirst();
+}
+
+/** A site as one account sees it: queries of a site's rows return nothing for another account's site. */
+export type SiteScope = { accountId: string; siteId: string };
+
+/**
+ * The account that owns the scope's site, as a column of another statement: a site's read folds its
+ * tenancy check into its own statement instead of running a separate lookup first.
+ */
+export function siteOwner(scope: SiteScope): AliasedRawBuilder<string | null, 'site_owner'> {
+  return sql<string | null>`(select account_id from sites where id = ${scope.siteId})`.as('site_owner');
+}
+
+/** The result of a read of the scope's site; `not_found` when the site is not the account's. */
+export async function ofOwnSite<T>(scope: SiteScope, read: Promise<T | undefined>): Promise<T> {
+  const result = await read;
+  if (result === undefined) throw new DomainError('not_found', `No site ${scope.siteId}`);
+  return result;
 }

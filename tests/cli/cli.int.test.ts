@@ -47,14 +47,15 @@ describe('CLI against PostgreSQL', () => {
     const key = await findApiKeyByHash(db, hashApiKey(out.api_key));
     expect(key).toMatchObject({ account_id: out.account_id, scope: 'write', revoked_at: null });
     const site = out.sites[0]?.id as string;
-    const articles = await listArticles(db, site, { page: 1, perPage: 100 });
-    expect(articles.total).toBe(4);
-    const backlinks = await listBacklinks(db, site, { page: 1, perPage: 100 });
-    expect(backlinks.total).toBe(6);
+    const scope = { accountId: out.account_id, siteId: site };
+    const articles = await listArticles(db, scope, { page: 1, perPage: 100 });
+    expect(articles?.total).toBe(4);
+    const backlinks = await listBacklinks(db, scope, { page: 1, perPage: 100 });
+    expect(backlinks?.total).toBe(6);
     const body = await db
       .selectFrom('article_bodies')
       .select('body')
-      .where('article_id', '=', articles.rows[0]?.id as string)
+      .where('article_id', '=', articles?.rows[0]?.id as string)
       .executeTakeFirstOrThrow();
     expect(body.body).toMatch(/data-service-protected="backlink"/);
     expect(body.body).toMatch(/data-service-protected="internal"/);
@@ -217,7 +218,10 @@ describe('CLI against PostgreSQL', () => {
     const rb = await cli(['ingest', 'backlinks', '--file', backlinks, '--account', a], env);
     expect(rb.stderr).toContain(':2: conflict');
     expect(rb.stderr).toContain(':3: category:');
-    expect((await listBacklinks(test.handle.db, 'site_feed_1', { page: 1, perPage: 10 })).total).toBe(1);
+    expect(
+      (await listBacklinks(test.handle.db, { accountId: a, siteId: 'site_feed_1' }, { page: 1, perPage: 10 }))
+        ?.total,
+    ).toBe(1);
 
     const nofile = await cli(['ingest', 'sites', '--file', join(dir, 'missing.jsonl')], env);
     expect(nofile.code).toBe(1);
@@ -272,7 +276,13 @@ describe('CLI on the embedded database', () => {
       const handle = await openDatabase({ dataDir });
       try {
         expect(
-          (await listBacklinks(handle.db, out.sites[0]?.id as string, { page: 1, perPage: 10 })).total,
+          (
+            await listBacklinks(
+              handle.db,
+              { accountId: out.account_id, siteId: out.sites[0]?.id as string },
+              { page: 1, perPage: 10 },
+            )
+          )?.total,
         ).toBe(3);
       } finally {
         await handle.close();

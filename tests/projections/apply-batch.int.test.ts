@@ -5,6 +5,7 @@ import type { DomainEvent } from '../../domain/events.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { createEventStore } from '../../infra/event-store.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
+import { activityProjector } from '../../projections/activity.ts';
 import { articlesProjector } from '../../projections/articles.ts';
 import { backlinksProjector } from '../../projections/backlinks.ts';
 import type { Projector, Stored } from '../../projections/projector.ts';
@@ -36,13 +37,18 @@ const statusChanged = fc.record({
   status: fc.constantFrom('draft' as const, 'published' as const, 'archived' as const),
   day: fc.option(fc.constantFrom(...DAYS), { nil: null }),
 });
+const call = fc.record({
+  kind: fc.constant('call' as const),
+  id: fc.integer({ min: 0, max: 20 }),
+  site: fc.option(fc.constantFrom(...SITES), { nil: null }),
+  status: fc.constantFrom(200, 404, 499),
+});
+type StepOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
 type Step =
-  typeof backlink extends fc.Arbitrary<infer B>
-    ?
-        | B
-        | (typeof created extends fc.Arbitrary<infer C> ? C : never)
-        | (typeof statusChanged extends fc.Arbitrary<infer S> ? S : never)
-    : never;
+  | StepOf<typeof backlink>
+  | StepOf<typeof created>
+  | StepOf<typeof statusChanged>
+  | StepOf<typeof call>;
 
 /** Stored events as the runner hands them to a projector (duplicates included: replays and imports make them). */
 function toEvents(steps: readonly Step[]): Stored[] {
@@ -86,6 +92,24 @@ function toEvents(steps: readonly Step[]): Stored[] {
             publishedAt: step.day ? `${step.day}T23:30:00+00:00` : null,
             targetKeyword: null,
             featuredImage: null,
+          },
+          metadata,
+        };
+        break;
+      case 'call':
+        event = {
+          type: 'CallRecorded',
+          data: {
+            activityId: `act_${step.id}`,
+            accountId: 'acc_1',
+            source: 'api',
+            actor: { type: 'api_key', id: 'key_1', name: 'Key' },
+            operation: 'list_articles',
+            siteId: step.site,
+            articleId: null,
+            status: step.status,
+            requestId: `req_${i}`,
+            durationMs: i,
           },
           metadata,
         };
@@ -158,11 +182,11 @@ describe.each(backends)('applyBatch on %s', (backend) => {
     await testDb?.drop();
   });
 
-  for (const projector of [backlinksProjector, siteStatsProjector, articlesProjector]) {
+  for (const projector of [backlinksProjector, siteStatsProjector, articlesProjector, activityProjector]) {
     it(`${projector.name}: a batch leaves exactly the rows apply leaves one event at a time`, async () => {
       await fc.assert(
         fc.asyncProperty(
-          fc.array(fc.oneof(backlink, created, statusChanged), { minLength: 1, maxLength: 60 }),
+          fc.array(fc.oneof(backlink, created, statusChanged, call), { minLength: 1, maxLength: 60 }),
           fc.nat(),
           async (steps, cut) => {
             const events = toEvents(steps).filter((e) => (projector.handles as string[]).includes(e.type));

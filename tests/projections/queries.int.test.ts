@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../infra/runtime.ts';
 import { listActivity } from '../../projections/activity.ts';
-import { findArticle, listArticles } from '../../projections/articles.ts';
-import { listBacklinks } from '../../projections/backlinks.ts';
-import { resolvePeriod, siteStats } from '../../projections/site-stats.ts';
+import { type ArticleListQuery, findArticle, listArticles } from '../../projections/articles.ts';
+import { type BacklinkListQuery, listBacklinks } from '../../projections/backlinks.ts';
+import { type Period, resolvePeriod, siteStats } from '../../projections/site-stats.ts';
 import { findSite, listSites } from '../../projections/sites.ts';
 import { backends } from '../support/db.ts';
 import {
@@ -79,6 +79,36 @@ describe.each(backends)('read-model queries on %s', (backend) => {
   });
   afterAll(async () => drop());
 
+  /** The account's reads of one of its sites (defined: the site is the account's). */
+  const scoped = async <T>(read: Promise<T | undefined>): Promise<T> => {
+    const result = await read;
+    if (result === undefined) throw new Error('the site is not the account’s');
+    return result;
+  };
+  const articlesOf = (site: string, q: ArticleListQuery) =>
+    scoped(listArticles(runtime.db, { accountId, siteId: site }, q));
+  const backlinksOf = (site: string, q: BacklinkListQuery) =>
+    scoped(listBacklinks(runtime.db, { accountId, siteId: site }, q));
+  const statsOf = (site: string, period: Period) =>
+    scoped(siteStats(runtime.db, { accountId, siteId: site }, period));
+
+  it('reads of a site that is not the account’s find nothing, whether it exists or not', async () => {
+    for (const scope of [
+      { accountId: 'acc_other', siteId },
+      { accountId, siteId: 'site_unknown' },
+    ]) {
+      expect(await listArticles(runtime.db, scope, { page: 1, perPage: 10 })).toBeUndefined();
+      expect(
+        await listArticles(runtime.db, scope, { page: 1, perPage: 10, from: '2026-01-01' }),
+      ).toBeUndefined();
+      expect(await listBacklinks(runtime.db, scope, { page: 1, perPage: 10 })).toBeUndefined();
+      expect(
+        await listBacklinks(runtime.db, scope, { page: 1, perPage: 10, to: '2026-12-31' }),
+      ).toBeUndefined();
+      expect(await siteStats(runtime.db, scope, resolvePeriod('2026-10', new Date()))).toBeUndefined();
+    }
+  });
+
   it('lists sites of the account only, oldest first, with totals', async () => {
     const page = await listSites(runtime.db, accountId, { page: 1, perPage: 1 });
     expect(page.total).toBe(2);
@@ -87,29 +117,29 @@ describe.each(backends)('read-model queries on %s', (backend) => {
   });
 
   it('lists articles newest first, ties by id, undated last, paged with a total', async () => {
-    const all = await listArticles(runtime.db, siteId, { page: 1, perPage: 100 });
+    const all = await articlesOf(siteId, { page: 1, perPage: 100 });
     const [i0, i1, i2, i3, i4] = ids as [string, string, string, string, string];
     const tie = [i1, i2].sort().reverse();
     expect(all.rows.map((a) => a.id)).toEqual([i3, ...tie, i0, i4]);
     expect(all.total).toBe(5);
-    const page2 = await listArticles(runtime.db, siteId, { page: 2, perPage: 2 });
+    const page2 = await articlesOf(siteId, { page: 2, perPage: 2 });
     expect(page2.rows.map((a) => a.id)).toEqual([tie[1], i0]);
-    const past = await listArticles(runtime.db, siteId, { page: 9, perPage: 2 });
+    const past = await articlesOf(siteId, { page: 9, perPage: 2 });
     expect(past).toEqual({ rows: [], total: 5 });
     expect(all.rows[0]?.word_count).toBeGreaterThan(3);
   });
 
   it('filters articles by inclusive UTC dates and by status', async () => {
-    const oct = await listArticles(runtime.db, siteId, {
+    const oct = await articlesOf(siteId, {
       page: 1,
       perPage: 100,
       from: '2026-10-01',
       to: '2026-10-15',
     });
     expect(oct.total).toBe(3);
-    const drafts = await listArticles(runtime.db, siteId, { page: 1, perPage: 100, status: 'draft' });
+    const drafts = await articlesOf(siteId, { page: 1, perPage: 100, status: 'draft' });
     expect(drafts.rows.map((a) => a.title)).toEqual(['A4']);
-    expect((await listArticles(runtime.db, otherSiteId, { page: 1, perPage: 10 })).total).toBe(0);
+    expect((await articlesOf(otherSiteId, { page: 1, perPage: 10 })).total).toBe(0);
   });
 
   it('finds one article with its body, for its own account only', async () => {
@@ -119,7 +149,7 @@ describe.each(backends)('read-model queries on %s', (backend) => {
   });
 
   it('lists backlinks newest first, by date range and category', async () => {
-    const all = await listBacklinks(runtime.db, siteId, { page: 1, perPage: 10 });
+    const all = await backlinksOf(siteId, { page: 1, perPage: 10 });
     expect(all.rows.map((b) => b.acquired_on)).toEqual([
       '2026-11-05',
       '2026-11-05',
@@ -127,12 +157,10 @@ describe.each(backends)('read-model queries on %s', (backend) => {
       '2026-10-03',
     ]);
     expect(all.rows[0]?.id.localeCompare(all.rows[1]?.id ?? '')).toBe(1);
-    expect((await listBacklinks(runtime.db, siteId, { page: 1, perPage: 10, category: 'local' })).total).toBe(
-      1,
-    );
+    expect((await backlinksOf(siteId, { page: 1, perPage: 10, category: 'local' })).total).toBe(1);
     expect(
       (
-        await listBacklinks(runtime.db, siteId, {
+        await backlinksOf(siteId, {
           page: 1,
           perPage: 10,
           from: '2026-10-20',
@@ -144,17 +172,17 @@ describe.each(backends)('read-model queries on %s', (backend) => {
 
   it('answers period statistics from the buckets, and a status change moves the count', async () => {
     const today = new Date('2026-11-10T12:00:00Z');
-    expect(await siteStats(runtime.db, siteId, resolvePeriod('2026-10', today))).toEqual({
+    expect(await statsOf(siteId, resolvePeriod('2026-10', today))).toEqual({
       articles_published: 3,
       backlinks_industry: 1,
       backlinks_local: 1,
     });
-    expect(await siteStats(runtime.db, siteId, resolvePeriod('this_month', today))).toEqual({
+    expect(await statsOf(siteId, resolvePeriod('this_month', today))).toEqual({
       articles_published: 1,
       backlinks_industry: 2,
       backlinks_local: 0,
     });
-    expect(await siteStats(runtime.db, siteId, resolvePeriod('last_30_days', today))).toEqual({
+    expect(await statsOf(siteId, resolvePeriod('last_30_days', today))).toEqual({
       articles_published: 3,
       backlinks_industry: 2,
       backlinks_local: 1,
@@ -172,11 +200,9 @@ describe.each(backends)('read-model queries on %s', (backend) => {
       { origin: 'rewrite', actor: pipelineActor },
     );
     await catchUpAll(runtime.db);
-    expect((await siteStats(runtime.db, siteId, resolvePeriod('2026-10', today))).articles_published).toBe(2);
-    expect((await siteStats(runtime.db, siteId, resolvePeriod('this_month', today))).articles_published).toBe(
-      2,
-    );
-    expect(await siteStats(runtime.db, siteId, resolvePeriod('2025-01', today))).toEqual({
+    expect((await statsOf(siteId, resolvePeriod('2026-10', today))).articles_published).toBe(2);
+    expect((await statsOf(siteId, resolvePeriod('this_month', today))).articles_published).toBe(2);
+    expect(await statsOf(siteId, resolvePeriod('2025-01', today))).toEqual({
       articles_published: 0,
       backlinks_industry: 0,
       backlinks_local: 0,
@@ -185,16 +211,16 @@ describe.each(backends)('read-model queries on %s', (backend) => {
 
   it('list totals come from the per-site counts and agree with the rows, by status and category', async () => {
     for (const status of ['draft', 'scheduled', 'published', 'archived'] as const) {
-      const listed = await listArticles(runtime.db, siteId, { page: 1, perPage: 100, status });
+      const listed = await articlesOf(siteId, { page: 1, perPage: 100, status });
       expect(listed.total).toBe(listed.rows.length);
     }
-    const all = await listArticles(runtime.db, siteId, { page: 1, perPage: 1 });
+    const all = await articlesOf(siteId, { page: 1, perPage: 1 });
     expect(all.total).toBe(5);
     for (const category of ['industry', 'local'] as const) {
-      const listed = await listBacklinks(runtime.db, siteId, { page: 1, perPage: 100, category });
+      const listed = await backlinksOf(siteId, { page: 1, perPage: 100, category });
       expect(listed.total).toBe(listed.rows.length);
     }
-    expect((await listBacklinks(runtime.db, siteId, { page: 1, perPage: 1 })).total).toBe(4);
+    expect((await backlinksOf(siteId, { page: 1, perPage: 1 })).total).toBe(4);
   });
 
   it('lists activity: calls and the pipeline’s own changes', async () => {

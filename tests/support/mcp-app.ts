@@ -95,8 +95,9 @@ async function seedAccount(runtime: Runtime, name: string): Promise<SeededAccoun
     });
   }
   const { key } = await runtime.commands.createApiKey(accountId, { name: 'Test key', scope: 'write' });
-  const articles = await listArticles(runtime.db, siteId, { page: 1, perPage: 100 });
-  return { accountId, siteId, otherSiteId, articleIds: articles.rows.map((r) => r.id), apiKey: key };
+  const articles = await listArticles(runtime.db, { accountId, siteId }, { page: 1, perPage: 100 });
+  const articleIds = articles?.rows.map((r) => r.id) ?? [];
+  return { accountId, siteId, otherSiteId, articleIds, apiKey: key };
 }
 
 /** An image host stand-in: one PNG at IMAGE_URL, anything else fails as the real fetcher's refusals do. */

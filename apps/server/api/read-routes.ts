@@ -6,7 +6,7 @@ import { listActivity } from '../../../projections/activity.ts';
 import { findArticle, listArticles } from '../../../projections/articles.ts';
 import { listBacklinks } from '../../../projections/backlinks.ts';
 import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
-import { findSite, listSites } from '../../../projections/sites.ts';
+import { listSites, ofOwnSite } from '../../../projections/sites.ts';
 import { principalOf } from './auth.ts';
 import { sendList } from './lists.ts';
 import {
@@ -26,7 +26,15 @@ import {
   Stats,
   StatsQuery,
 } from './schemas.ts';
-import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut, weakEtag } from './wire.ts';
+import {
+  activityOut,
+  articleListItemOut,
+  articleOut,
+  backlinkOut,
+  siteOut,
+  statsOut,
+  weakEtag,
+} from './wire.ts';
 
 export type ReadRouteDeps = { db: Db; publicUrl: string; now: () => Date };
 
@@ -58,10 +66,6 @@ const ArticleHeaders = z.object({
 
 /** The five read endpoints of the seed spec, and the activity log. They read read models only. */
 export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db, publicUrl, now }) => {
-  async function ownSite(accountId: string, siteId: string): Promise<void> {
-    if (!(await findSite(db, accountId, siteId))) throw new DomainError('not_found', `No site ${siteId}`);
-  }
-
   app.get(
     '/sites',
     {
@@ -102,9 +106,10 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      await ownSite(principalOf(req).accountId, req.params.id);
+      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id };
       const { page, per_page, from, to, status } = req.query;
-      const result = await listArticles(db, req.params.id, { page, perPage: per_page, from, to, status });
+      const query = { page, perPage: per_page, from, to, status };
+      const result = await ofOwnSite(scope, listArticles(db, scope, query));
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/articles`;
       return sendList(
         reply,
@@ -162,9 +167,10 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      await ownSite(principalOf(req).accountId, req.params.id);
+      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id };
       const { page, per_page, from, to, category } = req.query;
-      const result = await listBacklinks(db, req.params.id, { page, perPage: per_page, from, to, category });
+      const query = { page, perPage: per_page, from, to, category };
+      const result = await ofOwnSite(scope, listBacklinks(db, scope, query));
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/backlinks`;
       return sendList(
         reply,
@@ -191,19 +197,9 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req) => {
-      await ownSite(principalOf(req).accountId, req.params.id);
+      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id };
       const period = resolvePeriod(req.query.period, now());
-      const s = await siteStats(db, req.params.id, period);
-      return {
-        site_id: req.params.id,
-        period: { key: period.key, from: period.from, to: period.to },
-        articles: { published: s.articles_published },
-        backlinks: {
-          total: s.backlinks_industry + s.backlinks_local,
-          industry: s.backlinks_industry,
-          local: s.backlinks_local,
-        },
-      };
+      return statsOut(scope.siteId, period, await ofOwnSite(scope, siteStats(db, scope, period)));
     },
   );
 

@@ -3,8 +3,9 @@ import { extractProtectedLinks } from '../../../domain/html/facts.ts';
 import type { ActivityRow } from '../../../projections/activity.ts';
 import type { ArticleDetailRow, ArticleRow } from '../../../projections/articles.ts';
 import type { BacklinkRow } from '../../../projections/backlinks.ts';
+import type { Period, SiteStats } from '../../../projections/site-stats.ts';
 import type { SiteRow } from '../../../projections/sites.ts';
-import type { ActivityRecord, Article, ArticleListItem, Backlink, Site } from './schemas.ts';
+import type { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } from './schemas.ts';
 
 /** Read-model rows to the CONTRACT's wire shapes: the API and the MCP tools answer with these. */
 
@@ -73,6 +74,19 @@ export function activityOut(row: ActivityRow): z.infer<typeof ActivityRecord> {
     status: row.status,
     request_id: row.request_id,
     duration_ms: row.duration_ms,
+  };
+}
+
+export function statsOut(siteId: string, period: Period, s: SiteStats): z.infer<typeof Stats> {
+  return {
+    site_id: siteId,
+    period: { key: period.key, from: period.from, to: period.to },
+    articles: { published: s.articles_published },
+    backlinks: {
+      total: s.backlinks_industry + s.backlinks_local,
+      industry: s.backlinks_industry,
+      local: s.backlinks_local,
+    },
   };
 }
 

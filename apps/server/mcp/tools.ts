@@ -12,9 +12,9 @@ import { listBacklinks } from '../../../projections/backlinks.ts';
 import type { Page } from '../../../projections/projector.ts';
 import { listRevisions } from '../../../projections/revisions.ts';
 import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
-import { findSite, listSites } from '../../../projections/sites.ts';
+import { listSites, ofOwnSite, type SiteScope } from '../../../projections/sites.ts';
 import type { Principal } from '../api/auth.ts';
-import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut } from '../api/wire.ts';
+import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut, statsOut } from '../api/wire.ts';
 import { changeOut, revisionContent, revisionOut, storeFeaturedImage } from '../api/write-routes.ts';
 import {
   renderActivity,
@@ -130,11 +130,10 @@ function pageOut<R, T>(
   };
 }
 
-async function ownSite(ctx: ToolContext, siteId: string): Promise<void> {
+/** The site a tool reads, in the account's scope; the activity record names it. */
+function siteScope(ctx: ToolContext, siteId: string): SiteScope {
   ctx.activity.siteId = siteId;
-  if (!(await findSite(ctx.db, ctx.principal.accountId, siteId))) {
-    throw new DomainError('not_found', `No site ${siteId}`);
-  }
+  return { accountId: ctx.principal.accountId, siteId };
 }
 
 /**
@@ -192,14 +191,15 @@ const listArticlesTool = defineTool({
   input: ListArticlesInput,
   output: ArticleList,
   async run(ctx, input) {
-    await ownSite(ctx, input.site_id);
-    const result = await listArticles(ctx.db, input.site_id, {
+    const scope = siteScope(ctx, input.site_id);
+    const query = {
       page: input.page,
       perPage: input.per_page,
       from: input.from,
       to: input.to,
       status: input.status,
-    });
+    };
+    const result = await ofOwnSite(scope, listArticles(ctx.db, scope, query));
     return pageOut(result, input, articleListItemOut);
   },
   render: (out, input) => renderArticles(out, input.site_id),
@@ -239,14 +239,15 @@ const listBacklinksTool = defineTool({
   input: ListBacklinksInput,
   output: BacklinkList,
   async run(ctx, input) {
-    await ownSite(ctx, input.site_id);
-    const result = await listBacklinks(ctx.db, input.site_id, {
+    const scope = siteScope(ctx, input.site_id);
+    const query = {
       page: input.page,
       perPage: input.per_page,
       from: input.from,
       to: input.to,
       category: input.category,
-    });
+    };
+    const result = await ofOwnSite(scope, listBacklinks(ctx.db, scope, query));
     return pageOut(result, input, backlinkOut);
   },
   render: (out, input) => renderBacklinks(out, input.site_id),
@@ -265,19 +266,9 @@ const getStatsTool = defineTool({
   input: GetStatsInput,
   output: Stats,
   async run(ctx, input) {
-    await ownSite(ctx, input.site_id);
+    const scope = siteScope(ctx, input.site_id);
     const period = resolvePeriod(input.period, ctx.now());
-    const s = await siteStats(ctx.db, input.site_id, period);
-    return {
-      site_id: input.site_id,
-      period: { key: period.key, from: period.from, to: period.to },
-      articles: { published: s.articles_published },
-      backlinks: {
-        total: s.backlinks_industry + s.backlinks_local,
-        industry: s.backlinks_industry,
-        local: s.backlinks_local,
-      },
-    };
+    return statsOut(scope.siteId, period, await ofOwnSite(scope, siteStats(ctx.db, scope, period)));
   },
   render: (out) => renderStats(out),
 });
