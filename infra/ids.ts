@@ -19,6 +19,24 @@ function base32(bytes: Uint8Array): string {
   return out;
 }
 
+/**
+ * Random bytes for ids, drawn from the CSPRNG a few kilobytes at a time (as `crypto.randomUUID`
+ * does): an id per request and per activity record would otherwise ask OpenSSL for 10 bytes each.
+ */
+const POOL_BYTES = 4096;
+let pool = randomBytes(POOL_BYTES);
+let poolOffset = 0;
+
+function randomFromPool(n: number): Uint8Array {
+  if (poolOffset + n > POOL_BYTES) {
+    pool = randomBytes(POOL_BYTES);
+    poolOffset = 0;
+  }
+  const bytes = pool.subarray(poolOffset, poolOffset + n);
+  poolOffset += n;
+  return bytes;
+}
+
 /** An opaque id that sorts by creation time: `<prefix>_` + 48 bits of milliseconds + 80 random bits. */
 export function newId(prefix: string, now: number = Date.now()): string {
   const bytes = new Uint8Array(16);
@@ -27,7 +45,7 @@ export function newId(prefix: string, now: number = Date.now()): string {
     bytes[i] = t % 256;
     t = Math.floor(t / 256);
   }
-  bytes.set(randomBytes(10), 6);
+  bytes.set(randomFromPool(10), 6);
   return `${prefix}_${base32(bytes)}`;
 }
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
@@ -59,11 +59,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     bodyLimit: 3 * 1024 * 1024,
     return503OnClosing: true,
+    // One access-log line per request, when it is answered (below), instead of fastify's two.
+    disableRequestLogging: true,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Responses are built by the typed mappers of api/wire.ts (their types are the zod schemas'), and
+  // every response the end-to-end tests receive is checked against the OpenAPI document made from
+  // those schemas. They are sent with JSON.stringify, not parsed by their schema once more per request
+  // (on a page of 100 articles that parse cost more than writing the JSON).
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        remoteAddress: request.ip,
+        statusCode: reply.statusCode,
+        responseTime: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request completed',
+    );
   });
   installErrorHandling(app);
 

@@ -5,7 +5,7 @@ import {
   type ProtectedLink,
   protectedBlocksOf,
 } from './protected.ts';
-import { countWords, textOf } from './text.ts';
+import { wordsOf } from './text.ts';
 import { type DocumentFragment, parseBody } from './tree.ts';
 
 /**
@@ -44,7 +44,7 @@ export function rememberBodyFacts(html: string, tree: DocumentFragment): void {
 /** The facts of a parsed body, worked out now (nothing remembered). */
 export function factsOf(tree: DocumentFragment): BodyFacts {
   const { links, forms } = protectedBlocksOf(tree.childNodes);
-  return { words: countWords(textOf(tree.childNodes)), protectedLinks: links, protectedForms: forms };
+  return { words: wordsOf(tree.childNodes), protectedLinks: links, protectedForms: forms };
 }
 
 function remember(html: string, facts: BodyFacts): BodyFacts {

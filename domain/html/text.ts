@@ -59,3 +59,26 @@ export function textOf(nodes: readonly ChildNode[]): string {
 export function countWords(text: string): number {
   return text.match(WORD)?.length ?? 0;
 }
+
+/**
+ * `countWords(textOf(nodes))`, without laying the text out: whitespace never joins or splits a
+ * word, so the raw text of visible nodes with a line break at each block boundary has the same words.
+ */
+export function wordsOf(nodes: readonly ChildNode[]): number {
+  const parts: string[] = [];
+  walk(nodes, {
+    enter(node) {
+      if (isText(node)) {
+        parts.push(node.value);
+        return false;
+      }
+      if (!isElement(node) || INVISIBLE.has(node.tagName)) return false;
+      if (BLOCKS.has(node.tagName)) parts.push('\n');
+      return true;
+    },
+    leave(element) {
+      if (BLOCKS.has(element.tagName)) parts.push('\n');
+    },
+  });
+  return countWords(parts.join(''));
+}

@@ -10,6 +10,12 @@ describe('ids and keys', () => {
     expect(newId('art')).not.toBe(newId('art'));
   });
 
+  it('ids stay unique across many refills of the random pool', () => {
+    const at = 1_700_000_000_000;
+    const ids = new Set(Array.from({ length: 5_000 }, () => newId('act', at)));
+    expect(ids.size).toBe(5_000);
+  });
+
   it('an API key is random, prefixed, and only its SHA-256 is kept', () => {
     const k = newApiKey();
     expect(k.key).toMatch(API_KEY_PATTERN);

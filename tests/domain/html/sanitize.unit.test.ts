@@ -4,6 +4,7 @@ import { parseFragment, serialize } from 'parse5';
 import { describe, expect, it } from 'vitest';
 import { bodyFacts, factsOf } from '../../../domain/html/facts.ts';
 import { isAllowedUrl, sanitizeHtml } from '../../../domain/html/sanitize.ts';
+import { countWords, textContent } from '../../../domain/html/text.ts';
 import { parseBody } from '../../../domain/html/tree.ts';
 
 type ChildNode = DefaultTreeAdapterTypes.ChildNode;
@@ -275,6 +276,8 @@ describe('sanitizeHtml: properties', () => {
       fc.property(body, (html) => {
         const out = sanitizeHtml(html).html;
         expect(bodyFacts(out)).toEqual(factsOf(parseBody(out)));
+        // Words counted without laying the text out: as many as in the text a reader sees.
+        expect(bodyFacts(out).words).toBe(countWords(textContent(out)));
       }),
       runs,
     );
