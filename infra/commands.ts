@@ -121,6 +121,8 @@ export type Commands = ReturnType<typeof createCommands>;
 export function createCommands(deps: CommandDeps) {
   const { db, store } = deps;
   const queue = keyedQueue();
+  // Activity records are appended together, at most 25 ms after the first of them: under load one
+  // append (a transaction of a few statements) carries tens of calls.
   const calls = createBatcher<CallRecorded>(
     async (events) => {
       const byAccount = Map.groupBy(events, (e) => e.data.accountId);
@@ -128,7 +130,7 @@ export function createCommands(deps: CommandDeps) {
         await store.append(activityStream(accountId), batch, { expectedVersion: 'any' });
       }
     },
-    { maxItems: 200, maxDelayMs: 10 },
+    { maxItems: 200, maxDelayMs: 25 },
   );
   const run = <S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
     streamId: string,

@@ -199,16 +199,21 @@ export async function projectionStatus(
 /**
  * Runs every async projector in the background: it catches up, then sleeps until an append wakes it
  * (LISTEN/NOTIFY, or in-process on PGlite) or a short poll interval passes (an event hidden behind a
- * transaction that was still open becomes visible without a notification of its own).
+ * transaction that was still open becomes visible without a notification of its own). Woken, it
+ * first lets appends settle for `settleMs` (25): under load every request appends (its activity
+ * record), and one batch for many appends costs a few statements where a batch per append would
+ * cost a few statements each.
  */
 export function startAsyncProjections(opts: {
   handle: Pick<DbHandle, 'db' | 'onAppended'>;
   projectors: readonly Projector[];
   logger?: RunnerLogger;
   pollMs?: number;
+  settleMs?: number;
 }): { stop(): Promise<void>; idle(): Promise<void> } {
   const { handle, logger } = opts;
   const pollMs = opts.pollMs ?? 1000;
+  const settleMs = opts.settleMs ?? 25;
   const asyncProjectors = opts.projectors.filter((p) => p.mode === 'async');
   let stopped = false;
   let wake: (() => void) | null = null;
@@ -223,18 +228,23 @@ export function startAsyncProjections(opts: {
     let failures = 0;
     while (!stopped) {
       dirty = false;
-      let applied = 0;
+      let full = false;
       try {
         for (const p of asyncProjectors) {
           if (stopped) break;
-          applied += await applyNextBatch(handle.db, p);
+          // A batch short of full means the projector is caught up with what was visible.
+          if ((await applyNextBatch(handle.db, p)) === BATCH) full = true;
         }
         failures = 0;
       } catch (error) {
         failures++;
         logger?.error({ err: error }, 'async projection batch failed; retrying');
       }
-      if (applied > 0 || dirty) continue;
+      if (full) continue;
+      if (dirty && failures === 0) {
+        await new Promise((resolve) => setTimeout(resolve, settleMs).unref());
+        continue;
+      }
       for (const resolve of idleWaiters) resolve();
       idleWaiters = [];
       if (stopped) break;
