@@ -53,8 +53,11 @@ const MAX_ATTEMPTS = 10;
  * load and decide again (the decision may now be different: a stale If-Match is refused, an edit
  * without one applies on top of the winner), after a short random pause, up to MAX_ATTEMPTS times.
  */
-/** Where a fold starts: a snapshot of the state at a version (the initial state at 0). */
-type StartFrom<S> = () => Promise<{ state: S; version: number } | undefined>;
+/**
+ * Where a fold starts: a snapshot of the state at a version (the initial state at 0), and the
+ * stream's version when the snapshot's read knows it (equal: no event to read after it).
+ */
+type StartFrom<S> = () => Promise<{ state: S; version: number; streamVersion?: number } | undefined>;
 
 async function handle<S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
   store: EventStore,
@@ -65,7 +68,10 @@ async function handle<S, E extends { type: string; data: unknown; metadata: Even
 ): Promise<{ events: StoredEvent[]; state: S; version: number }> {
   for (let attempt = 0; ; attempt++) {
     const start = (await snapshot?.()) ?? { state: fold.initial, version: 0 };
-    const history = await store.readStream(streamId, { from: start.version + 1 });
+    const history =
+      start.streamVersion === start.version
+        ? []
+        : await store.readStream(streamId, { from: start.version + 1 });
     const state = history.reduce((s, e) => fold.evolve(s, e as unknown as E), start.state);
     const version =
       history.length === 0 ? start.version : (history[history.length - 1]?.version ?? start.version);

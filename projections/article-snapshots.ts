@@ -1,5 +1,5 @@
 import { type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
-import type { ArticleEvent } from '../domain/article/events.ts';
+import { type ArticleEvent, articleStream } from '../domain/article/events.ts';
 import type { Db } from '../infra/db/schema.ts';
 import type { Projector } from './projector.ts';
 
@@ -41,14 +41,21 @@ export const articleSnapshotsProjector: Projector = {
   },
 };
 
+/**
+ * The snapshot of an article and, read in the same statement, its stream's version: when they are
+ * equal no event follows the snapshot, and the command needs no second read.
+ */
 export async function readArticleSnapshot(
   db: Db,
   articleId: string,
-): Promise<{ version: number; state: ArticleState } | undefined> {
+): Promise<{ version: number; state: ArticleState; streamVersion: number } | undefined> {
   const row = await db
-    .selectFrom('article_snapshots')
-    .select(['version', 'state'])
-    .where('article_id', '=', articleId)
+    .selectFrom('article_snapshots as s')
+    .innerJoin('streams as st', (join) => join.on('st.stream_id', '=', articleStream(articleId)))
+    .select(['s.version', 's.state', 'st.version as stream_version'])
+    .where('s.article_id', '=', articleId)
     .executeTakeFirst();
-  return row ? { version: row.version, state: row.state as ArticleState } : undefined;
+  return row
+    ? { version: row.version, state: row.state as ArticleState, streamVersion: row.stream_version }
+    : undefined;
 }

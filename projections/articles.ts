@@ -250,6 +250,24 @@ export async function listArticles(
   return { rows: rows as ArticleRow[], total: Number(count.n) };
 }
 
+/**
+ * The site of one article of the account, without reading its body: undefined for an unknown id and
+ * another account's id alike (the check before a write or a revision list).
+ */
+export async function findArticleSite(
+  db: Db,
+  accountId: string,
+  articleId: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('articles')
+    .select('site_id')
+    .where('id', '=', articleId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.site_id;
+}
+
 /** One article of the account with its body; undefined for an unknown id and another account's id alike. */
 export async function findArticle(
   db: Db,

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { wordCount } from '../domain/html/facts.ts';
 import type { ActorJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
@@ -18,42 +19,39 @@ export const revisionsProjector: Projector = {
   async apply(event, trx) {
     const d = event.data;
     if (!('revision' in d) || !('articleId' in d)) return;
-    let title: string;
-    let words: number;
+    const row = {
+      article_id: d.articleId,
+      revision: d.revision,
+      event_type: event.type,
+      origin: d.origin,
+      actor: JSON.stringify(d.actor),
+      reason: d.reason,
+      created_at: event.metadata.at,
+      restored_from: event.type === 'ArticleRestored' ? event.data.restoredFrom : null,
+    };
     if (event.type === 'ArticleCreated' || event.type === 'ArticleRestored') {
-      title = event.data.title;
-      words = wordCount(event.data.body);
-    } else {
-      const previous = await trx
-        .selectFrom('revisions')
-        .select(['title', 'word_count'])
-        .where('article_id', '=', d.articleId)
-        .where('revision', '=', d.revision - 1)
-        .executeTakeFirst();
-      if (!previous) return;
-      title =
-        event.type === 'ArticleEdited' && event.data.title !== undefined ? event.data.title : previous.title;
-      words =
-        event.type === 'ArticleEdited' && event.data.body !== undefined
-          ? wordCount(event.data.body)
-          : previous.word_count;
+      await trx
+        .insertInto('revisions')
+        .values({ ...row, title: event.data.title, word_count: wordCount(event.data.body) })
+        .onConflict((oc) => oc.columns(['article_id', 'revision']).doNothing())
+        .execute();
+      return;
     }
-    await trx
-      .insertInto('revisions')
-      .values({
-        article_id: d.articleId,
-        revision: d.revision,
-        event_type: event.type,
-        origin: d.origin,
-        actor: JSON.stringify(d.actor),
-        reason: d.reason,
-        created_at: event.metadata.at,
-        title,
-        word_count: words,
-        restored_from: event.type === 'ArticleRestored' ? event.data.restoredFrom : null,
-      })
-      .onConflict((oc) => oc.columns(['article_id', 'revision']).doNothing())
-      .execute();
+    // The title and size after an edit that leaves one of them as it was come from the revision
+    // before, in the same statement (none before: nothing is inserted, as for a replay out of order).
+    const title = event.type === 'ArticleEdited' ? event.data.title : undefined;
+    const words =
+      event.type === 'ArticleEdited' && event.data.body !== undefined
+        ? wordCount(event.data.body)
+        : undefined;
+    await sql`
+      insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
+      select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,
+             ${row.reason}::text, ${row.created_at}::timestamptz,
+             coalesce(${title ?? null}::text, p.title), coalesce(${words ?? null}::integer, p.word_count), null
+        from revisions p
+       where p.article_id = ${row.article_id} and p.revision = ${row.revision - 1}
+      on conflict (article_id, revision) do nothing`.execute(trx);
   },
 };
 

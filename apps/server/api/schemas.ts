@@ -1,8 +1,9 @@
 import { z } from 'zod';
 
 /*
- * The wire shapes of CONTRACT.md, as zod schemas: the routes validate with them, the responses are
- * serialised through them, and the OpenAPI document is generated from them.
+ * The wire shapes of CONTRACT.md, as zod schemas: the routes validate requests with them, the
+ * responses are built to their types (api/wire.ts; the end-to-end tests check every response against
+ * them), and the OpenAPI document is generated from them.
  */
 
 const id = z.string().min(1).max(100);

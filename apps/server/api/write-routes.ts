@@ -9,7 +9,7 @@ import { idempotent, requestHash, type StoredResponse } from '../../../infra/ide
 import type { FetchImage } from '../../../infra/media/fetch.ts';
 import { inspectImage, MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
-import { findArticle } from '../../../projections/articles.ts';
+import { findArticleSite } from '../../../projections/articles.ts';
 import { findRevision, listRevisions, type RevisionRow } from '../../../projections/revisions.ts';
 import { type Principal, principalOf } from './auth.ts';
 import { sendList } from './lists.ts';
@@ -138,9 +138,9 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
     run: (principal: Principal) => Promise<EditResult>,
   ): Promise<FastifyReply> {
     const principal = principalOf(req);
-    const existing = await findArticle(db, principal.accountId, articleId);
-    if (!existing) throw new DomainError('not_found', `No article ${articleId}`);
-    req.activity.siteId = existing.site_id;
+    const siteId = await findArticleSite(db, principal.accountId, articleId);
+    if (!siteId) throw new DomainError('not_found', `No article ${articleId}`);
+    req.activity.siteId = siteId;
     const work = async (): Promise<StoredResponse> => {
       await editGate(req, reply, principal.accountId);
       const result = await run(principal);
@@ -281,7 +281,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
     async (req, reply) => {
       const expectedRevision = parseIfMatch(req.headers['if-match']);
       const principal = principalOf(req);
-      if (!(await findArticle(db, principal.accountId, req.params.id))) {
+      if (!(await findArticleSite(db, principal.accountId, req.params.id))) {
         throw new DomainError('not_found', `No article ${req.params.id}`);
       }
       const image = await imageOf(req);
@@ -313,9 +313,9 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
     },
     async (req, reply) => {
       const principal = principalOf(req);
-      const article = await findArticle(db, principal.accountId, req.params.id);
-      if (!article) throw new DomainError('not_found', `No article ${req.params.id}`);
-      req.activity.siteId = article.site_id;
+      const siteId = await findArticleSite(db, principal.accountId, req.params.id);
+      if (!siteId) throw new DomainError('not_found', `No article ${req.params.id}`);
+      req.activity.siteId = siteId;
       const { page, per_page } = req.query;
       const result = await listRevisions(db, req.params.id, { page, perPage: per_page });
       const path = `/api/v1/articles/${encodeURIComponent(req.params.id)}/revisions`;

@@ -7,7 +7,7 @@ import type { Db } from '../../../infra/db/schema.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
 import { listActivity } from '../../../projections/activity.ts';
-import { findArticle, listArticles } from '../../../projections/articles.ts';
+import { findArticle, findArticleSite, listArticles } from '../../../projections/articles.ts';
 import { listBacklinks } from '../../../projections/backlinks.ts';
 import type { Page } from '../../../projections/projector.ts';
 import { listRevisions } from '../../../projections/revisions.ts';
@@ -146,9 +146,9 @@ async function articleWrite(
   run: () => Promise<EditResult>,
 ): Promise<z.input<typeof ArticleChange>> {
   ctx.activity.articleId = articleId;
-  const existing = await findArticle(ctx.db, ctx.principal.accountId, articleId);
-  if (!existing) throw new DomainError('not_found', `No article ${articleId}`);
-  ctx.activity.siteId = existing.site_id;
+  const siteId = await findArticleSite(ctx.db, ctx.principal.accountId, articleId);
+  if (!siteId) throw new DomainError('not_found', `No article ${articleId}`);
+  ctx.activity.siteId = siteId;
   await ctx.countEdit();
   return changeOut(await run());
 }
@@ -326,7 +326,7 @@ const replaceFeaturedImageTool = defineTool({
   output: ArticleChange,
   async run(ctx, input) {
     ctx.activity.articleId = input.article_id;
-    if (!(await findArticle(ctx.db, ctx.principal.accountId, input.article_id))) {
+    if (!(await findArticleSite(ctx.db, ctx.principal.accountId, input.article_id))) {
       throw new DomainError('not_found', `No article ${input.article_id}`);
     }
     const bytes = await ctx.fetchImage(input.url);
@@ -356,9 +356,9 @@ const listRevisionsTool = defineTool({
   output: RevisionList,
   async run(ctx, input) {
     ctx.activity.articleId = input.article_id;
-    const article = await findArticle(ctx.db, ctx.principal.accountId, input.article_id);
-    if (!article) throw new DomainError('not_found', `No article ${input.article_id}`);
-    ctx.activity.siteId = article.site_id;
+    const siteId = await findArticleSite(ctx.db, ctx.principal.accountId, input.article_id);
+    if (!siteId) throw new DomainError('not_found', `No article ${input.article_id}`);
+    ctx.activity.siteId = siteId;
     const result = await listRevisions(ctx.db, input.article_id, {
       page: input.page,
       perPage: input.per_page,
