@@ -11,7 +11,8 @@ import type { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } 
 
 /** RFC 3339 UTC without milliseconds, as CONTRACT writes them (`2026-11-02T09:30:00Z`). */
 export function rfc3339(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  // toISOString always ends in `.sssZ`.
+  return `${date.toISOString().slice(0, -5)}Z`;
 }
 
 export function siteOut(row: SiteRow): z.infer<typeof Site> {
