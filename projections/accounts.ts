@@ -1,3 +1,5 @@
+import { type AliasedRawBuilder, sql } from 'kysely';
+import { DomainError } from '../domain/errors.ts';
 import type { Db } from '../infra/db/schema.ts';
 import type { Projector } from './projector.ts';
 
@@ -101,6 +103,33 @@ export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow 
     .select(keyColumns)
     .where('k.hash', '=', hash)
     .executeTakeFirst();
+}
+
+/** The refusal of a key that was revoked (after the process had seen it unrevoked). */
+export function revokedKeyError(): DomainError {
+  return new DomainError('unauthenticated', 'The API key was revoked');
+}
+
+/** Whether a key exists and is not revoked. */
+export async function isKeyLive(db: Db, keyId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Whether the key is not revoked, as a column of another statement: a read folds the check that
+ * the key it is made with still works into its own statement. `true` when no key is given.
+ */
+export function keyLive(keyId: string | undefined): AliasedRawBuilder<boolean, 'key_live'> {
+  if (keyId === undefined) return sql<boolean>`true`.as('key_live');
+  return sql<boolean>`exists (select 1 from api_keys where id = ${keyId} and revoked_at is null)`.as(
+    'key_live',
+  );
 }
 
 export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {

@@ -3,8 +3,9 @@ import type { FeaturedImage } from '../domain/article/events.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { isKeyLive, keyLive, revokedKeyError } from './accounts.ts';
 import { offsetOf, type Page, type PageQuery, type Projector, type Stored, type Trx } from './projector.ts';
-import { type SiteScope, siteOwner } from './sites.ts';
+import { inScope, type SiteScope, siteOwner } from './sites.ts';
 
 /**
  * The article list row and its body (two tables, so list pages never read bodies). Inline: an edit is
@@ -229,10 +230,16 @@ export async function listArticles(
   // The statement of the total also says whose the site is.
   const counted =
     q.from || q.to
-      ? base.select((eb) => [eb.fn.countAll<string>().as('n'), siteOwner(scope)]).executeTakeFirstOrThrow()
+      ? base
+          .select((eb) => [eb.fn.countAll<string>().as('n'), siteOwner(scope), keyLive(scope.liveKey)])
+          .executeTakeFirstOrThrow()
       : db
           .selectFrom('article_counts')
-          .select((eb) => [eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'), siteOwner(scope)])
+          .select((eb) => [
+            eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'),
+            siteOwner(scope),
+            keyLive(scope.liveKey),
+          ])
           .where('site_id', '=', scope.siteId)
           .$if(q.status !== undefined, (qb) => qb.where('status', '=', q.status as string))
           .executeTakeFirstOrThrow();
@@ -246,8 +253,7 @@ export async function listArticles(
       .execute(),
     counted,
   ]);
-  if (count.site_owner !== scope.accountId) return undefined;
-  return { rows: rows as ArticleRow[], total: Number(count.n) };
+  return inScope(scope, count, () => ({ rows: rows as ArticleRow[], total: Number(count.n) }));
 }
 
 /**
@@ -268,18 +274,27 @@ export async function findArticleSite(
   return row?.site_id;
 }
 
-/** One article of the account with its body; undefined for an unknown id and another account's id alike. */
+/**
+ * One article of the account with its body; undefined for an unknown id and another account's id
+ * alike. With `liveKey`, the statement also confirms the API key is not revoked (a revoked key is
+ * refused; when there is no such article, the key is looked up on its own).
+ */
 export async function findArticle(
   db: Db,
   accountId: string,
   articleId: string,
+  liveKey?: string,
 ): Promise<ArticleDetailRow | undefined> {
   const row = await db
     .selectFrom('articles as a')
     .innerJoin('article_bodies as b', 'b.article_id', 'a.id')
-    .select([...listColumns, 'b.body', 'b.protected_links'])
+    .select([...listColumns, 'b.body', 'b.protected_links', keyLive(liveKey)])
     .where('a.id', '=', articleId)
     .where('a.account_id', '=', accountId)
     .executeTakeFirst();
-  return row as ArticleDetailRow | undefined;
+  if (liveKey !== undefined && (row ? !row.key_live : !(await isKeyLive(db, liveKey))))
+    throw revokedKeyError();
+  if (!row) return undefined;
+  const { key_live: _, ...article } = row;
+  return article as ArticleDetailRow;
 }

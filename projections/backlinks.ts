@@ -2,8 +2,9 @@ import { sql } from 'kysely';
 import type { BacklinkAcquired, BacklinkCategory } from '../domain/backlink/events.ts';
 import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { keyLive } from './accounts.ts';
 import { offsetOf, type Page, type PageQuery, type Projector, type Trx } from './projector.ts';
-import { type SiteScope, siteOwner } from './sites.ts';
+import { inScope, type SiteScope, siteOwner } from './sites.ts';
 
 export const backlinksProjector: Projector = {
   name: 'backlinks@1',
@@ -108,10 +109,16 @@ export async function listBacklinks(
   // The statement of the total also says whose the site is.
   const counted =
     q.from || q.to
-      ? base.select((eb) => [eb.fn.countAll<string>().as('n'), siteOwner(scope)]).executeTakeFirstOrThrow()
+      ? base
+          .select((eb) => [eb.fn.countAll<string>().as('n'), siteOwner(scope), keyLive(scope.liveKey)])
+          .executeTakeFirstOrThrow()
       : db
           .selectFrom('backlink_counts')
-          .select((eb) => [eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'), siteOwner(scope)])
+          .select((eb) => [
+            eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'),
+            siteOwner(scope),
+            keyLive(scope.liveKey),
+          ])
           .where('site_id', '=', scope.siteId)
           .$if(q.category !== undefined, (qb) => qb.where('category', '=', q.category as string))
           .executeTakeFirstOrThrow();
@@ -125,6 +132,5 @@ export async function listBacklinks(
       .execute(),
     counted,
   ]);
-  if (count.site_owner !== scope.accountId) return undefined;
-  return { rows, total: Number(count.n) };
+  return inScope(scope, count, () => ({ rows, total: Number(count.n) }));
 }

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/schema.ts';
+import { keyLive } from './accounts.ts';
 import type { Projector, Stored, Trx } from './projector.ts';
-import { type SiteScope, siteOwner } from './sites.ts';
+import { inScope, type SiteScope, siteOwner } from './sites.ts';
 
 /**
  * Per-site counters in daily and monthly buckets, so a period is answered by reading at most one
@@ -248,16 +249,16 @@ export async function siteStats(db: Db, scope: SiteScope, period: Period): Promi
       eb.fn.coalesce(eb.fn.sum<string>('backlinks_industry'), sql<string>`0`).as('backlinks_industry'),
       eb.fn.coalesce(eb.fn.sum<string>('backlinks_local'), sql<string>`0`).as('backlinks_local'),
       siteOwner(scope),
+      keyLive(scope.liveKey),
     ])
     .where('site_id', '=', scope.siteId)
     .where('grain', '=', period.grain)
     .where('bucket', '>=', period.from)
     .where('bucket', '<=', period.to)
     .executeTakeFirstOrThrow();
-  if (row.site_owner !== scope.accountId) return undefined;
-  return {
+  return inScope(scope, row, () => ({
     articles_published: Number(row.articles_published),
     backlinks_industry: Number(row.backlinks_industry),
     backlinks_local: Number(row.backlinks_local),
-  };
+  }));
 }

@@ -1,6 +1,7 @@
 import { type AliasedRawBuilder, sql } from 'kysely';
 import { DomainError } from '../domain/errors.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { revokedKeyError } from './accounts.ts';
 import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
 
 export const sitesProjector: Projector = {
@@ -68,8 +69,12 @@ export async function findSite(db: Db, accountId: string, siteId: string): Promi
     .executeTakeFirst();
 }
 
-/** A site as one account sees it: queries of a site's rows return nothing for another account's site. */
-export type SiteScope = { accountId: string; siteId: string };
+/**
+ * A site as one account sees it: queries of a site's rows return nothing for another account's site.
+ * `liveKey`: the API key the read is made with, when the read must confirm it is not revoked (its
+ * statement then says so, and a revoked key is refused).
+ */
+export type SiteScope = { accountId: string; siteId: string; liveKey?: string | undefined };
 
 /**
  * The account that owns the scope's site, as a column of another statement: a site's read folds its
@@ -77,6 +82,19 @@ export type SiteScope = { accountId: string; siteId: string };
  */
 export function siteOwner(scope: SiteScope): AliasedRawBuilder<string | null, 'site_owner'> {
   return sql<string | null>`(select account_id from sites where id = ${scope.siteId})`.as('site_owner');
+}
+
+/**
+ * What a site read's statement said about the scope: refuses a revoked key, then gives the result
+ * when the site is the account's and undefined when not.
+ */
+export function inScope<T>(
+  scope: SiteScope,
+  said: { site_owner: string | null; key_live: boolean },
+  result: () => T,
+): T | undefined {
+  if (!said.key_live) throw revokedKeyError();
+  return said.site_owner === scope.accountId ? result() : undefined;
 }
 
 /** The result of a read of the scope's site; `not_found` when the site is not the account's. */

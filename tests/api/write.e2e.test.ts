@@ -186,6 +186,19 @@ describe('write API v1 through a real server', () => {
       expect((await revisionsOf(art.id)).length).toBe(1);
     });
 
+    it('refuses a key revoked since the server last saw it, before the edit runs', async () => {
+      const art = fresh();
+      const k = JSON.parse(
+        (await cli(['keys', 'create', '--account', a.account_id, '--scope', 'write'], env)).stdout,
+      ) as { key_id: string; api_key: string };
+      expect((await put(art.id, { title: 'Seen' }, {}, k.api_key)).status).toBe(200);
+      expect((await cli(['keys', 'revoke', '--account', a.account_id, '--key', k.key_id], env)).code).toBe(0);
+      const r = await put(art.id, { title: 'After revocation' }, {}, k.api_key);
+      expect(r.status).toBe(401);
+      expect(r.body).toMatchObject({ code: 'unauthenticated' });
+      expect((await revisionsOf(art.id)).length).toBe(2);
+    });
+
     it.each([
       ['an empty object', {}, 'title'],
       ['an empty title', { title: '' }, 'title'],

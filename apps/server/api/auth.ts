@@ -5,7 +5,7 @@ import { DomainError } from '../../../domain/errors.ts';
 import type { Actor } from '../../../domain/event.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../../infra/ids.ts';
-import { findApiKeyByHash } from '../../../projections/accounts.ts';
+import { findApiKeyByHash, isKeyLive, revokedKeyError } from '../../../projections/accounts.ts';
 
 /** Who is calling: an account, through one key (or, on /mcp, one OAuth grant). */
 export type Principal = {
@@ -14,6 +14,13 @@ export type Principal = {
   actor: Actor;
   /** The key's id, for last-use tracking; absent for OAuth. */
   keyId?: string;
+  /**
+   * Whether this request has seen the key unrevoked in the database. A key seen before in this
+   * process is known without a lookup (its account, scope and name never change); that it is not
+   * revoked since must still be confirmed before the answer: by the route's own statement
+   * (`liveKeyOf`), or by a lookup before the route runs (`confirmKey`).
+   */
+  keyConfirmed?: boolean;
 };
 
 /** What the key said about the caller even when the call is refused: a revoked key still names its account. */
@@ -35,6 +42,11 @@ declare module 'fastify' {
     subject?: 'site' | 'article';
     /** The key scope the route needs; `read` when not given. */
     scope?: KeyScope;
+    /**
+     * `statement`: the route's read confirms that the key is not revoked in its own statement
+     * (it passes `liveKeyOf(request)` to the query); every other route has it confirmed before it runs.
+     */
+    keyCheck?: 'statement';
   }
 }
 
@@ -113,14 +125,33 @@ export function createUsageRecorder(
   };
 }
 
-export type AuthResolver = (request: FastifyRequest) => Promise<AuthState>;
+export type AuthResolver = ((request: FastifyRequest) => Promise<AuthState>) & {
+  /** Forgets what this process knew of the request's key (found revoked: the next request looks it up). */
+  forget(request: FastifyRequest): void;
+};
+
+/** What never changes about a key, remembered by hash: and whether it was revoked, which is final. */
+type KnownKey = { id: string; accountId: string; name: string; scope: KeyScope; revoked: boolean };
+const KNOWN_KEYS = 10_000;
 
 /**
  * What the request's credentials say, computed once per request (memoised): the authenticate hook
  * and the activity log (which may need it when the client hung up before the hooks ran) share it.
+ * Keys are remembered by hash (at most 10,000, least recently used first out): a known key costs no
+ * lookup, and its principal says the key is not yet confirmed unrevoked in this request.
  */
 export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Date): void }): AuthResolver {
   const resolved = new WeakMap<FastifyRequest, Promise<AuthState>>();
+  const hashes = new WeakMap<FastifyRequest, string>();
+  const known = new Map<string, KnownKey>();
+  const remember = (hash: string, key: KnownKey): void => {
+    known.delete(hash);
+    known.set(hash, key);
+    if (known.size > KNOWN_KEYS) {
+      const oldest = known.keys().next().value;
+      if (oldest !== undefined) known.delete(oldest);
+    }
+  };
   async function resolve(request: FastifyRequest): Promise<AuthState> {
     const state: AuthState = { principal: null, accountId: null, actor: null, failure: null };
     const presented = presentedKey(request);
@@ -132,23 +163,46 @@ export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Dat
       state.failure = presented.error;
       return state;
     }
-    const row = await findApiKeyByHash(db, hashApiKey(presented.key));
-    if (!row) {
-      state.failure = failure('The API key is not known');
-      return state;
+    const hash = hashApiKey(presented.key);
+    hashes.set(request, hash);
+    let key = known.get(hash);
+    let confirmed = false;
+    if (key) {
+      remember(hash, key);
+    } else {
+      const row = await findApiKeyByHash(db, hash);
+      if (!row) {
+        state.failure = failure('The API key is not known');
+        return state;
+      }
+      key = {
+        id: row.id,
+        accountId: row.account_id,
+        name: row.name,
+        scope: row.scope,
+        revoked: row.revoked_at !== null,
+      };
+      remember(hash, key);
+      confirmed = true;
     }
-    const actor: Actor = { type: 'api_key', id: row.id, name: row.name };
-    state.accountId = row.account_id;
+    const actor: Actor = { type: 'api_key', id: key.id, name: key.name };
+    state.accountId = key.accountId;
     state.actor = actor;
-    if (row.revoked_at) {
+    if (key.revoked) {
       state.failure = failure('The API key was revoked');
       return state;
     }
-    state.principal = { accountId: row.account_id, scope: row.scope, actor, keyId: row.id };
-    usage.touch(row.id, new Date());
+    state.principal = {
+      accountId: key.accountId,
+      scope: key.scope,
+      actor,
+      keyId: key.id,
+      keyConfirmed: confirmed,
+    };
+    usage.touch(key.id, new Date());
     return state;
   }
-  return (request) => {
+  const resolver = (request: FastifyRequest): Promise<AuthState> => {
     let state = resolved.get(request);
     if (!state) {
       state = resolve(request);
@@ -156,6 +210,34 @@ export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Dat
     }
     return state;
   };
+  resolver.forget = (request: FastifyRequest): void => {
+    const hash = hashes.get(request);
+    if (hash !== undefined) known.delete(hash);
+  };
+  return resolver;
+}
+
+/**
+ * onRequest, after requireAuth: a known key is confirmed unrevoked with one lookup before the route
+ * runs, unless the route confirms it in its own statement (`keyCheck: 'statement'`).
+ */
+export function confirmKey(db: Db) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const principal = request.auth.principal;
+    if (!principal?.keyId || principal.keyConfirmed) return;
+    if (request.routeOptions.config.keyCheck === 'statement') return;
+    if (!(await isKeyLive(db, principal.keyId))) throw revokedKeyError();
+    principal.keyConfirmed = true;
+  };
+}
+
+/**
+ * The key a route's statement must confirm unrevoked (pass it to the read-model query), or
+ * undefined when this request has confirmed it already.
+ */
+export function liveKeyOf(request: FastifyRequest): string | undefined {
+  const principal = request.auth.principal;
+  return principal?.keyId && !principal.keyConfirmed ? principal.keyId : undefined;
 }
 
 /** onRequest: resolves the API key into `request.auth`; refusing is left to `requireAuth`, after the rate limit. */

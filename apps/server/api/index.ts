@@ -1,13 +1,20 @@
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { DomainError } from '../../../domain/errors.ts';
+import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
 import { MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
 import type { Runtime } from '../../../infra/runtime.ts';
 import { createActivityLog } from './activity-log.ts';
-import { authenticate, createAuthResolver, createUsageRecorder, requireAuth } from './auth.ts';
+import {
+  authenticate,
+  confirmKey,
+  createAuthResolver,
+  createUsageRecorder,
+  requireAuth,
+  WWW_AUTHENTICATE,
+} from './auth.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { readRoutes } from './read-routes.ts';
 import { type EditGate, writeRoutes } from './write-routes.ts';
@@ -51,6 +58,16 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   app.addHook('onRequest', authenticate(resolveAuth));
   if (deps.limit) app.addHook('onRequest', deps.limit);
   app.addHook('onRequest', requireAuth);
+  app.addHook('onRequest', confirmKey(db));
+  // A key this process knew, found revoked by a route's own statement: forget it (the next request
+  // looks it up and is refused before it runs), and say how to authenticate, as requireAuth does.
+  app.addHook('onError', async (request, reply, error) => {
+    if (!isDomainError(error) || error.code !== 'unauthenticated' || !request.auth?.principal) return;
+    resolveAuth.forget(request);
+    if (!reply.hasHeader('www-authenticate')) {
+      reply.header('www-authenticate', `${WWW_AUTHENTICATE}, error="invalid_token"`);
+    }
+  });
   app.addHook('preValidation', refuseRepeatedParameters);
   installJsonBodyParser(app);
   app.addHook('onClose', async () => {

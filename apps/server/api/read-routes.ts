@@ -7,7 +7,7 @@ import { findArticle, listArticles } from '../../../projections/articles.ts';
 import { listBacklinks } from '../../../projections/backlinks.ts';
 import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
 import { listSites, ofOwnSite } from '../../../projections/sites.ts';
-import { principalOf } from './auth.ts';
+import { liveKeyOf, principalOf } from './auth.ts';
 import { sendList } from './lists.ts';
 import {
   ActivityQuery,
@@ -93,7 +93,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/sites/:id/articles',
     {
-      config: { operation: 'list_articles', subject: 'site' },
+      config: { operation: 'list_articles', subject: 'site', keyCheck: 'statement' },
       schema: {
         tags: ['articles'],
         summary: 'List the articles of a site',
@@ -106,7 +106,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id };
+      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id, liveKey: liveKeyOf(req) };
       const { page, per_page, from, to, status } = req.query;
       const query = { page, perPage: per_page, from, to, status };
       const result = await ofOwnSite(scope, listArticles(db, scope, query));
@@ -123,7 +123,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/articles/:id',
     {
-      config: { operation: 'get_article', subject: 'article' },
+      config: { operation: 'get_article', subject: 'article', keyCheck: 'statement' },
       schema: {
         tags: ['articles'],
         summary: 'Get one article with its full HTML body',
@@ -141,7 +141,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      const row = await findArticle(db, principalOf(req).accountId, req.params.id);
+      const row = await findArticle(db, principalOf(req).accountId, req.params.id, liveKeyOf(req));
       if (!row) throw new DomainError('not_found', `No article ${req.params.id}`);
       req.activity.siteId = row.site_id;
       const etag = weakEtag(row.revision);
@@ -154,7 +154,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/sites/:id/backlinks',
     {
-      config: { operation: 'list_backlinks', subject: 'site' },
+      config: { operation: 'list_backlinks', subject: 'site', keyCheck: 'statement' },
       schema: {
         tags: ['backlinks'],
         summary: 'List the backlinks of a site',
@@ -167,7 +167,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id };
+      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id, liveKey: liveKeyOf(req) };
       const { page, per_page, from, to, category } = req.query;
       const query = { page, perPage: per_page, from, to, category };
       const result = await ofOwnSite(scope, listBacklinks(db, scope, query));
@@ -184,7 +184,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
   app.get(
     '/sites/:id/stats',
     {
-      config: { operation: 'get_stats', subject: 'site' },
+      config: { operation: 'get_stats', subject: 'site', keyCheck: 'statement' },
       schema: {
         tags: ['stats'],
         summary: 'Statistics of a site for a period',
@@ -197,7 +197,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req) => {
-      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id };
+      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id, liveKey: liveKeyOf(req) };
       const period = resolvePeriod(req.query.period, now());
       return statsOut(scope.siteId, period, await ofOwnSite(scope, siteStats(db, scope, period)));
     },
