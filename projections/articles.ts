@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { FeaturedImage } from '../domain/article/events.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
+import { prepared } from '../infra/db/prepared.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { isKeyLive, keyLive, revokedKeyError } from './accounts.ts';
@@ -274,6 +275,21 @@ export async function findArticleSite(
   return row?.site_id;
 }
 
+/** The statement of `findArticle`, compiled once: with the key check and without. */
+const articleQuery = (withKey: boolean) =>
+  prepared(
+    (db, v: { articleId: string; accountId: string; keyId: string }) =>
+      db
+        .selectFrom('articles as a')
+        .innerJoin('article_bodies as b', 'b.article_id', 'a.id')
+        .select([...listColumns, 'b.body', 'b.protected_links', keyLive(withKey ? v.keyId : undefined)])
+        .where('a.id', '=', v.articleId)
+        .where('a.account_id', '=', v.accountId),
+    withKey ? ['articleId', 'accountId', 'keyId'] : ['articleId', 'accountId'],
+  );
+const articleWithKey = articleQuery(true);
+const article = articleQuery(false);
+
 /**
  * One article of the account with its body; undefined for an unknown id and another account's id
  * alike. With `liveKey`, the statement also confirms the API key is not revoked (a revoked key is
@@ -285,16 +301,14 @@ export async function findArticle(
   articleId: string,
   liveKey?: string,
 ): Promise<ArticleDetailRow | undefined> {
-  const row = await db
-    .selectFrom('articles as a')
-    .innerJoin('article_bodies as b', 'b.article_id', 'a.id')
-    .select([...listColumns, 'b.body', 'b.protected_links', keyLive(liveKey)])
-    .where('a.id', '=', articleId)
-    .where('a.account_id', '=', accountId)
-    .executeTakeFirst();
+  const [row] = await (liveKey === undefined ? article : articleWithKey)(db, {
+    articleId,
+    accountId,
+    keyId: liveKey ?? '',
+  });
   if (liveKey !== undefined && (row ? !row.key_live : !(await isKeyLive(db, liveKey))))
     throw revokedKeyError();
   if (!row) return undefined;
-  const { key_live: _, ...article } = row;
-  return article as ArticleDetailRow;
+  const { key_live: _, ...found } = row;
+  return found as ArticleDetailRow;
 }

@@ -54,11 +54,19 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   // Declared up front for a stable object shape; the onRequest hooks below set both on every request.
   app.decorateRequest('auth', null as never);
   app.decorateRequest('activity', null as never);
-  app.addHook('onRequest', activity.onRequest);
-  app.addHook('onRequest', authenticate(resolveAuth));
-  if (deps.limit) app.addHook('onRequest', deps.limit);
-  app.addHook('onRequest', requireAuth);
-  app.addHook('onRequest', confirmKey(db));
+  // One onRequest hook, the steps in this order (each refusal ends the request): the activity
+  // record's start, the key, the request limit (between authentication and refusal, so floods of
+  // bad keys count too), the refusal of a missing or insufficient key, the key confirmed unrevoked.
+  const resolveKey = authenticate(resolveAuth);
+  const confirm = confirmKey(db);
+  const limit = deps.limit;
+  app.addHook('onRequest', async (request, reply) => {
+    await activity.onRequest(request, reply);
+    await resolveKey(request);
+    if (limit) await limit(request, reply);
+    await requireAuth(request, reply);
+    await confirm(request);
+  });
   // A key this process knew, found revoked by a route's own statement: forget it (the next request
   // looks it up and is refused before it runs), and say how to authenticate, as requireAuth does.
   app.addHook('onError', async (request, reply, error) => {
