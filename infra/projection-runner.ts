@@ -55,13 +55,24 @@ async function lockProjector(trx: Kysely<Database>, name: string): Promise<void>
 }
 
 /**
+ * `lockProjector` for a live batch, whose commit does not wait for the WAL to reach the disk: a batch
+ * lost in a crash is applied again (its checkpoint is lost with it), and the commits of appends do
+ * not queue behind the projectors' flushes.
+ */
+async function lockProjectorForBatch(trx: Kysely<Database>, name: string): Promise<void> {
+  await sql`select set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock(hashtext(${`projection:${name}`}))`.execute(
+    trx,
+  );
+}
+
+/**
  * One batch of an async projector in one transaction: lock, read the checkpoint, read the next events
  * (before writing anything, so the transaction has no id that would hold back its own read), apply
  * them, move the checkpoint. Returns how many events it applied.
  */
 export async function applyNextBatch(db: Db, projector: Projector, batchSize = BATCH): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    await lockProjector(trx, projector.name);
+    await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
     const events = await readAllEvents(trx, after, batchSize, { types: projector.handles });
     if (events.length === 0) return 0;
