@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { APPENDED_CHANNEL } from './db/open.ts';
 import {
@@ -11,6 +10,7 @@ import {
   streamType,
   toJson,
 } from './event-store.ts';
+import { uuidv7 } from './ids.ts';
 
 /*
  * The bulk path of the event store: many *new* streams in one transaction, for ingestion and imports
@@ -155,7 +155,7 @@ function prepare(streams: readonly NewStream[], validate: (event: NewEvent) => v
         throw new EventValidationError(String(event.type), issuesOf(err), { cause: err });
       }
       rows.push({
-        eventId: randomUUID(),
+        eventId: uuidv7(),
         streamId,
         version: index + 1,
         type: event.type,

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { EventMetadata } from '../domain/event.ts';
 import { APPENDED_CHANNEL, type DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
+import { uuidv7 } from './ids.ts';
 
 /*
  * The event store: one append-only `events` table in PostgreSQL (or PGlite), optimistic
@@ -158,7 +158,7 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
       // Serialised once: what is stored, what the inline projections see and what a replay reads
       // back are the same JSON (undefined properties dropped, dates as strings...).
       const rows = events.map((event) => ({
-        eventId: randomUUID(),
+        eventId: uuidv7(),
         type: event.type,
         data: toJson(event.type, 'data', event.data ?? null),
         metadata: toJson(event.type, 'metadata', event.metadata),

@@ -49,6 +49,26 @@ export function newId(prefix: string, now: number = Date.now()): string {
   return `${prefix}_${base32(bytes)}`;
 }
 
+/**
+ * A UUID of version 7 (RFC 9562): 48 bits of Unix milliseconds, then 74 random bits. Event ids are
+ * these: ids appended later sort later, so the unique index on them grows at its end instead of
+ * touching a random page of a large index on every append (which, past the size of the buffer cache,
+ * means a page read per event).
+ */
+export function uuidv7(now: number = Date.now()): string {
+  const bytes = new Uint8Array(16);
+  let t = now;
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = t % 256;
+    t = Math.floor(t / 256);
+  }
+  bytes.set(randomFromPool(10), 6);
+  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x70;
+  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
+  const hex = Buffer.from(bytes).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 /** A new API key: shown once; only its SHA-256 is stored. The prefix identifies it in lists. */
 export function newApiKey(): { key: string; prefix: string; hash: string } {
   const secret = base32(randomBytes(30));

@@ -122,7 +122,7 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(read.map((e) => e.data)).toEqual([data, [1, 'two'], 'text']);
       const first = nth(read, 0);
       expect(first).toMatchObject({ streamId, type: 'ArticleCreated', metadata });
-      expect(first.eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(first.eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       expect(first.recordedAt).toBeInstanceOf(Date);
       expect(typeof first.transactionId).toBe('bigint');
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { API_KEY_PATTERN, hashApiKey, newApiKey, newId } from '../../infra/ids.ts';
+import { API_KEY_PATTERN, hashApiKey, newApiKey, newId, uuidv7 } from '../../infra/ids.ts';
 
 describe('ids and keys', () => {
   it('ids carry their prefix and sort by creation time', () => {
@@ -24,5 +24,14 @@ describe('ids and keys', () => {
     expect(k.hash).toMatch(/^[0-9a-f]{64}$/);
     expect(k.hash).not.toContain(k.key.slice(8));
     expect(newApiKey().key).not.toBe(k.key);
+  });
+
+  it('event ids are UUIDs of version 7 (RFC 9562) that sort by time', () => {
+    const at = Date.UTC(2026, 10, 22, 4, 30);
+    const id = uuidv7(at);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16)).toBe(at);
+    expect(uuidv7(at) < uuidv7(at + 1)).toBe(true);
+    expect(new Set(Array.from({ length: 2_000 }, () => uuidv7(at))).size).toBe(2_000);
   });
 });
