@@ -27,6 +27,8 @@ export type Measurement = {
   status_codes: Record<string, number>;
   /** Busy fraction of the server's event loop (the bench process's main thread). */
   server_thread_busy: number;
+  /** CPU seconds per second of the server's thread alone (less than busy when it waits for a core). */
+  server_thread_cpu: number;
   /** How late the server's event loop ran timers (5 ms resolution): stalls every request in flight waits out. */
   event_loop_delay_ms: { p50: number; p99: number; max: number };
   /**
@@ -66,6 +68,7 @@ export async function measure(
   loopDelay.enable();
   const elu = performance.eventLoopUtilization();
   const cpuBefore = cpuSeconds(database);
+  const threadBefore = process.threadCpuUsage();
   const started = performance.now();
   const result = await autocannon({
     url,
@@ -77,6 +80,7 @@ export async function measure(
   });
   const wall = (performance.now() - started) / 1000;
   const cpuAfter = cpuSeconds(database);
+  const thread = process.threadCpuUsage(threadBefore);
   const busy = performance.eventLoopUtilization(elu);
   loopDelay.disable();
   const sessions = (await sampler?.stop()) ?? {};
@@ -97,6 +101,7 @@ export async function measure(
     non2xx: result.non2xx,
     status_codes: statusCodes,
     server_thread_busy: round(busy.utilization, 3),
+    server_thread_cpu: round((thread.user + thread.system) / 1e6 / wall, 3),
     event_loop_delay_ms: {
       p50: round(loopDelay.percentile(50) / 1e6, 1),
       p99: round(loopDelay.percentile(99) / 1e6, 1),

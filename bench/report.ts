@@ -140,14 +140,18 @@ export function markdown(r: BenchResults): string {
   lines.push('');
   lines.push(
     'CPU during each run, in cores: this process (server thread + load generator thread) / the benchmark ' +
-      "database's PostgreSQL backends / everything else on the machine; and the database sessions of the real run " +
+      "database's PostgreSQL backends / everything else on the machine; CPU time per request of the server's thread " +
+      '(its own CPU clock, not counting time it waited for a core) and of the PostgreSQL backends; and the database sessions of the real run ' +
       '(average count per state / wait event):',
   );
   lines.push('');
   lines.push(
-    '| scenario | real: server thread busy | real: event-loop delay p99 ms | real: cores | floor: server thread busy | floor: cores | real: sessions |',
+    '| scenario | real: server thread busy | real: event-loop delay p99 ms | real: cores | floor: server thread busy | floor: cores | CPU µs per request, server thread: real / floor | PostgreSQL: real / floor | real: sessions |',
   );
-  lines.push('|---|---:|---:|---:|---:|---:|---|');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---|');
+  // CPU seconds per second divided by requests per second: what one request costs.
+  const perRequest = (m: Measurement, coresUsed: number | undefined): string =>
+    coresUsed === undefined || m.rps === 0 ? '' : String(Math.round((coresUsed / m.rps) * 1e6));
   const cores = (m: Measurement): string =>
     `${m.cpu_cores.node} / ${m.cpu_cores.postgres} / ${m.cpu_cores.other}`;
   for (const s of r.scenarios) {
@@ -158,7 +162,8 @@ export function markdown(r: BenchResults): string {
     lines.push(
       `| ${s.name} | ${pct(s.real.server_thread_busy)} | ${s.real.event_loop_delay_ms.p99} | ${cores(s.real)} | ` +
         `${pct(s.floor.server_thread_busy)} | ` +
-        `${cores(s.floor)} | ${sessions} |`,
+        `${cores(s.floor)} | ${perRequest(s.real, s.real.server_thread_cpu)} / ${perRequest(s.floor, s.floor.server_thread_cpu)} | ` +
+        `${perRequest(s.real, s.real.cpu_cores.postgres)} / ${perRequest(s.floor, s.floor.cpu_cores.postgres)} | ${sessions} |`,
     );
   }
   for (const [name, p] of Object.entries(r.profiles)) {

@@ -116,6 +116,12 @@ ${results.machine.cores} cores (${results.machine.model}), ${results.machine.mem
 | PUT at ${edits.rate}/s for ${edits.seconds} s, over ${COPIES} articles | ${edits.runs} | ${edits.mean_ms} | ${edits.p50_ms} | ${edits.p99_ms} | ${edits.max_ms} | p99 ≤ 30 ms | ${results.put_at_100_per_second.met ? 'yes' : 'no'} |
 
 Statuses: ${JSON.stringify(edits.statuses)}; revisions created: ${edits.revisions_created}.
+
+Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median):
+
+| second | edits | p50 ms | max ms |
+|---:|---:|---:|---:|
+${edits.per_second.map((s) => `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} |`).join('\n')}
 `;
 const dir = resolve(import.meta.dirname, 'results');
 await mkdir(dir, { recursive: true });

@@ -12,6 +12,9 @@ const { urls, key, body, rate, seconds, warmupSeconds } = workerData as {
 };
 const dispatcher = new Agent({ connections: 64, keepAliveTimeout: 30_000 });
 const samples: number[] = [];
+/** When each measured edit started, in ms from the start of the measured phase. */
+const startedAt: number[] = [];
+let measuredFrom = 0;
 const statuses: Record<string, number> = {};
 let created = 0;
 let n = 0;
@@ -29,6 +32,7 @@ async function put(measured: boolean): Promise<void> {
   const took = performance.now() - started;
   if (!measured) return;
   samples.push(took);
+  startedAt.push(started - measuredFrom);
   statuses[res.status] = (statuses[res.status] ?? 0) + 1;
   if (answer.changed) created++;
 }
@@ -47,5 +51,6 @@ async function phase(durationSeconds: number, measured: boolean): Promise<void> 
 }
 
 await phase(warmupSeconds, false);
+measuredFrom = performance.now();
 await phase(seconds, true);
-parentPort?.postMessage({ samples, statuses, created });
+parentPort?.postMessage({ samples, startedAt, statuses, created });

@@ -44,9 +44,13 @@ export function measureSanitiseAndCheck(body: string, runs = 500, warmup = 50): 
   return summarise(samples);
 }
 
+/** The edits that started in one second of the measured run: where a tail comes from. */
+export type Second = { second: number; runs: number; p50_ms: number; max_ms: number };
+
 export type WriteLoad = Timing & {
   rate: number;
   seconds: number;
+  per_second: Second[];
   statuses: Record<string, number>;
   revisions_created: number;
 };
@@ -66,18 +70,37 @@ export async function measureEdits(opts: {
   warmupSeconds: number;
 }): Promise<WriteLoad> {
   const worker = new Worker(new URL('./write-worker.ts', import.meta.url), { workerData: opts });
-  const result = await new Promise<{ samples: number[]; statuses: Record<string, number>; created: number }>(
-    (resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    },
-  );
+  const result = await new Promise<{
+    samples: number[];
+    startedAt: number[];
+    statuses: Record<string, number>;
+    created: number;
+  }>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
   await worker.terminate();
   return {
     ...summarise(result.samples),
     rate: opts.rate,
     seconds: opts.seconds,
+    per_second: perSecond(result.samples, result.startedAt),
     statuses: result.statuses,
     revisions_created: result.created,
   };
+}
+
+/** Latencies grouped by the second their request started in. */
+export function perSecond(samples: readonly number[], startedAt: readonly number[]): Second[] {
+  const groups = new Map<number, number[]>();
+  samples.forEach((took, i) => {
+    const second = Math.floor((startedAt[i] ?? 0) / 1000);
+    groups.set(second, [...(groups.get(second) ?? []), took]);
+  });
+  return [...groups.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([second, took]) => {
+      const t = summarise(took);
+      return { second, runs: t.runs, p50_ms: t.p50_ms, max_ms: t.max_ms };
+    });
 }
