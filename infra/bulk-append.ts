@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { APPENDED_CHANNEL } from './db/open.ts';
+import { APPENDED_CHANNEL, appendedPayload } from './db/open.ts';
 import {
   ConcurrencyError,
   type EventStoreDeps,
@@ -65,6 +65,8 @@ export async function appendNew(
     a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0,
   );
 
+  const types = [...new Set(rows.map((row) => row.type))];
+  const payload = appendedPayload(types);
   const stored = await db.transaction().execute(async (trx) => {
     const created = await sql<{ stream_id: string }>`
       insert into streams (stream_id, version, stream_type)
@@ -125,11 +127,11 @@ export async function appendNew(
       }
     }
     if (inline !== undefined) await inline(result, trx);
-    if (handle.kind !== 'pglite') await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
+    if (handle.kind !== 'pglite') await sql`select pg_notify(${APPENDED_CHANNEL}, ${payload})`.execute(trx);
     return result;
   });
 
-  handle.notifyAppended();
+  handle.notifyAppended(types);
   return { events: stored };
 }
 

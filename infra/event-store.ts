@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { EventMetadata } from '../domain/event.ts';
-import { APPENDED_CHANNEL, type DbHandle } from './db/open.ts';
+import { APPENDED_CHANNEL, appendedPayload, type DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import { uuidv7 } from './ids.ts';
 
@@ -164,6 +164,9 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
         metadata: toJson(event.type, 'metadata', event.metadata),
       }));
 
+      // The wake-up says which types were appended: a subscriber of other types need not look.
+      const types = [...new Set(events.map((event) => event.type))];
+      const payload = appendedPayload(types);
       const stored = await db.transaction().execute(async (trx) => {
         const version = await claimVersions(trx, streamId, expectedVersion, rows.length);
         if (version === undefined) {
@@ -207,11 +210,11 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
         });
         if (inline !== undefined) await inline(result, trx);
         // Delivered to other processes' LISTEN connections only if, and when, this commits.
-        if (notifyInSql) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
+        if (notifyInSql) await sql`select pg_notify(${APPENDED_CHANNEL}, ${payload})`.execute(trx);
         return result;
       });
 
-      handle.notifyAppended();
+      handle.notifyAppended(types);
       const last = stored.at(-1);
       return {
         nextVersion: last === undefined ? 0 : last.version,
@@ -321,6 +324,75 @@ export async function readAllEvents(
     .limit(limit)
     .execute();
   return rows.map(toStoredEvent);
+}
+
+/** What a subscriber of some event types read, and how far through the log that read it. */
+export interface SubscriberBatch {
+  /** Up to `limit` events of its types after `after`, in (transaction_id, position) order. */
+  events: StoredEvent[];
+  /**
+   * The position its checkpoint can move to: the last event when the batch is full; otherwise the
+   * head of the log as the same statement saw it (every event of its types up to there is in
+   * `events`), or `after` on an empty log.
+   */
+  through: LogPosition;
+}
+
+/**
+ * readAllEvents for a subscriber of `types` (an async projector), with `through`. A subscriber that
+ * moved its checkpoint only to its own last event would, with every read, scan every event of other
+ * types appended since (the activity log's records, under load), more each time until an event of its
+ * own came: a rare type made a read cost tens of milliseconds. With the checkpoint moved to `through`,
+ * a read covers what was appended since the last one.
+ *
+ * One statement, so one snapshot: the head is the newest event below the snapshot's xmin (see
+ * readAllEvents), every event up to it is final, and the events are read up to it.
+ */
+export async function readBatch(
+  executor: Kysely<Database>,
+  after: LogPosition,
+  limit: number,
+  types: readonly string[],
+): Promise<SubscriberBatch> {
+  if (!Number.isSafeInteger(limit) || limit < 1)
+    throw new RangeError(`limit must be a positive integer: ${limit}`);
+  if (types.length === 0) return { events: [], through: after };
+  const { rows } = await sql<Partial<StoredRow> & { head_transaction_id: string; head_position: string }>`
+    with head as (
+      select transaction_id, position from events
+      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      order by transaction_id desc, position desc
+      limit 1
+    )
+    select e.position, e.transaction_id::text as transaction_id, e.event_id, e.stream_id, e.version,
+      e.type, e.data, e.metadata, e.recorded_at,
+      head.transaction_id::text as head_transaction_id, head.position as head_position
+    from head left join lateral (
+      select * from events
+      where (events.transaction_id, events.position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)
+        and (events.transaction_id, events.position) <= (head.transaction_id, head.position)
+        and events.type in (${sql.join(types.map((type) => sql`${type}`))})
+      order by events.transaction_id, events.position
+      limit ${limit}
+    ) e on true`.execute(executor);
+  const first = rows[0];
+  if (first === undefined) return { events: [], through: after };
+  const events = rows.filter((row) => row.position != null).map((row) => toStoredEvent(row as StoredRow));
+  const last = events.at(-1);
+  if (events.length === limit && last) return { events, through: positionOf(last) };
+  const head = { transactionId: BigInt(first.head_transaction_id), position: BigInt(first.head_position) };
+  return { events, through: isAfter(head, after) ? head : after };
+}
+
+/** Whether `a` comes after `b` in the log's (transaction_id, position) order. */
+export function isAfter(a: LogPosition, b: LogPosition): boolean {
+  return (
+    a.transactionId > b.transactionId || (a.transactionId === b.transactionId && a.position > b.position)
+  );
+}
+
+function positionOf(event: StoredEvent): LogPosition {
+  return { transactionId: event.transactionId, position: event.position };
 }
 
 /** The newest position readAllEvents can return now (START on an empty log). */

@@ -3,8 +3,9 @@ import { asStored, handles, type Projector } from '../projections/projector.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import {
+  isAfter,
   type LogPosition,
-  readAllEvents,
+  readBatch,
   readCheckpoint,
   START,
   type StoredEvent,
@@ -68,21 +69,17 @@ async function lockProjectorForBatch(trx: Kysely<Database>, name: string): Promi
 /**
  * One batch of an async projector in one transaction: lock, read the checkpoint, read the next events
  * (before writing anything, so the transaction has no id that would hold back its own read), apply
- * them, move the checkpoint. Returns how many events it applied.
+ * them, move the checkpoint: past the events of other types too, up to where the read saw the log
+ * (readBatch), so that the next read starts there. Returns how many events it applied.
  */
 export async function applyNextBatch(db: Db, projector: Projector, batchSize = BATCH): Promise<number> {
   return db.transaction().execute(async (trx) => {
     await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
-    const events = await readAllEvents(trx, after, batchSize, { types: projector.handles });
-    if (events.length === 0) return 0;
-    if (projector.applyBatch) await projector.applyBatch(events.map(asStored), trx);
+    const { events, through } = await readBatch(trx, after, batchSize, projector.handles);
+    if (projector.applyBatch && events.length > 0) await projector.applyBatch(events.map(asStored), trx);
     else for (const event of events) await projector.apply(asStored(event), trx);
-    const last = events[events.length - 1] as StoredEvent;
-    await writeCheckpoint(trx, projector.name, {
-      transactionId: last.transactionId,
-      position: last.position,
-    });
+    if (isAfter(through, after)) await writeCheckpoint(trx, projector.name, through);
     return events.length;
   });
 }
@@ -208,12 +205,12 @@ export async function projectionStatus(
 }
 
 /**
- * Runs every async projector in the background: it catches up, then sleeps until an append wakes it
- * (LISTEN/NOTIFY, or in-process on PGlite) or a short poll interval passes (an event hidden behind a
- * transaction that was still open becomes visible without a notification of its own). Woken, it
- * first lets appends settle for `settleMs` (25): under load every request appends (its activity
- * record), and one batch for many appends costs a few statements where a batch per append would
- * cost a few statements each.
+ * Runs every async projector in the background: it catches up, then sleeps until an append of a type
+ * it handles wakes it (LISTEN/NOTIFY, or in-process on PGlite; an append of other types wakes only
+ * their projectors) or a short poll interval passes (an event hidden behind a transaction that was
+ * still open becomes visible without a notification of its own). Woken, it first lets appends settle
+ * for `settleMs` (25): under load every request appends (its activity record), and one batch for many
+ * appends costs a few statements where a batch per append would cost a few statements each.
  */
 export function startAsyncProjections(opts: {
   handle: Pick<DbHandle, 'db' | 'onAppended'>;
@@ -228,31 +225,43 @@ export function startAsyncProjections(opts: {
   const asyncProjectors = opts.projectors.filter((p) => p.mode === 'async');
   let stopped = false;
   let wake: (() => void) | null = null;
-  let dirty = true;
-  const unsubscribe = handle.onAppended(() => {
-    dirty = true;
-    wake?.();
+  /** The projectors that may have something to apply. */
+  const dirty = new Set<Projector>(asyncProjectors);
+  const markAll = (): void => {
+    for (const p of asyncProjectors) dirty.add(p);
+  };
+  const unsubscribe = handle.onAppended((types) => {
+    const before = dirty.size;
+    if (types === null) markAll();
+    else for (const p of asyncProjectors) if (types.some((type) => handles(p, type))) dirty.add(p);
+    if (dirty.size > before) wake?.();
   });
   let idleWaiters: Array<() => void> = [];
 
   const loop = (async () => {
     let failures = 0;
     while (!stopped) {
-      dirty = false;
+      const due = asyncProjectors.filter((p) => dirty.has(p));
+      for (const p of due) dirty.delete(p);
       let full = false;
       try {
-        for (const p of asyncProjectors) {
+        for (const p of due) {
           if (stopped) break;
           // A batch short of full means the projector is caught up with what was visible.
-          if ((await applyNextBatch(handle.db, p)) === BATCH) full = true;
+          if ((await applyNextBatch(handle.db, p)) === BATCH) {
+            full = true;
+            dirty.add(p);
+          }
         }
         failures = 0;
       } catch (error) {
         failures++;
+        markAll();
         logger?.error({ err: error }, 'async projection batch failed; retrying');
       }
       if (full) continue;
-      if (dirty && failures === 0) {
+      if (dirty.size > 0 && failures === 0) {
+        // Woken during the pass: let appends settle, then go again.
         await new Promise((resolve) => setTimeout(resolve, settleMs).unref());
         continue;
       }
@@ -261,7 +270,11 @@ export function startAsyncProjections(opts: {
       if (stopped) break;
       const delay = failures > 0 ? Math.min(30_000, pollMs * 2 ** failures) : pollMs;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, delay);
+        const timer = setTimeout(() => {
+          // Polled: an event held back by a transaction that was open can be visible now.
+          markAll();
+          resolve();
+        }, delay);
         timer.unref();
         wake = () => {
           clearTimeout(timer);
@@ -284,7 +297,7 @@ export function startAsyncProjections(opts: {
     idle() {
       return new Promise<void>((resolve) => {
         idleWaiters.push(resolve);
-        dirty = true;
+        markAll();
         wake?.();
       });
     },

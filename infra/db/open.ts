@@ -21,6 +21,19 @@ import type { Database, Db } from './schema.ts';
 /** The notification channel the event store signals on after an append commits. */
 export const APPENDED_CHANNEL = 'events_appended';
 
+/** The event types an append wrote; null: not known, maybe any. */
+export type AppendedTypes = readonly string[] | null;
+
+/** A NOTIFY payload on APPENDED_CHANNEL: the (distinct) event types of the append, comma-separated. */
+export function appendedPayload(types: readonly string[]): string {
+  return types.join(',');
+}
+
+/** The types a payload names; null for an empty payload (a writer that does not say). */
+export function typesOfPayload(payload: string | undefined): AppendedTypes {
+  return payload ? payload.split(',') : null;
+}
+
 /** The subset of a pino logger the database layer uses. */
 export interface DbLogger {
   info(obj: object, msg: string): void;
@@ -43,10 +56,14 @@ export interface DbHandle {
   readonly db: Db;
   readonly kind: 'postgres' | 'pglite';
   readonly pool: pg.Pool;
-  /** Subscribe to "events were appended" wake-ups (LISTEN on PostgreSQL, in-process on PGlite). Returns an unsubscribe. */
-  onAppended(listener: () => void): () => void;
+  /**
+   * Subscribe to "events were appended" wake-ups (LISTEN on PostgreSQL, in-process on PGlite), with
+   * the types of the events appended, or null when they are not known (a reconnected LISTEN, whose
+   * missed notifications are lost). Returns an unsubscribe.
+   */
+  onAppended(listener: (types: AppendedTypes) => void): () => void;
   /** Called by the event store after a commit: wakes in-process listeners at once (and on postgres, other processes get the NOTIFY sent inside the transaction). */
-  notifyAppended(): void;
+  notifyAppended(types?: readonly string[]): void;
   close(): Promise<void>;
 }
 
@@ -88,25 +105,25 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<DbHandle>
 }
 
 interface Wakeups {
-  on(listener: () => void): () => void;
-  wake(): void;
+  on(listener: (types: AppendedTypes) => void): () => void;
+  wake(types?: AppendedTypes): void;
 }
 
 function createWakeups(logger: DbLogger): Wakeups {
-  const listeners = new Set<() => void>();
+  const listeners = new Set<(types: AppendedTypes) => void>();
   return {
     on(listener) {
       // Wrapped, so that the same function subscribed twice is two subscriptions.
-      const entry = (): void => listener();
+      const entry = (types: AppendedTypes): void => listener(types);
       listeners.add(entry);
       return () => {
         listeners.delete(entry);
       };
     },
-    wake() {
+    wake(types = null) {
       for (const listener of [...listeners]) {
         try {
-          listener();
+          listener(types);
         } catch (err) {
           logger.error({ err: summary(err) }, 'an onAppended listener threw');
         }
@@ -188,7 +205,11 @@ interface Listener {
  * down are lost. Its timers are unref'd and `close()` ends it, so it never keeps the process alive.
  * The first connection must succeed: a wrong URL fails `openDatabase` loudly.
  */
-async function listen(databaseUrl: string, onNotify: () => void, logger: DbLogger): Promise<Listener> {
+async function listen(
+  databaseUrl: string,
+  onNotify: (types: AppendedTypes) => void,
+  logger: DbLogger,
+): Promise<Listener> {
   let closed = false;
   let current: pg.Client | undefined;
   let connecting: Promise<void> | undefined;
@@ -218,7 +239,7 @@ async function listen(databaseUrl: string, onNotify: () => void, logger: DbLogge
     client.on('error', (err) => lost(client, err));
     client.on('end', () => lost(client));
     client.on('notification', (message) => {
-      if (message.channel === APPENDED_CHANNEL) onNotify();
+      if (message.channel === APPENDED_CHANNEL) onNotify(typesOfPayload(message.payload));
     });
     try {
       await client.connect();
@@ -246,7 +267,7 @@ async function listen(databaseUrl: string, onNotify: () => void, logger: DbLogge
             if (closed) return;
             attempt = 0;
             logger.info({}, 'the LISTEN connection to PostgreSQL is back');
-            onNotify();
+            onNotify(null);
           },
           (err: unknown) => {
             connecting = undefined;

@@ -11,6 +11,7 @@ import {
   EventValidationError,
   type LogPosition,
   type NewEvent,
+  readBatch,
   readCheckpoint,
   START,
   type StoredEvent,
@@ -445,6 +446,135 @@ describe.each(backends)('event store on %s', (backend) => {
         expect((await readable(head, streams, 2)).map((e) => e.type)).toEqual(['A', 'B']);
       },
     );
+
+    it('a subscriber batch moves past events of other types to the head, and reads its own', async () => {
+      const rare = `Rare${randomUUID().slice(0, 8)}`;
+      const start = await store.headPosition();
+      const streamId = newStream('rare');
+      const commons = await store.append(streamId, [event('Common'), event('Common'), event('Common')], {
+        expectedVersion: 'no_stream',
+      });
+      await readable(start, [streamId], 3);
+      const empty = await readBatch(testDb.handle.db, start, 10, [rare]);
+      expect(empty.events).toEqual([]);
+      // Past the three events of another type: the next read starts after them.
+      expect(compareLog(empty.through, logPositionOf(nth(commons.events, -1)))).toBeGreaterThanOrEqual(0);
+
+      const own = await store.append(
+        streamId,
+        [event(rare, { n: 1 }), event('Common'), event(rare, { n: 2 })],
+        {
+          expectedVersion: 3,
+        },
+      );
+      await readable(start, [streamId], 6);
+      const full = await readBatch(testDb.handle.db, empty.through, 1, [rare]);
+      expect(full.events.map((e) => e.data)).toEqual([{ n: 1 }]);
+      // A full batch stops at its last event: the rest is read next time.
+      expect(full.through).toEqual(logPositionOf(nth(own.events, 0)));
+      const rest = await readBatch(testDb.handle.db, full.through, 10, [rare]);
+      expect(rest.events.map((e) => e.data)).toEqual([{ n: 2 }]);
+      expect(compareLog(rest.through, logPositionOf(nth(own.events, -1)))).toBeGreaterThanOrEqual(0);
+      expect(await readBatch(testDb.handle.db, rest.through, 10, [rare])).toEqual({
+        events: [],
+        through: rest.through,
+      });
+      expect(await readBatch(testDb.handle.db, START, 10, [])).toEqual({ events: [], through: START });
+      await expect(readBatch(testDb.handle.db, START, 0, [rare])).rejects.toThrow(RangeError);
+    });
+
+    onPostgres(backend)(
+      'a subscriber batch never moves past an event of its type held back by an open transaction',
+      async () => {
+        const { db } = testDb.handle;
+        const rare = `Rare${randomUUID().slice(0, 8)}`;
+        const start = await store.headPosition();
+        const streams = [newStream('held'), newStream('common')] as const;
+        // A appends an event of the subscriber's type and stays open; B appends other types and commits.
+        const a = await db.startTransaction().execute();
+        try {
+          await a
+            .insertInto('events')
+            .values({
+              event_id: randomUUID(),
+              stream_id: streams[0],
+              version: 1,
+              type: rare,
+              data: '{}',
+              metadata: JSON.stringify(metadata),
+            })
+            .execute();
+          const b = await store.append(streams[1], [event('Common'), event('Common')], {
+            expectedVersion: 'no_stream',
+          });
+          const seen = await readBatch(db, start, 10, [rare]);
+          expect(seen.events).toEqual([]);
+          // The head it may move to is below A's transaction, so before B's events too.
+          expect(compareLog(seen.through, logPositionOf(nth(b.events, 0)))).toBe(-1);
+          await a.commit().execute();
+          let after = seen.through;
+          const read: StoredEvent[] = [];
+          const deadline = Date.now() + 10_000;
+          while (read.length === 0 && Date.now() < deadline) {
+            const batch = await readBatch(db, after, 10, [rare]);
+            read.push(...batch.events);
+            after = batch.through;
+            if (read.length === 0) await sleep(5);
+          }
+          expect(read.map((e) => [e.streamId, e.type])).toEqual([[streams[0], rare]]);
+        } catch (err) {
+          await a.rollback().execute();
+          throw err;
+        }
+      },
+    );
+
+    it('a subscriber of one type sees each of its events once, in order, while 30 writers append', async () => {
+      const rare = `Rare${randomUUID().slice(0, 8)}`;
+      const prefix = `article-sub${randomUUID().slice(0, 8)}`;
+      const writers = 30;
+      const appendsPerWriter = 4;
+      const writerStore = storeWith({ inline: () => sleep(Math.random() * 2) });
+      const readerHandle =
+        backend === 'postgres'
+          ? await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' })
+          : testDb.handle;
+      let after = await store.headPosition();
+      let writing = true;
+      const seen: StoredEvent[] = [];
+      const reader = (async () => {
+        const deadline = Date.now() + 30_000;
+        while (writing || (seen.length < writers * appendsPerWriter && Date.now() < deadline)) {
+          const batch = await readBatch(readerHandle.db, after, 7, [rare]);
+          seen.push(...batch.events);
+          after = batch.through;
+          if (batch.events.length === 0) await sleep(1);
+        }
+        seen.push(...(await readBatch(readerHandle.db, after, 7, [rare])).events);
+      })();
+      try {
+        await Promise.all(
+          Array.from({ length: writers }, async (_, w) => {
+            let version = 0;
+            for (let a = 0; a < appendsPerWriter; a += 1) {
+              // One event of the subscriber's type among others.
+              const batch = [event('Common'), event(rare, { w, a }), event('Common')];
+              version = (await writerStore.append(`${prefix}-${w}`, batch, { expectedVersion: version }))
+                .nextVersion;
+            }
+          }),
+        );
+      } finally {
+        writing = false;
+        await reader.finally(() => (readerHandle === testDb.handle ? undefined : readerHandle.close()));
+      }
+      expect(seen.every((e) => e.type === rare)).toBe(true);
+      expect(seen).toHaveLength(writers * appendsPerWriter);
+      expect(new Set(seen.map((e) => e.eventId)).size).toBe(seen.length);
+      for (let i = 1; i < seen.length; i += 1) {
+        expect(compareLog(logPositionOf(nth(seen, i - 1)), logPositionOf(nth(seen, i)))).toBe(-1);
+      }
+    }, 60_000);
 
     onPostgres(backend)(
       'returns a later position of an older transaction first, and the earlier position after its commit',

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, pendingMigrations } from '../../infra/db/migrate.ts';
 import { migrations } from '../../infra/db/migrations/index.ts';
-import { type DbHandle, type DbLogger, openDatabase } from '../../infra/db/open.ts';
+import { type AppendedTypes, type DbHandle, type DbLogger, openDatabase } from '../../infra/db/open.ts';
 import { createEventStore, type EventStore, type NewEvent } from '../../infra/event-store.ts';
 import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../support/db.ts';
 
@@ -17,17 +17,17 @@ function storeOn(handle: DbHandle): EventStore {
   return createEventStore({ db: handle.db, handle, validate: () => {} });
 }
 
-/** Resolves at the next wake-up of `handle`'s onAppended, rejects after `ms`. */
-function nextWakeup(handle: DbHandle, ms = 5_000): Promise<void> {
+/** Resolves at the next wake-up of `handle`'s onAppended with the types it names, rejects after `ms`. */
+function nextWakeup(handle: DbHandle, ms = 5_000): Promise<AppendedTypes> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       unsubscribe();
       reject(new Error(`no onAppended wake-up within ${ms} ms`));
     }, ms);
-    const unsubscribe = handle.onAppended(() => {
+    const unsubscribe = handle.onAppended((types) => {
       clearTimeout(timer);
       unsubscribe();
-      resolve();
+      resolve(types);
     });
   });
 }
@@ -83,6 +83,30 @@ describe.each(backends)('openDatabase on %s', (backend) => {
     const before = calls;
     handle.notifyAppended();
     expect(calls).toBe(before);
+  });
+
+  it('tells in-process listeners which types an append wrote', async () => {
+    const seen: AppendedTypes[] = [];
+    const unsubscribe = testDb.handle.onAppended((types) => seen.push(types));
+    await storeOn(testDb.handle).append(`article-${randomUUID()}`, [event('A'), event('B'), event('A')], {
+      expectedVersion: 'no_stream',
+    });
+    unsubscribe();
+    // Told before the append resolves (on postgres the NOTIFY may come too, or one of an earlier test).
+    expect(seen).toContainEqual(['A', 'B']);
+  });
+
+  onPostgres(backend)('tells another process which types an append wrote, through NOTIFY', async () => {
+    const other = await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' });
+    try {
+      const woken = nextWakeup(other);
+      await storeOn(testDb.handle).append(`article-${randomUUID()}`, [event('C'), event('D')], {
+        expectedVersion: 'no_stream',
+      });
+      expect(await woken).toEqual(['C', 'D']);
+    } finally {
+      await other.close();
+    }
   });
 
   onPostgres(backend)('keeps waking other listeners when one throws', async () => {
@@ -156,7 +180,8 @@ describe.each(backends)('openDatabase on %s', (backend) => {
         expect(pid).toBeTypeOf('number');
         const back = nextWakeup(other);
         await sql`select pg_terminate_backend(${pid}::integer)`.execute(testDb.handle.db);
-        await back;
+        // What was appended while it was down is not known: any type.
+        expect(await back).toBeNull();
         expect(logger.messages).toContain('the LISTEN connection to PostgreSQL was lost; reconnecting');
 
         const woken = nextWakeup(other);
