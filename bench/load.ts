@@ -125,14 +125,14 @@ function round(value: number, digits: number): number {
   return Math.round(value * f) / f;
 }
 
-type CpuSeconds = { node: number; postgres: number; machine: number };
+export type CpuSeconds = { node: number; postgres: number; machine: number };
 
 /**
  * CPU seconds used so far (Linux /proc, 100 ticks a second; zeros elsewhere): by this process (the
  * server and the load generator's thread), by the PostgreSQL backends serving `database` (their
  * process title names it), and by the whole machine.
  */
-function cpuSeconds(database: string): CpuSeconds {
+export function cpuSeconds(database: string): CpuSeconds {
   const usage = process.cpuUsage();
   const node = (usage.user + usage.system) / 1e6;
   let postgres = 0;

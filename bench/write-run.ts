@@ -90,6 +90,7 @@ const edits = await measureEdits({
   rate: 100,
   seconds: 10,
   warmupSeconds: 2,
+  database: new URL(databaseUrl).pathname.slice(1),
 });
 await app.close();
 await runtime.close();
@@ -116,6 +117,8 @@ ${results.machine.cores} cores (${results.machine.model}), ${results.machine.mem
 | PUT at ${edits.rate}/s for ${edits.seconds} s, over ${COPIES} articles | ${edits.runs} | ${edits.mean_ms} | ${edits.p50_ms} | ${edits.p99_ms} | ${edits.max_ms} | p99 ≤ 30 ms | ${results.put_at_100_per_second.met ? 'yes' : 'no'} |
 
 Statuses: ${JSON.stringify(edits.statuses)}; revisions created: ${edits.revisions_created}.
+
+CPU per edit during the PUT run: server thread ${edits.cpu_ms_per_edit.server_thread} ms, this process (server and load generator) ${edits.cpu_ms_per_edit.process} ms, PostgreSQL backends ${edits.cpu_ms_per_edit.postgres} ms, whole machine ${edits.cpu_ms_per_edit.machine} ms.
 
 Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median):
 

@@ -52,5 +52,12 @@ async function phase(durationSeconds: number, measured: boolean): Promise<void> 
 
 await phase(warmupSeconds, false);
 measuredFrom = performance.now();
+parentPort?.postMessage({ measuring: true });
 await phase(seconds, true);
-parentPort?.postMessage({ samples, startedAt, statuses, created });
+parentPort?.postMessage({
+  samples,
+  startedAt,
+  measuredFrom: new Date(performance.timeOrigin + measuredFrom).toISOString(),
+  statuses,
+  created,
+});

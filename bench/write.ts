@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { checkProtectedBlocks } from '../domain/html/facts.ts';
 import { sanitizeHtml } from '../domain/html/sanitize.ts';
+import { type CpuSeconds, cpuSeconds } from './load.ts';
 
 /*
  * The write benchmarks of issue 4:
@@ -50,6 +51,14 @@ export type Second = { second: number; runs: number; p50_ms: number; max_ms: num
 export type WriteLoad = Timing & {
   rate: number;
   seconds: number;
+  /**
+   * CPU per edit during the measured part: the server's thread, this whole process (server and load
+   * generator), the benchmark database's PostgreSQL backends, and the whole machine.
+   */
+  cpu_ms_per_edit: { server_thread: number; process: number; postgres: number; machine: number };
+  wall_seconds: number;
+  /** When the measured part started (second 1 of per_second). */
+  measured_from: string;
   per_second: Second[];
   statuses: Record<string, number>;
   revisions_created: number;
@@ -68,22 +77,43 @@ export async function measureEdits(opts: {
   rate: number;
   seconds: number;
   warmupSeconds: number;
+  /** The benchmark database's name, to find its backends' CPU time. */
+  database: string;
 }): Promise<WriteLoad> {
   const worker = new Worker(new URL('./write-worker.ts', import.meta.url), { workerData: opts });
+  let from: { at: number; thread: NodeJS.CpuUsage; cpu: CpuSeconds } | undefined;
   const result = await new Promise<{
     samples: number[];
     startedAt: number[];
+    measuredFrom: string;
     statuses: Record<string, number>;
     created: number;
   }>((resolve, reject) => {
-    worker.once('message', resolve);
+    worker.on('message', (message: { measuring: true } | Parameters<typeof resolve>[0]) => {
+      if ('measuring' in message) {
+        from = { at: performance.now(), thread: process.threadCpuUsage(), cpu: cpuSeconds(opts.database) };
+      } else resolve(message);
+    });
     worker.once('error', reject);
   });
+  const wall = from ? (performance.now() - from.at) / 1000 : 0;
+  const cpu = cpuSeconds(opts.database);
+  const thread = process.threadCpuUsage(from?.thread);
   await worker.terminate();
+  const edits = result.samples.length;
+  const perEdit = (seconds: number): number => (edits === 0 ? 0 : Math.round((seconds / edits) * 1e5) / 100);
   return {
+    cpu_ms_per_edit: {
+      server_thread: perEdit((thread.user + thread.system) / 1e6),
+      process: perEdit(cpu.node - (from?.cpu.node ?? 0)),
+      postgres: perEdit(cpu.postgres - (from?.cpu.postgres ?? 0)),
+      machine: perEdit(cpu.machine - (from?.cpu.machine ?? 0)),
+    },
+    wall_seconds: Math.round(wall * 100) / 100,
     ...summarise(result.samples),
     rate: opts.rate,
     seconds: opts.seconds,
+    measured_from: result.measuredFrom,
     per_second: perSecond(result.samples, result.startedAt),
     statuses: result.statuses,
     revisions_created: result.created,

@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import { APPENDED_CHANNEL, appendedPayload } from './db/open.ts';
 import {
   ConcurrencyError,
   type EventStoreDeps,
@@ -66,7 +65,6 @@ export async function appendNew(
   );
 
   const types = [...new Set(rows.map((row) => row.type))];
-  const payload = appendedPayload(types);
   const stored = await db.transaction().execute(async (trx) => {
     const created = await sql<{ stream_id: string }>`
       insert into streams (stream_id, version, stream_type)
@@ -127,7 +125,6 @@ export async function appendNew(
       }
     }
     if (inline !== undefined) await inline(result, trx);
-    if (handle.kind !== 'pglite') await sql`select pg_notify(${APPENDED_CHANNEL}, ${payload})`.execute(trx);
     return result;
   });
 

@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { EventMetadata } from '../domain/event.ts';
-import { APPENDED_CHANNEL, appendedPayload, type DbHandle } from './db/open.ts';
+import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import { uuidv7 } from './ids.ts';
 
@@ -119,8 +119,8 @@ export interface EventStore {
 
 export interface EventStoreDeps {
   db: Db;
-  /** `kind` decides whether a NOTIFY goes out inside the transaction (postgres; and when not given). */
-  handle: Pick<DbHandle, 'notifyAppended'> & Partial<Pick<DbHandle, 'kind'>>;
+  /** Told after each commit which types were appended (it wakes subscribers in this process and others). */
+  handle: Pick<DbHandle, 'notifyAppended'>;
   /** Throws on an invalid event; called for every event before the database is touched. */
   validate: (event: NewEvent) => void;
   /** Inline projections: run inside the append's transaction after the insert; a throw rolls the append back. */
@@ -129,7 +129,6 @@ export interface EventStoreDeps {
 
 export function createEventStore(deps: EventStoreDeps): EventStore {
   const { db, handle, validate, inline } = deps;
-  const notifyInSql = handle.kind !== 'pglite';
 
   const validateAll = (events: readonly NewEvent[]): void => {
     for (const event of events) {
@@ -166,7 +165,6 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
 
       // The wake-up says which types were appended: a subscriber of other types need not look.
       const types = [...new Set(events.map((event) => event.type))];
-      const payload = appendedPayload(types);
       const stored = await db.transaction().execute(async (trx) => {
         const version = await claimVersions(trx, streamId, expectedVersion, rows.length);
         if (version === undefined) {
@@ -209,8 +207,6 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
           };
         });
         if (inline !== undefined) await inline(result, trx);
-        // Delivered to other processes' LISTEN connections only if, and when, this commits.
-        if (notifyInSql) await sql`select pg_notify(${APPENDED_CHANNEL}, ${payload})`.execute(trx);
         return result;
       });
 

@@ -62,7 +62,10 @@ export interface DbHandle {
    * missed notifications are lost). Returns an unsubscribe.
    */
   onAppended(listener: (types: AppendedTypes) => void): () => void;
-  /** Called by the event store after a commit: wakes in-process listeners at once (and on postgres, other processes get the NOTIFY sent inside the transaction). */
+  /**
+   * Called by the event store after a commit with the types it appended: wakes in-process listeners at
+   * once and, on postgres, other processes through a NOTIFY sent after the commit (see createAnnouncer).
+   */
   notifyAppended(types?: readonly string[]): void;
   close(): Promise<void>;
 }
@@ -167,6 +170,7 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const wakeups = createWakeups(logger);
+  const announcer = createAnnouncer(pool, logger);
 
   let listener: Listener;
   try {
@@ -181,9 +185,13 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
     kind: 'postgres',
     pool,
     onAppended: wakeups.on,
-    notifyAppended: wakeups.wake,
+    notifyAppended(types) {
+      wakeups.wake(types);
+      if (types && types.length > 0) announcer.announce(types);
+    },
     close: closer(
       [
+        () => announcer.close(),
         async () => {
           closing = true;
           await db.destroy();
@@ -197,6 +205,54 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
 
 interface Listener {
   close(): Promise<void>;
+}
+
+/**
+ * Tells other processes (their LISTEN connections) which event types were appended: after the
+ * append's commit, in a statement of its own. A NOTIFY inside the append's transaction would take
+ * PostgreSQL's notification lock at commit and hold it through the commit's WAL flush, so that every
+ * appending transaction on the server committed one at a time, each waiting for the flushes of those
+ * before it. One NOTIFY at a time from this process; the types of the appends that commit meanwhile go
+ * out together in the next. A NOTIFY that fails is logged: the other processes poll every second.
+ */
+function createAnnouncer(
+  pool: pg.Pool,
+  logger: DbLogger,
+): { announce(types: readonly string[]): void; close(): Promise<void> } {
+  const waiting = new Set<string>();
+  let sending: Promise<void> | null = null;
+  let closed = false;
+  const pump = (): void => {
+    if (sending || closed || waiting.size === 0) return;
+    const payload = appendedPayload([...waiting]);
+    waiting.clear();
+    sending = pool
+      .query('select pg_notify($1, $2)', [APPENDED_CHANNEL, payload])
+      .then(
+        () => {},
+        (err: unknown) => {
+          if (!closed)
+            logger.warn({ err: summary(err) }, 'could not announce an append to other processes; they poll');
+        },
+      )
+      .finally(() => {
+        sending = null;
+        pump();
+      });
+  };
+  return {
+    announce(types) {
+      for (const type of types) waiting.add(type);
+      pump();
+    },
+    async close() {
+      // What was committed is announced before the pool ends.
+      await sending;
+      pump();
+      await sending;
+      closed = true;
+    },
+  };
 }
 
 /**

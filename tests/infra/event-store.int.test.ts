@@ -705,7 +705,6 @@ describe.each(backends)('event store on %s', (backend) => {
       const failing = createEventStore({
         db: testDb.handle.db,
         handle: {
-          kind: testDb.handle.kind,
           notifyAppended: () => {
             notified += 1;
           },
