@@ -266,20 +266,29 @@ export async function listArticles(
 
 /**
  * The site of one article of the account, without reading its body: undefined for an unknown id and
- * another account's id alike (the check before a write or a revision list).
+ * another account's id alike (the check before a write or a revision list). With `liveKey`, the
+ * statement also confirms the API key is not revoked, as `findArticle` does.
  */
 export async function findArticleSite(
   db: Db,
   accountId: string,
   articleId: string,
+  liveKey?: string,
 ): Promise<string | undefined> {
   const row = await db
     .selectFrom('articles')
-    .select('site_id')
+    .select(['site_id', keyLive(liveKey)])
     .where('id', '=', articleId)
     .where('account_id', '=', accountId)
     .executeTakeFirst();
+  await confirmLive(db, liveKey, row);
   return row?.site_id;
+}
+
+/** Refuses a revoked key, as a statement with a `key_live` column found it (or, with no row, a lookup). */
+async function confirmLive(db: Db, liveKey: string | undefined, row: { key_live: boolean } | undefined) {
+  if (liveKey !== undefined && (row ? !row.key_live : !(await isKeyLive(db, liveKey))))
+    throw revokedKeyError();
 }
 
 /** The statement of `findArticle`, compiled once: with the key check and without. */
@@ -313,8 +322,7 @@ export async function findArticle(
     accountId,
     keyId: liveKey ?? '',
   });
-  if (liveKey !== undefined && (row ? !row.key_live : !(await isKeyLive(db, liveKey))))
-    throw revokedKeyError();
+  await confirmLive(db, liveKey, row);
   if (!row) return undefined;
   const { key_live: _, ...found } = row;
   return found as ArticleDetailRow;

@@ -196,6 +196,18 @@ describe('write API v1 through a real server', () => {
       const r = await put(art.id, { title: 'After revocation' }, {}, k.api_key);
       expect(r.status).toBe(401);
       expect(r.body).toMatchObject({ code: 'unauthenticated' });
+      expect(r.headers['www-authenticate']).toContain('Bearer');
+      expect((await revisionsOf(art.id)).length).toBe(2);
+      // Not a 404 for an article that does not exist, nor a replay with an Idempotency-Key.
+      const missing = await put('art_does_not_exist', { title: 'x' }, {}, k.api_key);
+      expect(missing.status).toBe(401);
+      const keyed = await put(
+        art.id,
+        { title: 'Keyed' },
+        { 'idempotency-key': `revoked-${art.id}` },
+        k.api_key,
+      );
+      expect(keyed.status).toBe(401);
       expect((await revisionsOf(art.id)).length).toBe(2);
     });
 

@@ -11,7 +11,7 @@ import { inspectImage, MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
 import { findArticleSite } from '../../../projections/articles.ts';
 import { findRevision, listRevisions, type RevisionRow } from '../../../projections/revisions.ts';
-import { type Principal, principalOf } from './auth.ts';
+import { liveKeyOf, type Principal, principalOf } from './auth.ts';
 import { sendList } from './lists.ts';
 import { readErrors } from './read-routes.ts';
 import { ArticleParams, listOf, PageQuery, Problem } from './schemas.ts';
@@ -138,7 +138,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
     run: (principal: Principal) => Promise<EditResult>,
   ): Promise<FastifyReply> {
     const principal = principalOf(req);
-    const siteId = await findArticleSite(db, principal.accountId, articleId);
+    const siteId = await findArticleSite(db, principal.accountId, articleId, liveKeyOf(req));
     if (!siteId) throw new DomainError('not_found', `No article ${articleId}`);
     req.activity.siteId = siteId;
     const work = async (): Promise<StoredResponse> => {
@@ -164,7 +164,8 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
   app.put(
     '/articles/:id',
     {
-      config: { operation: 'update_article', subject: 'article', scope: 'write' },
+      // The key is confirmed unrevoked by the ownership check before the edit (articleWrite).
+      config: { operation: 'update_article', subject: 'article', scope: 'write', keyCheck: 'statement' },
       schema: {
         tags: ['articles'],
         summary: "Edit an article's title and/or body",
