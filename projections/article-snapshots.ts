@@ -1,4 +1,4 @@
-import { type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
+import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../domain/article/events.ts';
 import type { Db } from '../infra/db/schema.ts';
 import type { Projector } from './projector.ts';
@@ -7,6 +7,10 @@ import type { Projector } from './projector.ts';
  * Snapshots of the article aggregate: `evolve` applied to the previous snapshot, in the append's
  * transaction. Commands load the snapshot and the events after it (infra/commands.ts); like every read
  * model it can be dropped and rebuilt from the events.
+ *
+ * A snapshot holds the state without its body: the body is in `article_bodies`, which the articles
+ * projector writes in the same transaction, and `readArticleSnapshot` joins it back. Storing it twice
+ * cost every edit a 20 KB read, two 20 KB writes (statement and WAL) and their JSON on both sides.
  */
 export const articleSnapshotsProjector: Projector = {
   name: 'article_snapshots@1',
@@ -27,23 +31,35 @@ export const articleSnapshotsProjector: Projector = {
       .where('article_id', '=', articleId)
       .executeTakeFirst();
     if (previous && previous.version >= event.version) return;
-    const state = evolve(
-      (previous?.state as ArticleState | undefined) ?? initialState,
-      event as unknown as ArticleEvent,
-    );
+    // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
+    const before = previous
+      ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
+      : initialState;
+    const state = JSON.stringify(withoutBody(evolve(before, event as unknown as ArticleEvent)));
     await trx
       .insertInto('article_snapshots')
-      .values({ article_id: articleId, version: event.version, state: JSON.stringify(state) })
+      .values({ article_id: articleId, version: event.version, state })
       .onConflict((oc) =>
-        oc.column('article_id').doUpdateSet({ version: event.version, state: JSON.stringify(state) }),
+        oc.column('article_id').doUpdateSet({
+          version: (eb) => eb.ref('excluded.version'),
+          state: (eb) => eb.ref('excluded.state'),
+        }),
       )
       .execute();
   },
 };
 
+function withoutBody(state: ArticleState): Omit<Article, 'body'> | ArticleState {
+  if (!state.exists) return state;
+  const { body: _, ...rest } = state;
+  return rest;
+}
+
 /**
- * The snapshot of an article and, read in the same statement, its stream's version: when they are
- * equal no event follows the snapshot, and the command needs no second read.
+ * The snapshot of an article with its body, and, read in the same statement, its stream's version:
+ * when they are equal no event follows the snapshot, and the command needs no second read. The body
+ * row is taken only when the article's row is at the snapshot's revision (the articles projector
+ * writes both in the same transaction); otherwise there is no snapshot and the stream is folded.
  */
 export async function readArticleSnapshot(
   db: Db,
@@ -52,10 +68,15 @@ export async function readArticleSnapshot(
   const row = await db
     .selectFrom('article_snapshots as s')
     .innerJoin('streams as st', (join) => join.on('st.stream_id', '=', articleStream(articleId)))
-    .select(['s.version', 's.state', 'st.version as stream_version'])
+    .innerJoin('articles as a', (join) =>
+      join.onRef('a.id', '=', 's.article_id').onRef('a.revision', '=', 's.version'),
+    )
+    .innerJoin('article_bodies as b', 'b.article_id', 's.article_id')
+    .select(['s.version', 's.state', 'st.version as stream_version', 'b.body'])
     .where('s.article_id', '=', articleId)
     .executeTakeFirst();
-  return row
-    ? { version: row.version, state: row.state as ArticleState, streamVersion: row.stream_version }
-    : undefined;
+  if (!row) return undefined;
+  const stored = row.state as ArticleState;
+  const state: ArticleState = stored.exists ? { ...stored, body: row.body } : stored;
+  return { version: row.version, state, streamVersion: row.stream_version };
 }

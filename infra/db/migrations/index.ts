@@ -7,6 +7,7 @@ import * as oauthAndWebSessions from './2026-11-22-005-oauth-and-web-sessions.ts
 import * as listCounts from './2026-11-22-006-list-counts.ts';
 import * as articleSnapshots from './2026-11-22-007-article-snapshots.ts';
 import * as bodyProtectedLinks from './2026-11-22-008-body-protected-links.ts';
+import * as snapshotsWithoutBody from './2026-11-22-009-snapshots-without-body.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -22,6 +23,7 @@ const all: Record<string, Migration> = {
   '2026-11-22-006-list-counts': listCounts,
   '2026-11-22-007-article-snapshots': articleSnapshots,
   '2026-11-22-008-body-protected-links': bodyProtectedLinks,
+  '2026-11-22-009-snapshots-without-body': snapshotsWithoutBody,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
