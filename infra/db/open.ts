@@ -5,6 +5,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database, Db } from './schema.ts';
+import { prepareRepeatedStatements } from './statements.ts';
 
 /*
  * Opens the app's database: PostgreSQL when a URL is given, otherwise the embedded default, PGlite
@@ -162,6 +163,7 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     types,
   });
+  prepareRepeatedStatements(pool);
   // An idle client whose connection breaks emits 'error' on the pool; unhandled, it would crash the
   // process. Once closing, clients pg-pool is still ending may see their server go: not news.
   let closing = false;
@@ -387,6 +389,7 @@ async function openPglite(dataDir: string, logger: DbLogger): Promise<DbHandle> 
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     types,
   });
+  prepareRepeatedStatements(pool);
   let closing = false;
   pool.on('error', (err) => {
     if (!closing) logger.warn({ err: summary(err) }, 'the PGlite connection failed');
