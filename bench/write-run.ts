@@ -16,6 +16,9 @@ import { measureEdits, measureSanitiseAndCheck } from './write.ts';
  * A fresh copy of the 20 KB article with 10 protected blocks is edited at a fixed 100 edits/s through
  * the real server (auth, limits, idempotency path, sanitiser, protected-block check, append, inline
  * projections, activity); the edit limit is raised by configuration, as the request limit is.
+ *
+ * To explore (the target is measured with the defaults): WRITE_RATE edits a second (100) and
+ * WRITE_WARMUP seconds of warm-up (2).
  */
 
 const log = (line: string): void => {
@@ -87,9 +90,9 @@ const edits = await measureEdits({
   urls: articleIds.map((id) => `http://127.0.0.1:${port}/api/v1/articles/${id}`),
   key: key.key,
   body: long.body,
-  rate: 100,
+  rate: Number(process.env.WRITE_RATE ?? 100),
   seconds: 10,
-  warmupSeconds: 2,
+  warmupSeconds: Number(process.env.WRITE_WARMUP ?? 2),
   database: new URL(databaseUrl).pathname.slice(1),
 });
 await app.close();

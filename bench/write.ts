@@ -60,6 +60,8 @@ export type WriteLoad = Timing & {
   /** When the measured part started (second 1 of per_second). */
   measured_from: string;
   per_second: Second[];
+  /** Every measured edit: [ms from the start of the measured part when it started, ms it took]. */
+  edits: [number, number][];
   statuses: Record<string, number>;
   revisions_created: number;
 };
@@ -115,6 +117,10 @@ export async function measureEdits(opts: {
     seconds: opts.seconds,
     measured_from: result.measuredFrom,
     per_second: perSecond(result.samples, result.startedAt),
+    edits: result.samples.map((took, i) => [
+      Math.round(result.startedAt[i] ?? 0),
+      Math.round(took * 10) / 10,
+    ]),
     statuses: result.statuses,
     revisions_created: result.created,
   };
