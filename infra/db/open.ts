@@ -214,17 +214,23 @@ interface Listener {
  * append's commit, in a statement of its own. A NOTIFY inside the append's transaction would take
  * PostgreSQL's notification lock at commit and hold it through the commit's WAL flush, so that every
  * appending transaction on the server committed one at a time, each waiting for the flushes of those
- * before it. One NOTIFY at a time from this process; the types of the appends that commit meanwhile go
- * out together in the next. A NOTIFY that fails is logged: the other processes poll every second.
+ * before it. The types appended within `ANNOUNCE_EVERY_MS` go out together in one NOTIFY (a statement
+ * per append would be most of an edit's statements after its own), one at a time per process; the
+ * other processes' projectors wake that much later, which async read models allow. A NOTIFY that
+ * fails is logged: the other processes poll every second.
  */
+export const ANNOUNCE_EVERY_MS = 50;
+
 function createAnnouncer(
   pool: pg.Pool,
   logger: DbLogger,
 ): { announce(types: readonly string[]): void; close(): Promise<void> } {
   const waiting = new Set<string>();
   let sending: Promise<void> | null = null;
+  let timer: NodeJS.Timeout | null = null;
   let closed = false;
   const pump = (): void => {
+    timer = null;
     if (sending || closed || waiting.size === 0) return;
     const payload = appendedPayload([...waiting]);
     waiting.clear();
@@ -239,20 +245,27 @@ function createAnnouncer(
       )
       .finally(() => {
         sending = null;
-        pump();
+        schedule();
       });
+  };
+  const schedule = (): void => {
+    if (timer || closed || waiting.size === 0) return;
+    timer = setTimeout(pump, ANNOUNCE_EVERY_MS);
+    timer.unref();
   };
   return {
     announce(types) {
       for (const type of types) waiting.add(type);
-      pump();
+      schedule();
     },
     async close() {
       // What was committed is announced before the pool ends.
+      if (timer) clearTimeout(timer);
       await sending;
       pump();
       await sending;
       closed = true;
+      if (timer) clearTimeout(timer);
     },
   };
 }

@@ -70,6 +70,18 @@ describe.each(backends)('openDatabase on %s', (backend) => {
     expect(await migrateToLatest(testDb.handle.db)).toEqual({ applied: [] });
   });
 
+  onPostgres(backend)('compresses bodies and event data with lz4 (PGlite has no lz4)', async () => {
+    const { rows } = await sql<{ attname: string; attcompression: string }>`
+      select attname, attcompression from pg_attribute
+      where (attrelid = 'article_bodies'::regclass and attname = 'body')
+         or (attrelid = 'events'::regclass and attname = 'data')
+      order by attname`.execute(testDb.handle.db);
+    expect(rows).toEqual([
+      { attname: 'body', attcompression: 'l' },
+      { attname: 'data', attcompression: 'l' },
+    ]);
+  });
+
   it('wakes in-process listeners when the event store appends, and stops after unsubscribe', async () => {
     const { handle } = testDb;
     let calls = 0;
@@ -103,7 +115,8 @@ describe.each(backends)('openDatabase on %s', (backend) => {
       await storeOn(testDb.handle).append(`article-${randomUUID()}`, [event('C'), event('D')], {
         expectedVersion: 'no_stream',
       });
-      expect(await woken).toEqual(['C', 'D']);
+      // With the types of other appends of the last moment (they go out together).
+      expect(await woken).toEqual(expect.arrayContaining(['C', 'D']));
     } finally {
       await other.close();
     }
