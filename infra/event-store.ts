@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import type { EventMetadata } from '../domain/event.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
@@ -166,32 +166,33 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
       // The wake-up says which types were appended: a subscriber of other types need not look.
       const types = [...new Set(events.map((event) => event.type))];
       const stored = await db.transaction().execute(async (trx) => {
-        const version = await claimVersions(trx, streamId, expectedVersion, rows.length);
-        if (version === undefined) {
+        // The version claim and the insert in one statement: no row claimed (a conflict), no row inserted.
+        const values = sql.join(
+          rows.map(
+            (row, index) =>
+              sql`(${row.eventId}::uuid, ${index + 1}::integer, ${row.type}::text, ${row.data}::jsonb, ${row.metadata}::jsonb)`,
+          ),
+        );
+        const { rows: inserted } = await sql<{
+          event_id: string;
+          position: string;
+          transaction_id: string;
+          version: number;
+          recorded_at: Date;
+        }>`
+          with claim as (${claimVersions(streamId, expectedVersion, rows.length)})
+          insert into events (event_id, stream_id, version, type, data, metadata)
+          select r.event_id, ${streamId}::text, claim.version - ${rows.length}::integer + r.n, r.type, r.data, r.metadata
+          from claim, (values ${values}) as r (event_id, n, type, data, metadata)
+          order by r.n
+          returning event_id, position, transaction_id::text as transaction_id, version, recorded_at`.execute(
+          trx,
+        );
+        if (inserted.length === 0) {
           throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(trx, streamId));
         }
-        const first = version - rows.length + 1;
-        const inserted = await trx
-          .insertInto('events')
-          .values(
-            rows.map((row, index) => ({
-              event_id: row.eventId,
-              stream_id: streamId,
-              version: first + index,
-              type: row.type,
-              data: row.data,
-              metadata: row.metadata,
-            })),
-          )
-          .returning([
-            'event_id',
-            'position',
-            sql<string>`transaction_id::text`.as('transaction_id'),
-            'recorded_at',
-          ])
-          .execute();
         const byId = new Map(inserted.map((row) => [row.event_id, row]));
-        const result = rows.map((row, index): StoredEvent => {
+        const result = rows.map((row): StoredEvent => {
           const returned = byId.get(row.eventId);
           if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
           return {
@@ -199,7 +200,7 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
             transactionId: BigInt(returned.transaction_id),
             eventId: row.eventId,
             streamId,
-            version: first + index,
+            version: returned.version,
             type: row.type,
             data: JSON.parse(row.data),
             metadata: JSON.parse(row.metadata),
@@ -455,48 +456,33 @@ export async function writeCheckpoint(trx: Kysely<Database>, name: string, pos: 
 }
 
 /**
- * Moves the stream's version forward by `count` if it is as expected, and returns the new
- * version; undefined on a conflict. The `streams` row is what serialises writers of a stream:
+ * The statement that moves the stream's version forward by `count` if it is as expected, returning
+ * the new version (no row on a conflict). The `streams` row is what serialises writers of a stream:
  * a concurrent writer waits on its row lock (or on its key, for a new stream) and then finds the
  * version changed.
  */
-async function claimVersions(
-  trx: Transaction<Database>,
+function claimVersions(
   streamId: string,
   expected: ExpectedVersion,
   count: number,
-): Promise<number | undefined> {
+): RawBuilder<{ version: number }> {
+  const type = streamType(streamId);
   if (expected === 'any') {
-    const row = await trx
-      .insertInto('streams')
-      .values({ stream_id: streamId, version: count, stream_type: streamType(streamId) })
-      .onConflict((oc) =>
-        oc.column('stream_id').doUpdateSet({
-          version: sql<number>`streams.version + excluded.version`,
-          updated_at: sql<Date>`now()`,
-        }),
-      )
-      .returning('version')
-      .executeTakeFirstOrThrow();
-    return row.version;
+    return sql`
+      insert into streams (stream_id, version, stream_type) values (${streamId}, ${count}::integer, ${type})
+      on conflict (stream_id) do update set version = streams.version + excluded.version, updated_at = now()
+      returning version`;
   }
   if (expected === 'no_stream' || expected === 0) {
-    const row = await trx
-      .insertInto('streams')
-      .values({ stream_id: streamId, version: count, stream_type: streamType(streamId) })
-      .onConflict((oc) => oc.column('stream_id').doNothing())
-      .returning('version')
-      .executeTakeFirst();
-    return row?.version;
+    return sql`
+      insert into streams (stream_id, version, stream_type) values (${streamId}, ${count}::integer, ${type})
+      on conflict (stream_id) do nothing
+      returning version`;
   }
-  const row = await trx
-    .updateTable('streams')
-    .set({ version: sql<number>`version + ${count}::integer`, updated_at: sql<Date>`now()` })
-    .where('stream_id', '=', streamId)
-    .where('version', '=', expected)
-    .returning('version')
-    .executeTakeFirst();
-  return row?.version;
+  return sql`
+    update streams set version = version + ${count}::integer, updated_at = now()
+    where stream_id = ${streamId} and version = ${expected}::integer
+    returning version`;
 }
 
 async function streamVersion(executor: Kysely<Database>, streamId: string): Promise<number> {
