@@ -166,13 +166,15 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
       // The wake-up says which types were appended: a subscriber of other types need not look.
       const types = [...new Set(events.map((event) => event.type))];
       const stored = await db.transaction().execute(async (trx) => {
-        // The version claim and the insert in one statement: no row claimed (a conflict), no row inserted.
-        const values = sql.join(
-          rows.map(
+        // The version claim and the insert in one statement: no row claimed (a conflict), no row
+        // inserted. The events go as one JSON parameter (their data and metadata as serialised above),
+        // so that the statement's text is the same for any number of events and is prepared once.
+        const recordset = `[${rows
+          .map(
             (row, index) =>
-              sql`(${row.eventId}::uuid, ${index + 1}::integer, ${row.type}::text, ${row.data}::jsonb, ${row.metadata}::jsonb)`,
-          ),
-        );
+              `{"event_id":"${row.eventId}","n":${index + 1},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`,
+          )
+          .join(',')}]`;
         const { rows: inserted } = await sql<{
           event_id: string;
           position: string;
@@ -183,7 +185,7 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
           with claim as (${claimVersions(streamId, expectedVersion, rows.length)})
           insert into events (event_id, stream_id, version, type, data, metadata)
           select r.event_id, ${streamId}::text, claim.version - ${rows.length}::integer + r.n, r.type, r.data, r.metadata
-          from claim, (values ${values}) as r (event_id, n, type, data, metadata)
+          from claim, jsonb_to_recordset(${recordset}::jsonb) as r (event_id uuid, n integer, type text, data jsonb, metadata jsonb)
           order by r.n
           returning event_id, position, transaction_id::text as transaction_id, version, recorded_at`.execute(
           trx,

@@ -1,4 +1,4 @@
-import type { Insertable } from 'kysely';
+import { type Insertable, sql } from 'kysely';
 import type { ActivitySource } from '../domain/activity/events.ts';
 import type { ActivityTable, ActorJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
@@ -37,7 +37,7 @@ function isPipelineChange(event: Stored): boolean {
 }
 
 /** The activity rows of events, in order: calls as recorded, pipeline changes (`rewrite`) with their article's owner. */
-async function rowsOf(events: readonly Stored[], trx: Trx): Promise<Insertable<ActivityTable>[]> {
+async function rowsOf(events: readonly Stored[], trx: Trx): Promise<ActivityInsert[]> {
   // The owner of an article never changes, so reading it from the (inline, current) article rows is
   // as good as reading it at the event's time, and a rebuild comes out the same.
   const articleIds = [
@@ -56,7 +56,7 @@ async function rowsOf(events: readonly Stored[], trx: Trx): Promise<Insertable<A
       .execute();
     for (const row of found) owners.set(row.id, row);
   }
-  const rows: Insertable<ActivityTable>[] = [];
+  const rows: ActivityInsert[] = [];
   for (const event of events) {
     if (event.type === 'CallRecorded') {
       const d = event.data;
@@ -65,7 +65,7 @@ async function rowsOf(events: readonly Stored[], trx: Trx): Promise<Insertable<A
         account_id: d.accountId,
         at: event.metadata.at,
         source: d.source,
-        actor: JSON.stringify(d.actor),
+        actor: d.actor,
         operation: d.operation,
         site_id: d.siteId,
         article_id: d.articleId,
@@ -85,7 +85,7 @@ async function rowsOf(events: readonly Stored[], trx: Trx): Promise<Insertable<A
       account_id: accountId,
       at: event.metadata.at,
       source: 'rewrite',
-      actor: JSON.stringify(d.actor),
+      actor: d.actor,
       operation: operationOf[event.type as keyof typeof operationOf],
       site_id: event.type === 'ArticleCreated' ? event.data.siteId : (owner?.site_id ?? null),
       article_id: d.articleId,
@@ -97,13 +97,21 @@ async function rowsOf(events: readonly Stored[], trx: Trx): Promise<Insertable<A
   return rows;
 }
 
-async function insertRows(trx: Trx, rows: readonly Insertable<ActivityTable>[]): Promise<void> {
+/** An activity row as it is inserted: `at` as the event's timestamp text, `actor` as its JSON value. */
+type ActivityInsert = Omit<Insertable<ActivityTable>, 'actor' | 'at'> & { at: string; actor: unknown };
+
+/**
+ * The rows as one JSON parameter (`jsonb_to_recordset`): one statement text for any number of rows,
+ * prepared once, and nothing for the query builder to build per row.
+ */
+async function insertRows(trx: Trx, rows: readonly ActivityInsert[]): Promise<void> {
   for (let i = 0; i < rows.length; i += INSERT_ROWS) {
-    await trx
-      .insertInto('activity')
-      .values(rows.slice(i, i + INSERT_ROWS))
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
+    await sql`
+      insert into activity (id, account_id, at, source, actor, operation, site_id, article_id, status, request_id, duration_ms)
+      select * from jsonb_to_recordset(${JSON.stringify(rows.slice(i, i + INSERT_ROWS))}::jsonb) as r (
+        id text, account_id text, at timestamptz, source text, actor jsonb, operation text, site_id text,
+        article_id text, status integer, request_id text, duration_ms integer)
+      on conflict (id) do nothing`.execute(trx);
   }
 }
 
