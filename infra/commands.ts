@@ -127,8 +127,9 @@ export type Commands = ReturnType<typeof createCommands>;
 export function createCommands(deps: CommandDeps) {
   const { db, store } = deps;
   const queue = keyedQueue();
-  // Activity records are appended together, at most 25 ms after the first of them: under load one
-  // append (a transaction of a few statements) carries tens of calls.
+  // Activity records are appended together, at most 100 ms after the first of them: under load one
+  // append (a transaction of a few statements) carries hundreds of calls. The log is a moment behind
+  // the calls (its projector lets appends settle as long), which an async read model allows.
   const calls = createBatcher<CallRecorded>(
     async (events) => {
       const byAccount = Map.groupBy(events, (e) => e.data.accountId);
@@ -136,7 +137,7 @@ export function createCommands(deps: CommandDeps) {
         await store.append(activityStream(accountId), batch, { expectedVersion: 'any' });
       }
     },
-    { maxItems: 200, maxDelayMs: 25 },
+    { maxItems: 1000, maxDelayMs: 100 },
   );
   const run = <S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
     streamId: string,

@@ -209,7 +209,7 @@ export async function projectionStatus(
  * it handles wakes it (LISTEN/NOTIFY, or in-process on PGlite; an append of other types wakes only
  * their projectors) or a short poll interval passes (an event hidden behind a transaction that was
  * still open becomes visible without a notification of its own). Woken, it first lets appends settle
- * for `settleMs` (25): under load every request appends (its activity record), and one batch for many
+ * for `settleMs` (100): under load every request appends (its activity record), and one batch for many
  * appends costs a few statements where a batch per append would cost a few statements each.
  */
 export function startAsyncProjections(opts: {
@@ -221,7 +221,7 @@ export function startAsyncProjections(opts: {
 }): { stop(): Promise<void>; idle(): Promise<void> } {
   const { handle, logger } = opts;
   const pollMs = opts.pollMs ?? 1000;
-  const settleMs = opts.settleMs ?? 25;
+  const settleMs = opts.settleMs ?? 100;
   const asyncProjectors = opts.projectors.filter((p) => p.mode === 'async');
   let stopped = false;
   let wake: (() => void) | null = null;
