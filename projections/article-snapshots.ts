@@ -25,11 +25,15 @@ export const articleSnapshotsProjector: Projector = {
   tables: ['article_snapshots'],
   async apply(event, trx) {
     const articleId = (event.data as { articleId: string }).articleId;
-    const previous = await trx
-      .selectFrom('article_snapshots')
-      .select(['version', 'state'])
-      .where('article_id', '=', articleId)
-      .executeTakeFirst();
+    const known = lastRead.get(articleId);
+    const previous =
+      known?.version === event.version - 1
+        ? known
+        : await trx
+            .selectFrom('article_snapshots')
+            .select(['version', 'state'])
+            .where('article_id', '=', articleId)
+            .executeTakeFirst();
     if (previous && previous.version >= event.version) return;
     // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
     const before = previous
@@ -48,6 +52,24 @@ export const articleSnapshotsProjector: Projector = {
       .execute();
   },
 };
+
+/**
+ * The snapshots `readArticleSnapshot` read last (committed rows, as stored), by article: the
+ * projector, applying the event that follows one (the command's own append, right after its read),
+ * starts from it instead of reading it again. The state at a stream version never changes, so a
+ * remembered one is right whatever happened since; one at another version is not used.
+ */
+const lastRead = new Map<string, { version: number; state: unknown }>();
+const LAST_READ = 256;
+
+function rememberRead(articleId: string, snapshot: { version: number; state: unknown }): void {
+  lastRead.delete(articleId);
+  lastRead.set(articleId, snapshot);
+  if (lastRead.size > LAST_READ) {
+    const oldest = lastRead.keys().next().value;
+    if (oldest !== undefined) lastRead.delete(oldest);
+  }
+}
 
 function withoutBody(state: ArticleState): Omit<Article, 'body'> | ArticleState {
   if (!state.exists) return state;
@@ -76,6 +98,7 @@ export async function readArticleSnapshot(
     .where('s.article_id', '=', articleId)
     .executeTakeFirst();
   if (!row) return undefined;
+  rememberRead(articleId, { version: row.version, state: row.state });
   const stored = row.state as ArticleState;
   const state: ArticleState = stored.exists ? { ...stored, body: row.body } : stored;
   return { version: row.version, state, streamVersion: row.stream_version };
