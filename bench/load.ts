@@ -87,7 +87,8 @@ export async function measure(
   const statusCodes: Record<string, number> = {};
   for (const [code, stat] of Object.entries(result.statusCodeStats ?? {}))
     statusCodes[code] = Number(stat.count);
-  const cores = (key: keyof CpuSeconds): number => round((cpuAfter[key] - cpuBefore[key]) / wall, 2);
+  const used = cpuSince(cpuBefore, cpuAfter);
+  const cores = (key: keyof typeof used): number => round(used[key] / wall, 2);
   return {
     url,
     requests: result.requests.total,
@@ -125,7 +126,27 @@ function round(value: number, digits: number): number {
   return Math.round(value * f) / f;
 }
 
-export type CpuSeconds = { node: number; postgres: number; machine: number };
+export type CpuSeconds = {
+  node: number;
+  postgres: number;
+  machine: number;
+  /** CPU seconds of each of the database's backends, by pid. */
+  backends: Map<string, number>;
+};
+
+/**
+ * CPU seconds spent between two readings. The database's backends are counted pid by pid: a backend
+ * that ended in between takes its time away from the sum, so it is left out (its last moments are
+ * not counted), and one that started counts from zero.
+ */
+export function cpuSince(
+  before: CpuSeconds,
+  after: CpuSeconds,
+): { node: number; postgres: number; machine: number } {
+  let postgres = 0;
+  for (const [pid, seconds] of after.backends) postgres += seconds - (before.backends.get(pid) ?? 0);
+  return { node: after.node - before.node, postgres, machine: after.machine - before.machine };
+}
 
 /**
  * CPU seconds used so far (Linux /proc, 100 ticks a second; zeros elsewhere): by this process (the
@@ -137,6 +158,7 @@ export function cpuSeconds(database: string): CpuSeconds {
   const node = (usage.user + usage.system) / 1e6;
   let postgres = 0;
   let machine = 0;
+  const backends = new Map<string, number>();
   try {
     const total =
       readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
@@ -156,12 +178,14 @@ export function cpuSeconds(database: string): CpuSeconds {
       if (database === '' || !title.includes(` ${database} `)) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // utime and stime: fields 14 and 15 of the line, 12th and 13th after the command name.
-      postgres += (Number(fields[11]) + Number(fields[12])) / 100;
+      const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+      backends.set(pid, seconds);
+      postgres += seconds;
     }
   } catch {
-    return { node, postgres: 0, machine: 0 };
+    return { node, postgres: 0, machine: 0, backends: new Map() };
   }
-  return { node, postgres, machine };
+  return { node, postgres, machine, backends };
 }
 
 /**

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { checkProtectedBlocks } from '../domain/html/facts.ts';
 import { sanitizeHtml } from '../domain/html/sanitize.ts';
-import { type CpuSeconds, cpuSeconds } from './load.ts';
+import { type CpuSeconds, cpuSeconds, cpuSince } from './load.ts';
 
 /*
  * The write benchmarks of issue 4:
@@ -104,12 +104,13 @@ export async function measureEdits(opts: {
   await worker.terminate();
   const edits = result.samples.length;
   const perEdit = (seconds: number): number => (edits === 0 ? 0 : Math.round((seconds / edits) * 1e5) / 100);
+  const used = from ? cpuSince(from.cpu, cpu) : { node: 0, postgres: 0, machine: 0 };
   return {
     cpu_ms_per_edit: {
       server_thread: perEdit((thread.user + thread.system) / 1e6),
-      process: perEdit(cpu.node - (from?.cpu.node ?? 0)),
-      postgres: perEdit(cpu.postgres - (from?.cpu.postgres ?? 0)),
-      machine: perEdit(cpu.machine - (from?.cpu.machine ?? 0)),
+      process: perEdit(used.node),
+      postgres: perEdit(used.postgres),
+      machine: perEdit(used.machine),
     },
     wall_seconds: Math.round(wall * 100) / 100,
     ...summarise(result.samples),
