@@ -22,7 +22,7 @@ import { DomainError } from '../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
 import { siteStream } from '../domain/site/events.ts';
 import { readArticleSnapshot } from '../projections/article-snapshots.ts';
-import { type ArticleDetailRow, findArticle } from '../projections/articles.ts';
+import { type ArticleDetailRow, detailOf } from '../projections/articles.ts';
 import { createBatcher } from './batcher.ts';
 import type { Db } from './db/schema.ts';
 import { ConcurrencyError, type EventStore, type ExpectedVersion, type StoredEvent } from './event-store.ts';
@@ -172,8 +172,10 @@ export function createCommands(deps: CommandDeps) {
       },
       () => readArticleSnapshot(db, articleId),
     );
-    const article = await findArticle(db, accountId, articleId);
-    if (!article) throw new DomainError('not_found', `No article ${articleId}`);
+    // The answer is the article as this command left it (what a read of its row gives once projected,
+    // which happened in the append's transaction), not whatever a later edit made of it meanwhile.
+    if (!result.state.exists) throw new DomainError('not_found', `No article ${articleId}`);
+    const article = detailOf(result.state);
     return { article, changed: result.events.length > 0, revision: article.revision, sanitized };
   }
 

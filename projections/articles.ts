@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { Article } from '../domain/article/decider.ts';
 import type { FeaturedImage } from '../domain/article/events.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import { prepared } from '../infra/db/prepared.ts';
@@ -189,6 +190,30 @@ export type ArticleRow = {
   updated_at: Date;
 };
 export type ArticleDetailRow = ArticleRow & { body: string; protected_links: ProtectedLinkJson[] | null };
+
+/**
+ * The row `findArticle` reads once the article's events up to `state` are projected: the projector
+ * above writes these same values from the same events (title, body, status and dates as the events
+ * carry them, the word count and protected links from the body). An edit answers with it instead of
+ * reading the row back.
+ */
+export function detailOf(state: Article): ArticleDetailRow {
+  return {
+    id: state.articleId,
+    site_id: state.siteId,
+    title: state.title,
+    url: state.url,
+    status: state.status,
+    published_at: state.publishedAt === null ? null : new Date(state.publishedAt),
+    target_keyword: state.targetKeyword,
+    word_count: wordCount(state.body),
+    featured_image: state.featuredImage,
+    revision: state.revision,
+    updated_at: new Date(state.updatedAt),
+    body: state.body,
+    protected_links: extractProtectedLinks(state.body),
+  };
+}
 
 export type ArticleListQuery = PageQuery & {
   /** Inclusive UTC calendar dates on published_at. */

@@ -101,6 +101,15 @@ describe('write API v1 through a real server', () => {
       });
       const got = await client.get(`/api/v1/articles/${art.id}`, a.api_key);
       expect((got.body as Change).body).toBe(change.body);
+      // The answer is the article as a read of it gives it, field for field: after an edit of both,
+      // of the title only, and one that changes nothing.
+      const { changed: _c, sanitized: _s, ...answered } = change;
+      expect(got.body).toEqual(answered);
+      for (const edit of [{ title: 'Only the title now' }, { title: 'Only the title now' }]) {
+        const again = (await put(art.id, edit)).body as Change;
+        const { changed: _c2, sanitized: _s2, ...rest } = again;
+        expect((await client.get(`/api/v1/articles/${art.id}`, a.api_key)).body).toEqual(rest);
+      }
     });
 
     it('sanitises the body and lists what it removed', async () => {
