@@ -39,6 +39,11 @@ function randomFromPool(n: number): Uint8Array {
 
 /** An opaque id that sorts by creation time: `<prefix>_` + 48 bits of milliseconds + 80 random bits. */
 export function newId(prefix: string, now: number = Date.now()): string {
+  return `${prefix}_${base32(timeFirst(now))}`;
+}
+
+/** 16 bytes: 48 bits of Unix milliseconds (big-endian), then 80 random bits. */
+function timeFirst(now: number): Uint8Array {
   const bytes = new Uint8Array(16);
   let t = now;
   for (let i = 5; i >= 0; i--) {
@@ -46,7 +51,7 @@ export function newId(prefix: string, now: number = Date.now()): string {
     t = Math.floor(t / 256);
   }
   bytes.set(randomFromPool(10), 6);
-  return `${prefix}_${base32(bytes)}`;
+  return bytes;
 }
 
 /**
@@ -56,13 +61,7 @@ export function newId(prefix: string, now: number = Date.now()): string {
  * means a page read per event).
  */
 export function uuidv7(now: number = Date.now()): string {
-  const bytes = new Uint8Array(16);
-  let t = now;
-  for (let i = 5; i >= 0; i--) {
-    bytes[i] = t % 256;
-    t = Math.floor(t / 256);
-  }
-  bytes.set(randomFromPool(10), 6);
+  const bytes = timeFirst(now);
   bytes[6] = ((bytes[6] as number) & 0x0f) | 0x70;
   bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
   const hex = Buffer.from(bytes).toString('hex');

@@ -77,8 +77,10 @@ export async function applyNextBatch(db: Db, projector: Projector, batchSize = B
     await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
     const { events, through } = await readBatch(trx, after, batchSize, projector.handles);
-    if (projector.applyBatch && events.length > 0) await projector.applyBatch(events.map(asStored), trx);
-    else for (const event of events) await projector.apply(asStored(event), trx);
+    if (events.length > 0) {
+      if (projector.applyBatch) await projector.applyBatch(events.map(asStored), trx);
+      else for (const event of events) await projector.apply(asStored(event), trx);
+    }
     if (isAfter(through, after)) await writeCheckpoint(trx, projector.name, through);
     return events.length;
   });
