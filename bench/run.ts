@@ -9,9 +9,8 @@ import pino from 'pino';
 import { createRequestLimiter } from '../apps/server/api/limits.ts';
 import { buildApp } from '../apps/server/app.ts';
 import { loadConfig } from '../infra/config.ts';
-import { lagOf, startAsyncProjections } from '../infra/projection-runner.ts';
+import { startAsyncProjections } from '../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../infra/redis.ts';
-import { activityProjector } from '../projections/activity.ts';
 import { projectors } from '../projections/index.ts';
 import { type DatasetSpec, DEFAULT_SPEC, prepareDataset, redact } from './dataset.ts';
 import { buildFloor } from './floor.ts';
@@ -461,22 +460,14 @@ async function checkSameRows(name: string, realUrl: string, floorUrl: string): P
 }
 
 /**
- * Between runs: the activity records of the previous run are appended and projected before the
- * next run starts, so that no run pays for the one before.
+ * Between runs: the activity records of the previous run are stored (their rows with them: the
+ * activity projection is inline) and the async projectors are idle before the next run starts, so
+ * that no run pays for the one before.
  */
 async function settle(): Promise<void> {
-  const deadline = Date.now() + 120_000;
   await sleep(300);
-  if (!workers) return;
-  for (;;) {
-    await workers.idle();
-    if ((await lagOf(runtime.db, activityProjector)) === 0) break;
-    if (Date.now() > deadline) {
-      log('activity projection still lagging after 120 s; measuring anyway');
-      break;
-    }
-    await sleep(200);
-  }
+  await runtime.commands.flushCalls();
+  await workers?.idle();
   await sleep(200);
 }
 

@@ -176,13 +176,50 @@ export async function rebuild(
         .orderBy('position')
         .limit(BATCH)
         .execute();
-      for (const row of rows) await projector.apply(asStored(toStoredEvent(row)), trx);
+      const events = rows.map((row) => asStored(toStoredEvent(row)));
+      if (projector.applyBatch) await projector.applyBatch(events, trx);
+      else for (const event of events) await projector.apply(event, trx);
       done += rows.length;
       onProgress?.({ done, total: Math.max(total, done) });
       const last = rows[rows.length - 1];
       if (!last || rows.length < BATCH) return done;
       after = last.position;
     }
+  });
+}
+
+/**
+ * A projector that ran async and now runs inline leaves its checkpoint behind, and maybe events after
+ * it that no runner applied before the move. This applies them and removes the checkpoint, under the
+ * projector's lock, in one transaction; with no checkpoint it does nothing. Run at start, after the
+ * migrations. Events appended meanwhile are applied inline and may be applied here too: only for a
+ * projector whose `apply` is idempotent (activity: `on conflict do nothing`). Returns how many events
+ * it applied.
+ */
+export async function retireCheckpoint(db: Db, projector: Projector): Promise<number> {
+  if (projector.mode !== 'inline') throw new Error(`${projector.name} is not inline`);
+  const left = await db
+    .selectFrom('checkpoints')
+    .select('name')
+    .where('name', '=', projector.name)
+    .executeTakeFirst();
+  if (left === undefined) return 0;
+  return db.transaction().execute(async (trx) => {
+    await lockProjector(trx, projector.name);
+    let after = await readCheckpoint(trx, projector.name);
+    let applied = 0;
+    for (;;) {
+      const { events, through } = await readBatch(trx, after, BATCH, projector.handles);
+      if (events.length > 0) {
+        if (projector.applyBatch) await projector.applyBatch(events.map(asStored), trx);
+        else for (const event of events) await projector.apply(asStored(event), trx);
+      }
+      applied += events.length;
+      if (events.length < BATCH) break;
+      after = through;
+    }
+    await trx.deleteFrom('checkpoints').where('name', '=', projector.name).execute();
+    return applied;
   });
 }
 

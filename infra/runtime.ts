@@ -1,4 +1,5 @@
 import { validateEvent } from '../domain/events.ts';
+import { activityProjector } from '../projections/activity.ts';
 import { projectors } from '../projections/index.ts';
 import { type Commands, createCommands } from './commands.ts';
 import type { Config } from './config.ts';
@@ -6,7 +7,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { type DbHandle, type DbLogger, openDatabase } from './db/open.ts';
 import type { Db } from './db/schema.ts';
 import { createEventStore, type EventStore } from './event-store.ts';
-import { inlineDispatcher } from './projection-runner.ts';
+import { inlineDispatcher, retireCheckpoint } from './projection-runner.ts';
 
 /** Everything the faces of the service share: the database, the event store and the command handlers. */
 export type Runtime = {
@@ -40,7 +41,10 @@ export async function openRuntime(
     ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
   });
   try {
-    if (opts.migrate) await migrateToLatest(handle.db);
+    if (opts.migrate) {
+      await migrateToLatest(handle.db);
+      await retireCheckpoint(handle.db, activityProjector);
+    }
   } catch (error) {
     await handle.close();
     throw error;

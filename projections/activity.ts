@@ -15,10 +15,17 @@ const operationOf = {
 /**
  * The activity log: every call through a face of the service (`CallRecorded`), and the changes the
  * service's own pipeline makes (article events with origin `rewrite`), which arrive through no call.
+ *
+ * Inline: a batch of calls' records and their rows are written by one transaction, and a pipeline
+ * change's row by the change's own. (Async until the fourth session: a second transaction read every
+ * record back from the log, which cost a call as much again; `retireCheckpoint` applies what an
+ * async runner had not applied yet when a database moves over.) Its rows are keyed by the event
+ * (`activityId`, `act_<event id>`) and inserted with `on conflict do nothing`: applying an event
+ * twice changes nothing.
  */
 export const activityProjector: Projector = {
   name: 'activity@1',
-  mode: 'async',
+  mode: 'inline',
   handles: ['CallRecorded', ...(Object.keys(operationOf) as (keyof typeof operationOf)[])],
   tables: ['activity'],
   async apply(event, trx) {

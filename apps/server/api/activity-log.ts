@@ -39,24 +39,34 @@ export function createActivityLog(
         if (!operation) return;
         const status = reply.raw.writableFinished ? reply.statusCode : 499;
         const durationMs = Math.round(performance.now() - started);
-        const record = resolveAuth(request)
-          .then(({ accountId, actor }) => {
-            if (!accountId || !actor) return;
-            return commands.recordCall({
-              accountId,
-              source,
-              actor,
-              operation,
-              siteId: request.activity.siteId,
-              articleId: request.activity.articleId,
-              status,
-              requestId: String(request.id),
-              durationMs,
-            });
-          })
-          .catch((error: unknown) => log.error({ err: error }, 'could not record activity'))
-          .finally(() => pending.delete(record));
-        pending.add(record);
+        const record = ({ accountId, actor }: AuthState): Promise<unknown> | undefined => {
+          if (!accountId || !actor) return;
+          return commands.recordCall({
+            accountId,
+            source,
+            actor,
+            operation,
+            siteId: request.activity.siteId,
+            articleId: request.activity.articleId,
+            status,
+            requestId: String(request.id),
+            durationMs,
+          });
+        };
+        // The key is resolved by the time most requests end (request.auth); one that ends before
+        // (a client gone during authentication) waits for it. One promise per call: this runs on all.
+        const stored = request.auth ? record(request.auth) : resolveAuth(request).then(record);
+        if (!stored) return;
+        const settled: Promise<void> = stored.then(
+          () => {
+            pending.delete(settled);
+          },
+          (error: unknown) => {
+            pending.delete(settled);
+            log.error({ err: error }, 'could not record activity');
+          },
+        );
+        pending.add(settled);
       });
     },
     /** Resolves when every record started so far is stored. */

@@ -1,0 +1,85 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCheckpoint, writeCheckpoint } from '../../infra/event-store.ts';
+import { projectionStatus, retireCheckpoint } from '../../infra/projection-runner.ts';
+import type { Runtime } from '../../infra/runtime.ts';
+import { activityProjector, listActivity } from '../../projections/activity.ts';
+import { backends } from '../support/db.ts';
+import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';
+
+const call = (accountId: string, requestId: string) => ({
+  accountId,
+  source: 'api' as const,
+  actor: apiKeyActor,
+  operation: 'get_article',
+  siteId: null,
+  articleId: null,
+  status: 200,
+  requestId,
+  durationMs: 3,
+});
+
+describe.each(backends)('the activity log, inline, on %s', (backend) => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime(backend));
+  }, 60_000);
+  afterAll(async () => drop?.());
+
+  it('a recorded call is in the log once its record is stored: no projector to wait for', async () => {
+    const { accountId } = await setUpAccount(runtime);
+    const { activityId } = await runtime.commands.recordCall(call(accountId, 'req_inline'));
+    const page = await listActivity(runtime.db, accountId, { page: 1, perPage: 100 });
+    expect(page.rows.map((r) => r.id)).toContain(activityId);
+    const [status] = await projectionStatus(runtime.db, [activityProjector]);
+    expect(status).toMatchObject({ mode: 'inline', checkpoint: null, lag: 0 });
+  });
+
+  it('retireCheckpoint applies what an async runner left unapplied, once, and removes the checkpoint', async () => {
+    const { db } = runtime;
+    const { accountId } = await setUpAccount(runtime, 'Retired Ltd');
+    const first = await runtime.commands.recordCall(call(accountId, 'req_before'));
+    // The database as the async projector left it: checkpoint after the first record, the next two
+    // appended but not applied (their rows are not there).
+    const [event] = await sql<{ position: string; transaction_id: string }>`
+      select position, transaction_id::text as transaction_id from events
+      where type = 'CallRecorded' and data->>'activityId' = ${first.activityId}`
+      .execute(db)
+      .then((r) => r.rows);
+    if (!event) throw new Error('the first record was not stored');
+    const later = [
+      await runtime.commands.recordCall(call(accountId, 'req_lost_1')),
+      await runtime.commands.recordCall(call(accountId, 'req_lost_2')),
+    ];
+    await db
+      .deleteFrom('activity')
+      .where(
+        'id',
+        'in',
+        later.map((l) => l.activityId),
+      )
+      .execute();
+    await db.transaction().execute((trx) =>
+      writeCheckpoint(trx, activityProjector.name, {
+        transactionId: BigInt(event.transaction_id),
+        position: BigInt(event.position),
+      }),
+    );
+
+    const applied = await retireCheckpoint(db, activityProjector);
+    expect(applied).toBeGreaterThanOrEqual(2);
+    const ids = (await listActivity(db, accountId, { page: 1, perPage: 100 })).rows.map((r) => r.id);
+    expect(ids.filter((id) => id === first.activityId)).toHaveLength(1);
+    for (const l of later) expect(ids.filter((id) => id === l.activityId)).toHaveLength(1);
+    const left = await db
+      .selectFrom('checkpoints')
+      .select('name')
+      .where('name', '=', activityProjector.name)
+      .execute();
+    expect(left).toEqual([]);
+    expect(await readCheckpoint(db, activityProjector.name)).toEqual({ transactionId: 0n, position: 0n });
+    // Nothing left to do the next time the service starts.
+    expect(await retireCheckpoint(db, activityProjector)).toBe(0);
+  });
+});
