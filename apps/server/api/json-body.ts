@@ -3,24 +3,34 @@ import { DomainError } from '../../../domain/errors.ts';
 
 export const MAX_JSON_DEPTH = 256;
 
-/** How deeply arrays and objects nest in a JSON text, found in one pass without parsing it. */
+/**
+ * How deeply arrays and objects nest in a JSON text, found in one pass without parsing it. Strings
+ * (most of an article's JSON: its body) are skipped with `indexOf` to their closing quote, one not
+ * preceded by an odd number of backslashes, rather than read character by character.
+ */
 export function jsonDepth(text: string): number {
   let depth = 0;
   let max = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92)
-        i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 || c === 91) {
+    if (c === 34) {
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && isEscaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end === -1) return max; // an unterminated string: JSON.parse refuses it
+      i = end;
+    } else if (c === 123 || c === 91) {
       depth++;
       if (depth > max) max = depth;
     } else if (c === 125 || c === 93) depth--;
   }
   return max;
+}
+
+/** Whether the character at `at` follows an odd number of backslashes. */
+function isEscaped(text: string, at: number): boolean {
+  let backslashes = 0;
+  for (let j = at - 1; j >= 0 && text.charCodeAt(j) === 92; j--) backslashes++;
+  return backslashes % 2 === 1;
 }
 
 /**
