@@ -5,7 +5,8 @@ import { jsonDepth } from '../../apps/server/api/json-body.ts';
 /** The nesting depth of a parsed JSON value. */
 function depthOf(value: unknown): number {
   if (Array.isArray(value)) return 1 + Math.max(0, ...value.map(depthOf));
-  if (value !== null && typeof value === 'object') return 1 + Math.max(0, ...Object.values(value).map(depthOf));
+  if (value !== null && typeof value === 'object')
+    return 1 + Math.max(0, ...Object.values(value).map(depthOf));
   return 0;
 }
 
