@@ -313,11 +313,25 @@ describe('/mcp through the SDK client', () => {
         expect(refused.code, tool).toBe('not_found');
         expect(refused.detail, tool).not.toContain(t.b.siteId);
       }
-      const activity = structured<ListOut<unknown>>(
+      // B's own call on its site is in B's log; A's log, asked for that site, holds only A's refused
+      // calls naming it (the ids A sent), never B's activity.
+      expect((await call(other, 'get_article', { article_id: articleId })).isError).toBeFalsy();
+      await t.runtime.commands.flushCalls();
+      const bOwn = await listActivity(t.runtime.db, t.b.accountId, {
+        page: 1,
+        perPage: 100,
+        siteId: t.b.siteId,
+      });
+      expect(bOwn.rows.map((r) => [r.operation, r.status])).toContainEqual(['get_article', 200]);
+      const activity = structured<ListOut<{ operation: string; status: number }>>(
         await call(write, 'list_activity', { site_id: t.b.siteId }),
       );
-      expect(activity.data).toEqual([]);
-      // B's own token sees its article unchanged.
+      expect(activity.data.map((r) => [r.operation, r.status]).sort()).toEqual([
+        ['get_stats', 404],
+        ['list_articles', 404],
+        ['list_backlinks', 404],
+      ]);
+      // B's own token still sees its article unchanged.
       const own = structured<{ title: string; revision: number }>(
         await call(other, 'get_article', { article_id: articleId }),
       );
