@@ -230,6 +230,55 @@ export async function startSessionSampler(
   };
 }
 
+/** What the database was doing in one sample: sessions per `state / wait event`, and the checkpointer's wait. */
+export type WaitSample = { at: number; sessions: Record<string, number>; checkpointer: string };
+
+/**
+ * Samples every `everyMs` what the benchmark database's sessions wait for (as startSessionSampler)
+ * and what the checkpointer is doing, each sample with its time (`performance.now()`): a burst of
+ * slow requests can be laid next to what the database did in that second.
+ */
+export async function startWaitTimeline(
+  databaseUrl: string,
+  everyMs = 20,
+): Promise<{ stop(): Promise<WaitSample[]> }> {
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'bench:sampler' });
+  await client.connect();
+  const samples: WaitSample[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const at = performance.now();
+      const { rows } = await client.query<{ what: string; n: string; checkpointer: boolean }>(
+        `select coalesce(state, '') || coalesce(' / ' || wait_event_type || ':' || wait_event, '') as what,
+                count(*) as n, backend_type = 'checkpointer' as checkpointer
+           from pg_stat_activity
+          where ((datname = current_database()
+                  and application_name not in ('content-service:listen', 'bench:sampler'))
+                 or backend_type = 'checkpointer')
+            and pid <> pg_backend_pid()
+          group by 1, 3`,
+      );
+      const sessions: Record<string, number> = {};
+      let checkpointer = 'idle';
+      for (const row of rows) {
+        if (row.checkpointer) checkpointer = row.what.replace(/^ \/ /, '') || 'working';
+        else sessions[row.what] = Number(row.n);
+      }
+      samples.push({ at, sessions, checkpointer });
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      await client.end();
+      return samples;
+    },
+  };
+}
+
 /** Cores the rest of the machine (everything but this process) used over the next `ms`. */
 export async function busyElsewhere(ms: number): Promise<number> {
   const before = cpuSeconds('');

@@ -94,6 +94,7 @@ const edits = await measureEdits({
   seconds: 10,
   warmupSeconds: Number(process.env.WRITE_WARMUP ?? 2),
   database: new URL(databaseUrl).pathname.slice(1),
+  databaseUrl,
 });
 await app.close();
 await runtime.close();
@@ -123,11 +124,11 @@ Statuses: ${JSON.stringify(edits.statuses)}; revisions created: ${edits.revision
 
 CPU per edit during the PUT run: server thread ${edits.cpu_ms_per_edit.server_thread} ms, this process (server and load generator) ${edits.cpu_ms_per_edit.process} ms, PostgreSQL backends ${edits.cpu_ms_per_edit.postgres} ms, whole machine ${edits.cpu_ms_per_edit.machine} ms.
 
-Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median):
+Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median), with what the database did in that second (sampled every 20 ms: the sessions that were not idle, on average, by state and wait event; and the checkpointer's state in most samples):
 
-| second | edits | p50 ms | max ms |
-|---:|---:|---:|---:|
-${edits.per_second.map((s) => `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} |`).join('\n')}
+| second | edits | p50 ms | max ms | database sessions not idle | checkpointer |
+|---:|---:|---:|---:|---|---|
+${edits.per_second.map((s) => `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} | ${s.db_busy} | ${s.checkpointer} |`).join('\n')}
 `;
 const dir = resolve(import.meta.dirname, 'results');
 await mkdir(dir, { recursive: true });

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { checkProtectedBlocks } from '../domain/html/facts.ts';
 import { sanitizeHtml } from '../domain/html/sanitize.ts';
-import { type CpuSeconds, cpuSeconds, cpuSince } from './load.ts';
+import { type CpuSeconds, cpuSeconds, cpuSince, startWaitTimeline, type WaitSample } from './load.ts';
 
 /*
  * The write benchmarks of issue 4:
@@ -46,7 +46,16 @@ export function measureSanitiseAndCheck(body: string, runs = 500, warmup = 50): 
 }
 
 /** The edits that started in one second of the measured run: where a tail comes from. */
-export type Second = { second: number; runs: number; p50_ms: number; max_ms: number };
+export type Second = {
+  second: number;
+  runs: number;
+  p50_ms: number;
+  max_ms: number;
+  /** The database's sessions that were not idle, on average over the second's samples, by state and wait (the two largest). */
+  db_busy: string;
+  /** What the checkpointer did in most of the second's samples. */
+  checkpointer: string;
+};
 
 export type WriteLoad = Timing & {
   rate: number;
@@ -81,7 +90,10 @@ export async function measureEdits(opts: {
   warmupSeconds: number;
   /** The benchmark database's name, to find its backends' CPU time. */
   database: string;
+  /** The same database's URL, to sample what its sessions wait for. */
+  databaseUrl: string;
 }): Promise<WriteLoad> {
+  const timeline = await startWaitTimeline(opts.databaseUrl);
   const worker = new Worker(new URL('./write-worker.ts', import.meta.url), { workerData: opts });
   let from: { at: number; thread: NodeJS.CpuUsage; cpu: CpuSeconds } | undefined;
   const result = await new Promise<{
@@ -102,6 +114,7 @@ export async function measureEdits(opts: {
   const cpu = cpuSeconds(opts.database);
   const thread = process.threadCpuUsage(from?.thread);
   await worker.terminate();
+  const waits = await timeline.stop();
   const edits = result.samples.length;
   const perEdit = (seconds: number): number => (edits === 0 ? 0 : Math.round((seconds / edits) * 1e5) / 100);
   const used = from ? cpuSince(from.cpu, cpu) : { node: 0, postgres: 0, machine: 0 };
@@ -117,7 +130,11 @@ export async function measureEdits(opts: {
     rate: opts.rate,
     seconds: opts.seconds,
     measured_from: result.measuredFrom,
-    per_second: perSecond(result.samples, result.startedAt),
+    per_second: perSecond(
+      result.samples,
+      result.startedAt,
+      waitsBySecond(waits, Date.parse(result.measuredFrom)),
+    ),
     edits: result.samples.map((took, i) => [
       Math.round(result.startedAt[i] ?? 0),
       Math.round(took * 10) / 10,
@@ -127,8 +144,12 @@ export async function measureEdits(opts: {
   };
 }
 
-/** Latencies grouped by the second their request started in. */
-export function perSecond(samples: readonly number[], startedAt: readonly number[]): Second[] {
+/** Latencies grouped by the second their request started in, with what the database did in that second. */
+export function perSecond(
+  samples: readonly number[],
+  startedAt: readonly number[],
+  waits: ReadonlyMap<number, Pick<Second, 'db_busy' | 'checkpointer'>> = new Map(),
+): Second[] {
   const groups = new Map<number, number[]>();
   samples.forEach((took, i) => {
     const second = Math.floor((startedAt[i] ?? 0) / 1000);
@@ -138,6 +159,41 @@ export function perSecond(samples: readonly number[], startedAt: readonly number
     .sort(([a], [b]) => a - b)
     .map(([second, took]) => {
       const t = summarise(took);
-      return { second, runs: t.runs, p50_ms: t.p50_ms, max_ms: t.max_ms };
+      const w = waits.get(second) ?? { db_busy: '', checkpointer: '' };
+      return { second, runs: t.runs, p50_ms: t.p50_ms, max_ms: t.max_ms, ...w };
     });
+}
+
+/** The wait timeline by second from `measuredFrom` (epoch ms): busy sessions (not idle) and the checkpointer. */
+export function waitsBySecond(
+  samples: readonly WaitSample[],
+  measuredFrom: number,
+): Map<number, Pick<Second, 'db_busy' | 'checkpointer'>> {
+  const bySecond = new Map<number, WaitSample[]>();
+  for (const sample of samples) {
+    const second = Math.floor((performance.timeOrigin + sample.at - measuredFrom) / 1000);
+    if (second < 0) continue;
+    bySecond.set(second, [...(bySecond.get(second) ?? []), sample]);
+  }
+  const out = new Map<number, Pick<Second, 'db_busy' | 'checkpointer'>>();
+  for (const [second, list] of bySecond) {
+    const busy = new Map<string, number>();
+    const checkpointer = new Map<string, number>();
+    for (const sample of list) {
+      for (const [what, n] of Object.entries(sample.sessions)) {
+        if (what.startsWith('idle / Client:ClientRead') || what === 'idle') continue;
+        busy.set(what, (busy.get(what) ?? 0) + n);
+      }
+      checkpointer.set(sample.checkpointer, (checkpointer.get(sample.checkpointer) ?? 0) + 1);
+    }
+    out.set(second, {
+      db_busy: [...busy.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 2)
+        .map(([what, n]) => `${what}: ${Math.round((n / list.length) * 100) / 100}`)
+        .join('; '),
+      checkpointer: [...checkpointer.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '',
+    });
+  }
+  return out;
 }
