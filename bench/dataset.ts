@@ -75,9 +75,14 @@ export async function prepareDataset(
   databaseUrl: string,
   spec: DatasetSpec,
   log: Log,
+  /** As the server would open it (`SANITIZE_THREADS`). */
+  runtimeOpts: { sanitizeThreads?: number } = {},
 ): Promise<{ runtime: Runtime; dataset: Dataset; generated: boolean }> {
   if (await createDatabaseIfMissing(databaseUrl)) log(`created database ${redact(databaseUrl)}`);
-  let runtime = await openRuntime({ DATABASE_URL: databaseUrl, DATA_DIR: './data' }, { migrate: true });
+  let runtime = await openRuntime(
+    { DATABASE_URL: databaseUrl, DATA_DIR: './data' },
+    { migrate: true, ...runtimeOpts },
+  );
   try {
     const marker = await readMarker(runtime);
     if (marker?.status === 'complete' && isDeepStrictEqual(marker.dataset.spec, spec)) {
@@ -108,7 +113,10 @@ export async function prepareDataset(
     if (marker) {
       await runtime.close();
       await recreateDatabase(databaseUrl);
-      runtime = await openRuntime({ DATABASE_URL: databaseUrl, DATA_DIR: './data' }, { migrate: true });
+      runtime = await openRuntime(
+        { DATABASE_URL: databaseUrl, DATA_DIR: './data' },
+        { migrate: true, ...runtimeOpts },
+      );
     }
     const dataset = await generate(runtime, spec, log);
     return { runtime, dataset, generated: true };

@@ -95,7 +95,9 @@ const config = loadConfig({
 });
 
 log(`database ${redact(databaseUrl)}`);
-const { runtime, dataset, generated } = await prepareDataset(databaseUrl, spec, log);
+const { runtime, dataset, generated } = await prepareDataset(databaseUrl, spec, log, {
+  sanitizeThreads: config.SANITIZE_THREADS,
+});
 
 // Composed as apps/server/main.ts composes the server; only the log goes to /dev/null.
 const limitsLog = pino(

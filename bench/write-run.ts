@@ -33,7 +33,9 @@ const config = loadConfig({
   PORT: '0',
 });
 log(`database ${redact(databaseUrl)}`);
-const { runtime, dataset } = await prepareDataset(databaseUrl, DEFAULT_SPEC, log);
+const { runtime, dataset } = await prepareDataset(databaseUrl, DEFAULT_SPEC, log, {
+  sanitizeThreads: config.SANITIZE_THREADS,
+});
 const long = await findArticle(runtime.db, dataset.accountId, dataset.longArticleId);
 if (!long) throw new Error('the benchmark database has no long article');
 

@@ -43,6 +43,8 @@ export type CommandDeps = {
   store: EventStore;
   /** The clock is injected so tests and replays are deterministic. */
   now?: () => Date;
+  /** Sanitises a body ahead of its command, off this thread (infra/sanitize-pool.ts); optional. */
+  sanitizeAhead?: (body: string) => Promise<void>;
 };
 
 /** How many times a command is decided again after losing a race for its stream. */
@@ -305,7 +307,7 @@ export function createCommands(deps: CommandDeps) {
       },
       caller: Caller,
     ): Promise<{ articleId: string }> {
-      await requireSite(accountId, input.siteId);
+      await Promise.all([requireSite(accountId, input.siteId), deps.sanitizeAhead?.(input.body)]);
       const articleId = input.articleId ?? newId('art');
       await run(articleStream(articleId), articleFold, (state) =>
         decide(
@@ -334,7 +336,7 @@ export function createCommands(deps: CommandDeps) {
       return { articleId };
     },
 
-    editArticle(
+    async editArticle(
       accountId: string,
       articleId: string,
       input: {
@@ -345,6 +347,7 @@ export function createCommands(deps: CommandDeps) {
       },
       caller: Caller,
     ): Promise<EditResult> {
+      if (input.body !== undefined) await deps.sanitizeAhead?.(input.body);
       return articleCommand(accountId, articleId, () => ({
         type: 'EditArticle',
         data: {

@@ -78,6 +78,11 @@ export const ConfigSchema = z.object({
     .default(200),
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
+  /**
+   * Worker threads that sanitise an edit's body ahead of its command (infra/sanitize-pool.ts), so that
+   * the server's thread goes on with other requests meanwhile; 0: sanitise in the request's thread.
+   */
+  SANITIZE_THREADS: z.coerce.number().int('expected a whole number').min(0).max(64).default(1),
 });
 
 export type Config = Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_URL' | 'MEDIA_DIR'> & {

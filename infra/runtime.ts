@@ -8,6 +8,7 @@ import { type DbHandle, type DbLogger, openDatabase } from './db/open.ts';
 import type { Db } from './db/schema.ts';
 import { createEventStore, type EventStore } from './event-store.ts';
 import { inlineDispatcher, retireCheckpoint } from './projection-runner.ts';
+import { createSanitizePool } from './sanitize-pool.ts';
 
 /** Everything the faces of the service share: the database, the event store and the command handlers. */
 export type Runtime = {
@@ -18,21 +19,43 @@ export type Runtime = {
   close(): Promise<void>;
 };
 
-/** The composition root of the core, used by the server, the worker, the CLI and the tests. */
-export function createRuntime(handle: DbHandle, opts: { now?: () => Date } = {}): Runtime {
+/**
+ * The composition root of the core, used by the server, the worker, the CLI and the tests.
+ * `sanitizeThreads` (config SANITIZE_THREADS; 0 or absent: none) starts a pool of worker threads that
+ * sanitise edited bodies ahead of their commands.
+ */
+export function createRuntime(
+  handle: DbHandle,
+  opts: { now?: () => Date; sanitizeThreads?: number } = {},
+): Runtime {
   const store = createEventStore({
     db: handle.db,
     handle,
     validate: validateEvent,
     inline: inlineDispatcher(projectors),
   });
-  const commands = createCommands({ db: handle.db, store, ...(opts.now ? { now: opts.now } : {}) });
-  return { handle, db: handle.db, store, commands, close: () => handle.close() };
+  const sanitizer = opts.sanitizeThreads ? createSanitizePool(opts.sanitizeThreads) : undefined;
+  const commands = createCommands({
+    db: handle.db,
+    store,
+    ...(opts.now ? { now: opts.now } : {}),
+    ...(sanitizer ? { sanitizeAhead: sanitizer.ahead } : {}),
+  });
+  return {
+    handle,
+    db: handle.db,
+    store,
+    commands,
+    async close() {
+      await sanitizer?.close();
+      await handle.close();
+    },
+  };
 }
 
 export async function openRuntime(
   config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
-  opts: { migrate?: boolean; logger?: DbLogger; poolSize?: number } = {},
+  opts: { migrate?: boolean; logger?: DbLogger; poolSize?: number; sanitizeThreads?: number } = {},
 ): Promise<Runtime> {
   const handle = await openDatabase({
     dataDir: config.DATA_DIR,
@@ -49,5 +72,5 @@ export async function openRuntime(
     await handle.close();
     throw error;
   }
-  return createRuntime(handle);
+  return createRuntime(handle, opts.sanitizeThreads ? { sanitizeThreads: opts.sanitizeThreads } : {});
 }

@@ -10,7 +10,7 @@ import { buildApp } from './app.ts';
 
 const config = loadConfigOrExit();
 
-const runtime = await openRuntime(config, { migrate: true });
+const runtime = await openRuntime(config, { migrate: true, sanitizeThreads: config.SANITIZE_THREADS });
 // Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
 // the Redis client log through their own pino instance: they exist before the app and its logger.
 const limitsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'limits' });

@@ -41,6 +41,11 @@ export function rememberBodyFacts(html: string, tree: DocumentFragment): void {
   if (!recent.has(html)) remember(html, factsOf(tree));
 }
 
+/** Remembers the facts of a body worked out elsewhere (`bodyFacts` in another thread). */
+export function rememberFacts(html: string, facts: BodyFacts): void {
+  remember(html, facts);
+}
+
 /** The facts of a parsed body, worked out now (nothing remembered). */
 export function factsOf(tree: DocumentFragment): BodyFacts {
   const { links, forms } = protectedBlocksOf(tree.childNodes);

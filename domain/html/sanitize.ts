@@ -113,6 +113,29 @@ const TABLE_PARENTS: Readonly<Record<string, ReadonlySet<string>>> = {
 };
 
 const MAX_PASSES = 4;
+
+/**
+ * Results of `sanitizeHtml` worked out ahead, elsewhere (a worker thread: infra/sanitize-pool.ts),
+ * by input; each is handed out once, by the next `sanitizeHtml` of that input. At most a few are
+ * kept (the oldest goes first): one not used soon is only work done twice.
+ */
+const ahead = new Map<string, SanitizeResult>();
+const AHEAD = 32;
+
+/** Whether a result worked out ahead for `input` is waiting to be handed out. */
+export function isSanitizedAhead(input: string): boolean {
+  return ahead.has(input);
+}
+
+/** Remembers what `sanitizeHtml(input)` gives, worked out by the same function in another thread. */
+export function rememberSanitized(input: string, result: SanitizeResult): void {
+  ahead.delete(input);
+  ahead.set(input, result);
+  if (ahead.size > AHEAD) {
+    const oldest = ahead.keys().next().value;
+    if (oldest !== undefined) ahead.delete(oldest);
+  }
+}
 const SHOWN_VALUE_LENGTH = 60;
 
 /**
@@ -122,6 +145,11 @@ const SHOWN_VALUE_LENGTH = 60;
  * same bytes (no mutation XSS).
  */
 export function sanitizeHtml(html: string): SanitizeResult {
+  const known = ahead.get(html);
+  if (known !== undefined) {
+    ahead.delete(html);
+    return known;
+  }
   const removed: SanitizedItem[] = [];
   const first = parseBody(html);
   const cleaned = cleanTree(first, removed);

@@ -1,0 +1,42 @@
+import { Piscina } from 'piscina';
+import { type BodyFacts, rememberFacts } from '../domain/html/facts.ts';
+import { rememberSanitized, type SanitizeResult } from '../domain/html/sanitize.ts';
+
+/**
+ * Sanitising a 20 KB body takes the thread that does it 1 to 3 ms (parse5). In the server's thread
+ * that time holds up every other request, and the transactions of other edits waiting for their
+ * next statement. The pool does it in worker threads ahead of the command: `ahead(body)` sanitises
+ * there and leaves the result where the decider's own `sanitizeHtml(body)` finds it (handed out once)
+ * and the facts of the result (words, protected blocks) where the check and the projectors read them.
+ * The decider stays as it is, and the same: with no pool, or should the pool fail, it sanitises in
+ * its own thread. Bodies over the body limit are not sent (the decider refuses them unparsed).
+ */
+export type SanitizePool = {
+  ahead(body: string): Promise<void>;
+  close(): Promise<void>;
+};
+
+/** Bodies longer than this (in UTF-16 units) are left to the decider, which refuses them. */
+const MAX_AHEAD_LENGTH = 2 * 1024 * 1024;
+
+export function createSanitizePool(threads: number): SanitizePool {
+  const pool = new Piscina<string, { result: SanitizeResult; facts: BodyFacts }>({
+    filename: new URL('./sanitize-worker.ts', import.meta.url).href,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: Number.POSITIVE_INFINITY,
+  });
+  return {
+    async ahead(body) {
+      if (body.length > MAX_AHEAD_LENGTH) return;
+      try {
+        const { result, facts } = await pool.run(body);
+        rememberSanitized(body, result);
+        rememberFacts(result.html, facts);
+      } catch {
+        // The decider sanitises in its own thread and reports what is wrong there.
+      }
+    },
+    close: () => pool.close(),
+  };
+}

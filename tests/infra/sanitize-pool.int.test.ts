@@ -1,0 +1,100 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bodyFacts, factsOf } from '../../domain/html/facts.ts';
+import { isSanitizedAhead, sanitizeHtml } from '../../domain/html/sanitize.ts';
+import { parseBody } from '../../domain/html/tree.ts';
+import type { Runtime } from '../../infra/runtime.ts';
+import { createSanitizePool, type SanitizePool } from '../../infra/sanitize-pool.ts';
+import {
+  apiKeyActor,
+  createTestRuntime,
+  pipelineActor,
+  protectedBody,
+  setUpAccount,
+} from '../support/runtime.ts';
+
+const pieces = [
+  '<p>text</p>',
+  '<script>alert(1)</script>',
+  '<img src=x onerror=alert(1)>',
+  '<a href="javascript:alert(1)">x</a>',
+  '<svg><p><style><img src=x onerror=alert(1)></style></p></svg>',
+  '<table><tr><td>cell<p>para</table>',
+  '<a href="https://ok.example/">ok</a>',
+  '<b><i>misnested</b></i>',
+  '<!-- comment -->',
+  'plain & text',
+];
+const body = fc.array(fc.constantFrom(...pieces), { maxLength: 12 }).map((parts) => parts.join(''));
+
+describe('the sanitise pool', () => {
+  let pool: SanitizePool;
+  beforeAll(() => {
+    pool = createSanitizePool(1);
+  });
+  afterAll(async () => pool?.close());
+
+  it('leaves for the decider exactly what sanitising in its own thread gives, and the facts of the result', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, fc.nat(), async (parts, n) => {
+        const input = `${parts}<p>${n}</p>`;
+        const expected = structuredClone(sanitizeHtml(input));
+        await pool.ahead(input);
+        expect(isSanitizedAhead(input)).toBe(true);
+        expect(sanitizeHtml(input)).toEqual(expected);
+        // Handed out once: the next call works it out again.
+        expect(isSanitizedAhead(input)).toBe(false);
+        expect(bodyFacts(expected.html)).toEqual(factsOf(parseBody(expected.html)));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('does not send a body over the size limit (the decider refuses it unparsed)', async () => {
+    const huge = `<p>${'x'.repeat(2 * 1024 * 1024 + 1)}</p>`;
+    await pool.ahead(huge);
+    expect(isSanitizedAhead(huge)).toBe(false);
+  });
+});
+
+describe('commands with a sanitise pool', () => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime('postgres', { sanitizeThreads: 1 }));
+  }, 60_000);
+  afterAll(async () => {
+    await runtime?.close();
+    await drop?.();
+  });
+
+  it('an edit stores the body as sanitised in the worker, with what it removed, the same as without one', async () => {
+    const { accountId, siteId } = await setUpAccount(runtime);
+    const { articleId } = await runtime.commands.createArticle(
+      accountId,
+      {
+        siteId,
+        title: 'Pooled',
+        body: `${protectedBody(1)}<script>alert(1)</script>`,
+        url: 'https://northside.example/pooled',
+        status: 'draft',
+        publishedAt: null,
+        targetKeyword: null,
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    const edited = `${protectedBody(1)}<p onclick="x()">Hello <img src=x onerror=alert(1)></p>`;
+    const expected = structuredClone(sanitizeHtml(edited));
+    const result = await runtime.commands.editArticle(
+      accountId,
+      articleId,
+      { body: edited },
+      { origin: 'api', actor: apiKeyActor },
+    );
+    expect(result.article.body).toBe(expected.html);
+    expect(result.sanitized).toEqual(expected.removed);
+    expect(result.article.body).not.toContain('onclick');
+    expect(isSanitizedAhead(edited)).toBe(false);
+  });
+});
