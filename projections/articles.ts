@@ -112,27 +112,32 @@ async function project(event: Stored, trx: Trx, counts: CountChanges): Promise<v
     case 'ArticleRestored': {
       const d = event.data;
       const body = d.body;
-      const updated = await trx
-        .updateTable('articles')
-        .set({
-          revision: d.revision,
-          updated_at: at,
-          ...(d.title !== undefined ? { title: d.title } : {}),
-          ...(body !== undefined ? { word_count: wordCount(body) } : {}),
-          ...(event.type === 'ArticleRestored'
-            ? { featured_image: JSON.stringify(event.data.featuredImage) }
-            : {}),
-        })
-        .where('id', '=', d.articleId)
-        .where('revision', '=', d.revision - 1)
-        .executeTakeFirst();
-      if (body !== undefined && updated.numUpdatedRows > 0n) {
-        await trx
-          .updateTable('article_bodies')
-          .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
-          .where('article_id', '=', d.articleId)
-          .execute();
+      const row = (db: Trx) =>
+        db
+          .updateTable('articles')
+          .set({
+            revision: d.revision,
+            updated_at: at,
+            ...(d.title !== undefined ? { title: d.title } : {}),
+            ...(body !== undefined ? { word_count: wordCount(body) } : {}),
+            ...(event.type === 'ArticleRestored'
+              ? { featured_image: JSON.stringify(event.data.featuredImage) }
+              : {}),
+          })
+          .where('id', '=', d.articleId)
+          .where('revision', '=', d.revision - 1);
+      if (body === undefined) {
+        await row(trx).execute();
+        return;
       }
+      // The list row and the body row in one statement (one round trip of the edit's transaction):
+      // the body changes only if the row was at the revision before this event.
+      await trx
+        .with('updated', () => row(trx).returning('id'))
+        .updateTable('article_bodies')
+        .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
+        .where('article_id', 'in', (eb) => eb.selectFrom('updated').select('updated.id'))
+        .execute();
       return;
     }
     case 'FeaturedImageReplaced':
