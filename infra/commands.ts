@@ -130,8 +130,8 @@ export function createCommands(deps: CommandDeps) {
   const { db, store } = deps;
   const queue = keyedQueue();
   // Activity records are appended together, at most 100 ms after the first of them: under load one
-  // append (a transaction of a few statements) carries hundreds of calls. The log is a moment behind
-  // the calls (its projector lets appends settle as long), which an async read model allows.
+  // append (a transaction of a few statements, the activity rows written by it) carries hundreds of
+  // calls. The log is a moment behind the calls.
   const calls = createBatcher<CallRecorded>(
     async (events) => {
       const byAccount = Map.groupBy(events, (e) => e.data.accountId);

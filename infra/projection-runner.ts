@@ -1,5 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
-import { asStored, handles, type Projector } from '../projections/projector.ts';
+import { asStored, handles, type Projector, type Stored } from '../projections/projector.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import {
@@ -26,6 +26,17 @@ export type RunnerLogger = { error(obj: object, msg: string): void; info(obj: ob
 
 const BATCH = 500;
 
+/** A projector's events in one transaction: as one batch where it takes one (`applyBatch`), else one by one. */
+async function applyEvents(
+  projector: Projector,
+  events: readonly Stored[],
+  trx: Transaction<Database>,
+): Promise<void> {
+  if (events.length === 0) return;
+  if (projector.applyBatch) await projector.applyBatch(events, trx);
+  else for (const event of events) await projector.apply(event, trx);
+}
+
 /** Applies events to every inline projector that handles them: the event store calls this inside the append. */
 export function inlineDispatcher(
   projectors: readonly Projector[],
@@ -42,10 +53,11 @@ export function inlineDispatcher(
     // Several events (a bulk import): each projector takes its events as one batch where it can.
     // Inline projectors own separate tables, so projector by projector equals event by event.
     for (const projector of inline) {
-      const mine = events.filter((event) => handles(projector, event.type)).map(asStored);
-      if (mine.length === 0) continue;
-      if (projector.applyBatch) await projector.applyBatch(mine, trx);
-      else for (const event of mine) await projector.apply(event, trx);
+      await applyEvents(
+        projector,
+        events.filter((event) => handles(projector, event.type)).map(asStored),
+        trx,
+      );
     }
   };
 }
@@ -77,10 +89,7 @@ export async function applyNextBatch(db: Db, projector: Projector, batchSize = B
     await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
     const { events, through } = await readBatch(trx, after, batchSize, projector.handles);
-    if (events.length > 0) {
-      if (projector.applyBatch) await projector.applyBatch(events.map(asStored), trx);
-      else for (const event of events) await projector.apply(asStored(event), trx);
-    }
+    await applyEvents(projector, events.map(asStored), trx);
     if (isAfter(through, after)) await writeCheckpoint(trx, projector.name, through);
     return events.length;
   });
@@ -176,9 +185,11 @@ export async function rebuild(
         .orderBy('position')
         .limit(BATCH)
         .execute();
-      const events = rows.map((row) => asStored(toStoredEvent(row)));
-      if (projector.applyBatch) await projector.applyBatch(events, trx);
-      else for (const event of events) await projector.apply(event, trx);
+      await applyEvents(
+        projector,
+        rows.map((row) => asStored(toStoredEvent(row))),
+        trx,
+      );
       done += rows.length;
       onProgress?.({ done, total: Math.max(total, done) });
       const last = rows[rows.length - 1];
@@ -210,10 +221,7 @@ export async function retireCheckpoint(db: Db, projector: Projector): Promise<nu
     let applied = 0;
     for (;;) {
       const { events, through } = await readBatch(trx, after, BATCH, projector.handles);
-      if (events.length > 0) {
-        if (projector.applyBatch) await projector.applyBatch(events.map(asStored), trx);
-        else for (const event of events) await projector.apply(asStored(event), trx);
-      }
+      await applyEvents(projector, events.map(asStored), trx);
       applied += events.length;
       if (events.length < BATCH) break;
       after = through;

@@ -1,4 +1,5 @@
 import { Piscina } from 'piscina';
+import { BODY_MAX_BYTES } from '../domain/article/decider.ts';
 import { type BodyFacts, rememberFacts } from '../domain/html/facts.ts';
 import { rememberSanitized, type SanitizeResult } from '../domain/html/sanitize.ts';
 
@@ -16,9 +17,6 @@ export type SanitizePool = {
   close(): Promise<void>;
 };
 
-/** Bodies longer than this (in UTF-16 units) are left to the decider, which refuses them. */
-const MAX_AHEAD_LENGTH = 2 * 1024 * 1024;
-
 export function createSanitizePool(threads: number): SanitizePool {
   const pool = new Piscina<string, { result: SanitizeResult; facts: BodyFacts }>({
     filename: new URL('./sanitize-worker.ts', import.meta.url).href,
@@ -28,7 +26,8 @@ export function createSanitizePool(threads: number): SanitizePool {
   });
   return {
     async ahead(body) {
-      if (body.length > MAX_AHEAD_LENGTH) return;
+      // Longer in UTF-16 units than the limit in bytes: over it for sure; the decider refuses it unparsed.
+      if (body.length > BODY_MAX_BYTES) return;
       try {
         const { result, facts } = await pool.run(body);
         rememberSanitized(body, result);

@@ -113,6 +113,7 @@ const TABLE_PARENTS: Readonly<Record<string, ReadonlySet<string>>> = {
 };
 
 const MAX_PASSES = 4;
+const SHOWN_VALUE_LENGTH = 60;
 
 /**
  * Results of `sanitizeHtml` worked out ahead, elsewhere (a worker thread: infra/sanitize-pool.ts),
@@ -136,7 +137,6 @@ export function rememberSanitized(input: string, result: SanitizeResult): void {
     if (oldest !== undefined) ahead.delete(oldest);
   }
 }
-const SHOWN_VALUE_LENGTH = 60;
 
 /**
  * Sanitises an article body: an allowlist of elements and attributes on the parse5 tree, URLs
