@@ -46,7 +46,8 @@ await sql`vacuum analyze events, streams, articles, article_bodies, article_snap
   runtime.db,
 );
 log(`sanitiser + protected-block check on ${long.body.length} bytes`);
-const domain = measureSanitiseAndCheck(long.body);
+const domain = measureSanitiseAndCheck(long.body, 'edit');
+const domainFull = measureSanitiseAndCheck(long.body, 'full');
 
 // Ten fresh copies of the long article, edited in turn: 100 edits/s over an account's articles
 // (edits of one article run one after the other: see docs/performance.md).
@@ -111,6 +112,7 @@ const results = {
   body_bytes: long.body.length,
   protected_blocks: (long.body.match(/data-service-protected=/g) ?? []).length,
   sanitise_and_check: { ...domain, target_ms: 2, met: domain.p50_ms <= 2 },
+  sanitise_and_check_in_full: { ...domainFull, target_ms: 2, met: domainFull.p50_ms <= 2 },
   put_at_100_per_second: { ...edits, target_p99_ms: 30, met: edits.p99_ms <= 30 },
 };
 const table = `# Write benchmark (${results.at.slice(0, 16).replace('T', ' ')} UTC)
@@ -119,7 +121,8 @@ ${results.machine.cores} cores (${results.machine.model}), ${results.machine.mem
 
 | measurement | runs | mean ms | p50 ms | p99 ms | max ms | target | met |
 |---|---:|---:|---:|---:|---:|---|---|
-| sanitise + protected-block check | ${domain.runs} | ${domain.mean_ms} | ${domain.p50_ms} | ${domain.p99_ms} | ${domain.max_ms} | ≤ 2 ms | ${results.sanitise_and_check.met ? 'yes' : 'no'} |
+| sanitise + protected-block check (an edit of the stored body) | ${domain.runs} | ${domain.mean_ms} | ${domain.p50_ms} | ${domain.p99_ms} | ${domain.max_ms} | ≤ 2 ms | ${results.sanitise_and_check.met ? 'yes' : 'no'} |
+| the same, parsed in full (a body not seen before) | ${domainFull.runs} | ${domainFull.mean_ms} | ${domainFull.p50_ms} | ${domainFull.p99_ms} | ${domainFull.max_ms} | ≤ 2 ms | ${results.sanitise_and_check_in_full.met ? 'yes' : 'no'} |
 | PUT at ${edits.rate}/s for ${edits.seconds} s, over ${COPIES} articles | ${edits.runs} | ${edits.mean_ms} | ${edits.p50_ms} | ${edits.p99_ms} | ${edits.max_ms} | p99 ≤ 30 ms | ${results.put_at_100_per_second.met ? 'yes' : 'no'} |
 
 Statuses: ${JSON.stringify(edits.statuses)}; revisions created: ${edits.revisions_created}.

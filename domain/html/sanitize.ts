@@ -1,6 +1,15 @@
 import { defaultTreeAdapter, serialize, html as spec } from 'parse5';
 import { rememberBodyFacts } from './facts.ts';
 import {
+  findEdit,
+  isRememberedLayout,
+  type Layout,
+  layoutAfter,
+  parseMiddle,
+  rememberLayout,
+  serializeWithEnds,
+} from './layout.ts';
+import {
   type ChildNode,
   type DocumentFragment,
   isElement,
@@ -150,15 +159,40 @@ export function sanitizeHtml(html: string): SanitizeResult {
     ahead.delete(html);
     return known;
   }
+  // A body this thread sanitised (or produced) lately, or an edit of one: see layout.ts.
+  if (isRememberedLayout(html)) return { html, removed: [] };
+  return sanitizeEdit(html) ?? sanitizeFully(html);
+}
+
+/**
+ * `sanitizeHtml` of an edit of a remembered body whose changed middle is already clean: only the
+ * middle is parsed. Undefined when that does not apply (no such body, or a middle with something to
+ * remove or written otherwise than it serialises); the full path then decides.
+ */
+export function sanitizeEdit(html: string): SanitizeResult | undefined {
+  const edit = findEdit(html);
+  if (edit === undefined) return undefined;
+  const middle = parseMiddle(edit.middle);
+  if (middle === undefined || cleanTree(middle, [])) return undefined;
+  const { html: written, ends } = serializeWithEnds(middle.childNodes);
+  if (written !== edit.middle) return undefined;
+  const layout = layoutAfter(edit, { nodes: middle.childNodes, ends });
+  remember(html, layout);
+  return { html, removed: [] };
+}
+
+/** `sanitizeHtml` from a parse of the whole body. */
+export function sanitizeFully(html: string): SanitizeResult {
   const removed: SanitizedItem[] = [];
   const first = parseBody(html);
   const cleaned = cleanTree(first, removed);
-  let out = serialize(first);
+  const written = serializeWithEnds(first.childNodes);
+  let out = written.html;
   if (!cleaned && out === html) {
     // Nothing to clean and the input is already written as its tree serialises (a body read from
     // the API and edited keeps that form): parsing `out` again is parsing `html` again, which gives
     // this same tree. The fixpoint holds without a second parse.
-    rememberBodyFacts(out, first);
+    remember(out, { nodes: first.childNodes, ends: written.ends });
     return { html: out, removed };
   }
   // The nesting rules in cleanTree already give a parse-stable tree (200k random soups: always);
@@ -166,23 +200,33 @@ export function sanitizeHtml(html: string): SanitizeResult {
   // again. Items found there are reported with paths in that intermediate tree.
   for (let pass = 1; pass < MAX_PASSES; pass++) {
     const tree = parseBody(out);
-    const reparsed = serialize(tree);
+    const reparsed = serializeWithEnds(tree.childNodes);
     const items: SanitizedItem[] = [];
     const changed = cleanTree(tree, items);
-    if (!changed && reparsed === out) {
-      // The tree of the stored body is at hand: what the projections and the next edit's check
-      // read from it (words, protected blocks) is taken from it now rather than parsed again.
-      rememberBodyFacts(out, tree);
+    if (!changed && reparsed.html === out) {
+      remember(out, { nodes: tree.childNodes, ends: reparsed.ends });
       return { html: out, removed };
     }
     removed.push(...items);
-    out = changed ? serialize(tree) : reparsed;
+    out = changed ? serialize(tree) : reparsed.html;
   }
   // No fixpoint within a few passes (never seen; a safety net): keep the text only, which is one.
   removed.push({ path: 'body', removed: shorten(out), reason: 'unstable_markup' });
   const fragment = defaultTreeAdapter.createDocumentFragment();
   defaultTreeAdapter.insertText(fragment, collectText(parseBody(out)));
   return { html: serialize(fragment), removed };
+}
+
+/**
+ * A sanitised body's tree is at hand: what the projections and the next edit's check read from it
+ * (words, protected blocks) is taken from it now rather than parsed again, and its top-level nodes
+ * are kept for the next edit of it (layout.ts).
+ */
+function remember(html: string, layout: Layout): void {
+  const root = defaultTreeAdapter.createDocumentFragment();
+  root.childNodes = [...layout.nodes];
+  rememberBodyFacts(html, root);
+  rememberLayout(html, layout);
 }
 
 /**

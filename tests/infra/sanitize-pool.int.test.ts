@@ -4,7 +4,7 @@ import { bodyFacts, factsOf } from '../../domain/html/facts.ts';
 import { isSanitizedAhead, sanitizeHtml } from '../../domain/html/sanitize.ts';
 import { parseBody } from '../../domain/html/tree.ts';
 import type { Runtime } from '../../infra/runtime.ts';
-import { createSanitizePool, type SanitizePool } from '../../infra/sanitize-pool.ts';
+import { createSanitizePool, IN_THREAD_MAX, type SanitizePool } from '../../infra/sanitize-pool.ts';
 import {
   apiKeyActor,
   createTestRuntime,
@@ -30,7 +30,8 @@ const body = fc.array(fc.constantFrom(...pieces), { maxLength: 12 }).map((parts)
 describe('the sanitise pool', () => {
   let pool: SanitizePool;
   beforeAll(() => {
-    pool = createSanitizePool(1);
+    // Every body to the worker, however small (by default small ones stay in the server's thread).
+    pool = createSanitizePool(1, { inThreadMax: 0 });
   });
   afterAll(async () => pool?.close());
 
@@ -48,6 +49,23 @@ describe('the sanitise pool', () => {
       }),
       { numRuns: 40 },
     );
+  });
+
+  it('leaves bodies up to IN_THREAD_MAX to the server thread by default, and sends larger ones', async () => {
+    const byDefault = createSanitizePool(1);
+    try {
+      const small = `<p onclick="x()">small</p>${'<p>x</p>'.repeat(10)}`;
+      await byDefault.ahead(small);
+      expect(isSanitizedAhead(small)).toBe(false);
+      const large = `<p onclick="x()">large</p>${'<p>x</p>'.repeat(IN_THREAD_MAX / 8)}`;
+      await byDefault.ahead(large);
+      expect(isSanitizedAhead(large)).toBe(true);
+      expect(sanitizeHtml(large).removed).toEqual([
+        { path: 'p[1]', removed: 'onclick="x()"', reason: 'event_handler' },
+      ]);
+    } finally {
+      await byDefault.close();
+    }
   });
 
   it('does not send a body over the size limit (the decider refuses it unparsed)', async () => {
@@ -84,7 +102,9 @@ describe('commands with a sanitise pool', () => {
       },
       { origin: 'rewrite', actor: pipelineActor },
     );
-    const edited = `${protectedBody(1)}<p onclick="x()">Hello <img src=x onerror=alert(1)></p>`;
+    // Over IN_THREAD_MAX, so that it goes to the worker.
+    const filler = `<p>${'Long enough to be sanitised in a worker thread. '.repeat(IN_THREAD_MAX / 40)}</p>`;
+    const edited = `${protectedBody(1)}<p onclick="x()">Hello <img src=x onerror=alert(1)></p>${filler}`;
     const expected = structuredClone(sanitizeHtml(edited));
     const result = await runtime.commands.editArticle(
       accountId,

@@ -1,9 +1,15 @@
 import fc from 'fast-check';
 import type { DefaultTreeAdapterTypes } from 'parse5';
-import { parseFragment, serialize } from 'parse5';
+import { parseFragment, serialize, serializeOuter } from 'parse5';
 import { describe, expect, it } from 'vitest';
 import { bodyFacts, factsOf } from '../../../domain/html/facts.ts';
-import { isAllowedUrl, sanitizeHtml } from '../../../domain/html/sanitize.ts';
+import {
+  forgetLayouts,
+  isRememberedLayout,
+  parseMiddle,
+  rememberedLayout,
+} from '../../../domain/html/layout.ts';
+import { isAllowedUrl, sanitizeEdit, sanitizeFully, sanitizeHtml } from '../../../domain/html/sanitize.ts';
 import { countWords, textContent } from '../../../domain/html/text.ts';
 import { parseBody } from '../../../domain/html/tree.ts';
 
@@ -252,9 +258,11 @@ describe('sanitizeHtml: properties', () => {
     fc.assert(
       fc.property(body, (html) => {
         const once = sanitizeHtml(html).html;
-        const twice = sanitizeHtml(once);
+        // In full: sanitizeHtml knows `once` as a body it produced and would not parse it again.
+        const twice = sanitizeFully(once);
         expect(twice.html).toBe(once);
         expect(twice.removed).toEqual([]);
+        expect(sanitizeHtml(once)).toEqual({ html: once, removed: [] });
       }),
       runs,
     );
@@ -303,6 +311,231 @@ describe('sanitizeHtml: properties', () => {
       }),
       runs,
     );
+  });
+});
+
+/**
+ * The edit path (domain/html/layout.ts): an edit of a body sanitised before is parsed only where it
+ * differs. Whatever it returns must be exactly what parsing the whole body gives.
+ */
+describe('sanitizeHtml: edits of a remembered body', () => {
+  /** The remembered top-level nodes of `html` are those of its parse, one for one, ending where they do. */
+  function expectLayoutOfParse(html: string): void {
+    const layout = rememberedLayout(html);
+    const parsed = parseBody(html).childNodes;
+    expect(layout?.nodes.map((node) => [node.nodeName, serializeOuter(node)])).toEqual(
+      parsed.map((node) => [node.nodeName, serializeOuter(node)]),
+    );
+    let end = 0;
+    expect(layout?.ends).toEqual(parsed.map((node) => (end += serializeOuter(node).length)));
+  }
+
+  /** Sanitises `before` (remembered, as after storing it); returns it, and `edit` to try one of it. */
+  function remembering(before: string) {
+    forgetLayouts();
+    const stored = sanitizeFully(before).html;
+    expect(isRememberedLayout(stored)).toBe(true);
+    /** `next` by the edit path and in full (nothing remembered); the edit path's facts of it. */
+    const edit = (next: string) => {
+      const viaEdit = sanitizeEdit(next);
+      const factsViaEdit = viaEdit === undefined ? undefined : bodyFacts(next);
+      if (viaEdit !== undefined) expectLayoutOfParse(next);
+      forgetLayouts();
+      return { viaEdit, factsViaEdit, full: sanitizeFully(next) };
+    };
+    return { stored, edit };
+  }
+
+  /** Whether `next`, an edit of `before`, took the edit path; if it did, it gave what the full path gives. */
+  function editPathAgrees(before: string, next: (stored: string) => string): boolean {
+    const { stored, edit } = remembering(before);
+    const text = next(stored);
+    const result = edit(text);
+    if (result.viaEdit === undefined) return false;
+    expect(result.viaEdit).toEqual(result.full);
+    expect(result.factsViaEdit).toEqual(factsOf(parseBody(text)));
+    return true;
+  }
+
+  // Pieces of markup to splice into a stored body: clean ones (as the API gives them back), and
+  // ones that leave the parser somewhere else than at the start (open elements, open tables,
+  // formatting elements to reconstruct, foreign content, open tags, comments, raw text...).
+  const clean = fc.constantFrom(
+    '',
+    'text',
+    ' more words ',
+    '<p>a new paragraph</p>',
+    '<h2>A heading</h2>\n<p>and <strong>bold</strong> text</p>',
+    '<ul><li>one</li><li>two</li></ul>',
+    '<p>See <a href="https://example.com/">this</a>.</p>',
+    '\n',
+    '<br>',
+    '<table><tbody><tr><td>x</td></tr></tbody></table>',
+  );
+  const troublesome = fc.constantFrom(
+    '<p>',
+    '<b>',
+    '<p><b>x</p>',
+    '<a href="x">',
+    '<table>',
+    '<table><tr><td>',
+    '<svg>',
+    '<math><mi>',
+    '<template>',
+    '<select>',
+    '<textarea>',
+    '<style>',
+    '<plaintext>',
+    '<pre>',
+    '<li>',
+    '<div>',
+    '<!--',
+    '<!',
+    '<',
+    '</',
+    '<a href="',
+    '&amp',
+    '&',
+    '\r',
+    '</p>',
+    '</div>',
+    '<cs-edit-end>.',
+    '<cs-edit-end>.</cs-edit-end>',
+    '<form>',
+    '<div><form></div>',
+    '<nobr>',
+    '<h2>',
+    '<xmp>',
+    '<noscript>',
+  );
+  const piece = fc.oneof(clean, troublesome, markupSoup, tagSoup);
+
+  it('gives what a full parse gives, for any splice into any stored body, and often parses only the middle', () => {
+    let viaEdit = 0;
+    let total = 0;
+    fc.assert(
+      fc.property(
+        body,
+        fc.array(piece, { minLength: 1, maxLength: 3 }),
+        fc.nat(),
+        fc.nat(),
+        (original, pieces, from, length) => {
+          const splice = (stored: string): string => {
+            const start = from % (stored.length + 1);
+            const end = Math.min(stored.length, start + (length % 40));
+            return stored.slice(0, start) + pieces.join('') + stored.slice(end);
+          };
+          total++;
+          if (editPathAgrees(original, splice)) viaEdit++;
+        },
+      ),
+      { numRuns: runs.numRuns * 10 },
+    );
+    // Not vacuous: a share of the splices took the edit path (short random bodies often share too
+    // little with the edit for it: see the next test for long ones).
+    expect(viaEdit).toBeGreaterThan(total / 25);
+  });
+
+  it('replaces sections of a long body: mostly the edit path, always the same as in full', () => {
+    const sections = Array.from(
+      { length: 24 },
+      (_, i) =>
+        `<h2>Part ${i}</h2>\n<p>Words of part ${i}, <a href="/p/${i}" data-service-protected="internal" data-service-id="il_${i}">link ${i}</a>.</p>`,
+    );
+    const stored = sanitizeFully(sections.join('\n')).html;
+    let viaEdit = 0;
+    let total = 0;
+    fc.assert(
+      fc.property(fc.nat(23), fc.nat(23), fc.oneof(clean, troublesome), (a, b, inserted) => {
+        const [from, to] = a <= b ? [a, b] : [b, a];
+        total++;
+        if (
+          editPathAgrees(stored, () =>
+            [...sections.slice(0, from), inserted, ...sections.slice(to)].join('\n'),
+          )
+        ) {
+          viaEdit++;
+        }
+      }),
+      runs,
+    );
+    expect(viaEdit).toBeGreaterThan(total / 3);
+  });
+
+  it.each([
+    ['an open paragraph', '<p>open'],
+    ['a formatting element left to reconstruct', '<p><b>bold</p>'],
+    ['an open table', '<table><tr><td>cell'],
+    ['foreign content', '<svg><desc>'],
+    ['an open link', '<a href="/x">link'],
+    ['an open comment', '<!-- comment'],
+    ['an open tag', '<a href="/x'],
+    ['an open raw-text element', '<style>'],
+    ['plaintext', '<plaintext>'],
+    ['an open template', '<template>'],
+    ['the sentinel itself, open', '<cs-edit-end>.'],
+  ])('falls back to a full parse when the middle leaves %s', (_, middle) => {
+    const head = '<h2>Head</h2>\n<p>first</p>\n';
+    const tail = '\n<hr>\n<p>last <em>words</em></p>\n<h2>More</h2>';
+    const { edit } = remembering(`${head}<p>old</p>${tail}`);
+    const next = `${head}${middle}${tail}`;
+    const result = edit(next);
+    expect(result.viaEdit).toBeUndefined();
+    expect(sanitizeHtml(next)).toEqual(result.full);
+  });
+
+  it.each([
+    '<p>open',
+    '<p><b>bold</p>',
+    '<b>',
+    '<table>',
+    '<table><tr><td>cell',
+    '<svg>',
+    '<svg><desc>',
+    '<math><mi>',
+    '<a href="/x">link',
+    '<!-- comment',
+    '<a href="/x',
+    '</',
+    '<!',
+    '<style>',
+    '<xmp>',
+    '<plaintext>',
+    '<template>',
+    '<select>',
+    '<textarea>',
+    '<pre>',
+    '<li>',
+    '<cs-edit-end>.',
+    '<cs-edit-end>',
+  ])('parseMiddle: %j leaves the parser elsewhere than at the start, and is refused', (middle) => {
+    expect(parseMiddle(middle)).toBeUndefined();
+  });
+
+  it.each([
+    ['', 0],
+    ['text', 1],
+    ['<p>a</p>', 1],
+    ['<p>a</p>\n<h2>b</h2>', 3],
+    ['<p><b>x</b></p>', 1],
+    ['<table><tbody><tr><td>x</td></tr></tbody></table>', 1],
+    ['<cs-edit-end>.</cs-edit-end>', 1],
+    ['&amp', 1],
+    // A lone `<` before a tag is text, before the next body's first tag as before the sentinel.
+    ['<', 1],
+    ['\r', 1],
+  ])('parseMiddle: %j ends at the start state: its nodes', (middle, count) => {
+    expect(parseMiddle(middle)?.childNodes.length).toBe(count);
+  });
+
+  it('takes the edit path for a clean change of one paragraph in a long body', () => {
+    const sections = Array.from({ length: 40 }, (_, i) => `<h2>Part ${i}</h2>\n<p>Words of part ${i}.</p>`);
+    const stored = sanitizeFully(sections.join('\n')).html;
+    const next = stored.replace('Words of part 20.', 'Other words, <strong>20</strong>.');
+    const { edit } = remembering(stored);
+    const result = edit(next);
+    expect(result.viaEdit).toEqual({ html: next, removed: [] });
+    expect(result.full).toEqual({ html: next, removed: [] });
   });
 });
 
