@@ -1,5 +1,6 @@
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
+import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql, type Transaction } from 'kysely';
 import type { EventMetadata } from '../domain/event.ts';
+import type { InlineStatement, Pending } from '../projections/projector.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import { uuidv7 } from './ids.ts';
@@ -125,10 +126,15 @@ export interface EventStoreDeps {
   validate: (event: NewEvent) => void;
   /** Inline projections: run inside the append's transaction after the insert; a throw rolls the append back. */
   inline?: (events: readonly StoredEvent[], trx: Transaction<Database>) => Promise<void>;
+  /**
+   * The same inline projections of one event as statements run within the append's own statement
+   * (`inlineStatements` in projection-runner.ts); undefined from it: `inline` in a transaction.
+   */
+  inlineStatements?: (event: Pending, db: Db, appended: Expression<SqlBool>) => InlineStatement[] | undefined;
 }
 
 export function createEventStore(deps: EventStoreDeps): EventStore {
-  const { db, handle, validate, inline } = deps;
+  const { db, handle, validate, inline, inlineStatements } = deps;
 
   const validateAll = (events: readonly NewEvent[]): void => {
     for (const event of events) {
@@ -163,38 +169,11 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
         metadata: toJson(event.type, 'metadata', event.metadata),
       }));
 
-      // The wake-up says which types were appended: a subscriber of other types need not look.
-      const types = [...new Set(events.map((event) => event.type))];
-      const stored = await db.transaction().execute(async (trx) => {
-        // The version claim and the insert in one statement: no row claimed (a conflict), no row
-        // inserted. The events go as one JSON parameter (their data and metadata as serialised above),
-        // so that the statement's text is the same for any number of events and is prepared once.
-        const recordset = `[${rows
-          .map(
-            (row, index) =>
-              `{"event_id":"${row.eventId}","n":${index + 1},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`,
-          )
-          .join(',')}]`;
-        const { rows: inserted } = await sql<{
-          event_id: string;
-          position: string;
-          transaction_id: string;
-          version: number;
-          recorded_at: Date;
-        }>`
-          with claim as (${claimVersions(streamId, expectedVersion, rows.length)})
-          insert into events (event_id, stream_id, version, type, data, metadata)
-          select r.event_id, ${streamId}::text, claim.version - ${rows.length}::integer + r.n, r.type, r.data, r.metadata
-          from claim, jsonb_to_recordset(${recordset}::jsonb) as r (event_id uuid, n integer, type text, data jsonb, metadata jsonb)
-          order by r.n
-          returning event_id, position, transaction_id::text as transaction_id, version, recorded_at`.execute(
-          trx,
-        );
-        if (inserted.length === 0) {
-          throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(trx, streamId));
-        }
+      // What the inline projections see and the append returns: the events as a replay reads them.
+      const parsed = rows.map((row) => ({ data: JSON.parse(row.data), metadata: JSON.parse(row.metadata) }));
+      const toStored = (inserted: readonly InsertedRow[]): StoredEvent[] => {
         const byId = new Map(inserted.map((row) => [row.event_id, row]));
-        const result = rows.map((row): StoredEvent => {
+        return rows.map((row, index): StoredEvent => {
           const returned = byId.get(row.eventId);
           if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
           return {
@@ -204,16 +183,58 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
             streamId,
             version: returned.version,
             type: row.type,
-            data: JSON.parse(row.data),
-            metadata: JSON.parse(row.metadata),
+            data: parsed[index]?.data,
+            metadata: parsed[index]?.metadata,
             recordedAt: returned.recorded_at,
           };
         });
-        if (inline !== undefined) await inline(result, trx);
-        return result;
-      });
+      };
+      const run = async (executor: Kysely<Database>, statements: readonly InlineStatement[]) => {
+        const { rows: inserted } = await appendStatement(streamId, expectedVersion, rows, statements).execute(
+          executor,
+        );
+        if (inserted.length === 0) {
+          throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(executor, streamId));
+        }
+        return toStored(inserted);
+      };
 
-      handle.notifyAppended(types);
+      // One event whose version is known ahead, and inline projectors that can say what it changes as
+      // statements: the event and its read models are written by one statement (one round trip, no
+      // transaction left open between statements while this process does other work). Otherwise a
+      // transaction: the insert, then each inline projector's `apply`.
+      const base =
+        expectedVersion === 'no_stream'
+          ? 0
+          : typeof expectedVersion === 'number'
+            ? expectedVersion
+            : undefined;
+      const [only] = rows;
+      const statements =
+        inlineStatements !== undefined && base !== undefined && only !== undefined && rows.length === 1
+          ? inlineStatements(
+              {
+                type: only.type,
+                ...parsed[0],
+                eventId: only.eventId,
+                streamId,
+                version: base + 1,
+              } as Pending,
+              db,
+              APPENDED,
+            )
+          : undefined;
+      const stored =
+        statements !== undefined
+          ? await run(db, statements)
+          : await db.transaction().execute(async (trx) => {
+              const result = await run(trx, []);
+              if (inline !== undefined) await inline(result, trx);
+              return result;
+            });
+
+      // The wake-up says which types were appended: a subscriber of other types need not look.
+      handle.notifyAppended([...new Set(events.map((event) => event.type))]);
       const last = stored.at(-1);
       return {
         nextVersion: last === undefined ? 0 : last.version,
@@ -463,6 +484,51 @@ export async function writeCheckpoint(trx: Kysely<Database>, name: string, pos: 
  * a concurrent writer waits on its row lock (or on its key, for a new stream) and then finds the
  * version changed.
  */
+type InsertedRow = {
+  event_id: string;
+  position: string;
+  transaction_id: string;
+  version: number;
+  recorded_at: Date;
+};
+
+/** True in an inline projector's statement when the append's insert inserted the event (see appendStatement). */
+const APPENDED = sql<SqlBool>`exists (select from appended)`;
+
+/**
+ * The append as one statement: the version claim and the insert (no row claimed, a conflict: no
+ * row inserted), and the inline projectors' statements, if any, as further WITH queries (changing
+ * nothing unless `appended` has its row). The events go as one JSON parameter (their data and
+ * metadata as serialised), so that the statement's text is the same for any number of events and is
+ * prepared once.
+ */
+function appendStatement(
+  streamId: string,
+  expected: ExpectedVersion,
+  rows: readonly { eventId: string; type: string; data: string; metadata: string }[],
+  statements: readonly InlineStatement[],
+): RawBuilder<InsertedRow> {
+  const recordset = `[${rows
+    .map(
+      (row, index) =>
+        `{"event_id":"${row.eventId}","n":${index + 1},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`,
+    )
+    .join(',')}]`;
+  const projections = statements.map(
+    (statement, index) => sql`, ${sql.raw(`inline_${index}`)} as (${statement})`,
+  );
+  return sql<InsertedRow>`
+    with claim as (${claimVersions(streamId, expected, rows.length)}),
+    appended as (
+      insert into events (event_id, stream_id, version, type, data, metadata)
+      select r.event_id, ${streamId}::text, claim.version - ${rows.length}::integer + r.n, r.type, r.data, r.metadata
+      from claim, jsonb_to_recordset(${recordset}::jsonb) as r (event_id uuid, n integer, type text, data jsonb, metadata jsonb)
+      order by r.n
+      returning event_id, position, transaction_id::text as transaction_id, version, recorded_at
+    )${sql.join(projections, sql``)}
+    select event_id, position, transaction_id, version, recorded_at from appended`;
+}
+
 function claimVersions(
   streamId: string,
   expected: ExpectedVersion,

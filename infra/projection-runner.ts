@@ -1,5 +1,12 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
-import { asStored, handles, type Projector, type Stored } from '../projections/projector.ts';
+import { type Expression, type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
+import {
+  asStored,
+  handles,
+  type InlineStatement,
+  type Pending,
+  type Projector,
+  type Stored,
+} from '../projections/projector.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import {
@@ -59,6 +66,27 @@ export function inlineDispatcher(
         trx,
       );
     }
+  };
+}
+
+/**
+ * The inline projectors' statements for one event about to be appended (`Projector.statementsFor`),
+ * for the event store to run within the append's statement; undefined when a projector that handles
+ * the event cannot give them (the append then runs in a transaction, with `inlineDispatcher`).
+ */
+export function inlineStatements(
+  projectors: readonly Projector[],
+): (event: Pending, db: Kysely<Database>, appended: Expression<SqlBool>) => InlineStatement[] | undefined {
+  const inline = projectors.filter((p) => p.mode === 'inline');
+  return (event, db, appended) => {
+    const statements: InlineStatement[] = [];
+    for (const projector of inline) {
+      if (!handles(projector, event.type)) continue;
+      const own = projector.statementsFor?.(event, db, appended);
+      if (own === undefined) return undefined;
+      statements.push(...own);
+    }
+    return statements;
   };
 }
 

@@ -7,7 +7,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { type DbHandle, type DbLogger, openDatabase } from './db/open.ts';
 import type { Db } from './db/schema.ts';
 import { createEventStore, type EventStore } from './event-store.ts';
-import { inlineDispatcher, retireCheckpoint } from './projection-runner.ts';
+import { inlineDispatcher, inlineStatements, retireCheckpoint } from './projection-runner.ts';
 import { createSanitizePool } from './sanitize-pool.ts';
 
 /** Everything the faces of the service share: the database, the event store and the command handlers. */
@@ -33,6 +33,7 @@ export function createRuntime(
     handle,
     validate: validateEvent,
     inline: inlineDispatcher(projectors),
+    inlineStatements: inlineStatements(projectors),
   });
   const sanitizer = opts.sanitizeThreads ? createSanitizePool(opts.sanitizeThreads) : undefined;
   const commands = createCommands({

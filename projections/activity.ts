@@ -35,6 +35,10 @@ export const activityProjector: Projector = {
   async applyBatch(events, trx) {
     await insertRows(trx, await rowsOf(events, trx));
   },
+  /** An article change through a face leaves no row (its call's record does); a pipeline change takes `apply`. */
+  statementsFor(event) {
+    return event.type !== 'CallRecorded' && !isPipelineChange(event as Stored) ? [] : undefined;
+  },
 };
 
 const INSERT_ROWS = 1000;

@@ -1,7 +1,8 @@
+import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../domain/article/events.ts';
-import type { Db } from '../infra/db/schema.ts';
-import type { Projector } from './projector.ts';
+import type { Database, Db } from '../infra/db/schema.ts';
+import { ALWAYS, type Pending, type Projector } from './projector.ts';
 
 /**
  * Snapshots of the article aggregate: `evolve` applied to the previous snapshot, in the append's
@@ -35,23 +36,46 @@ export const articleSnapshotsProjector: Projector = {
             .where('article_id', '=', articleId)
             .executeTakeFirst();
     if (previous && previous.version >= event.version) return;
-    // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
-    const before = previous
-      ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
-      : initialState;
-    const state = JSON.stringify(withoutBody(evolve(before, event as unknown as ArticleEvent)));
-    await trx
-      .insertInto('article_snapshots')
-      .values({ article_id: articleId, version: event.version, state })
-      .onConflict((oc) =>
-        oc.column('article_id').doUpdateSet({
-          version: (eb) => eb.ref('excluded.version'),
-          state: (eb) => eb.ref('excluded.state'),
-        }),
-      )
-      .execute();
+    await upsert(event, previous, trx, ALWAYS).execute();
+  },
+  /** Only from the snapshot the command read (the usual case): the one before would take a read. */
+  statementsFor(event, db, appended) {
+    const known = lastRead.get((event.data as { articleId: string }).articleId);
+    return known?.version === event.version - 1 ? [upsert(event, known, db, appended)] : undefined;
   },
 };
+
+/** The snapshot after `event`, from the one before it (none: the initial state). */
+function upsert(
+  event: Pending,
+  previous: { version: number; state: unknown } | undefined,
+  db: Kysely<Database>,
+  when: Expression<SqlBool>,
+) {
+  // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
+  const before = previous
+    ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
+    : initialState;
+  const state = JSON.stringify(withoutBody(evolve(before, event as unknown as ArticleEvent)));
+  return db
+    .insertInto('article_snapshots')
+    .columns(['article_id', 'version', 'state'])
+    .expression(
+      db
+        .selectNoFrom([
+          sql<string>`${(event.data as { articleId: string }).articleId}::text`.as('article_id'),
+          sql<number>`${event.version}::integer`.as('version'),
+          sql<unknown>`${state}::jsonb`.as('state'),
+        ])
+        .where(when),
+    )
+    .onConflict((oc) =>
+      oc.column('article_id').doUpdateSet({
+        version: (eb) => eb.ref('excluded.version'),
+        state: (eb) => eb.ref('excluded.state'),
+      }),
+    );
+}
 
 /**
  * The snapshots `readArticleSnapshot` read last (committed rows, as stored), by article: the

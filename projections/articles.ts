@@ -1,12 +1,28 @@
-import { sql } from 'kysely';
+import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import type { Article } from '../domain/article/decider.ts';
-import type { FeaturedImage } from '../domain/article/events.ts';
+import type {
+  ArticleEdited,
+  ArticleRestored,
+  FeaturedImage,
+  FeaturedImageReplaced,
+} from '../domain/article/events.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import { prepared } from '../infra/db/prepared.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
-import type { Db } from '../infra/db/schema.ts';
+import type { Database, Db } from '../infra/db/schema.ts';
 import { isKeyLive, keyLive, revokedKeyError } from './accounts.ts';
-import { offsetOf, type Page, type PageQuery, type Projector, type Stored, type Trx } from './projector.ts';
+import {
+  ALWAYS,
+  type InlineStatement,
+  offsetOf,
+  type Page,
+  type PageQuery,
+  type Pending,
+  type Projector,
+  runTogether,
+  type Stored,
+  type Trx,
+} from './projector.ts';
 import { inScope, type SiteScope, siteOwner } from './sites.ts';
 
 /**
@@ -36,7 +52,61 @@ export const articlesProjector: Projector = {
     for (const event of events) await project(event, trx, counts);
     await writeCounts(trx, counts);
   },
+  statementsFor(event, db, appended) {
+    switch (event.type) {
+      case 'ArticleEdited':
+      case 'ArticleRestored':
+      case 'FeaturedImageReplaced':
+        return revisionStatements(event, db, appended);
+      default:
+        return undefined;
+    }
+  },
 };
+
+/**
+ * An edit, a restore or a new featured image: the list row moves to the event's revision, and the
+ * body row takes the new body, if any; both only when the row is at the revision before (a replay
+ * changes nothing). Two statements that read the row as it was, run as one (`runTogether`, or the
+ * append's own statement).
+ */
+function revisionStatements(
+  event: Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>,
+  db: Kysely<Database>,
+  when: Expression<SqlBool>,
+): InlineStatement[] {
+  const d = event.data;
+  const at = event.metadata.at;
+  const body = event.type === 'FeaturedImageReplaced' ? undefined : event.data.body;
+  const row = db
+    .updateTable('articles')
+    .set({
+      revision: d.revision,
+      updated_at: at,
+      ...(event.type !== 'FeaturedImageReplaced' && event.data.title !== undefined
+        ? { title: event.data.title }
+        : {}),
+      ...(body !== undefined ? { word_count: wordCount(body) } : {}),
+      ...(event.type !== 'ArticleEdited' ? { featured_image: JSON.stringify(event.data.featuredImage) } : {}),
+    })
+    .where('id', '=', d.articleId)
+    .where('revision', '=', d.revision - 1)
+    .where(when);
+  if (body === undefined) return [row];
+  const bodyRow = db
+    .updateTable('article_bodies')
+    .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
+    .where('article_id', '=', d.articleId)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('articles')
+          .where('id', '=', d.articleId)
+          .where('revision', '=', d.revision - 1),
+      ),
+    )
+    .where(when);
+  return [row, bodyRow];
+}
 
 /** Changes to `article_counts` by site and status, summed until they are written. */
 type CountChanges = Map<string, { siteId: string; status: string; delta: number }>;
@@ -109,48 +179,9 @@ async function project(event: Stored, trx: Trx, counts: CountChanges): Promise<v
       return;
     }
     case 'ArticleEdited':
-    case 'ArticleRestored': {
-      const d = event.data;
-      const body = d.body;
-      const row = (db: Trx) =>
-        db
-          .updateTable('articles')
-          .set({
-            revision: d.revision,
-            updated_at: at,
-            ...(d.title !== undefined ? { title: d.title } : {}),
-            ...(body !== undefined ? { word_count: wordCount(body) } : {}),
-            ...(event.type === 'ArticleRestored'
-              ? { featured_image: JSON.stringify(event.data.featuredImage) }
-              : {}),
-          })
-          .where('id', '=', d.articleId)
-          .where('revision', '=', d.revision - 1);
-      if (body === undefined) {
-        await row(trx).execute();
-        return;
-      }
-      // The list row and the body row in one statement (one round trip of the edit's transaction):
-      // the body changes only if the row was at the revision before this event.
-      await trx
-        .with('updated', () => row(trx).returning('id'))
-        .updateTable('article_bodies')
-        .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
-        .where('article_id', 'in', (eb) => eb.selectFrom('updated').select('updated.id'))
-        .execute();
-      return;
-    }
+    case 'ArticleRestored':
     case 'FeaturedImageReplaced':
-      await trx
-        .updateTable('articles')
-        .set({
-          revision: event.data.revision,
-          updated_at: at,
-          featured_image: JSON.stringify(event.data.featuredImage),
-        })
-        .where('id', '=', event.data.articleId)
-        .where('revision', '=', event.data.revision - 1)
-        .execute();
+      await runTogether(trx, revisionStatements(event, trx, ALWAYS));
       return;
     case 'ArticleStatusChanged': {
       const before = await trx

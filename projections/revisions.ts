@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
+import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { wordCount } from '../domain/html/facts.ts';
 import type { ActorJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
+import { ALWAYS, offsetOf, type Page, type PageQuery, type Pending, type Projector } from './projector.ts';
 
 /** One row per revision of an article: who made it, from where, why, and the title and size after it. */
 export const revisionsProjector: Projector = {
@@ -17,43 +17,52 @@ export const revisionsProjector: Projector = {
   ],
   tables: ['revisions'],
   async apply(event, trx) {
-    const d = event.data;
-    if (!('revision' in d) || !('articleId' in d)) return;
-    const row = {
-      article_id: d.articleId,
-      revision: d.revision,
-      event_type: event.type,
-      origin: d.origin,
-      actor: JSON.stringify(d.actor),
-      reason: d.reason,
-      created_at: event.metadata.at,
-      restored_from: event.type === 'ArticleRestored' ? event.data.restoredFrom : null,
-    };
-    if (event.type === 'ArticleCreated' || event.type === 'ArticleRestored') {
-      await trx
-        .insertInto('revisions')
-        .values({ ...row, title: event.data.title, word_count: wordCount(event.data.body) })
-        .onConflict((oc) => oc.columns(['article_id', 'revision']).doNothing())
-        .execute();
-      return;
-    }
-    // The title and size after an edit that leaves one of them as it was come from the revision
-    // before, in the same statement (none before: nothing is inserted, as for a replay out of order).
-    const title = event.type === 'ArticleEdited' ? event.data.title : undefined;
-    const words =
-      event.type === 'ArticleEdited' && event.data.body !== undefined
-        ? wordCount(event.data.body)
-        : undefined;
-    await sql`
-      insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
-      select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,
-             ${row.reason}::text, ${row.created_at}::timestamptz,
-             coalesce(${title ?? null}::text, p.title), coalesce(${words ?? null}::integer, p.word_count), null
-        from revisions p
-       where p.article_id = ${row.article_id} and p.revision = ${row.revision - 1}
-      on conflict (article_id, revision) do nothing`.execute(trx);
+    const statement = insertRevision(event, ALWAYS);
+    if (statement !== undefined) await statement.execute(trx);
+  },
+  statementsFor(event, _db, appended) {
+    const statement = insertRevision(event, appended);
+    return statement === undefined ? [] : [statement];
   },
 };
+
+/** The revision row of an article event (none for an event without a revision). */
+function insertRevision(event: Pending, when: Expression<SqlBool>): RawBuilder<unknown> | undefined {
+  const d = event.data;
+  if (!('revision' in d) || !('articleId' in d)) return undefined;
+  const row = {
+    article_id: d.articleId,
+    revision: d.revision,
+    event_type: event.type,
+    origin: d.origin,
+    actor: JSON.stringify(d.actor),
+    reason: d.reason,
+    created_at: event.metadata.at,
+  };
+  if (event.type === 'ArticleCreated' || event.type === 'ArticleRestored') {
+    const restoredFrom = event.type === 'ArticleRestored' ? event.data.restoredFrom : null;
+    return sql`
+      insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
+      select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,
+             ${row.reason}::text, ${row.created_at}::timestamptz, ${event.data.title}::text,
+             ${wordCount(event.data.body)}::integer, ${restoredFrom}::integer
+       where ${when}
+      on conflict (article_id, revision) do nothing`;
+  }
+  // The title and size after an edit that leaves one of them as it was come from the revision
+  // before, in the same statement (none before: nothing is inserted, as for a replay out of order).
+  const title = event.type === 'ArticleEdited' ? event.data.title : undefined;
+  const words =
+    event.type === 'ArticleEdited' && event.data.body !== undefined ? wordCount(event.data.body) : undefined;
+  return sql`
+    insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
+    select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,
+           ${row.reason}::text, ${row.created_at}::timestamptz,
+           coalesce(${title ?? null}::text, p.title), coalesce(${words ?? null}::integer, p.word_count), null
+      from revisions p
+     where p.article_id = ${row.article_id} and p.revision = ${row.revision - 1} and ${when}
+    on conflict (article_id, revision) do nothing`;
+}
 
 export type RevisionRow = {
   revision: number;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { EventMetadata } from '../../domain/event.ts';
@@ -751,6 +752,100 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(await readCheckpoint(testDb.handle.db, `inline-ok-${streamId}`)).toEqual(
         logPositionOf(nth(result.events, -1)),
       );
+    });
+  });
+
+  describe('inline projections as statements (one statement for the event and its read models)', () => {
+    /** A read-model write as a projector gives it: a checkpoint row named after the event, only if appended. */
+    const marker = (name: string, when: Expression<SqlBool>) => sql`
+      insert into checkpoints (name, transaction_id, position, updated_at)
+      select ${name}, '0'::xid8, 0, now() where ${when}`;
+    async function markers(prefix: string): Promise<string[]> {
+      const rows = await testDb.handle.db
+        .selectFrom('checkpoints')
+        .select('name')
+        .where('name', 'like', `${prefix}%`)
+        .orderBy('name')
+        .execute();
+      return rows.map((row) => row.name);
+    }
+
+    it('write the event and their rows together, seeing the event as a replay reads it, with its version', async () => {
+      const streamId = newStream('stmt-ok');
+      const seen: unknown[] = [];
+      let transactionPath = 0;
+      const projecting = storeWith({
+        inline: async () => {
+          transactionPath += 1;
+        },
+        inlineStatements: (pending, _db, appended) => {
+          seen.push(pending);
+          return [
+            marker(`${streamId}-${pending.version}a`, appended),
+            marker(`${streamId}-${pending.version}b`, appended),
+          ];
+        },
+      });
+      const first = await projecting.append(streamId, [event('A', { n: 1, skip: undefined })], {
+        expectedVersion: 'no_stream',
+      });
+      const second = await projecting.append(streamId, [event('B')], { expectedVersion: 1 });
+      expect(transactionPath).toBe(0);
+      expect(seen).toEqual([
+        { type: 'A', data: { n: 1 }, metadata, eventId: nth(first.events, 0).eventId, streamId, version: 1 },
+        { type: 'B', data: {}, metadata, eventId: nth(second.events, 0).eventId, streamId, version: 2 },
+      ]);
+      expect(second.nextVersion).toBe(2);
+      expect(await store.readStream(streamId)).toEqual([...first.events, ...second.events]);
+      expect(await markers(streamId)).toEqual(
+        [1, 2].flatMap((v) => [`${streamId}-${v}a`, `${streamId}-${v}b`]),
+      );
+    });
+
+    it('write nothing on a conflict: ConcurrencyError, and neither the event nor their rows', async () => {
+      const streamId = newStream('stmt-conflict');
+      const projecting = storeWith({
+        inlineStatements: (pending, _db, appended) => [marker(`${streamId}-v${pending.version}`, appended)],
+      });
+      await projecting.append(streamId, [event('A')], { expectedVersion: 'no_stream' });
+      await expect(projecting.append(streamId, [event('B')], { expectedVersion: 0 })).rejects.toBeInstanceOf(
+        ConcurrencyError,
+      );
+      await expect(projecting.append(streamId, [event('B')], { expectedVersion: 5 })).rejects.toMatchObject({
+        actual: 1,
+      });
+      expect(await store.readStream(streamId)).toHaveLength(1);
+      expect(await markers(streamId)).toEqual([`${streamId}-v1`]);
+    });
+
+    it('roll the event back when one of them fails', async () => {
+      const streamId = newStream('stmt-fail');
+      const projecting = storeWith({
+        inlineStatements: () => [sql`insert into checkpoints (name) values (null)`],
+      });
+      const before = await eventCount();
+      await expect(
+        projecting.append(streamId, [event('A')], { expectedVersion: 'no_stream' }),
+      ).rejects.toThrow();
+      expect(await eventCount()).toBe(before);
+      expect(await store.readStream(streamId)).toEqual([]);
+    });
+
+    it('give way to the transaction and `inline` when a projector cannot (undefined), for several events, or for expected version any', async () => {
+      const streamId = newStream('stmt-fallback');
+      let transactionPath = 0;
+      const projecting = storeWith({
+        inline: async () => {
+          transactionPath += 1;
+        },
+        inlineStatements: (pending) => ((pending.type as string) === 'Undecided' ? undefined : []),
+      });
+      await projecting.append(streamId, [event('Undecided')], { expectedVersion: 'no_stream' });
+      await projecting.append(streamId, [event('A'), event('B')], { expectedVersion: 1 });
+      await projecting.append(streamId, [event('A')], { expectedVersion: 'any' });
+      expect(transactionPath).toBe(3);
+      await projecting.append(streamId, [event('A')], { expectedVersion: 4 });
+      expect(transactionPath).toBe(3);
     });
   });
 

@@ -1,0 +1,153 @@
+import { type SqlBool, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type ArticleCommand,
+  type ArticleState,
+  decide,
+  evolve,
+  initialState,
+} from '../../domain/article/decider.ts';
+import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
+import type { Runtime } from '../../infra/runtime.ts';
+import { readArticleSnapshot } from '../../projections/article-snapshots.ts';
+import { projectors } from '../../projections/index.ts';
+import { handles, type Pending, runTogether } from '../../projections/projector.ts';
+import { backends } from '../support/db.ts';
+import {
+  apiKeyActor,
+  createTestRuntime,
+  pipelineActor,
+  protectedBody,
+  setUpAccount,
+  snapshotReadModels,
+} from '../support/runtime.ts';
+
+/** Thrown to roll a transaction back once its rows are read. */
+class Rollback extends Error {}
+
+/**
+ * `Projector.statementsFor`: the statements an append runs within its own statement must change
+ * nothing unless the event was appended (the guard), and exactly what `apply` changes when it was.
+ */
+describe.each(backends)('inline projectors as statements, on %s', (backend) => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime(backend));
+  });
+  afterAll(async () => drop());
+
+  const who = { origin: 'api' as const, actor: apiKeyActor, reason: 'test' };
+  const next: [string, (articleId: string) => ArticleCommand][] = [
+    [
+      'an edit of the title and body',
+      (articleId) => edit(articleId, { title: 'New title', body: `${protectedBody(1)}<p>more</p>` }),
+    ],
+    ['an edit of the title alone', (articleId) => edit(articleId, { title: 'Only the title' })],
+    [
+      'an edit of the body alone',
+      (articleId) => edit(articleId, { body: `${protectedBody(1)}<p>other</p>` }),
+    ],
+    [
+      'a new featured image',
+      (articleId) => ({
+        type: 'ReplaceFeaturedImage',
+        data: {
+          articleId,
+          featuredImage: { url: 'https://cdn.example/a.png', alt: 'A', width: 10, height: 20 },
+          ...who,
+        },
+        metadata: { at: '2026-11-22T12:00:00.000Z' },
+      }),
+    ],
+    [
+      'a restore',
+      (articleId) => ({
+        type: 'RestoreRevision',
+        data: { articleId, revision: 1, snapshot: atRevision1, ...who },
+        metadata: { at: '2026-11-22T12:00:00.000Z' },
+      }),
+    ],
+  ];
+  /** The article at revision 1, for the restore (as the command replays it). */
+  let atRevision1: ArticleState = initialState;
+  function edit(articleId: string, change: { title?: string; body?: string }): ArticleCommand {
+    return {
+      type: 'EditArticle',
+      data: { articleId, title: change.title, body: change.body, ...who },
+      metadata: { at: '2026-11-22T12:00:00.000Z' },
+    };
+  }
+
+  it.each(next)('%s: nothing when not appended, what apply does when appended', async (_, command) => {
+    const { accountId, siteId } = await setUpAccount(runtime);
+    const { articleId } = await runtime.commands.createArticle(
+      accountId,
+      {
+        siteId,
+        title: 'First title',
+        body: protectedBody(1),
+        url: `https://northside.example/statements/${crypto.randomUUID()}`,
+        status: 'published',
+        publishedAt: '2026-11-01T08:00:00Z',
+        targetKeyword: null,
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    await runtime.commands.editArticle(
+      accountId,
+      articleId,
+      { title: 'Second title' },
+      { origin: 'api', actor: apiKeyActor },
+    );
+
+    // The next event, as a command decides it, and as the append hands it over (JSON as stored).
+    atRevision1 = await runtime.commands.articleAt(accountId, articleId, 1);
+    const history = await runtime.store.readStream(articleStream(articleId));
+    const state = history.reduce((s, e) => evolve(s, e as unknown as ArticleEvent), initialState);
+    const [event] = decide(command(articleId), state);
+    if (event === undefined) throw new Error('the command must decide an event');
+    const pending = {
+      ...JSON.parse(JSON.stringify(event)),
+      eventId: crypto.randomUUID(),
+      streamId: articleStream(articleId),
+      version: history.length + 1,
+    } as Pending;
+    // The snapshot the command reads before it appends (the snapshot projector starts from it).
+    await readArticleSnapshot(runtime.db, articleId);
+
+    const inline = projectors.filter((p) => p.mode === 'inline' && handles(p, pending.type));
+    const statementsWhen = (appended: SqlBool) =>
+      inline.flatMap((p) => {
+        const own = p.statementsFor?.(pending, runtime.db, sql<SqlBool>`${sql.lit(appended)}`);
+        if (own === undefined) throw new Error(`${p.name} gives no statements for ${pending.type}`);
+        return own;
+      });
+
+    const before = await snapshotReadModels(runtime.db);
+    await runtime.db.transaction().execute((trx) => runTogether(trx, statementsWhen(false)));
+    expect(await snapshotReadModels(runtime.db)).toEqual(before);
+
+    const rowsAfter = async (change: (trx: Parameters<typeof runTogether>[0]) => Promise<void>) => {
+      let rows: Record<string, string[]> = {};
+      await runtime.db
+        .transaction()
+        .execute(async (trx) => {
+          await change(trx);
+          rows = await snapshotReadModels(trx);
+          throw new Rollback();
+        })
+        .catch((error) => {
+          if (!(error instanceof Rollback)) throw error;
+        });
+      return rows;
+    };
+    const byStatements = await rowsAfter((trx) => runTogether(trx, statementsWhen(true)));
+    const byApply = await rowsAfter(async (trx) => {
+      for (const p of inline) await p.apply({ ...pending, position: 0n, transactionId: 0n } as never, trx);
+    });
+    expect(byStatements).toEqual(byApply);
+    expect(byStatements).not.toEqual(before);
+  });
+});
