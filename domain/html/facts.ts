@@ -1,18 +1,21 @@
 import {
   compareProtectedForms,
+  formsById,
   type ProtectedCheck,
   type ProtectedForms,
   type ProtectedLink,
+  protectedBlockList,
   protectedBlocksOf,
 } from './protected.ts';
-import { wordsOf } from './text.ts';
-import { type DocumentFragment, parseBody } from './tree.ts';
+import { countWords, isBlock, rawText, wordsOf } from './text.ts';
+import { type ChildNode, type DocumentFragment, parseBody } from './tree.ts';
 
 /**
  * What the service reads from a stored body: its word count (the list row and the revision) and its
  * protected blocks (the read model's `protected_links`, and the check of the next edit). All of it
  * comes from one parse5 tree, and is remembered for the last few bodies: an edit's body is parsed
- * by the sanitiser, which hands its final tree over (`rememberBodyFacts`), and then read by the
+ * by the sanitiser, which hands over the facts of its final tree (`rememberFacts`, from those of its
+ * top-level nodes: `nodeFacts`, `combinedFacts`), and then read by the
  * decider's check and two projectors in the same process; the stored body is checked against on
  * the next edit. The facts depend only on the text, so remembering them changes nothing but the time.
  */
@@ -36,14 +39,52 @@ export function bodyFacts(html: string): BodyFacts {
   return remember(html, factsOf(parseBody(html)));
 }
 
-/** Remembers the facts of a body from its tree, which must be `parseBody(html)` (or equal to it). */
-export function rememberBodyFacts(html: string, tree: DocumentFragment): void {
-  if (!recent.has(html)) remember(html, factsOf(tree));
-}
-
-/** Remembers the facts of a body worked out elsewhere (`bodyFacts` in another thread). */
+/** Remembers the facts of a body worked out elsewhere (by the sanitiser, here or in another thread). */
 export function rememberFacts(html: string, facts: BodyFacts): void {
   remember(html, facts);
+}
+
+/**
+ * The facts of one top-level node, such that those of a body are those of its top-level nodes put
+ * together (`combinedFacts`): the sanitiser keeps them with a remembered body's nodes
+ * (layout.ts), so an edit works out the facts of its changed nodes only.
+ */
+export type NodeFacts = {
+  /** A block: its words are its own. Otherwise its raw text, which may run into its neighbours' words. */
+  readonly block: boolean;
+  readonly words: number;
+  readonly text: string;
+  readonly links: readonly ProtectedLink[];
+  readonly forms: readonly (readonly [string, string])[];
+};
+
+export function nodeFacts(node: ChildNode): NodeFacts {
+  const text = rawText([node]);
+  const block = isBlock(node);
+  const { links, forms } = protectedBlockList([node]);
+  return { block, words: block ? countWords(text) : 0, text: block ? '' : text, links, forms };
+}
+
+/**
+ * The facts of a body from those of its top-level nodes, in order: a block's raw text starts and
+ * ends with a line break, which no word crosses, so words are counted per block and per run of
+ * other nodes between blocks; protected blocks do not depend on where they are.
+ */
+export function combinedFacts(nodes: readonly NodeFacts[]): BodyFacts {
+  let words = 0;
+  let run = '';
+  const protectedLinks: ProtectedLink[] = [];
+  for (const node of nodes) {
+    if (node.block) {
+      words += countWords(run) + node.words;
+      run = '';
+    } else {
+      run += node.text;
+    }
+    protectedLinks.push(...node.links);
+  }
+  words += countWords(run);
+  return { words, protectedLinks, protectedForms: formsById(nodes.flatMap((node) => node.forms)) };
 }
 
 /** The facts of a parsed body, worked out now (nothing remembered). */

@@ -1,4 +1,5 @@
 import { serializeOuter } from 'parse5';
+import type { NodeFacts } from './facts.ts';
 import { type ChildNode, type DocumentFragment, isElement, isText, parseBody } from './tree.ts';
 
 /**
@@ -20,8 +21,12 @@ import { type ChildNode, type DocumentFragment, isElement, isText, parseBody } f
  * full path.
  */
 
-/** A sanitised body's top-level nodes and where in its text each ends. */
-export type Layout = { readonly nodes: readonly ChildNode[]; readonly ends: readonly number[] };
+/** A sanitised body's top-level nodes, where in its text each ends, and the facts of each. */
+export type Layout = {
+  readonly nodes: readonly ChildNode[];
+  readonly ends: readonly number[];
+  readonly facts: readonly NodeFacts[];
+};
 
 /** At most this many bodies, and this many UTF-16 units of them in all, are remembered. */
 const MAX_LAYOUTS = 64;
@@ -180,5 +185,6 @@ export function layoutAfter(edit: Edit, middle: Layout): Layout {
       ...middle.ends.map((end) => end + at),
       ...before.ends.slice(tail).map((end) => end + shift),
     ],
+    facts: [...before.facts.slice(0, head), ...middle.facts, ...before.facts.slice(tail)],
   };
 }

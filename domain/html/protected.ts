@@ -32,6 +32,15 @@ export function protectedBlocksOf(nodes: readonly ChildNode[]): {
   links: ProtectedLink[];
   forms: ProtectedForms;
 } {
+  const { links, forms } = protectedBlockList(nodes);
+  return { links, forms: formsById(forms) };
+}
+
+/** `protectedBlocksOf` with the forms as a list in document order, `[id, form]`: lists of consecutive nodes concatenate. */
+export function protectedBlockList(nodes: readonly ChildNode[]): {
+  links: ProtectedLink[];
+  forms: [string, string][];
+} {
   const blocks = protectedBlocks(nodes);
   const links: ProtectedLink[] = [];
   for (const { element, id } of blocks) {
@@ -39,7 +48,18 @@ export function protectedBlocksOf(nodes: readonly ChildNode[]): {
     if (kind !== 'backlink' && kind !== 'internal') continue;
     links.push({ id, kind, href: hrefOf(element), text: nodeText(element) });
   }
-  return { links, forms: formsById(blocks) };
+  return { links, forms: blocks.map(({ element, id }) => [id, canonical(element)]) };
+}
+
+/** Each protected block's forms by id, from `[id, form]` pairs in document order. */
+export function formsById(forms: Iterable<readonly [string, string]>): Map<string, string[]> {
+  const byId = new Map<string, string[]>();
+  for (const [id, form] of forms) {
+    const list = byId.get(id);
+    if (list) list.push(form);
+    else byId.set(id, [form]);
+  }
+  return byId;
 }
 
 /**
@@ -101,16 +121,6 @@ function hrefOf(element: Element): string {
     },
   });
   return href;
-}
-
-function formsById(blocks: readonly Block[]): Map<string, string[]> {
-  const forms = new Map<string, string[]>();
-  for (const { element, id } of blocks) {
-    const list = forms.get(id) ?? [];
-    list.push(canonical(element));
-    forms.set(id, list);
-  }
-  return forms;
 }
 
 /** How many of `before` have no identical counterpart in `after` (matched one to one). */

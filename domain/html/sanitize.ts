@@ -1,5 +1,5 @@
 import { defaultTreeAdapter, serialize, html as spec } from 'parse5';
-import { rememberBodyFacts } from './facts.ts';
+import { combinedFacts, nodeFacts, rememberFacts } from './facts.ts';
 import {
   findEdit,
   isRememberedLayout,
@@ -176,7 +176,11 @@ export function sanitizeEdit(html: string): SanitizeResult | undefined {
   if (middle === undefined || cleanTree(middle, [])) return undefined;
   const { html: written, ends } = serializeWithEnds(middle.childNodes);
   if (written !== edit.middle) return undefined;
-  const layout = layoutAfter(edit, { nodes: middle.childNodes, ends });
+  const layout = layoutAfter(edit, {
+    nodes: middle.childNodes,
+    ends,
+    facts: middle.childNodes.map(nodeFacts),
+  });
   remember(html, layout);
   return { html, removed: [] };
 }
@@ -192,7 +196,7 @@ export function sanitizeFully(html: string): SanitizeResult {
     // Nothing to clean and the input is already written as its tree serialises (a body read from
     // the API and edited keeps that form): parsing `out` again is parsing `html` again, which gives
     // this same tree. The fixpoint holds without a second parse.
-    remember(out, { nodes: first.childNodes, ends: written.ends });
+    remember(out, { nodes: first.childNodes, ends: written.ends, facts: first.childNodes.map(nodeFacts) });
     return { html: out, removed };
   }
   // The nesting rules in cleanTree already give a parse-stable tree (200k random soups: always);
@@ -204,7 +208,7 @@ export function sanitizeFully(html: string): SanitizeResult {
     const items: SanitizedItem[] = [];
     const changed = cleanTree(tree, items);
     if (!changed && reparsed.html === out) {
-      remember(out, { nodes: tree.childNodes, ends: reparsed.ends });
+      remember(out, { nodes: tree.childNodes, ends: reparsed.ends, facts: tree.childNodes.map(nodeFacts) });
       return { html: out, removed };
     }
     removed.push(...items);
@@ -223,9 +227,7 @@ export function sanitizeFully(html: string): SanitizeResult {
  * are kept for the next edit of it (layout.ts).
  */
 function remember(html: string, layout: Layout): void {
-  const root = defaultTreeAdapter.createDocumentFragment();
-  root.childNodes = [...layout.nodes];
-  rememberBodyFacts(html, root);
+  rememberFacts(html, combinedFacts(layout.facts));
   rememberLayout(html, layout);
 }
 

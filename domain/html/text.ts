@@ -65,6 +65,11 @@ export function countWords(text: string): number {
  * word, so the raw text of visible nodes with a line break at each block boundary has the same words.
  */
 export function wordsOf(nodes: readonly ChildNode[]): number {
+  return countWords(rawText(nodes));
+}
+
+/** The raw text of visible nodes, with a line break at each block boundary (a line break ends a word). */
+export function rawText(nodes: readonly ChildNode[]): string {
   const parts: string[] = [];
   walk(nodes, {
     enter(node) {
@@ -80,5 +85,10 @@ export function wordsOf(nodes: readonly ChildNode[]): number {
       if (BLOCKS.has(element.tagName)) parts.push('\n');
     },
   });
-  return countWords(parts.join(''));
+  return parts.join('');
+}
+
+/** Whether a node's raw text stands between line breaks (a block): no word runs into or out of it. */
+export function isBlock(node: ChildNode): boolean {
+  return isElement(node) && BLOCKS.has(node.tagName);
 }

@@ -528,6 +528,20 @@ describe('sanitizeHtml: edits of a remembered body', () => {
     expect(parseMiddle(middle)?.childNodes.length).toBe(count);
   });
 
+  it('counts a word that runs across top-level inline nodes once, in full and by the edit path', () => {
+    const around = '<p>A first paragraph long enough to be compared.</p>';
+    const stored = sanitizeFully(
+      `${around}<b>foo</b>bar<p>one two</p>x<i>y</i>-z <span>3</span>.5${around}`,
+    ).html;
+    expect(bodyFacts(stored).words).toBe(5 + 16);
+    expect(bodyFacts(stored).words).toBe(countWords(textContent(stored)));
+    const { edit } = remembering(stored);
+    const next = stored.replace('one two', 'one two three');
+    const result = edit(next);
+    expect(result.viaEdit).toEqual({ html: next, removed: [] });
+    expect(result.factsViaEdit?.words).toBe(6 + 16);
+  });
+
   it('takes the edit path for a clean change of one paragraph in a long body', () => {
     const sections = Array.from({ length: 40 }, (_, i) => `<h2>Part ${i}</h2>\n<p>Words of part ${i}.</p>`);
     const stored = sanitizeFully(sections.join('\n')).html;
