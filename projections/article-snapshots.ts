@@ -1,6 +1,7 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../domain/article/events.ts';
+import { prepared } from '../infra/db/prepared.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
 import { ALWAYS, type Pending, type Projector } from './projector.ts';
 
@@ -101,6 +102,21 @@ function withoutBody(state: ArticleState): Omit<Article, 'body'> | ArticleState 
   return rest;
 }
 
+/** The statement of `readArticleSnapshot` (before every command on an article), compiled once. */
+const snapshotQuery = prepared(
+  (db, v: { articleId: string; streamId: string }) =>
+    db
+      .selectFrom('article_snapshots as s')
+      .innerJoin('streams as st', (join) => join.on('st.stream_id', '=', v.streamId))
+      .innerJoin('articles as a', (join) =>
+        join.onRef('a.id', '=', 's.article_id').onRef('a.revision', '=', 's.version'),
+      )
+      .innerJoin('article_bodies as b', 'b.article_id', 's.article_id')
+      .select(['s.version', 's.state', 'st.version as stream_version', 'b.body'])
+      .where('s.article_id', '=', v.articleId),
+  ['articleId', 'streamId'],
+);
+
 /**
  * The snapshot of an article with its body, and, read in the same statement, its stream's version:
  * when they are equal no event follows the snapshot, and the command needs no second read. The body
@@ -111,16 +127,7 @@ export async function readArticleSnapshot(
   db: Db,
   articleId: string,
 ): Promise<{ version: number; state: ArticleState; streamVersion: number } | undefined> {
-  const row = await db
-    .selectFrom('article_snapshots as s')
-    .innerJoin('streams as st', (join) => join.on('st.stream_id', '=', articleStream(articleId)))
-    .innerJoin('articles as a', (join) =>
-      join.onRef('a.id', '=', 's.article_id').onRef('a.revision', '=', 's.version'),
-    )
-    .innerJoin('article_bodies as b', 'b.article_id', 's.article_id')
-    .select(['s.version', 's.state', 'st.version as stream_version', 'b.body'])
-    .where('s.article_id', '=', articleId)
-    .executeTakeFirst();
+  const [row] = await snapshotQuery(db, { articleId, streamId: articleStream(articleId) });
   if (!row) return undefined;
   rememberRead(articleId, { version: row.version, state: row.state });
   const stored = row.state as ArticleState;

@@ -336,15 +336,27 @@ export async function findArticleSite(
   articleId: string,
   liveKey?: string,
 ): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('articles')
-    .select(['site_id', keyLive(liveKey)])
-    .where('id', '=', articleId)
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
+  const [row] =
+    liveKey === undefined
+      ? await articleSite(db, { articleId, accountId, keyId: '' })
+      : await articleSiteWithKey(db, { articleId, accountId, keyId: liveKey });
   await confirmLive(db, liveKey, row);
   return row?.site_id;
 }
+
+/** The statement of `findArticleSite` (before every write to an article), compiled once: with the key check and without. */
+const articleSiteQuery = (withKey: boolean) =>
+  prepared(
+    (db, v: { articleId: string; accountId: string; keyId: string }) =>
+      db
+        .selectFrom('articles')
+        .select(['site_id', keyLive(withKey ? v.keyId : undefined)])
+        .where('id', '=', v.articleId)
+        .where('account_id', '=', v.accountId),
+    withKey ? ['articleId', 'accountId', 'keyId'] : ['articleId', 'accountId'],
+  );
+const articleSiteWithKey = articleSiteQuery(true);
+const articleSite = articleSiteQuery(false);
 
 /** Refuses a revoked key, as a statement with a `key_live` column found it (or, with no row, a lookup). */
 async function confirmLive(db: Db, liveKey: string | undefined, row: { key_live: boolean } | undefined) {
