@@ -478,12 +478,6 @@ export async function writeCheckpoint(trx: Kysely<Database>, name: string, pos: 
     .execute();
 }
 
-/**
- * The statement that moves the stream's version forward by `count` if it is as expected, returning
- * the new version (no row on a conflict). The `streams` row is what serialises writers of a stream:
- * a concurrent writer waits on its row lock (or on its key, for a new stream) and then finds the
- * version changed.
- */
 type InsertedRow = {
   event_id: string;
   position: string;
@@ -529,6 +523,12 @@ function appendStatement(
     select event_id, position, transaction_id, version, recorded_at from appended`;
 }
 
+/**
+ * The statement that moves the stream's version forward by `count` if it is as expected, returning
+ * the new version (no row on a conflict). The `streams` row is what serialises writers of a stream:
+ * a concurrent writer waits on its row lock (or on its key, for a new stream) and then finds the
+ * version changed.
+ */
 function claimVersions(
   streamId: string,
   expected: ExpectedVersion,
