@@ -176,12 +176,7 @@ export function sanitizeEdit(html: string): SanitizeResult | undefined {
   if (middle === undefined || cleanTree(middle, [])) return undefined;
   const { html: written, ends } = serializeWithEnds(middle.childNodes);
   if (written !== edit.middle) return undefined;
-  const layout = layoutAfter(edit, {
-    nodes: middle.childNodes,
-    ends,
-    facts: middle.childNodes.map(nodeFacts),
-  });
-  remember(html, layout);
+  remember(html, layoutAfter(edit, layoutOf(middle.childNodes, ends)));
   return { html, removed: [] };
 }
 
@@ -196,7 +191,7 @@ export function sanitizeFully(html: string): SanitizeResult {
     // Nothing to clean and the input is already written as its tree serialises (a body read from
     // the API and edited keeps that form): parsing `out` again is parsing `html` again, which gives
     // this same tree. The fixpoint holds without a second parse.
-    remember(out, { nodes: first.childNodes, ends: written.ends, facts: first.childNodes.map(nodeFacts) });
+    remember(out, layoutOf(first.childNodes, written.ends));
     return { html: out, removed };
   }
   // The nesting rules in cleanTree already give a parse-stable tree (200k random soups: always);
@@ -208,7 +203,7 @@ export function sanitizeFully(html: string): SanitizeResult {
     const items: SanitizedItem[] = [];
     const changed = cleanTree(tree, items);
     if (!changed && reparsed.html === out) {
-      remember(out, { nodes: tree.childNodes, ends: reparsed.ends, facts: tree.childNodes.map(nodeFacts) });
+      remember(out, layoutOf(tree.childNodes, reparsed.ends));
       return { html: out, removed };
     }
     removed.push(...items);
@@ -229,6 +224,11 @@ export function sanitizeFully(html: string): SanitizeResult {
 function remember(html: string, layout: Layout): void {
   rememberFacts(html, combinedFacts(layout.facts));
   rememberLayout(html, layout);
+}
+
+/** Top-level nodes as remembered: where each ends in the body's text, and the facts of each. */
+function layoutOf(nodes: readonly ChildNode[], ends: readonly number[]): Layout {
+  return { nodes, ends, facts: nodes.map(nodeFacts) };
 }
 
 /**
