@@ -130,6 +130,8 @@ export type CpuSeconds = {
   node: number;
   postgres: number;
   machine: number;
+  /** CPU seconds the hypervisor gave to others while this machine's cores had work (`steal`). */
+  steal: number;
   /** CPU seconds of each of the database's backends, by pid. */
   backends: Map<string, number>;
 };
@@ -142,10 +144,15 @@ export type CpuSeconds = {
 export function cpuSince(
   before: CpuSeconds,
   after: CpuSeconds,
-): { node: number; postgres: number; machine: number } {
+): { node: number; postgres: number; machine: number; steal: number } {
   let postgres = 0;
   for (const [pid, seconds] of after.backends) postgres += seconds - (before.backends.get(pid) ?? 0);
-  return { node: after.node - before.node, postgres, machine: after.machine - before.machine };
+  return {
+    node: after.node - before.node,
+    postgres,
+    machine: after.machine - before.machine,
+    steal: after.steal - before.steal,
+  };
 }
 
 /**
@@ -158,12 +165,14 @@ export function cpuSeconds(database: string): CpuSeconds {
   const node = (usage.user + usage.system) / 1e6;
   let postgres = 0;
   let machine = 0;
+  let steal = 0;
   const backends = new Map<string, number>();
   try {
     const total =
       readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
     // user nice system idle iowait irq softirq steal: busy is everything but idle and iowait.
     machine = total.slice(0, 8).reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + v), 0) / 100;
+    steal = (total[7] ?? 0) / 100;
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       let stat: string;
@@ -183,9 +192,9 @@ export function cpuSeconds(database: string): CpuSeconds {
       postgres += seconds;
     }
   } catch {
-    return { node, postgres: 0, machine: 0, backends: new Map() };
+    return { node, postgres: 0, machine: 0, steal: 0, backends: new Map() };
   }
-  return { node, postgres, machine, backends };
+  return { node, postgres, machine, steal, backends };
 }
 
 /**

@@ -127,7 +127,9 @@ ${results.machine.cores} cores (${results.machine.model}), ${results.machine.mem
 
 Statuses: ${JSON.stringify(edits.statuses)}; revisions created: ${edits.revisions_created}.
 
-CPU per edit during the PUT run: server thread ${edits.cpu_ms_per_edit.server_thread} ms, this process (server, sanitise workers and load generator) ${edits.cpu_ms_per_edit.process} ms, PostgreSQL backends ${edits.cpu_ms_per_edit.postgres} ms, whole machine ${edits.cpu_ms_per_edit.machine} ms.
+CPU per edit during the PUT run: server thread ${edits.cpu_ms_per_edit.server_thread} ms, this process (server, sanitise workers and load generator) ${edits.cpu_ms_per_edit.process} ms, PostgreSQL backends ${edits.cpu_ms_per_edit.postgres} ms, whole machine ${edits.cpu_ms_per_edit.machine} ms (of which taken by the hypervisor, steal: ${edits.cpu_ms_per_edit.steal} ms).
+
+WAL per edit (the whole cluster): ${edits.wal_per_edit.records} records, ${edits.wal_per_edit.full_page_images} full-page images, ${edits.wal_per_edit.bytes} bytes.
 
 Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median), with what the database did in that second (sampled every 20 ms: the sessions that were not idle, on average, by state and wait event; and the checkpointer's state in most samples):
 

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
+import pg from 'pg';
 import { checkProtectedBlocks } from '../domain/html/facts.ts';
 import { forgetLayouts } from '../domain/html/layout.ts';
 import { sanitizeHtml } from '../domain/html/sanitize.ts';
@@ -71,6 +72,8 @@ export type Second = {
   checkpointer: string;
 };
 
+type Wal = { records: number; full_page_images: number; bytes: number };
+
 export type WriteLoad = Timing & {
   rate: number;
   seconds: number;
@@ -78,7 +81,19 @@ export type WriteLoad = Timing & {
    * CPU per edit during the measured part: the server's thread, this whole process (server and load
    * generator), the benchmark database's PostgreSQL backends, and the whole machine.
    */
-  cpu_ms_per_edit: { server_thread: number; process: number; postgres: number; machine: number };
+  cpu_ms_per_edit: {
+    server_thread: number;
+    process: number;
+    postgres: number;
+    machine: number;
+    /** What the hypervisor took from the machine's cores while they had work (`steal`). */
+    steal: number;
+  };
+  /**
+   * WAL PostgreSQL wrote per edit during the measured part (the whole cluster, `pg_stat_wal`):
+   * records, full-page images (the first change of a page after a checkpoint) and bytes.
+   */
+  wal_per_edit: { records: number; full_page_images: number; bytes: number };
   wall_seconds: number;
   /** When the measured part started (second 1 of per_second). */
   measured_from: string;
@@ -108,8 +123,21 @@ export async function measureEdits(opts: {
   databaseUrl: string;
 }): Promise<WriteLoad> {
   const timeline = await startWaitTimeline(opts.databaseUrl);
+  const walClient = new pg.Client({ connectionString: opts.databaseUrl, application_name: 'bench:sampler' });
+  await walClient.connect();
+  const readWal = async (): Promise<Wal> => {
+    const { rows } = await walClient.query<Record<keyof Wal, string>>(
+      'select wal_records as records, wal_fpi as full_page_images, wal_bytes as bytes from pg_stat_wal',
+    );
+    const row = rows[0];
+    return {
+      records: Number(row?.records ?? 0),
+      full_page_images: Number(row?.full_page_images ?? 0),
+      bytes: Number(row?.bytes ?? 0),
+    };
+  };
   const worker = new Worker(new URL('./write-worker.ts', import.meta.url), { workerData: opts });
-  let from: { at: number; thread: NodeJS.CpuUsage; cpu: CpuSeconds } | undefined;
+  let from: { at: number; thread: NodeJS.CpuUsage; cpu: CpuSeconds; wal: Promise<Wal> } | undefined;
   const result = await new Promise<{
     samples: number[];
     startedAt: number[];
@@ -119,7 +147,12 @@ export async function measureEdits(opts: {
   }>((resolve, reject) => {
     worker.on('message', (message: { measuring: true } | Parameters<typeof resolve>[0]) => {
       if ('measuring' in message) {
-        from = { at: performance.now(), thread: process.threadCpuUsage(), cpu: cpuSeconds(opts.database) };
+        from = {
+          at: performance.now(),
+          thread: process.threadCpuUsage(),
+          cpu: cpuSeconds(opts.database),
+          wal: readWal(),
+        };
       } else resolve(message);
     });
     worker.once('error', reject);
@@ -127,17 +160,28 @@ export async function measureEdits(opts: {
   const wall = from ? (performance.now() - from.at) / 1000 : 0;
   const cpu = cpuSeconds(opts.database);
   const thread = process.threadCpuUsage(from?.thread);
+  const walAfter = await readWal();
+  const walBefore = from ? await from.wal : walAfter;
+  await walClient.end();
   await worker.terminate();
   const waits = await timeline.stop();
   const edits = result.samples.length;
   const perEdit = (seconds: number): number => (edits === 0 ? 0 : Math.round((seconds / edits) * 1e5) / 100);
-  const used = from ? cpuSince(from.cpu, cpu) : { node: 0, postgres: 0, machine: 0 };
+  const used = from ? cpuSince(from.cpu, cpu) : { node: 0, postgres: 0, machine: 0, steal: 0 };
+  const walPerEdit = (key: keyof Wal, digits: number): number =>
+    edits === 0 ? 0 : Math.round(((walAfter[key] - walBefore[key]) / edits) * 10 ** digits) / 10 ** digits;
   return {
     cpu_ms_per_edit: {
       server_thread: perEdit((thread.user + thread.system) / 1e6),
       process: perEdit(used.node),
       postgres: perEdit(used.postgres),
       machine: perEdit(used.machine),
+      steal: perEdit(used.steal),
+    },
+    wal_per_edit: {
+      records: walPerEdit('records', 1),
+      full_page_images: walPerEdit('full_page_images', 2),
+      bytes: walPerEdit('bytes', 0),
     },
     wall_seconds: Math.round(wall * 100) / 100,
     ...summarise(result.samples),
