@@ -93,7 +93,7 @@ export type WriteLoad = Timing & {
    * WAL PostgreSQL wrote per edit during the measured part (the whole cluster, `pg_stat_wal`):
    * records, full-page images (the first change of a page after a checkpoint) and bytes.
    */
-  wal_per_edit: { records: number; full_page_images: number; bytes: number };
+  wal_per_edit: Wal;
   wall_seconds: number;
   /** When the measured part started (second 1 of per_second). */
   measured_from: string;
