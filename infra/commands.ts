@@ -131,13 +131,35 @@ export function createCommands(deps: CommandDeps) {
   const queue = keyedQueue();
   // Activity records are appended together, at most 100 ms after the first of them: under load one
   // append (a transaction of a few statements, the activity rows written by it) carries hundreds of
-  // calls. The log is a moment behind the calls.
+  // calls. The log is a moment behind the calls. Each account's records are one append; should one
+  // fail, its records are appended one by one, so that a record the store refuses takes no other
+  // record (of the account or of another) down with it: only its own call's promise rejects.
   const calls = createBatcher<CallRecorded>(
     async (events) => {
-      const byAccount = Map.groupBy(events, (e) => e.data.accountId);
-      for (const [accountId, batch] of byAccount) {
-        await store.append(activityStream(accountId), batch, { expectedVersion: 'any' });
+      const failures: unknown[] = events.map(() => null);
+      const byAccount = Map.groupBy(
+        events.map((event, index) => ({ event, index })),
+        (e) => e.event.data.accountId,
+      );
+      for (const [accountId, group] of byAccount) {
+        const stream = activityStream(accountId);
+        try {
+          await store.append(
+            stream,
+            group.map((e) => e.event),
+            { expectedVersion: 'any' },
+          );
+        } catch {
+          for (const { event, index } of group) {
+            try {
+              await store.append(stream, [event], { expectedVersion: 'any' });
+            } catch (error) {
+              failures[index] = error;
+            }
+          }
+        }
       }
+      return failures;
     },
     { maxItems: 1000, maxDelayMs: 100 },
   );

@@ -6,6 +6,7 @@ import { ArticleStatus, FeaturedImage } from '../../domain/article/events.ts';
 import { AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
 import { isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
+import { ID_PATTERN, ID_RULE } from '../../domain/input.ts';
 import type { Commands } from '../../infra/commands.ts';
 import { EventValidationError } from '../../infra/event-store.ts';
 import { progressBar } from './progress.ts';
@@ -13,7 +14,7 @@ import { progressBar } from './progress.ts';
 export const ingestKinds = ['sites', 'articles', 'backlinks', 'rewrites'] as const;
 export type IngestKind = (typeof ingestKinds)[number];
 
-const id = z.string().min(1).max(100);
+const id = z.string().min(1).max(100).regex(ID_PATTERN, ID_RULE);
 const datetime = z.iso.datetime({ offset: true });
 const featuredImage = z
   .object({

@@ -2,6 +2,7 @@ import { DomainError } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
 import { checkProtectedBlocks } from '../html/facts.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
+import { textProblem } from '../input.ts';
 import type { ArticleEvent, ArticleStatus, FeaturedImage, SanitizedItem } from './events.ts';
 
 export const TITLE_MAX = 300;
@@ -157,7 +158,19 @@ function checkExpectation(state: Article, expected: number | undefined): void {
   }
 }
 
+/** Text that PostgreSQL or a reader would choke on (control characters, lone surrogates) is refused, the field named. */
+function checkText(name: string, value: string | null | undefined, lines: boolean): void {
+  if (value === null || value === undefined) return;
+  const problem = textProblem(value, { lines });
+  if (problem) {
+    throw new DomainError('invalid_request', `The ${name} ${problem}`, [
+      { in: 'body', name, message: problem },
+    ]);
+  }
+}
+
 function checkTitle(title: string): void {
+  checkText('title', title, false);
   if (title.trim().length === 0 || title.length > TITLE_MAX) {
     throw new DomainError('invalid_request', `The title must be 1 to ${TITLE_MAX} characters`, [
       { in: 'body', name: 'title', message: `must be 1 to ${TITLE_MAX} characters, not only spaces` },
@@ -166,6 +179,7 @@ function checkTitle(title: string): void {
 }
 
 function checkBodySize(body: string): void {
+  checkText('body', body, true);
   if (new TextEncoder().encode(body).length > BODY_MAX_BYTES) {
     throw new DomainError('invalid_request', 'The body is larger than 2 MiB', [
       { in: 'body', name: 'body', message: 'must be at most 2 MiB (2097152 bytes) of UTF-8' },
@@ -186,6 +200,7 @@ function checkProtected(current: string, next: string, origin: Origin): void {
 
 /** The fields every revision event carries: the next revision number and who made it, from where, why. */
 function nextRevision(article: Article, who: Who): Who & { articleId: string; revision: number } {
+  checkText('reason', who.reason, true);
   return {
     articleId: article.articleId,
     revision: article.revision + 1,
@@ -207,6 +222,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       if (state.exists) throw new DomainError('conflict', `Article ${d.articleId} exists already`);
       checkTitle(d.title);
       checkBodySize(d.body);
+      checkText('reason', d.reason, true);
       if ((d.status === 'published' || d.status === 'scheduled') && d.publishedAt === null) {
         throw new DomainError('invalid_request', `A ${d.status} article needs published_at`);
       }
@@ -252,6 +268,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       const d = command.data;
       const article = requireArticle(state, d.articleId);
       checkExpectation(article, d.expectedRevision);
+      checkText('alt', d.featuredImage?.alt, false);
       if (sameImage(article.featuredImage, d.featuredImage)) return [];
       return [
         {

@@ -120,13 +120,23 @@ describe('CLI against PostgreSQL', () => {
           domain: 'four.example',
           url: 'https://four.example/',
         }),
+        JSON.stringify({
+          id: 'site feed/5',
+          name: 'Bad id',
+          domain: 'five.example',
+          url: 'https://five.example/',
+        }),
       ].join('\n'),
     );
     const r = await cli(['ingest', 'sites', '--file', sites, '--account', a], env);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${sites}:2: not valid JSON`);
     expect(r.stderr).toMatch(new RegExp(`${sites}:3: url: `));
-    expect(JSON.parse(r.stdout)).toMatchObject({ applied: 2, failed: [{ line: 2 }, { line: 3 }] });
+    expect(r.stderr).toMatch(new RegExp(`${sites}:6: id: must be an id`));
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      applied: 2,
+      failed: [{ line: 2 }, { line: 3 }, { line: 6 }],
+    });
     const ids = (await test.handle.db.selectFrom('sites').select('id').where('account_id', '=', a).execute())
       .map((s) => s.id)
       .sort();

@@ -178,6 +178,26 @@ describe('article decider', () => {
       .thenThrows('invalid_request');
   });
 
+  it.each([
+    ['title', { title: 'Boiler\u0000care' }],
+    ['title', { title: 'Boiler\ncare' }],
+    ['title', { title: 'Boiler \ud83d care' }],
+    ['body', { body: `${withBacklink('bl_1')}<p>\udc00</p>` }],
+    ['body', { body: `${withBacklink('bl_1')}<p>\u0000</p>` }],
+    ['reason', { title: 'Boiler care 2', reason: 'because\u001b[31m' }],
+  ])('refuses a %s with a control character or a lone surrogate, naming it', (name, data) => {
+    spec
+      .given([articleCreated()])
+      .when(editArticle(data))
+      .thenThrows('invalid_request', { errors: [{ in: 'body', name, message: expect.any(String) }] });
+  });
+
+  it('takes tabs and line breaks in a body and a reason', () => {
+    const body = `${withBacklink('bl_1')}<p>one\r\n\ttwo</p>`;
+    const events = decide(editArticle({ body, reason: 'line one\nline two' }), fold([articleCreated()]));
+    expect(events).toHaveLength(1);
+  });
+
   it('refuses a body over 2 MiB', () => {
     spec
       .given([articleCreated()])

@@ -45,4 +45,17 @@ describe('batcher', () => {
     fail = false;
     await expect(b.add(3)).resolves.toBeUndefined();
   });
+
+  it('rejects only the adds the flush names as failed; the others resolve', async () => {
+    const b = createBatcher<number>(
+      async (items) => items.map((n) => (n === 2 ? new Error('bad 2') : null)),
+      {
+        maxItems: 10,
+        maxDelayMs: 1,
+      },
+    );
+    const results = await Promise.allSettled([b.add(1), b.add(2), b.add(3)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toEqual(new Error('bad 2'));
+  });
 });

@@ -36,6 +36,25 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
     expect(status).toMatchObject({ mode: 'inline', checkpoint: null, lag: 0 });
   });
 
+  it("a record the store refuses takes no other record down: its account's others and other accounts' are stored", async () => {
+    const a = await setUpAccount(runtime, 'Refused Ltd');
+    const b = await setUpAccount(runtime, 'Bystander Ltd');
+    // PostgreSQL refuses U+0000 in JSON text; everything else in the batch is fine.
+    const results = await Promise.allSettled([
+      runtime.commands.recordCall(call(b.accountId, 'req_b_1')),
+      runtime.commands.recordCall(call(a.accountId, 'req_a_good')),
+      runtime.commands.recordCall({ ...call(a.accountId, 'req_a_bad'), articleId: 'art_\u0000' }),
+      runtime.commands.recordCall(call(b.accountId, 'req_b_2')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const requests = async (accountId: string): Promise<(string | null)[]> =>
+      (await listActivity(runtime.db, accountId, { page: 1, perPage: 100 })).rows
+        .map((r) => r.request_id)
+        .sort();
+    expect(await requests(a.accountId)).toEqual(['req_a_good']);
+    expect(await requests(b.accountId)).toEqual(['req_b_1', 'req_b_2']);
+  });
+
   it('retireCheckpoint applies what an async runner left unapplied, once, and removes the checkpoint', async () => {
     const { db } = runtime;
     const { accountId } = await setUpAccount(runtime, 'Retired Ltd');

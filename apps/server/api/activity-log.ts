@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivitySource } from '../../../domain/activity/events.ts';
+import { isId } from '../../../domain/input.ts';
 import type { Commands } from '../../../infra/commands.ts';
 import type { AuthState } from './auth.ts';
 
@@ -11,6 +12,30 @@ declare module 'fastify' {
 }
 
 type Logger = { error(obj: object, msg: string): void };
+
+/**
+ * `take(key, now)` is true at most once per `windowMs` for each key, in this process; it remembers at
+ * most `maxKeys` keys (the oldest forgotten first), so a flood of keys costs bounded memory.
+ */
+export function oncePerWindow(
+  windowMs: number,
+  maxKeys: number,
+): { take(key: string, now: number): boolean } {
+  const last = new Map<string, number>();
+  return {
+    take(key, now) {
+      const at = last.get(key);
+      if (at !== undefined && now - at < windowMs) return false;
+      last.delete(key);
+      last.set(key, now);
+      if (last.size > maxKeys) {
+        const oldest = last.keys().next().value;
+        if (oldest !== undefined) last.delete(oldest);
+      }
+      return true;
+    },
+  };
+}
 
 /**
  * Records every call made with a known key (refused ones included) as a `CallRecorded` event. It
@@ -25,11 +50,13 @@ export function createActivityLog(
   log: Logger,
 ) {
   const pending = new Set<Promise<unknown>>();
+  const refusedKeys = oncePerWindow(60_000, 10_000);
   return {
     onRequest: async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const started = performance.now();
+      // Only a well-formed id is recorded: a path's `%00` is refused by the route and named nowhere.
       const id = (request.params as { id?: unknown } | undefined)?.id;
-      const subject = typeof id === 'string' ? request.routeOptions.config.subject : undefined;
+      const subject = isId(id) ? request.routeOptions.config.subject : undefined;
       request.activity = {
         siteId: subject === 'site' ? (id as string) : null,
         articleId: subject === 'article' ? (id as string) : null,
@@ -39,8 +66,12 @@ export function createActivityLog(
         if (!operation) return;
         const status = reply.raw.writableFinished ? reply.statusCode : 499;
         const durationMs = Math.round(performance.now() - started);
-        const record = ({ accountId, actor }: AuthState): Promise<unknown> | undefined => {
+        const record = ({ accountId, actor, principal }: AuthState): Promise<unknown> | undefined => {
           if (!accountId || !actor) return;
+          // A key that names an account but is refused (revoked: before the route, or by the route's
+          // own statement): a leaked key must not flood the account's log, so its calls are recorded
+          // at most once a minute per key.
+          if ((!principal || status === 401) && !refusedKeys.take(actor.id, Date.now())) return;
           return commands.recordCall({
             accountId,
             source,

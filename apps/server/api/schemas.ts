@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ID_PATTERN, ID_RULE, textProblem } from '../../../domain/input.ts';
 
 /*
  * The wire shapes of CONTRACT.md, as zod schemas: the routes validate requests with them, the
@@ -7,6 +8,24 @@ import { z } from 'zod';
  */
 
 const id = z.string().min(1).max(100);
+
+/** An id as a request names it (path, filter, tool argument): the alphabet of domain/input.ts. */
+export const idParam = z
+  .string({ message: 'must be an id (a string)' })
+  .min(1, 'must not be empty')
+  .max(100, 'must be at most 100 characters')
+  .regex(ID_PATTERN, ID_RULE);
+
+/**
+ * Text a person or a model wrote: no lone surrogates and no control characters (with `lines`, tab and
+ * line breaks are fine). PostgreSQL refuses some of them; none has a place in a title or a reason.
+ */
+export function cleanText<T extends z.ZodType<string>>(schema: T, opts: { lines: boolean }): T {
+  return schema.superRefine((value, ctx) => {
+    const problem = textProblem(value, opts);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }) as T;
+}
 const timestamp = z.iso.datetime().meta({ example: '2026-11-02T09:30:00Z' });
 const calendarDate = z.iso.date().meta({ example: '2026-11-02' });
 
@@ -295,14 +314,12 @@ const perPageParam = z.coerce
   .max(100, 'must be at most 100')
   .default(20)
   .meta({ description: 'Items per page, 1 to 100 (above 100 is a 400).' });
-const fromParam = z.iso
+// Year 0000 is no date in PostgreSQL's calendar (1 BC is followed by AD 1): dates start at 0001-01-01.
+const dateParam = z.iso
   .date({ message: 'must be a date YYYY-MM-DD' })
-  .optional()
-  .meta({ description: 'First day, inclusive, UTC (YYYY-MM-DD).' });
-const toParam = z.iso
-  .date({ message: 'must be a date YYYY-MM-DD' })
-  .optional()
-  .meta({ description: 'Last day, inclusive, UTC (YYYY-MM-DD).' });
+  .refine((d) => !d.startsWith('0000'), 'must be a date from 0001-01-01 on');
+const fromParam = dateParam.optional().meta({ description: 'First day, inclusive, UTC (YYYY-MM-DD).' });
+const toParam = dateParam.optional().meta({ description: 'Last day, inclusive, UTC (YYYY-MM-DD).' });
 
 function dateRange<T extends { from?: string | undefined; to?: string | undefined }>(
   q: T,
@@ -339,8 +356,8 @@ export const StatsQuery = z.strictObject({
   period: z
     .string()
     .regex(
-      /^(this_month|last_month|last_30_days|\d{4}-(0[1-9]|1[0-2]))$/,
-      'must be this_month, last_month, last_30_days or YYYY-MM',
+      /^(this_month|last_month|last_30_days|(19[7-9]\d|[2-9]\d{3})-(0[1-9]|1[0-2]))$/,
+      'must be this_month, last_month, last_30_days or a month YYYY-MM from 1970-01 on',
     )
     .default('this_month')
     .meta({
@@ -357,16 +374,16 @@ export const ActivityQuery = z
       .enum(['api', 'mcp', 'editor', 'rewrite', 'system'])
       .optional()
       .meta({ description: 'Only records of this origin (`rewrite`: the content pipeline).' }),
-    site_id: id.optional().meta({ description: 'Only records about this site.' }),
-    article_id: id.optional().meta({ description: 'Only records about this article.' }),
+    site_id: idParam.optional().meta({ description: 'Only records about this site.' }),
+    article_id: idParam.optional().meta({ description: 'Only records about this article.' }),
     page: pageParam,
     per_page: perPageParam,
   })
   .superRefine(dateRange);
 
 export const SiteParams = z.strictObject({
-  id: id.meta({ description: 'Site id', examples: ['site_06h014k26k323kar2chmr6p5jr'] }),
+  id: idParam.meta({ description: 'Site id', examples: ['site_06h014k26k323kar2chmr6p5jr'] }),
 });
 export const ArticleParams = z.strictObject({
-  id: id.meta({ description: 'Article id', examples: ['art_06h014k2g711vw3tv0g528qpw8'] }),
+  id: idParam.meta({ description: 'Article id', examples: ['art_06h014k2g711vw3tv0g528qpw8'] }),
 });

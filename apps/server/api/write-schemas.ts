@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Article, FeaturedImage } from './schemas.ts';
+import { Article, cleanText, FeaturedImage, idParam } from './schemas.ts';
 
 export const SanitizedItem = z
   .object({
@@ -9,14 +9,19 @@ export const SanitizedItem = z
   })
   .meta({ id: 'SanitizedItem', description: 'Something the sanitiser removed from the submitted body.' });
 
+const reasonField = cleanText(z.string().max(1000, 'must be at most 1000 characters'), { lines: true })
+  .nullable()
+  .optional();
+
 export const EditArticleBody = z
   .strictObject({
-    title: z.string().min(1, 'must not be empty').max(300, 'must be at most 300 characters').optional(),
-    body: z
-      .string()
+    title: cleanText(z.string().min(1, 'must not be empty').max(300, 'must be at most 300 characters'), {
+      lines: false,
+    }).optional(),
+    body: cleanText(z.string(), { lines: true })
       .optional()
       .meta({ description: 'The new HTML body, at most 2 MiB; sanitised as the editor does.' }),
-    reason: z.string().max(1000, 'must be at most 1000 characters').nullable().optional(),
+    reason: reasonField,
   })
   .refine((b) => b.title !== undefined || b.body !== undefined, {
     message: 'give a title, a body, or both',
@@ -72,7 +77,7 @@ export const RevisionContent = Revision.extend({
 });
 
 export const RevisionParams = z.strictObject({
-  id: z.string().min(1).max(100).meta({ description: 'Article id' }),
+  id: idParam.meta({ description: 'Article id' }),
   n: z.coerce
     .number({ message: 'must be a whole number' })
     .int('must be a whole number')
@@ -82,7 +87,7 @@ export const RevisionParams = z.strictObject({
 });
 
 export const RestoreBody = z
-  .strictObject({ reason: z.string().max(1000, 'must be at most 1000 characters').nullable().optional() })
+  .strictObject({ reason: reasonField })
   .meta({ id: 'Restore', example: { reason: 'Back to the version before the rewrite' } });
 
 export const WriteHeaders = z.object({
@@ -97,13 +102,10 @@ export const WriteHeaders = z.object({
 
 export const FeaturedImageJsonBody = z
   .strictObject({
-    url: z
-      .url({ message: 'must be an absolute URL' })
-      .max(2048)
-      .meta({ description: 'An https address of the image.' }),
-    alt: z
-      .string()
-      .max(1000, 'must be at most 1000 characters')
+    url: cleanText(z.url({ message: 'must be an absolute URL' }).max(2048), { lines: false }).meta({
+      description: 'An https address of the image.',
+    }),
+    alt: cleanText(z.string().max(1000, 'must be at most 1000 characters'), { lines: false })
       .optional()
       .meta({ description: 'Alternative text.' }),
   })

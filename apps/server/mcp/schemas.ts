@@ -7,6 +7,7 @@ import {
   ArticleQuery,
   Backlink,
   BacklinkQuery,
+  idParam,
   PageQuery,
   Site,
   Stats,
@@ -30,13 +31,9 @@ import {
  */
 
 function idField(what: 'site' | 'article', from: string) {
-  return z
-    .string({ message: `must be ${what === 'site' ? 'a site' : 'an article'} id (a string)` })
-    .min(1, 'must not be empty')
-    .max(100, 'must be at most 100 characters')
-    .meta({
-      description: `The ${what}'s id, as ${from} gives it (e.g. ${what === 'site' ? 'site_' : 'art_'}06h0...).`,
-    });
+  return idParam.meta({
+    description: `The ${what}'s id, as ${from} gives it (e.g. ${what === 'site' ? 'site_' : 'art_'}06h0...).`,
+  });
 }
 
 const siteId = idField('site', 'list_sites');

@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { DomainError } from '../../../domain/errors.ts';
+import { isId } from '../../../domain/input.ts';
 import type { Commands } from '../../../infra/commands.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
@@ -99,7 +100,7 @@ export function listTools(tools: readonly McpTool[] = mcpTools): ListedTool[] {
 /** A string argument that names a site or an article, for the activity record of a call refused before it ran. */
 function idArgument(args: Record<string, unknown> | undefined, name: string): string | null {
   const value = args?.[name];
-  return typeof value === 'string' && value.length > 0 && value.length <= 100 ? value : null;
+  return isId(value) ? value : null;
 }
 
 export function createMcpServer(
