@@ -56,6 +56,37 @@ export const ConfigSchema = z.object({
       'expected comma-separated CIDR networks like 10.20.0.0/16',
     )
     .optional(),
+  /**
+   * Which proxies in front of the service to believe about the client's address (`X-Forwarded-For`):
+   * a hop count (`1`: the nearest proxy), or comma-separated addresses and CIDRs of the proxies
+   * (`10.0.0.0/8, 192.168.1.7`; also `loopback`, `linklocal`, `uniquelocal`). Unset: nobody; the
+   * socket's address is the client's. Passed to fastify's `trustProxy`.
+   */
+  TRUST_PROXY: z
+    .string()
+    .transform((v, ctx): number | string[] => {
+      if (/^\d+$/.test(v.trim())) {
+        const hops = Number(v.trim());
+        if (hops >= 1 && hops <= 10) return hops;
+        ctx.addIssue({ code: 'custom', message: 'expected a hop count from 1 to 10, or proxy addresses' });
+        return z.NEVER;
+      }
+      const list = v
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+      const named = new Set(['loopback', 'linklocal', 'uniquelocal']);
+      const bad = list.find((x) => !named.has(x) && !ipaddr.isValid(x) && !ipaddr.isValidCIDR(x));
+      if (list.length === 0 || bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a hop count (1 to 10) or comma-separated proxy addresses or CIDRs${bad ? `; not an address: ${bad}` : ''}`,
+        });
+        return z.NEVER;
+      }
+      return list;
+    })
+    .optional(),
   LOG_LEVEL: LogLevel.default('info'),
   /** Run the async projectors and job workers inside the server process (the embedded default is complete). */
   RUN_WORKERS: boolish.default(true),

@@ -106,8 +106,9 @@ export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow 
 }
 
 /** The refusal of a key that was revoked (after the process had seen it unrevoked). */
-export function revokedKeyError(): DomainError {
-  return new DomainError('unauthenticated', 'The API key was revoked');
+/** A key that is unknown or revoked: one answer for both, so that it tells a caller nothing of which. */
+export function invalidKeyError(): DomainError {
+  return new DomainError('unauthenticated', 'The API key is not valid (unknown or revoked)');
 }
 
 /** Whether a key exists and is not revoked. */

@@ -10,7 +10,7 @@ import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import { prepared } from '../infra/db/prepared.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
-import { isKeyLive, keyLive, revokedKeyError } from './accounts.ts';
+import { invalidKeyError, isKeyLive, keyLive } from './accounts.ts';
 import {
   ALWAYS,
   type InlineStatement,
@@ -361,7 +361,7 @@ const articleSite = articleSiteQuery(false);
 /** Refuses a revoked key, as a statement with a `key_live` column found it (or, with no row, a lookup). */
 async function confirmLive(db: Db, liveKey: string | undefined, row: { key_live: boolean } | undefined) {
   if (liveKey !== undefined && (row ? !row.key_live : !(await isKeyLive(db, liveKey))))
-    throw revokedKeyError();
+    throw invalidKeyError();
 }
 
 /** The statement of `findArticle`, compiled once: with the key check and without. */

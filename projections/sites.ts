@@ -1,7 +1,7 @@
 import { type AliasedRawBuilder, sql } from 'kysely';
 import { DomainError } from '../domain/errors.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { revokedKeyError } from './accounts.ts';
+import { invalidKeyError } from './accounts.ts';
 import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
 
 export const sitesProjector: Projector = {
@@ -93,7 +93,7 @@ export function inScope<T>(
   said: { site_owner: string | null; key_live: boolean },
   result: () => T,
 ): T | undefined {
-  if (!said.key_live) throw revokedKeyError();
+  if (!said.key_live) throw invalidKeyError();
   return said.site_owner === scope.accountId ? result() : undefined;
 }
 

@@ -19,7 +19,8 @@ import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import type { EditGate } from './api/write-routes.ts';
-import { installErrorHandling } from './errors.ts';
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.ts';
+import { requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
@@ -29,7 +30,7 @@ import { connectSiteRoutes } from './web/connect-site.ts';
 export type AppDeps = {
   runtime: Runtime;
   config: Pick<Config, 'PUBLIC_URL' | 'LOG_LEVEL' | 'MEDIA_DIR'> &
-    Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS'>>;
+    Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS' | 'TRUST_PROXY'>>;
   /** The clock (periods such as this_month); tests fix it. */
   now?: () => Date;
   limit?: LimitHook;
@@ -77,7 +78,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logger: deps.logger ?? {
       level: deps.config.LOG_LEVEL,
       redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
+      // Credentials in a query string (refused by the API, but sent all the same) never reach the log.
+      serializers: { req: requestSerializer },
     },
+    trustProxy: trustProxyOf(deps.config.TRUST_PROXY),
+    frameworkErrors,
+    clientErrorHandler,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('req');
@@ -119,7 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get(
     '/readyz',
     { schema: { hide: true, response: { 200: Readiness, 503: Readiness } } },
-    async (_request, reply) => {
+    async (request, reply) => {
       const kind = deps.runtime.handle.kind;
       let database: z.infer<typeof Readiness>['checks']['database'] = { ok: true, kind };
       let pending: string[] = [];
@@ -133,11 +139,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           lagging: p.lag > LAG_WARNING,
         }));
       } catch (error) {
-        database = {
-          ok: false,
-          kind,
-          error: error instanceof Error ? error.message.slice(0, 200) : 'unreachable',
-        };
+        // The database's own words (host names, roles, SQL) stay in the log: /readyz is public.
+        request.log.warn({ err: error }, 'readiness check: the database did not answer');
+        database = { ok: false, kind, error: 'the database did not answer; the server log says why' };
       }
       const ready = database.ok && pending.length === 0;
       return reply.status(ready ? 200 : 503).send({
@@ -190,6 +194,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   return app;
+}
+
+/** TRUST_PROXY as fastify takes it: a hop count believes that many proxies nearest to the service. */
+function trustProxyOf(
+  setting: Config['TRUST_PROXY'],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (setting === undefined) return false;
+  if (typeof setting === 'number') return (_address, hop) => hop < setting;
+  return setting;
 }
 
 function defaultEditGate(app: FastifyInstance): EditGate {

@@ -1,6 +1,9 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type ErrorCode, isDomainError } from '../../domain/errors.ts';
+import { newId } from '../../infra/ids.ts';
 
 /** The one mapping from a semantic error code to an HTTP status. */
 export const statusOf: Record<ErrorCode, number> = {
@@ -120,4 +123,57 @@ export function installErrorHandling(app: FastifyInstance): void {
       problem(request, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
     ),
   );
+}
+
+/**
+ * Fastify's `frameworkErrors`: what its router refuses before any route or hook runs (a path that is
+ * not valid percent-encoding, a path segment over `maxParamLength`) is answered like every other
+ * error, problem+json with `X-Request-Id`.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+  reply.header('x-request-id', request.id);
+  sendProblem(reply, {
+    ...problem(
+      request,
+      'invalid_request',
+      tooLong ? 'A segment of the URL path is too long' : 'The URL path is not valid percent-encoding',
+    ),
+    instance: '/',
+    ...(tooLong ? { status: 414 } : {}),
+  });
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (headers or URL over the size limit,
+ * malformed requests, a request too slow to arrive) gets problem+json with an `X-Request-Id` too,
+ * written straight to the socket since there is no request to answer through.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const status =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const requestId = newId('req');
+  const detail =
+    status === 431
+      ? 'The request line or headers are too large (the URL may be too long)'
+      : status === 408
+        ? 'The request took too long to arrive'
+        : 'The request is not valid HTTP';
+  const body = JSON.stringify({
+    type: 'https://content-service.dev/problems/invalid-request',
+    title: STATUS_CODES[status] ?? 'Bad Request',
+    status,
+    detail,
+    instance: '/',
+    code: 'invalid_request',
+    request_id: requestId,
+  } satisfies Problem);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

@@ -81,6 +81,13 @@ function headerCatalogue(publicUrl: string) {
       schema: { type: 'string', enum: ['true'] },
       example: 'true',
     },
+    'Cache-Control': {
+      description:
+        'Always `private, no-store`: an answer carries an account’s data and must not be kept by a shared cache.',
+      required: true,
+      schema: { type: 'string', enum: ['private, no-store'] },
+      example: 'private, no-store',
+    },
     'Retry-After': {
       description: 'Seconds to wait before trying again.',
       required: true,
@@ -105,7 +112,12 @@ declare module 'fastify' {
 }
 
 /** Headers on every /api/v1 response (the limiter runs before authentication is refused). */
-const EVERY_RESPONSE: readonly ResponseHeaderName[] = ['X-Request-Id', 'RateLimit-Policy', 'RateLimit'];
+const EVERY_RESPONSE: readonly ResponseHeaderName[] = [
+  'X-Request-Id',
+  'Cache-Control',
+  'RateLimit-Policy',
+  'RateLimit',
+];
 
 /** Statuses any /api/v1 operation can answer, whatever the route: its hooks and the error handler give them. */
 const EVERY_OPERATION_ERRORS = [400, 401, 429, 500] as const;

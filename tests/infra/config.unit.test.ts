@@ -29,6 +29,9 @@ describe('configuration', () => {
     ['PUBLIC_URL', 'ftp://x', /PUBLIC_URL=.*expected an http/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL="loud"/],
     ['RUN_WORKERS', 'maybe', /RUN_WORKERS="maybe": expected true or false/],
+    ['TRUST_PROXY', 'true', /TRUST_PROXY="true": expected a hop count .*not an address: true/],
+    ['TRUST_PROXY', '0', /TRUST_PROXY="0": expected a hop count from 1 to 10/],
+    ['TRUST_PROXY', '10.0.0.0/8, proxy.example', /not an address: proxy\.example/],
   ])('refuses a bad %s in one line that names it', (name, value, message) => {
     let error: unknown;
     try {
@@ -39,5 +42,15 @@ describe('configuration', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(message);
     expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('reads TRUST_PROXY as a hop count or a list of proxy addresses; unset trusts nobody', () => {
+    expect(loadConfig({}).TRUST_PROXY).toBeUndefined();
+    expect(loadConfig({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,loopback' }).TRUST_PROXY).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.7',
+      'loopback',
+    ]);
   });
 });

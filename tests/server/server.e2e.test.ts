@@ -101,3 +101,27 @@ describe('server on PostgreSQL', () => {
     await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
   });
 });
+
+describe('readiness when the database is gone', () => {
+  it('/readyz answers 503 without the database’s own words (they go to the log)', async () => {
+    const test = await createTestDatabase('postgres');
+    const server = await startServer({ DATABASE_URL: test.databaseUrl, DATA_DIR: '/nonexistent' });
+    try {
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      const name = new URL(test.databaseUrl as string).pathname.slice(1);
+      await test.drop();
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      const text = await ready.text();
+      expect(text).not.toContain(name);
+      expect(text).not.toContain('does not exist');
+      expect(JSON.parse(text)).toMatchObject({ status: 'not_ready', checks: { database: { ok: false } } });
+      expect(server.logs().some((line) => line.includes('readiness check') && line.includes(name))).toBe(
+        true,
+      );
+    } finally {
+      await server.stop();
+      await test.drop();
+    }
+  });
+});

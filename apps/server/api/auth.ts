@@ -5,7 +5,7 @@ import { DomainError } from '../../../domain/errors.ts';
 import type { Actor } from '../../../domain/event.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../../infra/ids.ts';
-import { findApiKeyByHash, isKeyLive, revokedKeyError } from '../../../projections/accounts.ts';
+import { findApiKeyByHash, invalidKeyError, isKeyLive } from '../../../projections/accounts.ts';
 
 /** Who is calling: an account, through one key (or, on /mcp, one OAuth grant). */
 export type Principal = {
@@ -172,7 +172,7 @@ export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Dat
     } else {
       const row = await findApiKeyByHash(db, hash);
       if (!row) {
-        state.failure = failure('The API key is not known');
+        state.failure = invalidKeyError();
         return state;
       }
       key = {
@@ -189,7 +189,8 @@ export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Dat
     state.accountId = key.accountId;
     state.actor = actor;
     if (key.revoked) {
-      state.failure = failure('The API key was revoked');
+      // Answered exactly as an unknown key: the answer does not tell a revoked key from a made-up one.
+      state.failure = invalidKeyError();
       return state;
     }
     state.principal = {
@@ -226,7 +227,7 @@ export function confirmKey(db: Db) {
     const principal = request.auth.principal;
     if (!principal?.keyId || principal.keyConfirmed) return;
     if (request.routeOptions.config.keyCheck === 'statement') return;
-    if (!(await isKeyLive(db, principal.keyId))) throw revokedKeyError();
+    if (!(await isKeyLive(db, principal.keyId))) throw invalidKeyError();
     principal.keyConfirmed = true;
   };
 }

@@ -61,6 +61,8 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   const confirm = confirmKey(db);
   const limit = deps.limit;
   app.addHook('onRequest', async (request, reply) => {
+    // Answers carry an account's data (errors name its ids): never to be kept by a shared cache.
+    reply.header('cache-control', 'private, no-store');
     await activity.onRequest(request, reply);
     await resolveKey(request);
     if (limit) await limit(request, reply);

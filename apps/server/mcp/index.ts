@@ -111,6 +111,8 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
   });
 
   app.addHook('onRequest', async (request, reply) => {
+    // Answers carry an account's data: never to be kept by a shared cache.
+    reply.header('cache-control', 'private, no-store');
     // Streamable HTTP: an Origin the service does not serve is refused (DNS rebinding). Clients outside
     // browsers send none; a browser page of another origin could not read the answers anyway (no CORS).
     const origin = request.headers.origin;
