@@ -174,6 +174,27 @@ function checkBodySize(body: string): void {
 }
 
 /**
+ * The stored body is held to the same 2 MiB as the submitted one: serialising the sanitised tree can
+ * make it longer (`&` becomes `&amp;`, attribute values gain quotes), so a body just under the limit
+ * may come out over it.
+ */
+function checkSanitizedSize(html: string): void {
+  if (new TextEncoder().encode(html).length > BODY_MAX_BYTES) {
+    throw new DomainError(
+      'invalid_request',
+      'The body is larger than 2 MiB once sanitised (characters such as & are stored escaped, as &amp;)',
+      [
+        {
+          in: 'body',
+          name: 'body',
+          message: 'must be at most 2 MiB (2097152 bytes) of UTF-8 once sanitised',
+        },
+      ],
+    );
+  }
+}
+
+/**
  * Protected blocks may be moved, never removed or rewritten. Only the service's own pipeline
  * (origin `rewrite`) inserts new ones: from anyone else a new protected block is a forgery.
  */
@@ -211,6 +232,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
         throw new DomainError('invalid_request', `A ${d.status} article needs published_at`);
       }
       const body = sanitizeHtml(d.body).html;
+      checkSanitizedSize(body);
       return [{ type: 'ArticleCreated', data: { ...d, body, revision: 1 }, metadata }];
     }
     case 'EditArticle': {
@@ -228,6 +250,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       if (d.body !== undefined) {
         checkBodySize(d.body);
         const result = sanitizeHtml(d.body);
+        checkSanitizedSize(result.html);
         checkProtected(article.body, result.html, d.origin);
         body = result.html;
         sanitized = result.removed;
