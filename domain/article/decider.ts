@@ -148,13 +148,18 @@ function requireArticle(state: ArticleState, articleId: string): Article {
   return state;
 }
 
-function checkExpectation(state: Article, expected: number | undefined): void {
-  if (expected !== undefined && expected !== state.revision) {
+/** Refuses an edit made on a revision other than the current one (`If-Match`, `expected_revision`). */
+export function checkExpectedRevision(current: number, expected: number | undefined): void {
+  if (expected !== undefined && expected !== current) {
     throw new DomainError(
       'revision_mismatch',
-      `The article is at revision ${state.revision}, not ${expected}; reload it and apply the edit again`,
+      `The article is at revision ${current}, not ${expected}; reload it and apply the edit again`,
     );
   }
+}
+
+function checkExpectation(state: Article, expected: number | undefined): void {
+  checkExpectedRevision(state.revision, expected);
 }
 
 function checkTitle(title: string): void {
