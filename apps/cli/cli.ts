@@ -284,7 +284,16 @@ export async function runCli(
             `${graceHours} h, ${summary.removed} unreferenced ${summary.dryRun ? 'would be removed' : 'removed'} ` +
             `(${summary.removedBytes} bytes)`,
         );
-        out(JSON.stringify(summary));
+        out(
+          JSON.stringify({
+            scanned: summary.scanned,
+            referenced: summary.referenced,
+            young: summary.young,
+            removed: summary.removed,
+            removed_bytes: summary.removedBytes,
+            dry_run: summary.dryRun,
+          }),
+        );
         return 0;
       }
       case 'idempotency': {

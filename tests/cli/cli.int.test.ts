@@ -262,7 +262,7 @@ describe('CLI against PostgreSQL', () => {
     expect(await readFile(file, 'utf8')).toBe('not referenced by any article');
     const gc = await cli(['media', 'gc', '--grace-hours', '1'], withMedia);
     expect(gc.code, gc.stderr).toBe(0);
-    expect(JSON.parse(gc.stdout)).toMatchObject({ scanned: 1, removed: 1, dryRun: false });
+    expect(JSON.parse(gc.stdout)).toMatchObject({ scanned: 1, removed: 1, dry_run: false });
     await expect(readFile(file)).rejects.toThrow(/ENOENT/);
     expect((await cli(['media', 'gc', '--grace-hours', 'soon'], withMedia)).code).toBe(2);
   });
