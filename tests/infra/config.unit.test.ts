@@ -15,6 +15,11 @@ describe('configuration', () => {
     expect(c.REDIS_URL).toBeUndefined();
   });
 
+  it('runs the housekeeping jobs in the server unless RUN_JOBS is false', () => {
+    expect(loadConfig({}).RUN_JOBS).toBe(true);
+    expect(loadConfig({ RUN_JOBS: 'false' }).RUN_JOBS).toBe(false);
+  });
+
   it('treats an empty variable as unset and trims a trailing slash from PUBLIC_URL', () => {
     const c = loadConfig({ DATABASE_URL: '', PUBLIC_URL: 'https://content.example.com/' });
     expect(c.DATABASE_URL).toBeUndefined();
@@ -29,6 +34,7 @@ describe('configuration', () => {
     ['PUBLIC_URL', 'ftp://x', /PUBLIC_URL=.*expected an http/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL="loud"/],
     ['RUN_WORKERS', 'maybe', /RUN_WORKERS="maybe": expected true or false/],
+    ['RUN_JOBS', 'often', /RUN_JOBS="often": expected true or false/],
   ])('refuses a bad %s in one line that names it', (name, value, message) => {
     let error: unknown;
     try {
