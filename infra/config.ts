@@ -90,6 +90,11 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: LogLevel.default('info'),
   /** Run the async projectors and job workers inside the server process (the embedded default is complete). */
   RUN_WORKERS: boolish.default(true),
+  /**
+   * Run the periodic jobs (infra/jobs: idempotency records and unreferenced images collected) inside
+   * the server process. `npm run worker` runs them whatever this says.
+   */
+  RUN_JOBS: boolish.default(true),
   /** Requests per minute per account (and per client address without a key). CONTRACT: 60. Raised only for benchmarks. */
   RATE_LIMIT_PER_MINUTE: z.coerce
     .number()

@@ -344,6 +344,21 @@ export async function findArticleSite(
   return row?.site_id;
 }
 
+/** The article's current revision, when it is the account's: what an `If-Match` is checked against ahead of a write. */
+export async function findArticleRevision(
+  db: Db,
+  accountId: string,
+  articleId: string,
+): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('articles')
+    .select('revision')
+    .where('id', '=', articleId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.revision;
+}
+
 /** The statement of `findArticleSite` (before every write to an article), compiled once: with the key check and without. */
 const articleSiteQuery = (withKey: boolean) =>
   prepared(

@@ -5,6 +5,8 @@ import { isDomainError } from '../../domain/errors.ts';
 import { type Config, ConfigError, loadConfig } from '../../infra/config.ts';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { newPassword } from '../../infra/ids.ts';
+import { collectMedia, DEFAULT_MEDIA_GRACE_HOURS, purgeIdempotency } from '../../infra/jobs/housekeeping.ts';
+import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { catchUp, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
 import { openRuntime, type Runtime } from '../../infra/runtime.ts';
 import { listApiKeys } from '../../projections/accounts.ts';
@@ -28,8 +30,11 @@ export const USAGE = `Usage: npm run cli -- <command> [options]
   ingest sites|articles|backlinks|rewrites --file F.jsonl [--account ID]
   projections status
   projections rebuild [NAME]                drop a read model and replay every event (all when no NAME)
+  media gc [--dry-run] [--grace-hours N]    remove stored images no revision refers to, stored more
+                                            than N hours ago (default 24)
+  idempotency purge                         delete Idempotency-Key records older than 24 hours
 
-Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), LOG_LEVEL.`;
+Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), MEDIA_DIR, LOG_LEVEL.`;
 
 class UsageError extends Error {}
 
@@ -258,6 +263,48 @@ export async function runCli(
           return 0;
         }
         throw new UsageError('projections: expected status or rebuild');
+      }
+      case 'media': {
+        const [sub, ...args] = rest;
+        if (sub !== 'gc') throw new UsageError('media: expected gc');
+        const { values } = parse(args, { 'dry-run': { type: 'boolean' }, 'grace-hours': { type: 'string' } });
+        const graceHours = count('grace-hours', DEFAULT_MEDIA_GRACE_HOURS, values['grace-hours']);
+        const rt = await open();
+        const bar = progressBar('media gc', 0);
+        const summary = await collectMedia({
+          db: rt.db,
+          media: createDirectoryMediaStore(config.MEDIA_DIR),
+          now: () => new Date(),
+          graceHours,
+          dryRun: values['dry-run'] === true,
+          onProgress: (scanned) => bar.update(scanned, scanned),
+        }).finally(() => bar.stop());
+        err(
+          `${summary.scanned} file(s): ${summary.referenced} referenced, ${summary.young} stored within ` +
+            `${graceHours} h, ${summary.removed} unreferenced ${summary.dryRun ? 'would be removed' : 'removed'} ` +
+            `(${summary.removedBytes} bytes)`,
+        );
+        out(
+          JSON.stringify({
+            scanned: summary.scanned,
+            referenced: summary.referenced,
+            young: summary.young,
+            removed: summary.removed,
+            removed_bytes: summary.removedBytes,
+            dry_run: summary.dryRun,
+          }),
+        );
+        return 0;
+      }
+      case 'idempotency': {
+        const [sub, ...args] = rest;
+        if (sub !== 'purge') throw new UsageError('idempotency: expected purge');
+        parse(args, {});
+        const rt = await open();
+        const summary = await purgeIdempotency({ db: rt.db, now: () => new Date() });
+        err(`${summary.purged} idempotency record(s) older than 24 hours deleted`);
+        out(JSON.stringify(summary));
+        return 0;
       }
       default:
         throw new UsageError(`unknown command ${command}`);

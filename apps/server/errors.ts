@@ -79,6 +79,10 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (isDomainError(error)) {
+      // A refusal whose reason is kept from the caller (an image URL's host and address): logged here only.
+      if (error.cause !== undefined) {
+        request.log.info({ code: error.code, cause: String(error.cause) }, 'request refused');
+      }
       return sendProblem(reply, problem(request, error.code, error.message, error.errors));
     }
     if (hasZodFastifySchemaValidationErrors(error)) {

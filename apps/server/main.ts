@@ -1,5 +1,7 @@
 import pino from 'pino';
 import { loadConfigOrExit } from '../../infra/config.ts';
+import { housekeepingJobs, startJobs } from '../../infra/jobs/scheduler.ts';
+import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { openRuntime } from '../../infra/runtime.ts';
@@ -35,6 +37,12 @@ const app = await buildApp({ runtime, config, limit: limiter.hook, editGate: edi
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
   : null;
+// The housekeeping jobs (docs/operations.md, "Jobs"); RUN_JOBS=false leaves them to `npm run worker`.
+const jobs = config.RUN_JOBS
+  ? startJobs(housekeepingJobs({ db: runtime.db, media: createDirectoryMediaStore(config.MEDIA_DIR) }), {
+      logger: app.log.child({ component: 'jobs' }),
+    })
+  : null;
 
 let shuttingDown = false;
 async function shutdown(signal: string): Promise<void> {
@@ -48,6 +56,7 @@ async function shutdown(signal: string): Promise<void> {
   force.unref();
   try {
     await app.close();
+    await jobs?.stop();
     await limiter.close();
     edits.close();
     if (redis) await closeRedis(redis);
@@ -69,6 +78,7 @@ try {
       database: runtime.handle.kind,
       public_url: config.PUBLIC_URL,
       workers: Boolean(workers),
+      jobs: Boolean(jobs),
       limits: redis
         ? redisReady
           ? 'redis'
@@ -81,6 +91,7 @@ try {
   app.log.error({ err: error }, 'could not start');
   await limiter.close();
   if (redis) await closeRedis(redis);
+  await jobs?.stop();
   await workers?.stop();
   await runtime.close();
   process.exitCode = 1;

@@ -149,13 +149,18 @@ function requireArticle(state: ArticleState, articleId: string): Article {
   return state;
 }
 
-function checkExpectation(state: Article, expected: number | undefined): void {
-  if (expected !== undefined && expected !== state.revision) {
+/** Refuses an edit made on a revision other than the current one (`If-Match`, `expected_revision`). */
+export function checkExpectedRevision(current: number, expected: number | undefined): void {
+  if (expected !== undefined && expected !== current) {
     throw new DomainError(
       'revision_mismatch',
-      `The article is at revision ${state.revision}, not ${expected}; reload it and apply the edit again`,
+      `The article is at revision ${current}, not ${expected}; reload it and apply the edit again`,
     );
   }
+}
+
+function checkExpectation(state: Article, expected: number | undefined): void {
+  checkExpectedRevision(state.revision, expected);
 }
 
 /** Text that PostgreSQL or a reader would choke on (control characters, lone surrogates) is refused, the field named. */
@@ -184,6 +189,27 @@ function checkBodySize(body: string): void {
     throw new DomainError('invalid_request', 'The body is larger than 2 MiB', [
       { in: 'body', name: 'body', message: 'must be at most 2 MiB (2097152 bytes) of UTF-8' },
     ]);
+  }
+}
+
+/**
+ * The stored body is held to the same 2 MiB as the submitted one: serialising the sanitised tree can
+ * make it longer (`&` becomes `&amp;`, attribute values gain quotes), so a body just under the limit
+ * may come out over it.
+ */
+function checkSanitizedSize(html: string): void {
+  if (new TextEncoder().encode(html).length > BODY_MAX_BYTES) {
+    throw new DomainError(
+      'invalid_request',
+      'The body is larger than 2 MiB once sanitised (characters such as & are stored escaped, as &amp;)',
+      [
+        {
+          in: 'body',
+          name: 'body',
+          message: 'must be at most 2 MiB (2097152 bytes) of UTF-8 once sanitised',
+        },
+      ],
+    );
   }
 }
 
@@ -227,6 +253,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
         throw new DomainError('invalid_request', `A ${d.status} article needs published_at`);
       }
       const body = sanitizeHtml(d.body).html;
+      checkSanitizedSize(body);
       return [{ type: 'ArticleCreated', data: { ...d, body, revision: 1 }, metadata }];
     }
     case 'EditArticle': {
@@ -244,6 +271,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       if (d.body !== undefined) {
         checkBodySize(d.body);
         const result = sanitizeHtml(d.body);
+        checkSanitizedSize(result.html);
         checkProtected(article.body, result.html, d.origin);
         body = result.html;
         sanitized = result.removed;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 
@@ -12,6 +12,14 @@ import type { Readable } from 'node:stream';
 
 /** `<sha256 hex>.<ext>`: the only keys a store accepts (and the only names `/media/` serves). */
 export const MEDIA_KEY = /^[0-9a-f]{64}\.(jpg|png|webp|gif|avif)$/;
+
+/** The folders of a directory store: the first two hex digits of the hash. */
+const SHARD = /^[0-9a-f]{2}$/;
+/**
+ * What an interrupted write (`.tmp-`) or collection (`.gc-`) leaves in a folder: `.<what>-<key>-<random>`.
+ * The first group is the folder it belongs in.
+ */
+const LEFTOVER = /^\.(?:tmp|gc)-([0-9a-f]{2})[0-9a-f]{62}\.(?:jpg|png|webp|gif|avif)-[0-9a-f]{12}$/;
 
 /** The media type of each extension the store holds. */
 export const MEDIA_TYPES: Readonly<Record<string, string>> = {
@@ -38,11 +46,34 @@ export type MediaObject = {
   sha256: string;
 };
 
+/** One file of the store, as the collector sees it. */
+export type MediaEntry = {
+  /** `<sha256>.<ext>` for a stored image; the file name for a leftover. */
+  key: string;
+  /** False for a `.tmp-*` or `.gc-*` file an interrupted write or collection left behind (referenced by nothing). */
+  stored: boolean;
+  size: number;
+  /** When it was last stored: a put of bytes already there counts as storing them again. */
+  storedAt: Date;
+};
+
 export interface MediaStore {
-  /** Stores the bytes (idempotent: the same bytes give the same key, stored once). */
+  /**
+   * Stores the bytes (idempotent: the same bytes give the same key, stored once). Storing bytes that
+   * are there already renews their `storedAt`, so that the collector leaves them alone while the
+   * write that stored them is in flight.
+   */
   put(bytes: Uint8Array, ext: string, mime: string): Promise<StoredMedia>;
   /** The object under `key`, or null when the key is malformed or unknown. */
   get(key: string): Promise<MediaObject | null>;
+  /** Every file, one folder at a time (no order promised). */
+  list(): AsyncIterable<MediaEntry>;
+  /**
+   * Deletes the file under `key` unless it was stored at or after `storedBefore` (a put since it was
+   * listed renews it). Safe against a concurrent put of the same bytes, and against another
+   * collector: true when this call removed it.
+   */
+  remove(key: string, storedBefore: Date): Promise<boolean>;
 }
 
 /** The URL path of a stored key. */
@@ -74,7 +105,18 @@ export function createDirectoryMediaStore(dir: string): MediaStore {
       const file = fileOf(key);
       const stored = { key, url: mediaUrl(key) };
       const existing = await stat(file).catch(() => null);
-      if (existing?.isFile() && existing.size === bytes.length) return stored;
+      if (existing?.isFile() && existing.size === bytes.length) {
+        // Renewed, so the collector keeps it; gone meanwhile (collected), it is written again below.
+        const now = new Date();
+        const renewed = await utimes(file, now, now).then(
+          () => true,
+          (error: NodeJS.ErrnoException) => {
+            if (error.code === 'ENOENT') return false;
+            throw error;
+          },
+        );
+        if (renewed) return stored;
+      }
 
       const folder = path.dirname(file);
       await mkdir(folder, { recursive: true });
@@ -100,6 +142,56 @@ export function createDirectoryMediaStore(dir: string): MediaStore {
         await folderHandle.close();
       }
       return stored;
+    },
+
+    async *list() {
+      const folders = await readdir(root, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return [];
+        throw error;
+      });
+      for (const folder of folders) {
+        if (!folder.isDirectory() || !SHARD.test(folder.name)) continue;
+        const names = await readdir(path.join(root, folder.name)).catch(() => [] as string[]);
+        for (const name of names) {
+          const stored = MEDIA_KEY.test(name) && name.startsWith(folder.name);
+          if (!stored && LEFTOVER.exec(name)?.[1] !== folder.name) continue;
+          const info = await stat(path.join(root, folder.name, name)).catch(() => null);
+          if (!info?.isFile()) continue;
+          yield { key: name, stored, size: info.size, storedAt: info.mtime };
+        }
+      }
+    },
+
+    async remove(key, storedBefore) {
+      const leftover = LEFTOVER.exec(key);
+      if (leftover?.[1]) {
+        // Nothing refers to a leftover and no write renews one: old enough is enough.
+        const file = path.join(root, leftover[1], key);
+        const info = await stat(file).catch(() => null);
+        if (!info || info.mtime >= storedBefore) return false;
+        await rm(file, { force: true });
+        return true;
+      }
+      if (!MEDIA_KEY.test(key)) return false;
+      const folder = path.join(root, key.slice(0, 2));
+      const file = path.join(folder, key);
+      // Moved aside first, then judged: a put that renewed the file before the move shows in its time
+      // (and the file goes back); a put after the move finds no file and writes it anew.
+      const aside = path.join(folder, `.gc-${key}-${randomBytes(6).toString('hex')}`);
+      try {
+        await rename(file, aside);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw error;
+      }
+      const info = await stat(aside);
+      if (info.mtime >= storedBefore) {
+        // Same name, same bytes: putting it back over a copy written meanwhile changes nothing.
+        await rename(aside, file);
+        return false;
+      }
+      await rm(aside, { force: true });
+      return true;
     },
 
     async get(key) {

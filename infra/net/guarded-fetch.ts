@@ -187,6 +187,12 @@ async function defaultLookup(hostname: string): Promise<readonly string[]> {
 
 type Words = {
   failed: (detail: string) => DomainError;
+  /**
+   * The one answer for a host that does not resolve and for an address that is not allowed: telling
+   * them apart would let a caller map the service's network (which internal names exist). What
+   * actually happened travels as the error's `cause`, for the server log only.
+   */
+  unreachable: (reason: string) => DomainError;
   /** "image" */
   one: string;
   /** "Image" */
@@ -218,11 +224,8 @@ type ConnectorDeps = {
  */
 function pinnedConnector(deps: ConnectorDeps): buildConnector.connector {
   const { words } = deps;
-  const notPublic = (): DomainError =>
-    words.failed(
-      `The ${words.one} URL points to an address that is not public (private, loopback, link-local or ` +
-        `reserved); only ${words.many} on the public internet can be fetched.`,
-    );
+  const notPublic = (hostname: string, address: string): DomainError =>
+    words.unreachable(`${hostname} is at ${address}, which is not an allowed (public) address`);
   const connectTo = buildConnector({
     // `ca` replaces the trusted roots: keep the process's default ones and add the extra certificate.
     ...(deps.ca ? { ca: [...getCACertificates('default'), deps.ca.toString()] } : {}),
@@ -233,8 +236,7 @@ function pinnedConnector(deps: ConnectorDeps): buildConnector.connector {
   });
 
   const resolve = async (hostname: string): Promise<string[]> => {
-    const unresolved = (): DomainError =>
-      words.failed(`The ${words.one} URL's host ${hostname} could not be resolved.`);
+    const unresolved = (): DomainError => words.unreachable(`${hostname} could not be resolved`);
     if (isIP(hostname) !== 0) return [hostname];
     const answers = await Promise.race([deps.lookup(hostname), untilAborted(deps.signal, words)]).catch(
       (error: unknown) => {
@@ -252,7 +254,8 @@ function pinnedConnector(deps: ConnectorDeps): buildConnector.connector {
     const servername = isIP(hostname) === 0 ? hostname : undefined;
     resolve(hostname)
       .then((addresses) => {
-        if (!addresses.every((ip) => isIP(ip) !== 0 && deps.allow(ip))) throw notPublic();
+        const refused = addresses.find((ip) => isIP(ip) === 0 || !deps.allow(ip));
+        if (refused !== undefined) throw notPublic(hostname, refused);
         const attempt = (index: number): void => {
           const ip = addresses[index] as string;
           connectTo({ ...options, hostname: ip, ...(servername ? { servername } : {}) }, (error, socket) => {
@@ -270,7 +273,7 @@ function pinnedConnector(deps: ConnectorDeps): buildConnector.connector {
             const peer = (socket as Socket).remoteAddress ?? '';
             if (canonical(peer) !== canonical(ip) || !deps.allow(peer)) {
               socket.destroy();
-              callback(notPublic(), null);
+              callback(notPublic(hostname, `${peer} (connected to instead of ${ip})`), null);
               return;
             }
             callback(null, socket);
@@ -344,6 +347,15 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
   const { maxBytes } = opts;
   const words: Words = {
     failed: (detail) => new DomainError(opts.failureCode, detail),
+    unreachable: (reason) => {
+      const error = new DomainError(
+        opts.failureCode,
+        `The ${opts.noun.one} could not be fetched from that address; only ${opts.noun.many} on the public ` +
+          'internet can be fetched.',
+      );
+      error.cause = reason;
+      return error;
+    },
     one: opts.noun.one,
     One: opts.noun.one.charAt(0).toUpperCase() + opts.noun.one.slice(1),
     many: opts.noun.many,

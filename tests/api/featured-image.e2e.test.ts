@@ -204,6 +204,32 @@ describe('featured images through a real server', () => {
     expect(await listFiles(join(dir, 'media'))).toEqual(media);
   });
 
+  it('answers a host that does not resolve as one that is not public, and says which only in the log', async () => {
+    const id = articleIds[2] as string;
+    const unknown = await fromUrl(id, 'https://no-such-host.invalid/photo.png');
+    const loopback = await fromUrl(id, 'https://localhost/photo.png');
+    expect(unknown.status).toBe(422);
+    const detail = (r: { body: unknown }) => (r.body as { code: string; detail: string }).detail;
+    expect(detail(unknown)).toBe(detail(loopback));
+    expect(detail(unknown)).not.toMatch(/resolv|loopback|private|127\.0\.0\.1|no-such-host/);
+    const refused = server
+      .logs()
+      .filter((line) => line.includes('"request refused"'))
+      .map((line) => JSON.parse(line) as { code: string; cause: string });
+    expect(refused).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          code: 'image_fetch_failed',
+          cause: expect.stringMatching(/no-such-host\.invalid could not be resolved/),
+        }),
+        expect.objectContaining({
+          code: 'image_fetch_failed',
+          cause: expect.stringMatching(/localhost is at .*not an allowed/),
+        }),
+      ]),
+    );
+  });
+
   it('refuses SVG, also named .png or served as image/png, and HTML pretending to be PNG (415)', async () => {
     const id = articleIds[3] as string;
     const svg = '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>';

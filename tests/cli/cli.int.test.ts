@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -251,6 +251,57 @@ describe('CLI against PostgreSQL', () => {
     const unknown = await cli(['projections', 'rebuild', 'nope'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('unknown projection nope');
+  });
+
+  it('`media gc` removes unreferenced images older than the grace period (`--dry-run` only reports)', async () => {
+    const mediaDir = join(dir, 'media-gc');
+    const key = `${'ab'.repeat(32)}.png`;
+    const file = join(mediaDir, 'ab', key);
+    await mkdir(join(mediaDir, 'ab'), { recursive: true });
+    await writeFile(file, 'not referenced by any article');
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    await utimes(file, twoHoursAgo, twoHoursAgo);
+    const withMedia = { ...env, MEDIA_DIR: mediaDir };
+
+    const young = await cli(['media', 'gc'], withMedia);
+    expect(young.code, young.stderr).toBe(0);
+    expect(JSON.parse(young.stdout)).toMatchObject({ scanned: 1, young: 1, removed: 0 });
+    const dry = await cli(['media', 'gc', '--dry-run', '--grace-hours', '1'], withMedia);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stderr).toContain('1 unreferenced would be removed');
+    expect(await readFile(file, 'utf8')).toBe('not referenced by any article');
+    const gc = await cli(['media', 'gc', '--grace-hours', '1'], withMedia);
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(JSON.parse(gc.stdout)).toMatchObject({ scanned: 1, removed: 1, dry_run: false });
+    await expect(readFile(file)).rejects.toThrow(/ENOENT/);
+    expect((await cli(['media', 'gc', '--grace-hours', 'soon'], withMedia)).code).toBe(2);
+  });
+
+  it('`idempotency purge` deletes the records older than 24 hours', async () => {
+    const db = test.handle.db;
+    const account = (await db.selectFrom('accounts').select('id').executeTakeFirstOrThrow()).id;
+    const row = (key: string, hoursAgo: number) => ({
+      account_id: account,
+      key,
+      request_hash: 'x',
+      status: 200,
+      headers: JSON.stringify({}),
+      body: JSON.stringify({}),
+      created_at: new Date(Date.now() - hoursAgo * 3_600_000),
+    });
+    await db
+      .insertInto('idempotency_keys')
+      .values([row('cli-old', 30), row('cli-young', 1)])
+      .execute();
+    const r = await cli(['idempotency', 'purge'], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ purged: 1 });
+    const left = await db
+      .selectFrom('idempotency_keys')
+      .select('key')
+      .where('key', 'like', 'cli-%')
+      .execute();
+    expect(left.map((x) => x.key)).toEqual(['cli-young']);
   });
 
   it('refuses an unknown command or option with usage, and a bad environment in one line', async () => {

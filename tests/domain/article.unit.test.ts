@@ -205,6 +205,25 @@ describe('article decider', () => {
       .thenThrows('invalid_request');
   });
 
+  it('refuses a body under 2 MiB whose sanitised form is over 2 MiB, on edit and on creation', () => {
+    // Each bare `&` is stored as `&amp;`: 1 byte in, 5 bytes out.
+    const prefix = `${withBacklink('bl_1')}<p>`;
+    const body = `${prefix}${'&'.repeat(2 * 1024 * 1024 - prefix.length - 8)}</p>`;
+    expect(new TextEncoder().encode(body).length).toBeLessThanOrEqual(2 * 1024 * 1024);
+    spec.given([articleCreated()]).when(editArticle({ body })).thenThrows('invalid_request');
+    const created = articleCreated();
+    spec
+      .given([])
+      .when({ type: 'CreateArticle', data: { ...created.data, body }, metadata })
+      .thenThrows('invalid_request');
+    // A body that stays under the limit once sanitised is accepted.
+    const fits = `${prefix}${'&'.repeat(1000)}</p>`;
+    spec
+      .given([articleCreated()])
+      .when(editArticle({ body: fits }))
+      .thenEvents((events) => expect(events).toHaveLength(1));
+  });
+
   it('does not edit an article that does not exist', () => {
     spec
       .given([])

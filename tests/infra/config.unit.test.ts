@@ -15,6 +15,11 @@ describe('configuration', () => {
     expect(c.REDIS_URL).toBeUndefined();
   });
 
+  it('runs the housekeeping jobs in the server unless RUN_JOBS is false', () => {
+    expect(loadConfig({}).RUN_JOBS).toBe(true);
+    expect(loadConfig({ RUN_JOBS: 'false' }).RUN_JOBS).toBe(false);
+  });
+
   it('treats an empty variable as unset and trims a trailing slash from PUBLIC_URL', () => {
     const c = loadConfig({ DATABASE_URL: '', PUBLIC_URL: 'https://content.example.com/' });
     expect(c.DATABASE_URL).toBeUndefined();
@@ -32,6 +37,7 @@ describe('configuration', () => {
     ['TRUST_PROXY', 'true', /TRUST_PROXY="true": expected a hop count .*not an address: true/],
     ['TRUST_PROXY', '0', /TRUST_PROXY="0": expected a hop count from 1 to 10/],
     ['TRUST_PROXY', '10.0.0.0/8, proxy.example', /not an address: proxy\.example/],
+    ['RUN_JOBS', 'often', /RUN_JOBS="often": expected true or false/],
   ])('refuses a bad %s in one line that names it', (name, value, message) => {
     let error: unknown;
     try {

@@ -50,6 +50,9 @@ const testLookup: HostLookup = async (hostname) => {
 
 const allowLocalTestServer = (ip: string): boolean => ip === '127.0.0.1' || isPublicAddress(ip);
 
+/** The one detail of a refused address, whether the host did not resolve or resolved to a non-public address. */
+const UNREACHABLE = /^The image could not be fetched from that address;/;
+
 let workDir: string;
 let ca: Buffer;
 let server: Server;
@@ -326,11 +329,11 @@ describe('fetching an image from a local HTTPS server', () => {
 
 describe('refusing what it must not fetch', () => {
   it('refuses a hostname that resolves to loopback, without connecting', async () => {
-    await expectRefused(defaultRuleFetcher()(url('/image.png')), 'image_fetch_failed', /not public/);
+    await expectRefused(defaultRuleFetcher()(url('/image.png')), 'image_fetch_failed', UNREACHABLE);
     await expectRefused(
       defaultRuleFetcher()(url('/image.png', 'loopback6.test.example')),
       'image_fetch_failed',
-      /not public/,
+      UNREACHABLE,
     );
     expect(connections).toBe(0);
   });
@@ -339,7 +342,7 @@ describe('refusing what it must not fetch', () => {
     await expectRefused(
       defaultRuleFetcher()(url('/image.png', 'mixed.test.example')),
       'image_fetch_failed',
-      /not public/,
+      UNREACHABLE,
     );
     expect(connections).toBe(0);
   });
@@ -390,7 +393,7 @@ describe('refusing what it must not fetch', () => {
   ])('refuses https://%s (default rule), without connecting', async (host) => {
     // The real resolver (no lookup override): numeric hosts never reach it, and localhost is loopback.
     const fetchImage = createImageFetcher({ ca });
-    await expectRefused(fetchImage(`https://${host}:${port}/image.png`), 'image_fetch_failed', /not public/);
+    await expectRefused(fetchImage(`https://${host}:${port}/image.png`), 'image_fetch_failed', UNREACHABLE);
     expect(connections).toBe(0);
   });
 
@@ -431,7 +434,7 @@ describe('refusing what it must not fetch', () => {
       await expectRefused(
         testFetcher()(url(`/to?location=${encodeURIComponent(target)}`)),
         'image_fetch_failed',
-        /not public/,
+        UNREACHABLE,
       );
     }
   });
@@ -454,13 +457,36 @@ describe('refusing what it must not fetch', () => {
     await expectRefused(
       testFetcher()(url('/image.png', 'unknown.test.example')),
       'image_fetch_failed',
-      /resolved/,
+      UNREACHABLE,
     );
     await expectRefused(
       testFetcher()(url('/image.png', 'nothing.test.example')),
       'image_fetch_failed',
-      /resolved/,
+      UNREACHABLE,
     );
+  });
+
+  it('answers a host that does not resolve exactly as one that is not public (no probing of the network)', async () => {
+    const fetchImage = createImageFetcher({ ca, lookup: testLookup });
+    const unknown = await refusal(fetchImage(url('/image.png', 'unknown.test.example')));
+    const empty = await refusal(fetchImage(url('/image.png', 'nothing.test.example')));
+    const internal = await refusal(fetchImage(url('/image.png', 'internal.test.example')));
+    const literal = await refusal(fetchImage(`https://10.0.0.5:${port}/image.png`));
+    expect(unknown.message).toBe(
+      'The image could not be fetched from that address; only images on the public internet can be fetched.',
+    );
+    for (const other of [empty, internal, literal]) {
+      expect([other.code, other.message, other.errors]).toEqual([
+        unknown.code,
+        unknown.message,
+        unknown.errors,
+      ]);
+    }
+    // What happened is kept for the server's log, never in the answer.
+    expect(String(unknown.cause)).toMatch(/could not be resolved/);
+    expect(String(internal.cause)).toMatch(/10\.0\.0\.5/);
+    expect(internal.message).not.toMatch(/10\.0\.0\.5|internal|private|resolved/);
+    expect(connections).toBe(0);
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -91,6 +91,51 @@ describe('the directory media store', () => {
   it('refuses to store a type it does not serve', async () => {
     await expect(store.put(png, 'svg', 'image/svg+xml')).rejects.toThrow(/unsupported type/);
     await expect(store.put(png, 'png', 'text/html')).rejects.toThrow(/unsupported type/);
+  });
+});
+
+describe('listing and removing (for the media collector)', () => {
+  it('lists stored images and leftovers of interrupted writes, and removes only what is old enough', async () => {
+    const own = await mkdtemp(path.join(tmpdir(), 'media-store-gc-'));
+    try {
+      const gc = createDirectoryMediaStore(own);
+      const { key } = await gc.put(png, 'png', 'image/png');
+      const folder = path.join(own, key.slice(0, 2));
+      const leftover = `.tmp-${key}-0123456789ab`;
+      await writeFile(path.join(folder, leftover), 'partial');
+      await writeFile(path.join(folder, 'notes.txt'), 'not the store’s');
+      const longAgo = new Date('2020-01-01T00:00:00Z');
+      await utimes(path.join(folder, leftover), longAgo, longAgo);
+      await utimes(path.join(folder, key), longAgo, longAgo);
+
+      const listed = [];
+      for await (const entry of gc.list()) listed.push(entry);
+      expect(listed.map((e) => [e.key, e.stored, e.storedAt.getTime()]).sort()).toEqual(
+        [
+          [key, true, longAgo.getTime()],
+          [leftover, false, longAgo.getTime()],
+        ].sort(),
+      );
+
+      // Storing the same bytes again renews the file: then it is too young to remove.
+      await gc.put(png, 'png', 'image/png');
+      expect(await gc.remove(key, new Date(Date.now() - 60_000))).toBe(false);
+      expect(await readdir(folder)).toContain(key);
+      await utimes(path.join(folder, key), longAgo, longAgo);
+      expect(await gc.remove(key, new Date('2021-01-01T00:00:00Z'))).toBe(true);
+      expect(await gc.remove(key, new Date())).toBe(false); // gone already: another collector's turn
+      expect(await gc.remove(leftover, new Date('2021-01-01T00:00:00Z'))).toBe(true);
+      // Nothing but keys and leftovers is ever removed.
+      for (const name of ['notes.txt', '../notes.txt', `${key.slice(0, 2)}/notes.txt`, '.tmp-x']) {
+        expect(await gc.remove(name, new Date())).toBe(false);
+      }
+      expect((await readdir(folder)).sort()).toEqual(['notes.txt']);
+      // Stored again after removal, it is written anew.
+      await gc.put(png, 'png', 'image/png');
+      expect(await readFile(path.join(folder, key))).toEqual(png);
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -11,6 +13,8 @@ import {
   connectClient,
   IMAGE_URL,
   type McpTestApp,
+  OTHER_IMAGE_URL,
+  otherImage,
   PLACEHOLDER_PUBLIC_URL,
   SMALL_BUDGET,
   startMcpTestApp,
@@ -66,6 +70,15 @@ const errorOf = (result: CallToolResult): ErrorInfo => {
   expect(result.structuredContent).toBeUndefined();
   return result._meta?.[ERROR_META_KEY] as ErrorInfo;
 };
+
+/** Every file under a media directory (none when it does not exist yet). */
+async function mediaFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => e.name)
+    .sort();
+}
 
 describe('/mcp through the SDK client', () => {
   let t: McpTestApp;
@@ -447,6 +460,41 @@ describe('/mcp through the SDK client', () => {
         }),
       );
       expect(failed.code).toBe('image_fetch_failed');
+    });
+
+    it('replace_featured_image stores nothing for a write refused with a stale expected_revision', async () => {
+      const articleId = t.a.articleIds[8] as string;
+      const before = structured<{ revision: number }>(
+        await call(write, 'get_article', { article_id: articleId }),
+      );
+      const files = await mediaFiles(t.mediaDir);
+      const stale = errorOf(
+        await call(write, 'replace_featured_image', {
+          article_id: articleId,
+          url: OTHER_IMAGE_URL,
+          expected_revision: before.revision + 1,
+        }),
+      );
+      expect(stale.code).toBe('revision_mismatch');
+      expect(await mediaFiles(t.mediaDir)).toEqual(files);
+      const key = `${createHash('sha256')
+        .update(await otherImage())
+        .digest('hex')}.png`;
+      expect((await fetch(`${t.url}/media/${key}`)).status).toBe(404);
+      const after = structured<{ revision: number }>(
+        await call(write, 'get_article', { article_id: articleId }),
+      );
+      expect(after.revision).toBe(before.revision);
+      // The same image with the current revision is stored and served.
+      const accepted = structured<Change>(
+        await call(write, 'replace_featured_image', {
+          article_id: articleId,
+          url: OTHER_IMAGE_URL,
+          expected_revision: before.revision,
+        }),
+      );
+      expect(accepted.featured_image?.url).toBe(`${PLACEHOLDER_PUBLIC_URL}/media/${key}`);
+      expect((await fetch(`${t.url}/media/${key}`)).status).toBe(200);
     });
 
     it('states the daily edit limit beside the request limit on a write', async () => {

@@ -48,6 +48,8 @@ export type McpTestApp = {
   client: { id: string; name: string };
   /** Every log line the app wrote. */
   logs: string[];
+  /** The app's MEDIA_DIR (featured images). */
+  mediaDir: string;
   /** Stops the app (which stores the pending activity records) and brings the async read models up to date. */
   drain(): Promise<void>;
   close(): Promise<void>;
@@ -57,6 +59,8 @@ export const ARTICLES_PER_SITE = 12;
 export const BACKLINKS_PER_SITE = 7;
 export const SMALL_BUDGET = 6;
 export const IMAGE_URL = 'https://images.example.test/photo.png';
+/** A second image (other bytes, so another stored file), served by the same stand-in host. */
+export const OTHER_IMAGE_URL = 'https://images.example.test/other.png';
 
 export const PLACEHOLDER_PUBLIC_URL = 'http://content-service.test';
 
@@ -100,13 +104,22 @@ async function seedAccount(runtime: Runtime, name: string): Promise<SeededAccoun
   return { accountId, siteId, otherSiteId, articleIds, apiKey: key };
 }
 
-/** An image host stand-in: one PNG at IMAGE_URL, anything else fails as the real fetcher's refusals do. */
+/** The PNG served at OTHER_IMAGE_URL. */
+export function otherImage(): Promise<Buffer> {
+  return sharp({ create: { width: 32, height: 24, channels: 3, background: '#cc3366' } })
+    .png()
+    .toBuffer();
+}
+
+/** An image host stand-in: a PNG at IMAGE_URL and OTHER_IMAGE_URL, anything else fails as the real fetcher's refusals do. */
 async function fakeImageFetcher(): Promise<FetchImage> {
   const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
     .png()
     .toBuffer();
+  const other = await otherImage();
   return async (url) => {
     if (url === IMAGE_URL) return new Uint8Array(png);
+    if (url === OTHER_IMAGE_URL) return new Uint8Array(other);
     throw new DomainError('image_fetch_failed', `The image could not be fetched from ${url}`);
   };
 }
@@ -191,6 +204,7 @@ export async function startMcpTestApp(
     tokens,
     client: testClient,
     logs,
+    mediaDir,
     async drain() {
       await close();
       await catchUpAll(runtime.db);

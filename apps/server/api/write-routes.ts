@@ -1,15 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import { checkExpectedRevision } from '../../../domain/article/decider.ts';
 import type { FeaturedImage } from '../../../domain/article/events.ts';
 import { DomainError } from '../../../domain/errors.ts';
 import type { Caller, Commands, EditResult } from '../../../infra/commands.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { idempotent, requestHash, type StoredResponse } from '../../../infra/idempotency.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
-import { inspectImage, MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
+import { type ImageInfo, inspectImage, MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
-import { findArticleSite } from '../../../projections/articles.ts';
+import { findArticleRevision, findArticleSite } from '../../../projections/articles.ts';
 import { findRevision, listRevisions, type RevisionRow } from '../../../projections/revisions.ts';
 import { liveKeyOf, type Principal, principalOf } from './auth.ts';
 import { sendList } from './lists.ts';
@@ -96,19 +97,47 @@ export function revisionOut(row: RevisionRow): z.infer<typeof Revision> {
   };
 }
 
+/** An image recognised from its bytes (format, size, dimensions: 415 or 413 otherwise), not stored yet. */
+export type CheckedImage = { bytes: Uint8Array; info: ImageInfo; alt: string };
+
+export async function checkImage(bytes: Uint8Array, alt: string): Promise<CheckedImage> {
+  return { bytes, info: await inspectImage(bytes), alt };
+}
+
 /**
- * Recognises image bytes (format from the bytes, size, dimensions), stores them and describes them as
- * an article's featured image: the API (multipart and `{url}`) and the MCP tool share this path; a
- * URL is fetched with the deployment's `FetchImage` before.
+ * Replaces an article's featured image: the API (multipart and `{url}`) and the MCP tool share this
+ * path, called once the article is known to be the account's and the edit has been counted. The image
+ * is stored only for a write that will be accepted: a stale expected revision is refused first (from
+ * the read model, written in the same transaction as every revision). A concurrent edit can still make
+ * the revision stale between that check and the append; the file stored for it is then referenced by
+ * no event, and the media collector (infra/jobs/housekeeping.ts) removes it after its grace period.
  */
-export async function storeFeaturedImage(
-  deps: { media: MediaStore; publicUrl: string },
-  bytes: Uint8Array,
-  alt: string,
-): Promise<FeaturedImage> {
-  const info = await inspectImage(bytes);
-  const stored = await deps.media.put(bytes, info.ext, info.mime);
-  return { url: `${deps.publicUrl}${stored.url}`, alt, width: info.width, height: info.height };
+export async function replaceFeaturedImage(
+  deps: { db: Db; commands: Commands; media: MediaStore; publicUrl: string },
+  accountId: string,
+  articleId: string,
+  image: CheckedImage,
+  opts: { expectedRevision: number | undefined; caller: Caller },
+): Promise<EditResult> {
+  if (opts.expectedRevision !== undefined) {
+    const current = await findArticleRevision(deps.db, accountId, articleId);
+    if (current === undefined) throw new DomainError('not_found', `No article ${articleId}`);
+    checkExpectedRevision(current, opts.expectedRevision);
+  }
+  const { info } = image;
+  const stored = await deps.media.put(image.bytes, info.ext, info.mime);
+  const featuredImage: FeaturedImage = {
+    url: `${deps.publicUrl}${stored.url}`,
+    alt: image.alt,
+    width: info.width,
+    height: info.height,
+  };
+  return deps.commands.replaceFeaturedImage(
+    accountId,
+    articleId,
+    { featuredImage, expectedRevision: opts.expectedRevision },
+    opts.caller,
+  );
 }
 
 export function changeOut(result: EditResult): z.infer<typeof ArticleChange> {
@@ -286,14 +315,13 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
         throw new DomainError('not_found', `No article ${req.params.id}`);
       }
       const image = await imageOf(req);
-      const featuredImage = await storeFeaturedImage({ media, publicUrl }, image.bytes, image.alt);
+      // Recognised before the edit is counted (415 and 413 count nowhere); stored only after it is.
+      const checked = await checkImage(image.bytes, image.alt);
       return articleWrite(req, reply, req.params.id, image.source, (p) =>
-        commands.replaceFeaturedImage(
-          p.accountId,
-          req.params.id,
-          { featuredImage, expectedRevision },
-          callerOf(req, p),
-        ),
+        replaceFeaturedImage({ db, commands, media, publicUrl }, p.accountId, req.params.id, checked, {
+          expectedRevision,
+          caller: callerOf(req, p),
+        }),
       );
     },
   );

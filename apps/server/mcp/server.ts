@@ -55,7 +55,7 @@ export type McpServices = {
   fetchImage: FetchImage;
   /** Shared by every request's server: one compiled-validator cache instead of one per request. */
   validator: jsonSchemaValidator;
-  log: { error(obj: object, msg: string): void };
+  log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Stores one call in the activity log (not tied to the connection; awaited on shutdown). */
   record(call: RecordedCall): void;
 };
@@ -191,6 +191,13 @@ async function failureOf(
   if (!info) {
     services.log.error({ err: error, request_id: requestId }, 'MCP tool call failed');
     return internalFailure(requestId);
+  }
+  // A refusal whose reason is kept from the caller (an image URL's host and address): logged here only.
+  if (error instanceof Error && error.cause !== undefined) {
+    services.log.info(
+      { code: info.code, cause: String(error.cause), request_id: requestId },
+      'tool call refused',
+    );
   }
   if (info.code !== 'protected_links_modified') return refusal(info);
   // The refusal names the blocks; the model gets the exact markup to put back from the current body.

@@ -15,7 +15,13 @@ import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
 import { listSites, ofOwnSite, type SiteScope } from '../../../projections/sites.ts';
 import type { Principal } from '../api/auth.ts';
 import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut, statsOut } from '../api/wire.ts';
-import { changeOut, revisionContent, revisionOut, storeFeaturedImage } from '../api/write-routes.ts';
+import {
+  changeOut,
+  checkImage,
+  replaceFeaturedImage,
+  revisionContent,
+  revisionOut,
+} from '../api/write-routes.ts';
 import {
   renderActivity,
   renderArticle,
@@ -329,15 +335,13 @@ const replaceFeaturedImageTool = defineTool({
     if (!(await findArticleSite(ctx.db, ctx.principal.accountId, input.article_id))) {
       throw new DomainError('not_found', `No article ${input.article_id}`);
     }
-    const bytes = await ctx.fetchImage(input.url);
-    const featuredImage = await storeFeaturedImage(ctx, bytes, input.alt ?? '');
+    // Fetched and recognised before the edit is counted; stored only once it is (replaceFeaturedImage).
+    const image = await checkImage(await ctx.fetchImage(input.url), input.alt ?? '');
     return articleWrite(ctx, input.article_id, () =>
-      ctx.commands.replaceFeaturedImage(
-        ctx.principal.accountId,
-        input.article_id,
-        { featuredImage, expectedRevision: input.expected_revision },
-        ctx.caller,
-      ),
+      replaceFeaturedImage(ctx, ctx.principal.accountId, input.article_id, image, {
+        expectedRevision: input.expected_revision,
+        caller: ctx.caller,
+      }),
     );
   },
   render: (out) => renderChange(out, 'Featured image replaced'),

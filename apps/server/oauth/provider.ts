@@ -88,7 +88,12 @@ function metadataDocumentFetch(deps: ProviderDeps): (url: string | URL) => Promi
       return new Response(Buffer.from(answer.body), { status: 200, headers });
     } catch (error) {
       deps.logger.info(
-        { client_id: String(url), reason: error instanceof Error ? error.message : 'failed' },
+        {
+          client_id: String(url),
+          reason: error instanceof Error ? error.message : 'failed',
+          // What the caller is not told (which address a host resolved to): for the log only.
+          ...(error instanceof Error && error.cause !== undefined ? { cause: String(error.cause) } : {}),
+        },
         'client metadata document refused',
       );
       throw error;

@@ -1,0 +1,144 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/schema.ts';
+import type { MediaEntry, MediaStore } from '../media/store.ts';
+
+/*
+ * The housekeeping jobs: plain functions of their dependencies that return a summary. The scheduler
+ * (infra/jobs/scheduler.ts) runs them every so often in the server and the worker; the CLI runs them by
+ * hand (`media gc`, `idempotency purge`). Several processes may run them at once: every delete is
+ * idempotent and decided on the state of the moment (see each function).
+ */
+
+const HOUR_MS = 3_600_000;
+
+/** How long an unreferenced image is kept: longer than any write in flight (store, then append) lasts. */
+export const DEFAULT_MEDIA_GRACE_HOURS = 24;
+
+/** How many candidate keys one reference query asks about. */
+const REFERENCE_BATCH = 500;
+
+/**
+ * The events that carry a featured image (the creation, a replacement, a restore: every revision
+ * counts, since a restore may bring any earlier image back). The partial index of migration
+ * 2026-11-23-013 covers exactly these types, with exactly the expression below.
+ */
+export const FEATURED_IMAGE_EVENTS = ['ArticleCreated', 'FeaturedImageReplaced', 'ArticleRestored'] as const;
+const imageKey = sql<string>`substring(data -> 'featuredImage' ->> 'url' from '/media/([0-9a-f]{64}\\.[a-z]+)$')`;
+
+export type MediaCollection = {
+  /** Files looked at (stored images and leftovers of interrupted writes). */
+  scanned: number;
+  /** Images some event refers to: kept. */
+  referenced: number;
+  /** Unreferenced files stored within the grace period: kept for now. */
+  young: number;
+  /** Unreferenced files older than the grace period: removed (or, with `dryRun`, that would be). */
+  removed: number;
+  removedBytes: number;
+  dryRun: boolean;
+};
+
+/** Which of `keys` an event of any article (any revision) refers to as its featured image. */
+async function referencedKeys(db: Db, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('events')
+    .select(imageKey.as('key'))
+    .distinct()
+    // Literals, not parameters: the planner must see that the partial index's condition holds.
+    .where(sql<boolean>`type in (${sql.join(FEATURED_IMAGE_EVENTS.map((t) => sql.lit(t)))})`)
+    .where(imageKey, 'in', [...keys])
+    .execute();
+  return new Set(rows.map((r) => r.key));
+}
+
+/**
+ * The media collector: removes the files of the media store that no event refers to and that were
+ * stored more than `graceHours` ago. An image stored for a write that was then refused (a concurrent
+ * edit made its revision stale) is such a file; so is the leftover of an interrupted write. The grace
+ * period protects a write in flight: its image is stored before its event is appended. A put of bytes
+ * already stored renews them, and `MediaStore.remove` judges the file again as it removes it, so an
+ * image stored again while the collector runs stays.
+ */
+export async function collectMedia(deps: {
+  db: Db;
+  media: MediaStore;
+  now: () => Date;
+  graceHours?: number;
+  dryRun?: boolean;
+  /** Called as files are looked at: how many so far. */
+  onProgress?: (scanned: number) => void;
+}): Promise<MediaCollection> {
+  const graceHours = deps.graceHours ?? DEFAULT_MEDIA_GRACE_HOURS;
+  const cutoff = new Date(deps.now().getTime() - graceHours * HOUR_MS);
+  const summary: MediaCollection = {
+    scanned: 0,
+    referenced: 0,
+    young: 0,
+    removed: 0,
+    removedBytes: 0,
+    dryRun: deps.dryRun ?? false,
+  };
+  let candidates: MediaEntry[] = [];
+  const judge = async (): Promise<void> => {
+    const stored = candidates.filter((c) => c.stored).map((c) => c.key);
+    const referenced = await referencedKeys(deps.db, stored);
+    for (const entry of candidates) {
+      if (referenced.has(entry.key)) {
+        summary.referenced++;
+        continue;
+      }
+      if (deps.dryRun || (await deps.media.remove(entry.key, cutoff))) {
+        summary.removed++;
+        summary.removedBytes += entry.size;
+      }
+    }
+    candidates = [];
+  };
+  for await (const entry of deps.media.list()) {
+    summary.scanned++;
+    deps.onProgress?.(summary.scanned);
+    if (entry.storedAt >= cutoff) {
+      summary.young++;
+      continue;
+    }
+    candidates.push(entry);
+    if (candidates.length >= REFERENCE_BATCH) await judge();
+  }
+  await judge();
+  return summary;
+}
+
+/** How long an Idempotency-Key's answer is replayed (CONTRACT "Writes"): older records are purged. */
+export const IDEMPOTENCY_WINDOW_HOURS = 24;
+const PURGE_BATCH = 5_000;
+
+/**
+ * Deletes the idempotency records older than 24 hours (each holds a whole response, article bodies
+ * included), in batches of a few thousand rows so that no single statement holds many locks. A key's
+ * answer is no longer replayed after 24 hours anyway (infra/idempotency.ts); younger records stay.
+ */
+export async function purgeIdempotency(deps: { db: Db; now: () => Date }): Promise<{ purged: number }> {
+  const cutoff = new Date(deps.now().getTime() - IDEMPOTENCY_WINDOW_HOURS * HOUR_MS);
+  let purged = 0;
+  for (;;) {
+    const result = await deps.db
+      .deleteFrom('idempotency_keys')
+      .where((eb) =>
+        eb(
+          eb.refTuple('account_id', 'key'),
+          'in',
+          eb
+            .selectFrom('idempotency_keys')
+            .select(['account_id', 'key'])
+            .where('created_at', '<', cutoff)
+            .limit(PURGE_BATCH)
+            .$asTuple('account_id', 'key'),
+        ),
+      )
+      .executeTakeFirst();
+    const n = Number(result.numDeletedRows);
+    purged += n;
+    if (n < PURGE_BATCH) return { purged };
+  }
+}
