@@ -15,7 +15,9 @@ import { OAUTH_PREFIX, PROVIDER_COOKIES } from './provider.ts';
  * Before handing over:
  * - Host and X-Forwarded-Proto are set from PUBLIC_URL (and other X-Forwarded-* removed): every URL
  *   oidc-provider writes (metadata, redirects, cookie paths) is PUBLIC_URL's, whatever the client or a
- *   proxy sent, and its cookies are Secure when PUBLIC_URL is https.
+ *   proxy sent, and its cookies are Secure when PUBLIC_URL is https. X-Forwarded-For is set to the
+ *   client address fastify worked out (TRUST_PROXY), so oidc-provider's `ctx.ip` is that address (the
+ *   metadata document fetch limits count by it).
  * - A query parameter with a control character or an unpaired surrogate (input-rules.ts) is refused
  *   with 400 here, before oidc-provider would store it (PostgreSQL cannot hold a NUL): on the
  *   authorization endpoint with the error page, elsewhere with an OAuth JSON error. Form and JSON
@@ -44,12 +46,12 @@ function withoutCookies(header: string | undefined, names: ReadonlySet<string>):
   return kept.length > 0 ? kept.join('; ') : undefined;
 }
 
-function normalise(raw: IncomingMessage, publicUrl: URL): void {
+function normalise(raw: IncomingMessage, publicUrl: URL, clientAddress: string): void {
   raw.headers.host = publicUrl.host;
   raw.headers['x-forwarded-proto'] = publicUrl.protocol.replace(/:$/, '');
+  raw.headers['x-forwarded-for'] = clientAddress;
   delete raw.headers['x-forwarded-host'];
   delete raw.headers['x-forwarded-port'];
-  delete raw.headers['x-forwarded-for'];
   delete raw.headers.forwarded;
   const path = (raw.url ?? '').split('?')[0];
   if (path === `${OAUTH_PREFIX}/authorize`) {
@@ -117,7 +119,7 @@ export const providerMount: FastifyPluginAsync<{
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!(await queryAllowed(request, reply))) return;
     if (!(await registrationAllowed(request, reply))) return;
-    normalise(request.raw, origin);
+    normalise(request.raw, origin, request.ip);
     reply.hijack();
     reply.raw.setHeader('x-request-id', String(request.id));
     await callback(request.raw, reply.raw);

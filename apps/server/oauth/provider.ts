@@ -6,6 +6,7 @@ import { findAccount } from '../../../projections/accounts.ts';
 import { createOAuthAdapter } from './adapter.ts';
 import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
 import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
+import { createMetadataFetchLimiter, type MetadataFetchLimits } from './fetch-limits.ts';
 import { metadataTextProblem } from './input-rules.ts';
 import type { OAuthSecrets } from './keys.ts';
 
@@ -15,7 +16,8 @@ import type { OAuthSecrets } from './keys.ts';
  *
  * - issuer PUBLIC_URL; every endpoint under /oauth; metadata (RFC 8414) at the origin root;
  * - open dynamic client registration (RFC 7591), redirect URI rules in client-rules.ts;
- * - client ID metadata documents (an https client_id), fetched through the SSRF guard;
+ * - client ID metadata documents (an https client_id), fetched through the SSRF guard, rate limited
+ *   (fetch-limits.ts) and cached briefly;
  * - client metadata with control characters or unpaired surrogates in any string is refused
  *   (input-rules.ts);
  * - authorization code only, PKCE S256 required of every client (oidc-provider knows no `plain`);
@@ -54,6 +56,8 @@ export type ProviderDeps = {
   logger: FastifyBaseLogger;
   /** How client ID metadata documents are fetched: the image fetcher's trust settings (CA, networks). */
   fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
+  /** How often client ID metadata documents may be fetched (default METADATA_FETCH_LIMITS). */
+  metadataFetchLimits?: MetadataFetchLimits;
   now?: () => Date;
 };
 
@@ -106,6 +110,39 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
   const { db, publicUrl } = deps;
   const resource = mcpResourceOf(publicUrl);
   const now = deps.now ?? (() => new Date());
+  const metadataFetches = createMetadataFetchLimiter(deps.metadataFetchLimits);
+  /** The documents each request has fetched (or tried to): at most one fetch per request and document. */
+  const fetchedBy = new WeakMap<object, Set<string>>();
+
+  /**
+   * Whether the document at `id` may be fetched now (oidc-provider asks only when it has none cached).
+   * Counted against the requesting client's address and the process (fetch-limits.ts); over either
+   * budget, the request is answered 429 with Retry-After (on the authorization endpoint: the error
+   * page). A request fetches a document once: oidc-provider's error handler looks the client up again
+   * after a failed fetch, which is refused here instead of fetching (and counting) twice. A lookup
+   * outside a request (the consent page, for a client whose cached document expired while the person
+   * signed in) is not counted: that client has just been through the authorization endpoint.
+   */
+  async function allowMetadataFetch(ctx: KoaContextWithOIDC | undefined, id: string): Promise<boolean> {
+    if (!ctx) return true;
+    const seen = fetchedBy.get(ctx) ?? new Set<string>();
+    fetchedBy.set(ctx, seen);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    const decision = await metadataFetches.consume(ctx.ip);
+    if (decision.allowed) return true;
+    deps.logger.warn(
+      { client_id: id, scope: decision.scope, ip: ctx.ip },
+      'client metadata document fetch refused: rate limited',
+    );
+    ctx.set('retry-after', String(decision.retryAfterSeconds));
+    const refused = new errors.OIDCProviderError(429, 'temporarily_unavailable');
+    refused.error_description =
+      decision.scope === 'address'
+        ? `Too many client metadata documents fetched for this address; retry in ${decision.retryAfterSeconds} s`
+        : `Too many client metadata documents fetched just now; retry in ${decision.retryAfterSeconds} s`;
+    throw refused;
+  }
 
   const configuration = {
     adapter: createOAuthAdapter(db, now),
@@ -208,9 +245,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
       clientIdMetadataDocument: {
         enabled: true,
         ack: 'draft-02',
-        async allowFetch() {
-          return true;
-        },
+        allowFetch: allowMetadataFetch,
         async allowClient(_ctx: unknown, client: Client) {
           return client.redirectUris.length > 0;
         },
