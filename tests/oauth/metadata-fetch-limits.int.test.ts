@@ -36,8 +36,22 @@ function authorizeFrom(localAddress: string, clientId: string): Promise<Answer> 
     code_challenge: pkce().challenge,
     code_challenge_method: 'S256',
   });
+  return send(localAddress, url, 'GET');
+}
+
+/** An HTTP request from the given local address (a form body makes it a POST). */
+function send(
+  localAddress: string,
+  url: URL,
+  method: 'GET' | 'POST',
+  form?: Record<string, string>,
+): Promise<Answer> {
+  const body = form ? new URLSearchParams(form).toString() : undefined;
+  const headers: Record<string, string> = form
+    ? { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }
+    : { accept: 'text/html' };
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { localAddress, headers: { accept: 'text/html' } }, (res) => {
+    const req = httpRequest(url, { localAddress, method, headers }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
@@ -53,7 +67,7 @@ function authorizeFrom(localAddress: string, clientId: string): Promise<Answer> 
       );
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 
@@ -118,6 +132,23 @@ describe('client metadata document fetches', () => {
     expect(refused.body).toContain('<code>temporarily_unavailable</code>');
     expect(refused.body).toContain('Too many client metadata documents fetched for this address');
     expect(hitsOf('/real-but-refused.json')).toBe(0);
+
+    // The token endpoint looks such a client up too: refused the same way, as JSON.
+    const token = await send(from, new URL('/oauth/token', t.url), 'POST', {
+      grant_type: 'authorization_code',
+      code: 'whatever',
+      client_id: document('/token-client.json'),
+      code_verifier: pkce().verifier,
+    });
+    expect(token.status).toBe(429);
+    expect(Number(token.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(token.body)).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: expect.stringContaining(
+        'Too many client metadata documents fetched for this address',
+      ),
+    });
+    expect(hitsOf('/token-client.json')).toBe(0);
 
     // Another address is not refused for it; a cached document costs no fetch, so it is never refused.
     const other = await authorizeFrom('127.0.0.4', `${docs.origin}/real-but-refused.json`);
