@@ -1,20 +1,17 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashOAuthId } from '../../apps/server/oauth/adapter.ts';
 import {
+  authorizeUrl,
   authorizeWithoutBrowser,
   createPerson,
+  type DocumentServer,
   type Person,
   PUBLIC_CLIENT,
   pkce,
   registerClient,
   startCallback,
+  startDocumentServer,
   startTestApp,
   type TestApp,
   tokenRequest,
@@ -27,15 +24,11 @@ import {
  * disconnecting, and client ID metadata documents served by a local HTTPS server.
  */
 
-/** The client metadata documents' host: 127.0.0.2, trusted through MEDIA_FETCH_CA_FILE and MEDIA_FETCH_ALLOW_NETWORKS. */
-const DOC_HOST = '127.0.0.2';
-
 let t: TestApp;
 let callback: Awaited<ReturnType<typeof startCallback>>;
-let dir: string;
-let docs: Server;
+let docs: DocumentServer;
 let docsOrigin: string;
-const documents = new Map<string, unknown>();
+let documents: Map<string, unknown>;
 let dana: Person;
 let lee: Person;
 
@@ -78,41 +71,11 @@ async function connect(
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cs-oauth-'));
-  execFileSync(
-    'openssl',
-    [
-      ...[
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '2',
-      ],
-      ...['-subj', '/CN=client-docs.test', '-addext', `subjectAltName=IP:${DOC_HOST}`],
-      ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
-    ],
-    { stdio: 'ignore' },
-  );
-  docs = createServer(
-    { key: await readFile(join(dir, 'key.pem')), cert: await readFile(join(dir, 'cert.pem')) },
-    (req, res) => {
-      const doc = documents.get(req.url ?? '');
-      if (doc === undefined) return res.writeHead(404).end();
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
-    },
-  );
-  await new Promise<void>((resolve) => docs.listen(0, DOC_HOST, resolve));
-  docsOrigin = `https://${DOC_HOST}:${(docs.address() as AddressInfo).port}`;
-
+  docs = await startDocumentServer();
+  docsOrigin = docs.origin;
+  documents = docs.documents;
   callback = await startCallback();
-  t = await startTestApp({
-    config: { MEDIA_FETCH_CA_FILE: join(dir, 'cert.pem'), MEDIA_FETCH_ALLOW_NETWORKS: [`${DOC_HOST}/32`] },
-  });
+  t = await startTestApp({ config: docs.config });
   dana = await createPerson(t.runtime, 'Dana Plumber');
   lee = await createPerson(t.runtime, 'Lee Dentist');
 });
@@ -120,8 +83,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await callback?.close();
-  docs?.close();
-  await rm(dir, { recursive: true, force: true });
+  await docs?.close();
 });
 
 describe('metadata', () => {
@@ -230,16 +192,16 @@ describe('dynamic client registration', () => {
 });
 
 describe('authorization requests', () => {
-  async function authorizeRedirect(params: Record<string, string>): Promise<URL> {
-    const url = new URL('/oauth/authorize', t.url);
-    url.search = new URLSearchParams(params).toString();
-    const res = await fetch(url, { redirect: 'manual' });
-    expect(res.status).toBeGreaterThanOrEqual(300);
-    expect(res.status).toBeLessThan(400);
-    return new URL(res.headers.get('location') ?? '', t.url);
+  /** The authorization server's own error page: 400, HTML, no redirect anywhere. */
+  async function refusedOnOurPage(params: Record<string, string>): Promise<string> {
+    const res = await fetch(authorizeUrl(t.url, params), { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    return res.text();
   }
 
-  it('refuses PKCE plain and a missing code challenge, back at the client with invalid_request', async () => {
+  it('refuses PKCE plain and a missing code challenge on its own page, never at the client', async () => {
     const clientId = await newClient();
     const base = {
       response_type: 'code',
@@ -248,24 +210,22 @@ describe('authorization requests', () => {
       scope: 'content:read',
       state: 's1',
     };
-    const plain = await authorizeRedirect({
+    const plain = await refusedOnOurPage({
       ...base,
       code_challenge: 'x'.repeat(43),
       code_challenge_method: 'plain',
     });
-    expect(plain.origin + plain.pathname).toBe(callback.url);
-    expect(plain.searchParams.get('error')).toBe('invalid_request');
-    expect(plain.searchParams.get('code')).toBeNull();
-    const missing = await authorizeRedirect(base);
-    expect(missing.origin + missing.pathname).toBe(callback.url);
-    expect(missing.searchParams.get('error')).toBe('invalid_request');
-    expect(missing.searchParams.get('error_description')).toMatch(/PKCE/);
+    expect(plain).toContain('<code>invalid_request</code>: not supported value of code_challenge_method');
+    const missing = await refusedOnOurPage(base);
+    expect(missing).toContain('<code>invalid_request</code>');
+    expect(missing).toMatch(/PKCE/);
+    expect(callback.hits.filter((hit) => hit.searchParams.get('state') === 's1')).toEqual([]);
   });
 
-  it('refuses a resource other than PUBLIC_URL/mcp (invalid_target)', async () => {
+  it('refuses a resource other than PUBLIC_URL/mcp (invalid_target) on its own page', async () => {
     const clientId = await newClient();
     const { challenge } = pkce();
-    const back = await authorizeRedirect({
+    const page = await refusedOnOurPage({
       response_type: 'code',
       client_id: clientId,
       redirect_uri: callback.url,
@@ -274,7 +234,7 @@ describe('authorization requests', () => {
       code_challenge_method: 'S256',
       resource: 'https://other.example/mcp',
     });
-    expect(back.searchParams.get('error')).toBe('invalid_target');
+    expect(page).toContain('<code>invalid_target</code>');
   });
 
   it('refuses a redirect URI that was not registered, without redirecting to it', async () => {

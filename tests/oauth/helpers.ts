@@ -1,6 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../apps/server/app.ts';
 import type { Config } from '../../infra/config.ts';
@@ -168,6 +173,83 @@ export async function startCallback(): Promise<{
   };
 }
 
+/** The client metadata documents' host: 127.0.0.2, trusted through MEDIA_FETCH_CA_FILE and MEDIA_FETCH_ALLOW_NETWORKS. */
+export const DOC_HOST = '127.0.0.2';
+
+export type DocumentServer = {
+  /** `https://127.0.0.2:<port>` */
+  origin: string;
+  /** Path -> JSON document (a missing path is a 404). */
+  documents: Map<string, unknown>;
+  /** Response headers per path, besides content-type. */
+  headers: Map<string, Record<string, string>>;
+  /** Every path requested, in order. */
+  hits: string[];
+  /** The config that makes the app trust this server (its CA file, its address). */
+  config: { MEDIA_FETCH_CA_FILE: string; MEDIA_FETCH_ALLOW_NETWORKS: string[] };
+  close(): Promise<void>;
+};
+
+/** A local HTTPS server of client ID metadata documents, with a self-signed certificate for 127.0.0.2. */
+export async function startDocumentServer(): Promise<DocumentServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-oauth-'));
+  execFileSync(
+    'openssl',
+    [
+      ...[
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '2',
+      ],
+      ...['-subj', '/CN=client-docs.test', '-addext', `subjectAltName=IP:${DOC_HOST}`],
+      ...['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+    ],
+    { stdio: 'ignore' },
+  );
+  const documents = new Map<string, unknown>();
+  const headers = new Map<string, Record<string, string>>();
+  const hits: string[] = [];
+  const server = createHttpsServer(
+    { key: await readFile(join(dir, 'key.pem')), cert: await readFile(join(dir, 'cert.pem')) },
+    (req, res) => {
+      const path = req.url ?? '';
+      hits.push(path);
+      const doc = documents.get(path);
+      if (doc === undefined) return res.writeHead(404).end();
+      res
+        .writeHead(200, { 'content-type': 'application/json', ...headers.get(path) })
+        .end(JSON.stringify(doc));
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, DOC_HOST, resolve));
+  return {
+    origin: `https://${DOC_HOST}:${(server.address() as AddressInfo).port}`,
+    documents,
+    headers,
+    hits,
+    config: { MEDIA_FETCH_CA_FILE: join(dir, 'cert.pem'), MEDIA_FETCH_ALLOW_NETWORKS: [`${DOC_HOST}/32`] },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The URL of an authorization request with these parameters (undefined ones left out). */
+export function authorizeUrl(base: string, params: Record<string, string | undefined>): URL {
+  const url = new URL('/oauth/authorize', base);
+  const defined = Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined);
+  url.search = new URLSearchParams(defined).toString();
+  return url;
+}
+
 export type Person = { accountId: string; email: string; password: string; name: string };
 
 /**
@@ -184,16 +266,17 @@ export async function authorizeWithoutBrowser(opts: {
   resource?: string | null;
   decision?: 'allow' | 'deny';
   jar?: ReturnType<typeof browserless>;
-}): Promise<{ back: URL; verifier: string; consentPage: string }> {
+}): Promise<{ back: URL; verifier: string; consentPage: string; state: string }> {
   const b = opts.jar ?? browserless(opts.base);
   const { verifier, challenge } = pkce();
+  const state = randomBytes(8).toString('hex');
   const auth = new URL('/oauth/authorize', opts.base);
   const params: Record<string, string> = {
     response_type: 'code',
     client_id: opts.clientId,
     redirect_uri: opts.redirectUri,
     scope: opts.scope ?? 'content:read content:write',
-    state: randomBytes(8).toString('hex'),
+    state,
     code_challenge: challenge,
     code_challenge_method: 'S256',
   };
@@ -223,7 +306,7 @@ export async function authorizeWithoutBrowser(opts: {
       decision: opts.decision ?? 'allow',
     }),
   );
-  return { back: new URL(done.url), verifier, consentPage };
+  return { back: new URL(done.url), verifier, consentPage, state };
 }
 
 export async function tokenRequest(

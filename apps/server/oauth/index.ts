@@ -5,6 +5,7 @@ import type { GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import { createWebKit, type WebKit } from '../web/kit.ts';
 import { webRoutes } from '../web/sign-in.ts';
 import { deleteExpiredOAuthRows } from './adapter.ts';
+import type { MetadataFetchLimits } from './fetch-limits.ts';
 import { interactionRoutes } from './interactions.ts';
 import { loadOAuthSecrets } from './keys.ts';
 import { protectedResourceMetadata, resourceMetadataUrl } from './metadata.ts';
@@ -35,6 +36,8 @@ export type OAuthOptions = {
   fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
   /** Client registrations allowed per client address per hour (default 60, per process). */
   registrationsPerHour?: number;
+  /** How often client ID metadata documents may be fetched (default METADATA_FETCH_LIMITS, per process). */
+  metadataFetchLimits?: MetadataFetchLimits;
   now?: () => Date;
 };
 
@@ -63,6 +66,7 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
     secrets,
     logger: app.log.child({ component: 'oauth' }),
     ...(opts.fetchTrust ? { fetchTrust: opts.fetchTrust } : {}),
+    ...(opts.metadataFetchLimits ? { metadataFetchLimits: opts.metadataFetchLimits } : {}),
     now,
   });
   const web = createWebKit({ db, publicUrl, secret: secrets.webSecret, now });

@@ -3,6 +3,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { addressKey } from '../api/limits.ts';
+import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
+import { parameterTextProblem } from './input-rules.ts';
 import { OAUTH_PREFIX, PROVIDER_COOKIES } from './provider.ts';
 
 /*
@@ -13,7 +15,14 @@ import { OAUTH_PREFIX, PROVIDER_COOKIES } from './provider.ts';
  * Before handing over:
  * - Host and X-Forwarded-Proto are set from PUBLIC_URL (and other X-Forwarded-* removed): every URL
  *   oidc-provider writes (metadata, redirects, cookie paths) is PUBLIC_URL's, whatever the client or a
- *   proxy sent, and its cookies are Secure when PUBLIC_URL is https.
+ *   proxy sent, and its cookies are Secure when PUBLIC_URL is https. X-Forwarded-For is set to the
+ *   client address fastify worked out (TRUST_PROXY), so oidc-provider's `ctx.ip` is that address (the
+ *   metadata document fetch limits count by it).
+ * - A query parameter with a control character or an unpaired surrogate (input-rules.ts) is refused
+ *   with 400 here, before oidc-provider would store it (PostgreSQL cannot hold a NUL): on the
+ *   authorization endpoint with the error page, elsewhere with an OAuth JSON error. Form and JSON
+ *   bodies are checked where oidc-provider reads them (client metadata in provider.ts; the token and
+ *   revocation endpoints only look values up by their hash).
  * - A new authorization request (`GET /oauth/authorize`, not the resume `/oauth/authorize/:uid`) is
  *   stripped of oidc-provider's session cookie: every authorization starts signed out of oidc-provider
  *   and is signed in as the web session's account (interactions.ts). oidc-provider's session can never
@@ -37,12 +46,12 @@ function withoutCookies(header: string | undefined, names: ReadonlySet<string>):
   return kept.length > 0 ? kept.join('; ') : undefined;
 }
 
-function normalise(raw: IncomingMessage, publicUrl: URL): void {
+function normalise(raw: IncomingMessage, publicUrl: URL, clientAddress: string): void {
   raw.headers.host = publicUrl.host;
   raw.headers['x-forwarded-proto'] = publicUrl.protocol.replace(/:$/, '');
+  raw.headers['x-forwarded-for'] = clientAddress;
   delete raw.headers['x-forwarded-host'];
   delete raw.headers['x-forwarded-port'];
-  delete raw.headers['x-forwarded-for'];
   delete raw.headers.forwarded;
   const path = (raw.url ?? '').split('?')[0];
   if (path === `${OAUTH_PREFIX}/authorize`) {
@@ -84,12 +93,33 @@ export const providerMount: FastifyPluginAsync<{
       return false;
     }
   }
+  /** False (and the 400 sent) when a query parameter holds text no OAuth parameter may hold. */
+  async function queryAllowed(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const url = request.raw.url ?? '';
+    const at = url.indexOf('?');
+    if (at === -1) return true;
+    const problem = parameterTextProblem(new URLSearchParams(url.slice(at + 1)));
+    if (!problem) return true;
+    const out = { error: 'invalid_request', error_description: problem };
+    reply.status(400).header('cache-control', 'no-store');
+    if (url.startsWith(`${OAUTH_PREFIX}/authorize`)) {
+      await reply
+        .headers(ERROR_PAGE_HEADERS)
+        .type('text/html; charset=utf-8')
+        .send(authorizationErrorPage(out));
+    } else {
+      await reply.send(out);
+    }
+    return false;
+  }
+
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!(await queryAllowed(request, reply))) return;
     if (!(await registrationAllowed(request, reply))) return;
-    normalise(request.raw, origin);
+    normalise(request.raw, origin, request.ip);
     reply.hijack();
     reply.raw.setHeader('x-request-id', String(request.id));
     await callback(request.raw, reply.raw);

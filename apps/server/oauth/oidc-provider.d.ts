@@ -59,6 +59,10 @@ declare module 'oidc-provider' {
   export interface KoaContextWithOIDC {
     ip: string;
     get(header: string): string;
+    set(header: string, value: string): void;
+    status: number;
+    type: string;
+    body: unknown;
     oidc: {
       route: string;
       provider: Provider;

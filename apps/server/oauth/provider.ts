@@ -3,9 +3,11 @@ import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-pro
 import type { Db } from '../../../infra/db/schema.ts';
 import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import { findAccount } from '../../../projections/accounts.ts';
-import { escapeHtml } from '../web/html.ts';
 import { createOAuthAdapter } from './adapter.ts';
 import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
+import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
+import { createMetadataFetchLimiter, type MetadataFetchLimits } from './fetch-limits.ts';
+import { metadataTextProblem } from './input-rules.ts';
 import type { OAuthSecrets } from './keys.ts';
 
 /*
@@ -14,13 +16,19 @@ import type { OAuthSecrets } from './keys.ts';
  *
  * - issuer PUBLIC_URL; every endpoint under /oauth; metadata (RFC 8414) at the origin root;
  * - open dynamic client registration (RFC 7591), redirect URI rules in client-rules.ts;
- * - client ID metadata documents (an https client_id), fetched through the SSRF guard;
+ * - client ID metadata documents (an https client_id), fetched through the SSRF guard, rate limited
+ *   (fetch-limits.ts) and cached briefly;
+ * - client metadata with control characters or unpaired surrogates in any string is refused
+ *   (input-rules.ts);
  * - authorization code only, PKCE S256 required of every client (oidc-provider knows no `plain`);
  * - one resource (RFC 8707), PUBLIC_URL/mcp: the audience of every access token, requested or not;
  * - opaque access tokens (1 hour), refresh tokens (30 days) rotated at every use, revocation (RFC 7009);
  * - scopes `content:read`, `content:write` (and `offline_access`, `openid`, which change nothing here);
  * - every authorization asks the person (no remembered consent); the consent is a Grant bound to one
- *   account and to the access allowed.
+ *   account and to the access allowed;
+ * - an error of the authorization request itself, raised before the person has acted, is shown on our
+ *   own error page (error-page.ts) and never sent to the redirect URI (RFC 9700 section 4.11.2): only
+ *   the person's answer (a code, or access_denied after Deny) goes back to the client.
  */
 
 export const OAUTH_PREFIX = '/oauth';
@@ -48,6 +56,8 @@ export type ProviderDeps = {
   logger: FastifyBaseLogger;
   /** How client ID metadata documents are fetched: the image fetcher's trust settings (CA, networks). */
   fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
+  /** How often client ID metadata documents may be fetched (default METADATA_FETCH_LIMITS). */
+  metadataFetchLimits?: MetadataFetchLimits;
   now?: () => Date;
 };
 
@@ -101,22 +111,43 @@ function metadataDocumentFetch(deps: ProviderDeps): (url: string | URL) => Promi
   };
 }
 
-function errorPage(out: Record<string, unknown>): string {
-  const code = typeof out.error === 'string' ? out.error : 'error';
-  const description = typeof out.error_description === 'string' ? out.error_description : '';
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Could not connect · Content Service</title><link rel="stylesheet" href="/web/style.css"></head>
-<body><header class="top"><span class="brand">Content Service</span></header><main><div class="card">
-<h1>The assistant's request could not be completed</h1>
-<p>Go back to your assistant and start connecting again. If this keeps happening, tell the assistant's maker what it says below.</p>
-<p class="muted"><code>${escapeHtml(code)}</code>${description ? `: ${escapeHtml(description)}` : ''}</p>
-</div></main></body></html>`;
-}
-
 export function createOAuthProvider(deps: ProviderDeps): Provider {
   const { db, publicUrl } = deps;
   const resource = mcpResourceOf(publicUrl);
   const now = deps.now ?? (() => new Date());
+  const metadataFetches = createMetadataFetchLimiter(deps.metadataFetchLimits);
+  /** The documents each request has fetched (or tried to): at most one fetch per request and document. */
+  const fetchedBy = new WeakMap<object, Set<string>>();
+
+  /**
+   * Whether the document at `id` may be fetched now (oidc-provider asks only when it has none cached).
+   * Counted against the requesting client's address and the process (fetch-limits.ts); over either
+   * budget, the request is answered 429 with Retry-After (on the authorization endpoint: the error
+   * page). A request fetches a document once: oidc-provider's error handler looks the client up again
+   * after a failed fetch, which is refused here instead of fetching (and counting) twice. A lookup
+   * outside a request (the consent page, for a client whose cached document expired while the person
+   * signed in) is not counted: that client has just been through the authorization endpoint.
+   */
+  async function allowMetadataFetch(ctx: KoaContextWithOIDC | undefined, id: string): Promise<boolean> {
+    if (!ctx) return true;
+    const seen = fetchedBy.get(ctx) ?? new Set<string>();
+    fetchedBy.set(ctx, seen);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    const decision = await metadataFetches.consume(ctx.ip);
+    if (decision.allowed) return true;
+    deps.logger.warn(
+      { client_id: id, scope: decision.scope, ip: ctx.ip },
+      'client metadata document fetch refused: rate limited',
+    );
+    ctx.set('retry-after', String(decision.retryAfterSeconds));
+    const refused = new errors.OIDCProviderError(429, 'temporarily_unavailable');
+    refused.error_description =
+      decision.scope === 'address'
+        ? `Too many client metadata documents fetched for this address; retry in ${decision.retryAfterSeconds} s`
+        : `Too many client metadata documents fetched just now; retry in ${decision.retryAfterSeconds} s`;
+    throw refused;
+  }
 
   const configuration = {
     adapter: createOAuthAdapter(db, now),
@@ -150,6 +181,9 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
       properties: ['software_id', 'software_version'],
       validator(_ctx: unknown, key: string, _value: unknown, metadata: Record<string, unknown>) {
         if (key !== 'software_id') return;
+        // Before oidc-provider's own checks, which let some of these through to the database.
+        const textProblem = metadataTextProblem(metadata);
+        if (textProblem) throw new errors.InvalidClientMetadata(textProblem);
         const problem = redirectUriProblem(metadata.redirect_uris);
         if (problem) throw new errors.InvalidClientMetadata(problem);
         const stated = metadata.application_type === UNSTATED ? undefined : metadata.application_type;
@@ -216,9 +250,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
       clientIdMetadataDocument: {
         enabled: true,
         ack: 'draft-02',
-        async allowFetch() {
-          return true;
-        },
+        allowFetch: allowMetadataFetch,
         async allowClient(_ctx: unknown, client: Client) {
           return client.redirectUris.length > 0;
         },
@@ -258,9 +290,12 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
       if (origin === 'null') return false;
       return client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin);
     },
-    async renderError(ctx: { type: string; body: unknown }, out: Record<string, unknown>) {
+    async renderError(ctx: KoaContextWithOIDC, out: Record<string, unknown>) {
+      // A prompt=none refusal carries 303, meant for a redirect it no longer gets.
+      if (ctx.status < 400) ctx.status = 400;
+      for (const [name, value] of Object.entries(ERROR_PAGE_HEADERS)) ctx.set(name, value);
       ctx.type = 'html';
-      ctx.body = errorPage(out);
+      ctx.body = authorizationErrorPage(out);
     },
   };
 
@@ -268,6 +303,17 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
   // Behind a TLS-terminating proxy the app sees http: app.ts normalises the forwarded headers to
   // PUBLIC_URL before oidc-provider reads them.
   provider.proxy = true;
+  // Errors of the authorization request itself (route `authorization`; `resume` is after the person
+  // acted) are never redirected to the client: the error handler emits its event, then redirects only
+  // errors that allow it. These listeners run in between, so the error is shown on our page instead.
+  const keepOnOurPage = (ctx: unknown, error: unknown): void => {
+    const route = (ctx as Partial<KoaContextWithOIDC> | undefined)?.oidc?.route;
+    if (route === 'authorization' && typeof error === 'object' && error !== null) {
+      (error as { allow_redirect?: boolean }).allow_redirect = false;
+    }
+  };
+  provider.on('authorization.error', keepOnOurPage);
+  provider.on('server_error', keepOnOurPage);
   provider.on('server_error', (_ctx: unknown, error: unknown) => {
     deps.logger.error({ err: error }, 'authorization server error');
   });

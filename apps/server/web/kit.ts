@@ -113,16 +113,19 @@ export function installFormParser(app: FastifyInstance): void {
  * interaction URLs never reach an assistant's redirect target, and form POSTs keep their `Origin`
  * (a `no-referrer` policy would make browsers send `Origin: null`, which the CSRF check refuses).
  */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+};
+
+/** PAGE_HEADERS, and `no-store` unless the route set its own caching, on every response of this scope. */
 export function installPageHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (_request, reply, payload) => {
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-    reply.header(
-      'content-security-policy',
-      "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'",
-    );
-    reply.header('x-frame-options', 'DENY');
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('referrer-policy', 'same-origin');
+    reply.headers(PAGE_HEADERS);
     return payload;
   });
 }

@@ -1,0 +1,74 @@
+/*
+ * Text the authorization server refuses in what clients send it: control characters (C0, DEL, C1) and
+ * unpaired UTF-16 surrogates. None of them belongs in a client's metadata (RFC 7591) or in an OAuth
+ * request parameter (RFC 6749 appendix A allows printable characters only), and PostgreSQL cannot
+ * store some of them (a NUL in text or jsonb, a lone surrogate in jsonb): refused at the door, they
+ * give the client a 400 that names the field instead of a 500 at the database.
+ */
+
+/** What is wrong with this text, e.g. "contains the control character U+0000", or null when it is fine. */
+export function textProblem(text: string): string | null {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code <= 0x1f || (code >= 0x7f && code <= 0x9f)) {
+      return `contains the control character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+    }
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+      return 'contains an unpaired surrogate (not valid Unicode text)';
+    }
+    if (code >= 0xdc00 && code <= 0xdfff) return 'contains an unpaired surrogate (not valid Unicode text)';
+  }
+  return null;
+}
+
+/** The first string in `value` (a string, or arrays and objects of them) with a problem, named by its path. */
+function firstProblem(value: unknown, path: string): string | null {
+  if (typeof value === 'string') {
+    const problem = textProblem(value);
+    return problem ? `${path} ${problem}` : null;
+  }
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) {
+      const problem = firstProblem(item, `${path}[${index}]`);
+      if (problem) return problem;
+    }
+    return null;
+  }
+  if (typeof value === 'object' && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      const keyProblem = textProblem(key);
+      if (keyProblem) return `a property name in ${path} ${keyProblem}`;
+      const problem = firstProblem(item, `${path}.${key}`);
+      if (problem) return problem;
+    }
+  }
+  return null;
+}
+
+/**
+ * Why this client metadata is refused for its text, naming the field (`client_name contains the control
+ * character U+0000`, `redirect_uris[1] ...`), or null. Every string is checked, in arrays and objects too.
+ */
+export function metadataTextProblem(metadata: Record<string, unknown>): string | null {
+  for (const [key, value] of Object.entries(metadata)) {
+    const problem = firstProblem(value, key);
+    if (problem) return problem;
+  }
+  return null;
+}
+
+/** Why these request parameters (a query string or form) are refused, naming the parameter, or null. */
+export function parameterTextProblem(params: URLSearchParams): string | null {
+  for (const [name, value] of params) {
+    const nameProblem = textProblem(name);
+    if (nameProblem) return `a parameter name ${nameProblem}`;
+    const problem = textProblem(value);
+    if (problem) return `parameter ${name} ${problem}`;
+  }
+  return null;
+}
