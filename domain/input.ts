@@ -18,21 +18,29 @@ export function isId(value: unknown): value is string {
   return typeof value === 'string' && ID_PATTERN.test(value);
 }
 
-/** Any control character (C0, DEL, C1), tab and line breaks included. */
-const ANY_CONTROL = /\p{Cc}/u;
-/** Control characters other than tab, line feed and carriage return. */
-const CONTROL_BUT_WHITESPACE = /(?![\t\n\r])\p{Cc}/u;
+const UNPAIRED = 'contains an unpaired surrogate (not valid Unicode text)';
 
 /**
- * Why a text cannot be accepted, or null: a lone surrogate (not Unicode), or a control character
- * (`lines: true` lets tab and line breaks through, for bodies and reasons).
+ * Why a text cannot be accepted, naming the character (`contains the control character U+0000`), or
+ * null: a control character (C0, DEL, C1; with `lines: true` tab, line feed and carriage return are
+ * fine, for bodies and reasons), or a lone surrogate (not Unicode).
  */
 export function textProblem(value: string, opts: { lines: boolean }): string | null {
-  if (!value.isWellFormed()) return 'must be valid Unicode (it has an unpaired surrogate)';
-  if (opts.lines ? CONTROL_BUT_WHITESPACE.test(value) : ANY_CONTROL.test(value)) {
-    return opts.lines
-      ? 'must not contain control characters (tab and line breaks are fine)'
-      : 'must not contain control characters';
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code <= 0x1f || (code >= 0x7f && code <= 0x9f)) {
+      if (opts.lines && (code === 0x09 || code === 0x0a || code === 0x0d)) continue;
+      return `contains the control character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+    }
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+      return UNPAIRED;
+    }
+    if (code >= 0xdc00 && code <= 0xdfff) return UNPAIRED;
   }
   return null;
 }

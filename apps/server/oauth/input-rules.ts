@@ -3,28 +3,13 @@
  * unpaired UTF-16 surrogates. None of them belongs in a client's metadata (RFC 7591) or in an OAuth
  * request parameter (RFC 6749 appendix A allows printable characters only), and PostgreSQL cannot
  * store some of them (a NUL in text or jsonb, a lone surrogate in jsonb): refused at the door, they
- * give the client a 400 that names the field instead of a 500 at the database.
+ * give the client a 400 that names the field instead of a 500 at the database. The rule is the one
+ * every face applies to text (domain/input.ts).
  */
 
-/** What is wrong with this text, e.g. "contains the control character U+0000", or null when it is fine. */
-export function textProblem(text: string): string | null {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code <= 0x1f || (code >= 0x7f && code <= 0x9f)) {
-      return `contains the control character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
-    }
-    if (code >= 0xd800 && code <= 0xdbff) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        i++;
-        continue;
-      }
-      return 'contains an unpaired surrogate (not valid Unicode text)';
-    }
-    if (code >= 0xdc00 && code <= 0xdfff) return 'contains an unpaired surrogate (not valid Unicode text)';
-  }
-  return null;
-}
+import { textProblem as textOf } from '../../../domain/input.ts';
+
+const textProblem = (text: string): string | null => textOf(text, { lines: false });
 
 /** The first string in `value` (a string, or arrays and objects of them) with a problem, named by its path. */
 function firstProblem(value: unknown, path: string): string | null {

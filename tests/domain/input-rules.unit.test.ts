@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  metadataTextProblem,
-  parameterTextProblem,
-  textProblem,
-} from '../../apps/server/oauth/input-rules.ts';
+import { metadataTextProblem, parameterTextProblem } from '../../apps/server/oauth/input-rules.ts';
+import { textProblem } from '../../domain/input.ts';
 
 describe('text the authorization server refuses', () => {
   it.each([
@@ -21,7 +18,7 @@ describe('text the authorization server refuses', () => {
       'contains an unpaired surrogate (not valid Unicode text)',
     ],
   ])('refuses %s', (_name, text, problem) => {
-    expect(textProblem(text)).toBe(problem);
+    expect(textProblem(text, { lines: false })).toBe(problem);
   });
 
   it.each([
@@ -32,7 +29,7 @@ describe('text the authorization server refuses', () => {
     'a\u00a0non-breaking space',
     '',
   ])('accepts %j', (text) => {
-    expect(textProblem(text)).toBeNull();
+    expect(textProblem(text, { lines: false })).toBeNull();
   });
 });
 
@@ -85,5 +82,13 @@ describe('request parameters', () => {
         new URLSearchParams('response_type=code&scope=content%3Aread+content%3Awrite&state=%C3%A9'),
       ),
     ).toBeNull();
+  });
+});
+
+describe('text with lines (bodies, reasons)', () => {
+  it('lets tab, line feed and carriage return through, and nothing else of the controls', () => {
+    expect(textProblem('one\r\n\ttwo', { lines: true })).toBeNull();
+    expect(textProblem('form\ffeed', { lines: true })).toBe('contains the control character U+000C');
+    expect(textProblem('nul\u0000', { lines: true })).toBe('contains the control character U+0000');
   });
 });
