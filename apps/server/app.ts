@@ -32,6 +32,8 @@ export type AppDeps = {
     Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS'>>;
   /** The clock (periods such as this_month); tests fix it. */
   now?: () => Date;
+  /** The web pages' clock (sessions, the sign-in throttle); tests move it. */
+  webNow?: () => Date;
   limit?: LimitHook;
   /** The daily edit limit; without one, this process counts the CONTRACT's 200 a day alone, in memory. */
   editGate?: EditGate;
@@ -171,6 +173,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     db,
     publicUrl: deps.config.PUBLIC_URL,
     fetchTrust: fetchTrustOf(deps.config),
+    ...(deps.webNow ? { webNow: deps.webNow } : {}),
   });
   await app.register(connectSiteRoutes, {
     kit: oauth.web,

@@ -36,6 +36,8 @@ export type OAuthOptions = {
   /** Client registrations allowed per client address per hour (default 60, per process). */
   registrationsPerHour?: number;
   now?: () => Date;
+  /** The web pages' clock (sessions, the sign-in throttle); default `now`. Tests move it. */
+  webNow?: () => Date;
 };
 
 declare module 'fastify' {
@@ -65,7 +67,7 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
     ...(opts.fetchTrust ? { fetchTrust: opts.fetchTrust } : {}),
     now,
   });
-  const web = createWebKit({ db, publicUrl, secret: secrets.webSecret, now });
+  const web = createWebKit({ db, publicUrl, secret: secrets.webSecret, now: opts.webNow ?? now });
   const connections = createOAuthConnections({ provider, db, resource, now });
 
   await app.register(webRoutes, { kit: web });
