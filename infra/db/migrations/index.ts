@@ -9,6 +9,7 @@ import * as articleSnapshots from './2026-11-22-007-article-snapshots.ts';
 import * as bodyProtectedLinks from './2026-11-22-008-body-protected-links.ts';
 import * as snapshotsWithoutBody from './2026-11-22-009-snapshots-without-body.ts';
 import * as lz4Bodies from './2026-11-22-010-lz4-bodies.ts';
+import * as credentials from './2026-11-23-011-credentials.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -26,6 +27,7 @@ const all: Record<string, Migration> = {
   '2026-11-22-008-body-protected-links': bodyProtectedLinks,
   '2026-11-22-009-snapshots-without-body': snapshotsWithoutBody,
   '2026-11-22-010-lz4-bodies': lz4Bodies,
+  '2026-11-23-011-credentials': credentials,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
