@@ -24,6 +24,7 @@ import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
 import { registerOpenApi } from './openapi.ts';
+import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 
 export type AppDeps = {
@@ -180,6 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     commands: deps.runtime.commands,
     connections: oauth,
   });
+  await app.register(accountPasswordRoutes, { kit: oauth.web, commands: deps.runtime.commands });
   await app.register(mcpRoutes, {
     runtime: deps.runtime,
     publicUrl: deps.config.PUBLIC_URL,

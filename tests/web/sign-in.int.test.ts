@@ -343,6 +343,89 @@ describe('return_to and odd input', () => {
   });
 });
 
+describe('change password', () => {
+  it('asks who you are first', async () => {
+    const res = await browser(newAddress()).get('/account/password');
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/sign-in?return_to=%2Faccount%2Fpassword');
+  });
+
+  it('changes the password: the current one checked, the new one twice, other browsers signed out', async () => {
+    const person = await createPerson(runtime, 'Changing Pat');
+    const here = browser(newAddress());
+    const there = browser(newAddress());
+    expect((await trySignIn(here, person.email, person.password)).statusCode).toBe(303);
+    expect((await trySignIn(there, person.email, person.password)).statusCode).toBe(303);
+
+    const form = await here.get('/account/password');
+    expect(form.statusCode).toBe(200);
+    expect(form.headers['cache-control']).toBe('no-store');
+    expect(form.body).toContain('<form method="post" action="/account/password">');
+    expect(form.body).toContain('<a href="/account/password">Change password</a>');
+    const csrf = csrfOf(form.body);
+    const change = (fields: Record<string, string>): Promise<LightMyRequestResponse> =>
+      here.post('/account/password', { csrf, ...fields });
+    const next = 'a brand new password';
+
+    expect(
+      (await here.post('/account/password', { current: person.password, password: next, repeat: next }))
+        .statusCode,
+    ).toBe(403);
+    const wrong = await change({ current: 'not my password', password: next, repeat: next });
+    expect(wrong.statusCode).toBe(401);
+    expect(errorOf(wrong.body)).toBe('That is not your current password.');
+    const short = await change({ current: person.password, password: 'short', repeat: 'short' });
+    expect(short.statusCode).toBe(400);
+    expect(errorOf(short.body)).toBe('The new password must be at least 12 characters long.');
+    const differ = await change({ current: person.password, password: next, repeat: `${next}!` });
+    expect(differ.statusCode).toBe(400);
+    expect(errorOf(differ.body)).toBe('The two new passwords are not the same.');
+    // Nothing of the refused attempts was applied: the old password still signs in.
+    expect((await trySignIn(browser(newAddress()), person.email, person.password)).statusCode).toBe(303);
+
+    const done = await change({ current: person.password, password: next, repeat: next });
+    expect(done.statusCode).toBe(303);
+    expect(done.headers.location).toBe('/account/password?changed=1');
+    const after = await here.get('/account/password?changed=1');
+    expect(after.statusCode).toBe(200);
+    expect(after.body).toContain('Your password was changed.');
+    expect((await there.get('/sign-in')).body).toContain('<h1>Sign in</h1>');
+    expect((await trySignIn(browser(newAddress()), person.email, person.password)).statusCode).toBe(401);
+    expect((await trySignIn(browser(newAddress()), person.email, next)).statusCode).toBe(303);
+
+    const account = await runtime.db
+      .selectFrom('accounts')
+      .select('id')
+      .where('email', '=', person.email)
+      .executeTakeFirstOrThrow();
+    const events = await runtime.store.readStream(`account-${account.id}`);
+    expect(events.at(-1)).toMatchObject({
+      type: 'PasswordChanged',
+      data: { holder: 'account', holderId: account.id, by: 'holder' },
+    });
+    expect(JSON.stringify(events.map((e) => e.data))).not.toContain('$argon2');
+  });
+
+  it('pauses after many wrong current passwords', async () => {
+    const person = await createPerson(runtime, 'Guessing Gus');
+    const b = browser(newAddress());
+    expect((await trySignIn(b, person.email, person.password)).statusCode).toBe(303);
+    const csrf = csrfOf((await b.get('/account/password')).body);
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      advance(31_000);
+      const res = await b.post('/account/password', {
+        csrf,
+        current: `guess-${i}`,
+        password: 'a brand new password',
+        repeat: 'a brand new password',
+      });
+      statuses.push(res.statusCode);
+    }
+    expect(statuses).toEqual([...Array(10).fill(401), 429]);
+  });
+});
+
 describe('CSRF', () => {
   it('refuses a sign-in POST without the token, with a wrong one, or without the pre-sign-in cookie', async () => {
     const b = browser(newAddress());

@@ -83,6 +83,7 @@ export function createWebKit(deps: WebDeps): WebKit {
       const { session, request } = opts;
       const header = session
         ? html`<form method="post" action="/sign-out"><span class="muted">${session.account.name} (${session.account.email})</span>
+<a href="/account/password">Change password</a>
 ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sign out</button></form>`
         : undefined;
       return reply

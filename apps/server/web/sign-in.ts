@@ -34,7 +34,8 @@ function dummy(): Promise<string> {
   return dummyHash;
 }
 
-async function passwordMatches(hash: string | null | undefined, password: string): Promise<boolean> {
+/** Whether `password` matches `hash`, after the same work when there is no hash (a dummy one is used). */
+export async function passwordMatches(hash: string | null | undefined, password: string): Promise<boolean> {
   try {
     const ok = await argon2Verify(hash ?? (await dummy()), password);
     return ok && Boolean(hash);
