@@ -1,6 +1,14 @@
 import { hash as argon2Hash } from '@node-rs/argon2';
-import { decideAccount, evolveAccount, initialAccountState } from '../domain/account/decider.ts';
-import { type AccountEvent, accountStream, type KeyScope, staffStream } from '../domain/account/events.ts';
+import type { Transaction } from 'kysely';
+import {
+  decideAccount,
+  decideStaff,
+  evolveAccount,
+  evolveStaff,
+  initialAccountState,
+  initialStaffState,
+} from '../domain/account/decider.ts';
+import { accountStream, type KeyScope, staffStream } from '../domain/account/events.ts';
 import { activityStream, type CallRecorded } from '../domain/activity/events.ts';
 import {
   type Article,
@@ -24,7 +32,7 @@ import { siteStream } from '../domain/site/events.ts';
 import { readArticleSnapshot } from '../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../projections/articles.ts';
 import { createBatcher } from './batcher.ts';
-import type { Db } from './db/schema.ts';
+import type { Database, Db } from './db/schema.ts';
 import { ConcurrencyError, type EventStore, type ExpectedVersion, type StoredEvent } from './event-store.ts';
 import { newApiKey, newId } from './ids.ts';
 
@@ -59,6 +67,45 @@ const MAX_ATTEMPTS = 10;
  * Where a fold starts: a snapshot of the state at a version (the initial state at 0), and the
  * stream's version when the snapshot's read knows it (equal: no event to read after it).
  */
+/** Writes committed with a command's events or not at all (see EventStore.append). */
+type Alongside = (trx: Transaction<Database>) => Promise<void>;
+
+/** Stores a credential (password hash or key hash) in the append's transaction: never in an event. */
+function storeCredential(
+  holderId: string,
+  kind: 'password' | 'api_key',
+  secret: string,
+  at: Date,
+): (trx: Transaction<Database>) => Promise<void> {
+  return async (trx) => {
+    await trx
+      .insertInto('credentials')
+      .values({ holder_id: holderId, kind, secret, updated_at: at })
+      .onConflict((oc) => oc.columns(['holder_id', 'kind']).doUpdateSet({ secret, updated_at: at }))
+      .execute();
+  };
+}
+
+/** The shortest password the service accepts (web page and CLI alike). */
+export const PASSWORD_MIN_LENGTH = 12;
+/** The longest: argon2 hashes anything, but a megabyte of password is no password. */
+export const PASSWORD_MAX_LENGTH = 1024;
+
+function checkPassword(password: string): void {
+  if (password.length < PASSWORD_MIN_LENGTH) {
+    throw new DomainError(
+      'invalid_request',
+      `The password must be at least ${PASSWORD_MIN_LENGTH} characters long`,
+    );
+  }
+  if (password.length > PASSWORD_MAX_LENGTH) {
+    throw new DomainError(
+      'invalid_request',
+      `The password must be at most ${PASSWORD_MAX_LENGTH} characters long`,
+    );
+  }
+}
+
 type StartFrom<S> = () => Promise<{ state: S; version: number; streamVersion?: number } | undefined>;
 
 async function handle<S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
@@ -67,6 +114,7 @@ async function handle<S, E extends { type: string; data: unknown; metadata: Even
   fold: { initial: S; evolve: (state: S, event: E) => S },
   decideOn: (state: S, version: number) => E[],
   snapshot?: StartFrom<S>,
+  alongside?: Alongside,
 ): Promise<{ events: StoredEvent[]; state: S; version: number }> {
   for (let attempt = 0; ; attempt++) {
     const start = (await snapshot?.()) ?? { state: fold.initial, version: 0 };
@@ -81,7 +129,10 @@ async function handle<S, E extends { type: string; data: unknown; metadata: Even
     if (events.length === 0) return { events: [], state, version };
     const expectedVersion: ExpectedVersion = version === 0 ? 'no_stream' : version;
     try {
-      const result = await store.append(streamId, events, { expectedVersion });
+      const result = await store.append(streamId, events, {
+        expectedVersion,
+        ...(alongside ? { alongside } : {}),
+      });
       const after = events.reduce(fold.evolve, state);
       return { events: result.events, state: after, version: result.nextVersion };
     } catch (error) {
@@ -122,6 +173,7 @@ function keyedQueue(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
 
 const articleFold = { initial: initialState, evolve };
 const accountFold = { initial: initialAccountState, evolve: evolveAccount };
+const staffFold = { initial: initialStaffState, evolve: evolveStaff };
 
 export type Commands = ReturnType<typeof createCommands>;
 
@@ -168,8 +220,9 @@ export function createCommands(deps: CommandDeps) {
     fold: { initial: S; evolve: (state: S, event: E) => S },
     decideOn: (state: S, version: number) => E[],
     snapshot?: StartFrom<S>,
+    alongside?: Alongside,
   ): Promise<{ events: StoredEvent[]; state: S; version: number }> =>
-    queue(streamId, () => handle(store, streamId, fold, decideOn, snapshot));
+    queue(streamId, () => handle(store, streamId, fold, decideOn, snapshot, alongside));
   const now = deps.now ?? (() => new Date());
   const meta = (caller?: { requestId?: string | undefined }): EventMetadata => ({
     at: now().toISOString(),
@@ -211,17 +264,53 @@ export function createCommands(deps: CommandDeps) {
     }): Promise<{ accountId: string }> {
       const accountId = newId('acc');
       const passwordHash = input.password ? await argon2Hash(input.password) : null;
-      await run(accountStream(accountId), accountFold, (state) =>
-        decideAccount(
-          {
-            type: 'OpenAccount',
-            data: { accountId, name: input.name, email: input.email, passwordHash },
-            metadata: meta(),
-          },
-          state,
-        ),
+      await run(
+        accountStream(accountId),
+        accountFold,
+        (state) =>
+          decideAccount(
+            {
+              type: 'OpenAccount',
+              data: { accountId, name: input.name, email: input.email, withPassword: passwordHash !== null },
+              metadata: meta(),
+            },
+            state,
+          ),
+        undefined,
+        passwordHash === null ? undefined : storeCredential(accountId, 'password', passwordHash, now()),
       );
       return { accountId };
+    },
+
+    /**
+     * Replaces an account holder's password: the new hash in `credentials` and a `PasswordChanged` event
+     * (no secret) in one transaction, which also ends the account's web sessions but `keepSessionHash`
+     * (the browser that changed it).
+     */
+    async changeAccountPassword(
+      accountId: string,
+      password: string,
+      opts: { by: 'holder' | 'operator'; keepSessionHash?: string },
+    ): Promise<void> {
+      checkPassword(password);
+      const passwordHash = await argon2Hash(password);
+      const store = storeCredential(accountId, 'password', passwordHash, now());
+      await run(
+        accountStream(accountId),
+        accountFold,
+        (state) =>
+          decideAccount(
+            { type: 'ChangeAccountPassword', data: { accountId, by: opts.by }, metadata: meta() },
+            state,
+          ),
+        undefined,
+        async (trx) => {
+          await store(trx);
+          let sessions = trx.deleteFrom('web_sessions').where('account_id', '=', accountId);
+          if (opts.keepSessionHash) sessions = sessions.where('id_hash', '<>', opts.keepSessionHash);
+          await sessions.execute();
+        },
+      );
     },
 
     async createApiKey(
@@ -230,15 +319,20 @@ export function createCommands(deps: CommandDeps) {
     ): Promise<{ keyId: string; key: string; prefix: string; scope: KeyScope }> {
       const keyId = newId('key');
       const { key, prefix, hash } = newApiKey();
-      await run(accountStream(accountId), accountFold, (state) =>
-        decideAccount(
-          {
-            type: 'CreateApiKey',
-            data: { accountId, keyId, name: input.name, prefix, hash, scope: input.scope },
-            metadata: meta(),
-          },
-          state,
-        ),
+      await run(
+        accountStream(accountId),
+        accountFold,
+        (state) =>
+          decideAccount(
+            {
+              type: 'CreateApiKey',
+              data: { accountId, keyId, name: input.name, prefix, scope: input.scope },
+              metadata: meta(),
+            },
+            state,
+          ),
+        undefined,
+        storeCredential(keyId, 'api_key', hash, now()),
       );
       return { keyId, key, prefix, scope: input.scope };
     },
@@ -257,13 +351,35 @@ export function createCommands(deps: CommandDeps) {
     }): Promise<{ staffId: string }> {
       const staffId = newId('stf');
       const passwordHash = input.password ? await argon2Hash(input.password) : null;
-      const event: AccountEvent = {
-        type: 'StaffMemberAdded',
-        data: { staffId, name: input.name, email: input.email, passwordHash },
-        metadata: meta(),
-      };
-      await store.append(staffStream(staffId), [event], { expectedVersion: 'no_stream' });
+      await run(
+        staffStream(staffId),
+        staffFold,
+        (state) =>
+          decideStaff(
+            {
+              type: 'AddStaffMember',
+              data: { staffId, name: input.name, email: input.email, withPassword: passwordHash !== null },
+              metadata: meta(),
+            },
+            state,
+          ),
+        undefined,
+        passwordHash === null ? undefined : storeCredential(staffId, 'password', passwordHash, now()),
+      );
       return { staffId };
+    },
+
+    /** Replaces a support staff member's password (CLI only: staff have no web pages yet). */
+    async changeStaffPassword(staffId: string, password: string): Promise<void> {
+      checkPassword(password);
+      const passwordHash = await argon2Hash(password);
+      await run(
+        staffStream(staffId),
+        staffFold,
+        (state) => decideStaff({ type: 'ChangeStaffPassword', data: { staffId }, metadata: meta() }, state),
+        undefined,
+        storeCredential(staffId, 'password', passwordHash, now()),
+      );
     },
 
     async addSite(

@@ -104,12 +104,17 @@ export interface ReadAllOptions {
   trx?: Kysely<Database>;
 }
 
+export interface AppendOptions {
+  expectedVersion: ExpectedVersion;
+  /**
+   * Writes that must commit with the events or not at all (a credential: infra/commands.ts): run in the
+   * append's transaction before the insert, so the inline projectors see them; a conflict rolls them back.
+   */
+  alongside?: (trx: Transaction<Database>) => Promise<void>;
+}
+
 export interface EventStore {
-  append(
-    streamId: string,
-    events: readonly NewEvent[],
-    opts: { expectedVersion: ExpectedVersion },
-  ): Promise<AppendResult>;
+  append(streamId: string, events: readonly NewEvent[], opts: AppendOptions): Promise<AppendResult>;
   /** The stream's events, ordered by version; `from` and `to` are inclusive versions. */
   readStream(streamId: string, opts?: { from?: number; to?: number }): Promise<StoredEvent[]>;
   /** Up to `limit` events after `after`, in (transaction_id, position) order; see readAllEvents. */
@@ -148,7 +153,7 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
   };
 
   return {
-    async append(streamId, events, { expectedVersion }) {
+    async append(streamId, events, { expectedVersion, alongside }) {
       assertStreamId(streamId);
       assertExpectedVersion(expectedVersion);
       validateAll(events);
@@ -211,7 +216,11 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
             : undefined;
       const [only] = rows;
       const statements =
-        inlineStatements !== undefined && base !== undefined && only !== undefined && rows.length === 1
+        inlineStatements !== undefined &&
+        alongside === undefined &&
+        base !== undefined &&
+        only !== undefined &&
+        rows.length === 1
           ? inlineStatements(
               {
                 type: only.type,
@@ -228,6 +237,7 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
         statements !== undefined
           ? await run(db, statements)
           : await db.transaction().execute(async (trx) => {
+              if (alongside !== undefined) await alongside(trx);
               const result = await run(trx, []);
               if (inline !== undefined) await inline(result, trx);
               return result;

@@ -3,7 +3,12 @@ import { DomainError } from '../domain/errors.ts';
 import type { Db } from '../infra/db/schema.ts';
 import type { Projector } from './projector.ts';
 
-/** Accounts, their API keys and support staff: inline, so a key works on the next request. */
+/**
+ * Accounts, their API keys and support staff: inline, so a key works on the next request. No secret is
+ * in an event: a key's hash is copied from `credentials` (written in the same transaction as its
+ * ApiKeyCreated, and never dropped by a rebuild) into `api_keys.hash`, so the per-request lookup stays
+ * one indexed read. Passwords are read from `credentials` at sign-in.
+ */
 export const accountsProjector: Projector = {
   name: 'accounts@1',
   mode: 'inline',
@@ -20,7 +25,6 @@ export const accountsProjector: Projector = {
             id: d.accountId,
             name: d.name,
             email: d.email,
-            password_hash: d.passwordHash,
             created_at: at,
           })
           .onConflict((oc) => oc.column('id').doNothing())
@@ -36,7 +40,12 @@ export const accountsProjector: Projector = {
             account_id: d.accountId,
             name: d.name,
             prefix: d.prefix,
-            hash: d.hash,
+            hash: (eb) =>
+              eb
+                .selectFrom('credentials')
+                .select('secret')
+                .where('holder_id', '=', d.keyId)
+                .where('kind', '=', 'api_key'),
             scope: d.scope,
             created_at: at,
             revoked_at: null,
@@ -61,7 +70,6 @@ export const accountsProjector: Projector = {
             id: d.staffId,
             email: d.email,
             name: d.name,
-            password_hash: d.passwordHash,
             created_at: at,
           })
           .onConflict((oc) => oc.column('id').doNothing())
@@ -155,13 +163,40 @@ export async function findAccount(
     .executeTakeFirst();
 }
 
+/** The account with this email (any case) and its password hash (from `credentials`; null: none set). */
 export async function findAccountByEmail(
   db: Db,
   email: string,
 ): Promise<{ id: string; name: string; email: string; password_hash: string | null } | undefined> {
   return db
-    .selectFrom('accounts')
-    .select(['id', 'name', 'email', 'password_hash'])
+    .selectFrom('accounts as a')
+    .leftJoin('credentials as c', (join) =>
+      join.onRef('c.holder_id', '=', 'a.id').on('c.kind', '=', 'password'),
+    )
+    .select(['a.id', 'a.name', 'a.email', 'c.secret as password_hash'])
+    .where((eb) => eb(eb.fn('lower', ['a.email']), '=', email.toLowerCase()))
+    .executeTakeFirst();
+}
+
+/** An account holder's password hash, or null when none is set. */
+export async function findPasswordHash(db: Db, holderId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('credentials')
+    .select('secret')
+    .where('holder_id', '=', holderId)
+    .where('kind', '=', 'password')
+    .executeTakeFirst();
+  return row?.secret ?? null;
+}
+
+/** A support staff member by email (any case). */
+export async function findStaffByEmail(
+  db: Db,
+  email: string,
+): Promise<{ id: string; name: string; email: string } | undefined> {
+  return db
+    .selectFrom('staff')
+    .select(['id', 'name', 'email'])
     .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
     .executeTakeFirst();
 }

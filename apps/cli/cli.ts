@@ -1,7 +1,8 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { z } from 'zod';
 import { KeyScope } from '../../domain/account/events.ts';
-import { isDomainError } from '../../domain/errors.ts';
+import { DomainError, isDomainError } from '../../domain/errors.ts';
+import { PASSWORD_MIN_LENGTH } from '../../infra/commands.ts';
 import { type Config, ConfigError, loadConfig } from '../../infra/config.ts';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { newPassword } from '../../infra/ids.ts';
@@ -9,13 +10,18 @@ import { collectMedia, DEFAULT_MEDIA_GRACE_HOURS, purgeIdempotency } from '../..
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { catchUp, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
 import { openRuntime, type Runtime } from '../../infra/runtime.ts';
-import { listApiKeys } from '../../projections/accounts.ts';
+import { findAccountByEmail, findStaffByEmail, listApiKeys } from '../../projections/accounts.ts';
 import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';
 
-export type CliIo = { out: (text: string) => void; err: (text: string) => void };
+export type CliIo = {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Where `--password-stdin` reads from; process.stdin when not given. */
+  stdin?: NodeJS.ReadableStream;
+};
 
 export const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -23,10 +29,14 @@ export const USAGE = `Usage: npm run cli -- <command> [options]
   seed-demo [--sites N] [--articles N] [--backlinks N] [--seed N] [--json]
                                             a new demo account (counts per site; defaults 2, 12, 40)
   accounts create --name NAME --email EMAIL [--password P]
+  accounts set-password --email EMAIL [--password-stdin]
+                                            a new password: read from stdin, or generated and printed;
+                                            signs the account out of every browser
   keys create --account ID [--name NAME] [--scope read|write]
   keys list --account ID
   keys revoke --account ID --key KEY_ID
   staff create --name NAME --email EMAIL [--password P]
+  staff set-password --email EMAIL [--password-stdin]
   ingest sites|articles|backlinks|rewrites --file F.jsonl [--account ID]
   projections status
   projections rebuild [NAME]                drop a read model and replay every event (all when no NAME)
@@ -37,6 +47,16 @@ export const USAGE = `Usage: npm run cli -- <command> [options]
 Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), MEDIA_DIR, LOG_LEVEL.`;
 
 class UsageError extends Error {}
+
+/** The first line of stdin (a password piped in: `printf '%s' "$P" | npm run cli -- ... --password-stdin`). */
+async function readPassword(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  let text = '';
+  for await (const chunk of stdin) {
+    text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
+    if (text.length > 8192) break;
+  }
+  return text.split(/\r?\n/)[0] ?? '';
+}
 
 /**
  * The async read models (backlinks, statistics, activity) catch up before the command returns. An
@@ -153,7 +173,43 @@ export async function runCli(
       case 'accounts':
       case 'staff': {
         const [sub, ...args] = rest;
-        if (sub !== 'create') throw new UsageError(`${command}: expected "create"`);
+        if (sub === 'set-password') {
+          const { values } = parse(args, {
+            email: { type: 'string' },
+            'password-stdin': { type: 'boolean' },
+          });
+          const email = required(values, 'email');
+          const password = values['password-stdin'] ? await readPassword(io?.stdin) : newPassword();
+          if (password.length < PASSWORD_MIN_LENGTH) {
+            throw new UsageError(`the password must be at least ${PASSWORD_MIN_LENGTH} characters long`);
+          }
+          const rt = await open();
+          if (command === 'accounts') {
+            const account = await findAccountByEmail(rt.db, email);
+            if (!account) throw new DomainError('not_found', `No account with email ${email}`);
+            await rt.commands.changeAccountPassword(account.id, password, { by: 'operator' });
+            out(
+              JSON.stringify({
+                account_id: account.id,
+                email: account.email,
+                ...(values['password-stdin'] ? {} : { password }),
+              }),
+            );
+          } else {
+            const staff = await findStaffByEmail(rt.db, email);
+            if (!staff) throw new DomainError('not_found', `No staff member with email ${email}`);
+            await rt.commands.changeStaffPassword(staff.id, password);
+            out(
+              JSON.stringify({
+                staff_id: staff.id,
+                email: staff.email,
+                ...(values['password-stdin'] ? {} : { password }),
+              }),
+            );
+          }
+          return 0;
+        }
+        if (sub !== 'create') throw new UsageError(`${command}: expected "create" or "set-password"`);
         const { values } = parse(args, {
           name: { type: 'string' },
           email: { type: 'string' },

@@ -25,6 +25,7 @@ import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
 import { registerOpenApi } from './openapi.ts';
+import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 
 export type AppDeps = {
@@ -33,6 +34,8 @@ export type AppDeps = {
     Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS' | 'TRUST_PROXY'>>;
   /** The clock (periods such as this_month); tests fix it. */
   now?: () => Date;
+  /** The web pages' clock (sessions, the sign-in throttle); tests move it. */
+  webNow?: () => Date;
   limit?: LimitHook;
   /** The daily edit limit; without one, this process counts the CONTRACT's 200 a day alone, in memory. */
   editGate?: EditGate;
@@ -175,12 +178,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     db,
     publicUrl: deps.config.PUBLIC_URL,
     fetchTrust: fetchTrustOf(deps.config),
+    ...(deps.webNow ? { webNow: deps.webNow } : {}),
   });
   await app.register(connectSiteRoutes, {
     kit: oauth.web,
     commands: deps.runtime.commands,
     connections: oauth,
   });
+  await app.register(accountPasswordRoutes, { kit: oauth.web, commands: deps.runtime.commands });
   await app.register(mcpRoutes, {
     runtime: deps.runtime,
     publicUrl: deps.config.PUBLIC_URL,

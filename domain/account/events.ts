@@ -4,29 +4,39 @@ import { type Event, eventSchema } from '../event.ts';
 export const KeyScope = z.enum(['read', 'write']);
 export type KeyScope = z.infer<typeof KeyScope>;
 
-export const AccountOpenedData = z.object({
+/*
+ * No secret is ever in an event: password hashes and API key hashes live in the `credentials` table
+ * (infra/commands.ts writes it in the append's transaction). The events say only that a credential was
+ * set. The schemas are strict: an event carrying a `passwordHash` or `hash` is refused on append.
+ */
+export const AccountOpenedData = z.strictObject({
   accountId: z.string().min(1),
   name: z.string().min(1).max(200),
   email: z.email(),
-  /** argon2id hash of the account holder's password; null when sign-in is not set up. */
-  passwordHash: z.string().nullable(),
 });
-export const ApiKeyCreatedData = z.object({
+export const ApiKeyCreatedData = z.strictObject({
   accountId: z.string().min(1),
   keyId: z.string().min(1),
   name: z.string().min(1).max(200),
   /** The visible start of the key, e.g. `cs_live_AbC123`, to recognise it in lists. */
   prefix: z.string().min(1),
-  /** SHA-256 (hex) of the whole key; the key itself is never stored. */
-  hash: z.string().regex(/^[0-9a-f]{64}$/),
   scope: KeyScope,
 });
-export const ApiKeyRevokedData = z.object({ accountId: z.string().min(1), keyId: z.string().min(1) });
-export const StaffMemberAddedData = z.object({
+export const ApiKeyRevokedData = z.strictObject({ accountId: z.string().min(1), keyId: z.string().min(1) });
+export const StaffMemberAddedData = z.strictObject({
   staffId: z.string().min(1),
   email: z.email(),
   name: z.string().min(1).max(200),
-  passwordHash: z.string().nullable(),
+});
+/** Whose password: an account holder's (on the account's stream) or a support staff member's (on theirs). */
+export const PasswordHolder = z.enum(['account', 'staff']);
+/** A first password was set (with the account or staff member, or later for one without). */
+export const PasswordSetData = z.strictObject({ holder: PasswordHolder, holderId: z.string().min(1) });
+/** The password was replaced: by its holder (web page) or by an operator (CLI). */
+export const PasswordChangedData = z.strictObject({
+  holder: PasswordHolder,
+  holderId: z.string().min(1),
+  by: z.enum(['holder', 'operator']),
 });
 
 export const AccountEventSchemas = {
@@ -34,6 +44,8 @@ export const AccountEventSchemas = {
   ApiKeyCreated: eventSchema('ApiKeyCreated', ApiKeyCreatedData),
   ApiKeyRevoked: eventSchema('ApiKeyRevoked', ApiKeyRevokedData),
   StaffMemberAdded: eventSchema('StaffMemberAdded', StaffMemberAddedData),
+  PasswordSet: eventSchema('PasswordSet', PasswordSetData),
+  PasswordChanged: eventSchema('PasswordChanged', PasswordChangedData),
 } as const;
 
 export type AccountOpened = Event<'AccountOpened', z.infer<typeof AccountOpenedData>>;
@@ -42,7 +54,16 @@ export type ApiKeyRevoked = Event<'ApiKeyRevoked', z.infer<typeof ApiKeyRevokedD
 /** Support staff live on their own stream (`staff-<id>`): they belong to no account. */
 export type StaffMemberAdded = Event<'StaffMemberAdded', z.infer<typeof StaffMemberAddedData>>;
 
-export type AccountEvent = AccountOpened | ApiKeyCreated | ApiKeyRevoked | StaffMemberAdded;
+export type PasswordSet = Event<'PasswordSet', z.infer<typeof PasswordSetData>>;
+export type PasswordChanged = Event<'PasswordChanged', z.infer<typeof PasswordChangedData>>;
+
+export type AccountEvent =
+  | AccountOpened
+  | ApiKeyCreated
+  | ApiKeyRevoked
+  | StaffMemberAdded
+  | PasswordSet
+  | PasswordChanged;
 
 export const accountStream = (accountId: string): string => `account-${accountId}`;
 export const staffStream = (staffId: string): string => `staff-${staffId}`;

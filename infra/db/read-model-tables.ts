@@ -12,7 +12,6 @@ export interface AccountsTable {
   id: string;
   name: string;
   email: string;
-  password_hash: string | null;
   created_at: Timestamp;
 }
 export interface ApiKeysTable {
@@ -29,7 +28,6 @@ export interface StaffTable {
   id: string;
   email: string;
   name: string;
-  password_hash: string | null;
   created_at: Timestamp;
 }
 export interface SitesTable {

@@ -107,7 +107,7 @@ export interface WebSessionsTable {
   expires_at: ColumnType<Date, Date, Date>;
 }
 
-/** Failed sign-ins per email (`email:...`) and per client address (`ip:...`) (migration 005). */
+/** Failed sign-ins per email, per email from a client and per client address (migration 005, throttle.ts). */
 export interface SignInFailuresTable {
   key: string;
   failures: number;
@@ -116,7 +116,20 @@ export interface SignInFailuresTable {
   locked_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
+/**
+ * Secrets, outside the event log and the read models (migration 011): a password's argon2id hash
+ * (`holder_id` an account or staff id) or an API key's SHA-256 (`holder_id` the key id). Written with
+ * the event that says it was set, in the same transaction (infra/commands.ts).
+ */
+export interface CredentialsTable {
+  holder_id: string;
+  kind: 'password' | 'api_key';
+  secret: string;
+  updated_at: ColumnType<Date, Date, Date>;
+}
+
 export interface Database extends ReadModelTables {
+  credentials: CredentialsTable;
   api_key_usage: ApiKeyUsageTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;

@@ -20,7 +20,7 @@ const REFERENCE_BATCH = 500;
 /**
  * The events that carry a featured image (the creation, a replacement, a restore: every revision
  * counts, since a restore may bring any earlier image back). The partial index of migration
- * 2026-11-23-013 covers exactly these types, with exactly the expression below.
+ * 2026-11-23-012 covers exactly these types, with exactly the expression below.
  */
 export const FEATURED_IMAGE_EVENTS = ['ArticleCreated', 'FeaturedImageReplaced', 'ArticleRestored'] as const;
 const imageKey = sql<string>`substring(data -> 'featuredImage' ->> 'url' from '/media/([0-9a-f]{64}\\.[a-z]+)$')`;

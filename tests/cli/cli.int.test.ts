@@ -1,15 +1,16 @@
 import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { verify as argon2Verify } from '@node-rs/argon2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { openDatabase } from '../../infra/db/open.ts';
 import { hashApiKey } from '../../infra/ids.ts';
-import { findApiKeyByHash } from '../../projections/accounts.ts';
+import { findAccountByEmail, findApiKeyByHash } from '../../projections/accounts.ts';
 import { listArticles } from '../../projections/articles.ts';
 import { listBacklinks } from '../../projections/backlinks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { cli, run } from '../support/process.ts';
+import { cli, NODE, run } from '../support/process.ts';
 
 /** CONTRACT "CLI": `seed-demo --json` prints exactly this object on stdout and nothing else. */
 const SeedOutput = z.strictObject({
@@ -92,6 +93,94 @@ describe('CLI against PostgreSQL', () => {
     const missing = await cli(['keys', 'revoke', '--account', account_id, '--key', 'key_nope'], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('not_found');
+  });
+
+  it('sets a password from stdin or generated, for accounts and staff; no secret reaches the log', async () => {
+    const db = test.handle.db;
+    const created = await cli(
+      ['accounts', 'create', '--name', 'Pw', '--email', 'pw@pw.example', '--password', 'first password here'],
+      env,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const { account_id } = JSON.parse(created.stdout) as { account_id: string };
+    const piped = await run(
+      NODE,
+      ['apps/cli/main.ts', 'accounts', 'set-password', '--email', 'PW@pw.example', '--password-stdin'],
+      env,
+      'second password here\n',
+    );
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(JSON.parse(piped.stdout)).toEqual({ account_id, email: 'pw@pw.example' });
+    const hash = async (): Promise<string> =>
+      (await findAccountByEmail(db, 'pw@pw.example'))?.password_hash ?? '';
+    expect(await argon2Verify(await hash(), 'second password here')).toBe(true);
+    expect(await argon2Verify(await hash(), 'first password here')).toBe(false);
+
+    const generated = await cli(['accounts', 'set-password', '--email', 'pw@pw.example'], env);
+    expect(generated.code, generated.stderr).toBe(0);
+    const { password } = JSON.parse(generated.stdout) as { password: string };
+    expect(password.length).toBeGreaterThanOrEqual(12);
+    expect(await argon2Verify(await hash(), password)).toBe(true);
+
+    const short = await run(
+      NODE,
+      ['apps/cli/main.ts', 'accounts', 'set-password', '--email', 'pw@pw.example', '--password-stdin'],
+      env,
+      'short\n',
+    );
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('at least 12 characters');
+    const unknown = await cli(['accounts', 'set-password', '--email', 'nobody@pw.example'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('not_found');
+
+    const staff = await cli(['staff', 'create', '--name', 'Sam', '--email', 'sam@pw.example'], env);
+    expect(staff.code, staff.stderr).toBe(0);
+    const { staff_id } = JSON.parse(staff.stdout) as { staff_id: string };
+    const staffSet = await run(
+      NODE,
+      ['apps/cli/main.ts', 'staff', 'set-password', '--email', 'sam@pw.example', '--password-stdin'],
+      env,
+      'staff password here',
+    );
+    expect(staffSet.code, staffSet.stderr).toBe(0);
+    const staffHash = await db
+      .selectFrom('credentials')
+      .select('secret')
+      .where('holder_id', '=', staff_id)
+      .where('kind', '=', 'password')
+      .executeTakeFirstOrThrow();
+    expect(await argon2Verify(staffHash.secret, 'staff password here')).toBe(true);
+
+    const events = await db
+      .selectFrom('events')
+      .select(['type', 'data'])
+      .where('stream_id', 'in', [`account-${account_id}`, `staff-${staff_id}`])
+      .orderBy('position')
+      .execute();
+    expect(events.map((e) => e.type)).toEqual([
+      'AccountOpened',
+      'PasswordSet',
+      'PasswordChanged',
+      'PasswordChanged',
+      'StaffMemberAdded',
+      'PasswordSet',
+      'PasswordChanged',
+    ]);
+    const text = JSON.stringify(events);
+    expect(text).not.toContain('$argon2');
+    expect(text).not.toContain(staffHash.secret);
+    expect(text).not.toContain(await hash());
+  });
+
+  it('keeps API keys working through `projections rebuild`', async () => {
+    const account = await cli(['accounts', 'create', '--name', 'Rb', '--email', 'rb@rb.example'], env);
+    const { account_id } = JSON.parse(account.stdout) as { account_id: string };
+    const created = await cli(['keys', 'create', '--account', account_id, '--name', 'K'], env);
+    const { api_key } = JSON.parse(created.stdout) as { api_key: string };
+    const rebuilt = await cli(['projections', 'rebuild', 'accounts'], env);
+    expect(rebuilt.code, rebuilt.stderr).toBe(0);
+    expect(await findApiKeyByHash(test.handle.db, hashApiKey(api_key))).toMatchObject({ account_id });
   });
 
   it('ingests JSONL: good lines apply, a bad line is reported by number and applies nothing', async () => {

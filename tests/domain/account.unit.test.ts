@@ -1,12 +1,18 @@
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type AccountCommand,
   type AccountState,
   decideAccount,
+  decideStaff,
   evolveAccount,
+  evolveStaff,
   initialAccountState,
+  initialStaffState,
+  type StaffCommand,
+  type StaffState,
 } from '../../domain/account/decider.ts';
 import type { AccountEvent } from '../../domain/account/events.ts';
+import { validateEvent } from '../../domain/events.ts';
 import { specFor } from '../support/decider.ts';
 
 const spec = specFor<AccountState, AccountEvent, AccountCommand>({
@@ -17,22 +23,47 @@ const spec = specFor<AccountState, AccountEvent, AccountCommand>({
 const metadata = { at: '2026-11-02T09:30:00.000Z' };
 const opened: AccountEvent = {
   type: 'AccountOpened',
-  data: { accountId: 'acc_1', name: 'Plumbers Ltd', email: 'owner@plumbers.example', passwordHash: null },
+  data: { accountId: 'acc_1', name: 'Plumbers Ltd', email: 'owner@plumbers.example' },
   metadata,
 };
+const open = { type: 'OpenAccount' as const, data: { ...opened.data, withPassword: false }, metadata };
 const keyData = {
   accountId: 'acc_1',
   keyId: 'key_1',
   name: 'Reports',
   prefix: 'cs_live_ab12',
-  hash: 'a'.repeat(64),
   scope: 'read' as const,
 };
 
 describe('account decider', () => {
   it('opens an account once', () => {
-    spec.given([]).when({ type: 'OpenAccount', data: opened.data, metadata }).thenEvents([opened]);
-    spec.given([opened]).when({ type: 'OpenAccount', data: opened.data, metadata }).thenThrows('conflict');
+    spec.given([]).when(open).thenEvents([opened]);
+    spec.given([opened]).when(open).thenThrows('conflict');
+  });
+
+  it('opens an account with a password: PasswordSet says so, with no secret', () => {
+    spec
+      .given([])
+      .when({ ...open, data: { ...open.data, withPassword: true } })
+      .thenEvents([
+        opened,
+        { type: 'PasswordSet', data: { holder: 'account', holderId: 'acc_1' }, metadata },
+      ]);
+  });
+
+  it('changes the password of an account that exists', () => {
+    const change = {
+      type: 'ChangeAccountPassword' as const,
+      data: { accountId: 'acc_1', by: 'holder' as const },
+      metadata,
+    };
+    spec
+      .given([opened])
+      .when(change)
+      .thenEvents([
+        { type: 'PasswordChanged', data: { holder: 'account', holderId: 'acc_1', by: 'holder' }, metadata },
+      ]);
+    spec.given([]).when(change).thenThrows('not_found');
   });
 
   it('creates and revokes a key; revoking twice changes nothing', () => {
@@ -55,5 +86,77 @@ describe('account decider', () => {
       .given([opened])
       .when({ type: 'RevokeApiKey', data: { accountId: 'acc_1', keyId: 'nope' }, metadata })
       .thenThrows('not_found');
+  });
+});
+
+describe('staff decider', () => {
+  const staff = specFor<StaffState, AccountEvent, StaffCommand>({
+    initialState: initialStaffState,
+    evolve: evolveStaff,
+    decide: decideStaff,
+  });
+  const added: AccountEvent = {
+    type: 'StaffMemberAdded',
+    data: { staffId: 'stf_1', name: 'Sam', email: 'sam@support.example' },
+    metadata,
+  };
+
+  it('adds a staff member once, with a PasswordSet when a password comes with it', () => {
+    const add = { type: 'AddStaffMember' as const, data: { ...added.data, withPassword: true }, metadata };
+    staff
+      .given([])
+      .when(add)
+      .thenEvents([added, { type: 'PasswordSet', data: { holder: 'staff', holderId: 'stf_1' }, metadata }]);
+    staff.given([added]).when(add).thenThrows('conflict');
+  });
+
+  it("changes a staff member's password (by an operator), not an unknown one's", () => {
+    const change = { type: 'ChangeStaffPassword' as const, data: { staffId: 'stf_1' }, metadata };
+    staff
+      .given([added])
+      .when(change)
+      .thenEvents([
+        { type: 'PasswordChanged', data: { holder: 'staff', holderId: 'stf_1', by: 'operator' }, metadata },
+      ]);
+    staff.given([]).when(change).thenThrows('not_found');
+  });
+});
+
+describe('account event schemas', () => {
+  const hash = 'a'.repeat(64);
+  const argon = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo';
+
+  it('accept the events without secrets', () => {
+    for (const event of [
+      opened,
+      { type: 'ApiKeyCreated', data: keyData, metadata },
+      { type: 'StaffMemberAdded', data: { staffId: 's', name: 'Sam', email: 'sam@x.example' }, metadata },
+      { type: 'PasswordSet', data: { holder: 'account', holderId: 'acc_1' }, metadata },
+      { type: 'PasswordChanged', data: { holder: 'staff', holderId: 's', by: 'operator' }, metadata },
+    ]) {
+      expect(() => validateEvent(event)).not.toThrow();
+    }
+  });
+
+  it('refuse an event that carries a password hash or a key hash', () => {
+    const carrying = [
+      { type: 'AccountOpened', data: { ...opened.data, passwordHash: argon }, metadata },
+      { type: 'AccountOpened', data: { ...opened.data, passwordHash: null }, metadata },
+      { type: 'ApiKeyCreated', data: { ...keyData, hash }, metadata },
+      {
+        type: 'StaffMemberAdded',
+        data: { staffId: 's', name: 'Sam', email: 'sam@x.example', passwordHash: argon },
+        metadata,
+      },
+      { type: 'PasswordSet', data: { holder: 'account', holderId: 'acc_1', hash: argon }, metadata },
+      {
+        type: 'PasswordChanged',
+        data: { holder: 'account', holderId: 'acc_1', by: 'holder', passwordHash: argon },
+        metadata,
+      },
+    ];
+    for (const event of carrying) {
+      expect(() => validateEvent(event), event.type).toThrow(/Unrecognized key/i);
+    }
   });
 });

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { type Expression, type SqlBool, sql } from 'kysely';
+import { type Expression, type SqlBool, sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { EventMetadata } from '../../domain/event.ts';
 import { openDatabase } from '../../infra/db/open.ts';
+import type { Database } from '../../infra/db/schema.ts';
 import {
   ConcurrencyError,
   createEventStore,
@@ -752,6 +753,46 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(await readCheckpoint(testDb.handle.db, `inline-ok-${streamId}`)).toEqual(
         logPositionOf(nth(result.events, -1)),
       );
+    });
+  });
+
+  describe('writes alongside (a credential with the event that says it was set)', () => {
+    it('commit with the events, seen by the inline projections, and roll back on a conflict', async () => {
+      const streamId = newStream('alongside');
+      const credentialOf = (holder: string) =>
+        testDb.handle.db.selectFrom('credentials').select('secret').where('holder_id', '=', holder).execute();
+      let seenByProjection: unknown[] = [];
+      const projecting = storeWith({
+        inline: async (_events, trx) => {
+          seenByProjection = await trx
+            .selectFrom('credentials')
+            .select('secret')
+            .where('holder_id', '=', streamId)
+            .execute();
+        },
+        // Statements would be used for one event of a known version; alongside writes need a transaction.
+        inlineStatements: () => [],
+      });
+      const write = (secret: string) => async (trx: Transaction<Database>) => {
+        await trx
+          .insertInto('credentials')
+          .values({ holder_id: streamId, kind: 'password', secret, updated_at: new Date() })
+          .onConflict((oc) => oc.columns(['holder_id', 'kind']).doUpdateSet({ secret }))
+          .execute();
+      };
+      await projecting.append(streamId, [event('A')], {
+        expectedVersion: 'no_stream',
+        alongside: write('one'),
+      });
+      expect(seenByProjection).toEqual([{ secret: 'one' }]);
+      expect(await credentialOf(streamId)).toEqual([{ secret: 'one' }]);
+
+      const before = await eventCount();
+      await expect(
+        projecting.append(streamId, [event('B')], { expectedVersion: 0, alongside: write('two') }),
+      ).rejects.toBeInstanceOf(ConcurrencyError);
+      expect(await credentialOf(streamId)).toEqual([{ secret: 'one' }]);
+      expect(await eventCount()).toBe(before);
     });
   });
 

@@ -1,13 +1,17 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../apps/server/app.ts';
+import { EMAIL_POLICY } from '../../apps/server/web/throttle.ts';
 import type { Runtime } from '../../infra/runtime.ts';
 import { createPerson, type Person } from '../oauth/helpers.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
 /*
- * The sign-in and sign-out pages through `inject`: no account enumeration, slowing then locking after
- * failures (per email and per client address), CSRF (token and origin), the session cookie.
+ * The sign-in and sign-out pages through `inject`: no account enumeration, slowing and locking after
+ * failures (an email is only slowed; an email from one client, and a client address, are locked), no
+ * race past the throttle, the device cookie, CSRF (token and origin), the session cookie, `return_to`.
+ *
+ * The pages' clock stands still unless a test moves it (`advance`): waits end only when a test says so.
  */
 
 const PUBLIC_URL = 'http://cs.example.test';
@@ -17,6 +21,10 @@ let runtime: Runtime;
 let drop: () => Promise<void>;
 let dana: Person;
 let addressCounter = 0;
+let clock = Date.now();
+const advance = (ms: number): void => {
+  clock += ms;
+};
 
 /** A fresh client address per test, so one test's failures never slow another's. */
 function newAddress(): string {
@@ -85,6 +93,7 @@ beforeAll(async () => {
     runtime,
     config: { PUBLIC_URL, LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
     logger: false,
+    webNow: () => new Date(clock),
   });
   dana = await createPerson(runtime);
 });
@@ -160,8 +169,8 @@ describe('sign-in', () => {
     expect(Object.keys(unknown.headers).sort()).toEqual(Object.keys(wrong.headers).sort());
   });
 
-  it('slows, then locks an email after repeated failures, whatever the password', async () => {
-    const person = await createPerson(runtime, 'Lock Test');
+  it('slows an email after repeated failures from anywhere, whatever the password, but never locks it', async () => {
+    const person = await createPerson(runtime, 'Slow Test');
     const statuses: number[] = [];
     const errors: string[] = [];
     for (let i = 0; i < 10; i++) {
@@ -173,14 +182,87 @@ describe('sign-in', () => {
     expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
     expect(statuses.slice(3)).toEqual(Array(7).fill(429));
     expect(errors[3]).toMatch(/^Too many failed attempts\. Wait \d+ seconds?, then try again\.$/);
-    const right = await trySignIn(browser(newAddress()), person.email, person.password);
-    expect(right.statusCode).toBe(429);
-    expect(errorOf(right.body)).toMatch(/is paused for 15 minutes/);
-    expect(Number(right.headers['retry-after'])).toBeGreaterThan(800);
-    // An unknown email is locked the same way (nothing to learn from the lock).
+    const early = await trySignIn(browser(newAddress()), person.email, person.password);
+    expect(early.statusCode).toBe(429);
+    expect(errorOf(early.body)).toBe('Too many failed attempts. Wait 1 second, then try again.');
+    expect(early.headers['retry-after']).toBe('1');
+    // An unknown email is slowed the same way (nothing to learn from the wait).
     for (let i = 0; i < 10; i++) await trySignIn(browser(newAddress()), 'ghost@example.com', `wrong-${i}`);
     const ghost = await trySignIn(browser(newAddress()), 'ghost@example.com', 'anything');
-    expect(errorOf(ghost.body)).toBe(errorOf(right.body));
+    expect(errorOf(ghost.body)).toBe(errorOf(early.body));
+    // The refused attempts did not count: the wait is still the one after the third failure.
+    advance(1_000);
+    expect((await trySignIn(browser(newAddress()), person.email, person.password)).statusCode).toBe(303);
+  });
+
+  it('locks an email from the address that failed, not from elsewhere', async () => {
+    const person = await createPerson(runtime, 'Lockout Test');
+    const a = newAddress();
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      advance(31_000); // past any wait: every attempt is checked until the lock
+      statuses.push((await trySignIn(browser(a), person.email, `wrong-${i}`)).statusCode);
+    }
+    expect(statuses).toEqual([...Array(10).fill(401), 429]);
+    const fromA = await trySignIn(browser(a), person.email, person.password);
+    expect(fromA.statusCode).toBe(429);
+    expect(errorOf(fromA.body)).toMatch(/is paused for 15 minutes/);
+    expect(Number(fromA.headers['retry-after'])).toBeGreaterThan(800);
+    // From another address, the right password signs in after at most the email's longest wait.
+    advance(30_000);
+    const fromB = await trySignIn(browser(newAddress()), person.email, person.password);
+    expect(fromB.statusCode).toBe(303);
+    // Address A stays locked: a success elsewhere does not lift another client's lock.
+    expect((await trySignIn(browser(a), person.email, person.password)).statusCode).toBe(429);
+  });
+
+  it('lets the person in on a known browser at once, whatever others try on the email', async () => {
+    const person = await createPerson(runtime, 'Known Device');
+    const home = newAddress();
+    const mine = browser(home);
+    expect((await trySignIn(mine, person.email, person.password)).statusCode).toBe(303);
+    const device = mine.cookies.get('cs_device') ?? '';
+    expect(device).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+    expect(
+      (await mine.post('/sign-out', { csrf: csrfOf((await mine.get('/sign-in')).body) })).statusCode,
+    ).toBe(303);
+    expect(mine.cookies.get('cs_device')).toBe(device);
+    // An attacker hammers the email from the person's own network (locking it there)...
+    const shared = browser(home);
+    for (let i = 0; i < 12; i++) {
+      advance(31_000);
+      await trySignIn(shared, person.email, `guess-${i}`);
+    }
+    expect((await trySignIn(shared, person.email, person.password)).statusCode).toBe(429);
+    // ...and from many addresses (keeping the email slowed).
+    for (let i = 0; i < 12; i++) await trySignIn(browser(newAddress()), person.email, `guess-${i}`);
+    expect((await trySignIn(browser(newAddress()), person.email, person.password)).statusCode).toBe(429);
+    const back = await trySignIn(mine, person.email, person.password);
+    expect(back.statusCode).toBe(303);
+    // The cookie is bound to the email: for another email it is an unknown browser like any other.
+    const other = browser(newAddress());
+    other.cookies.set('cs_device', device);
+    for (let i = 0; i < 3; i++) await trySignIn(other, 'someone.else@example.com', 'wrong');
+    expect((await trySignIn(other, 'someone.else@example.com', 'wrong')).statusCode).toBe(429);
+    // A forged cookie is an unknown browser too.
+    const forged = browser(newAddress());
+    forged.cookies.set('cs_device', `${device.slice(0, 23)}${'A'.repeat(43)}`);
+    expect((await trySignIn(forged, person.email, person.password)).statusCode).toBe(429);
+  });
+
+  it('verifies no more passwords for concurrent attempts than for sequential ones', async () => {
+    const person = await createPerson(runtime, 'Race Test');
+    const b = browser(newAddress());
+    const csrf = csrfOf((await b.get('/sign-in')).body);
+    const passwords = [...Array.from({ length: 29 }, (_, i) => `wrong-${i}`), person.password];
+    const responses = await Promise.all(
+      passwords.map((password) => b.post('/sign-in', { csrf, email: person.email, password })),
+    );
+    const statuses = responses.map((r) => r.statusCode);
+    // 401 or 303: a password was verified; 429: refused unchecked.
+    const verified = statuses.filter((s) => s === 401 || s === 303).length;
+    expect(verified).toBeLessThanOrEqual(EMAIL_POLICY.freeFailures);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30 - verified);
   });
 
   it('locks a client address after many failures across emails', async () => {
@@ -203,6 +285,144 @@ describe('sign-in', () => {
     for (let i = 0; i < 3; i++) {
       expect((await trySignIn(browser(newAddress()), person.email, 'wrong')).statusCode).toBe(401);
     }
+  });
+});
+
+describe('return_to and odd input', () => {
+  const japanese = '/connect?x=日本';
+  const encoded = '/connect?x=%E6%97%A5%E6%9C%AC';
+
+  it('keeps a return_to outside Latin-1 percent-encoded: the form, then the redirect after signing in', async () => {
+    const b = browser(newAddress());
+    const form = await b.get(`/sign-in?return_to=${encodeURIComponent(japanese)}`);
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain(`name="return_to" value="${encoded}"`);
+    const res = await b.post('/sign-in', {
+      csrf: csrfOf(form.body),
+      email: dana.email,
+      password: dana.password,
+      return_to: japanese,
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe(encoded);
+    // Signed in, GET /sign-in with it redirects there at once.
+    const again = await b.get(`/sign-in?return_to=${encodeURIComponent(japanese)}`);
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe(encoded);
+  });
+
+  it('drops a return_to with control characters', async () => {
+    const b = browser(newAddress());
+    for (const bad of ['/connect\u0000x', '/connect?x=\r\nset-cookie: a=b', '/connect?x=\u0085']) {
+      const form = await b.get(`/sign-in?return_to=${encodeURIComponent(bad)}`);
+      expect(form.statusCode).toBe(200);
+      expect(form.body).not.toContain('name="return_to"');
+    }
+    for (const raw of ['/connect%00x', '/connect%ff%fe']) {
+      expect((await b.get(`/sign-in?return_to=${raw}`)).statusCode).toBe(200);
+    }
+    const form = await b.get('/sign-in');
+    const res = await b.post('/sign-in', {
+      csrf: csrfOf(form.body),
+      email: dana.email,
+      password: dana.password,
+      return_to: '/connect\u0000?x=日本',
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/sign-in');
+  });
+
+  it('answers an email with a NUL or other control character with the page, not a 500', async () => {
+    const b = browser(newAddress());
+    for (const email of ['dana\u0000@example.com', 'a\u0007b@example.com']) {
+      const form = await b.get('/sign-in');
+      const res = await b.post('/sign-in', { csrf: csrfOf(form.body), email, password: 'whatever' });
+      expect(res.statusCode).toBe(400);
+      expect(errorOf(res.body)).toBe('That is not an email address. Check it and try again.');
+    }
+  });
+});
+
+describe('change password', () => {
+  it('asks who you are first', async () => {
+    const res = await browser(newAddress()).get('/account/password');
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/sign-in?return_to=%2Faccount%2Fpassword');
+  });
+
+  it('changes the password: the current one checked, the new one twice, other browsers signed out', async () => {
+    const person = await createPerson(runtime, 'Changing Pat');
+    const here = browser(newAddress());
+    const there = browser(newAddress());
+    expect((await trySignIn(here, person.email, person.password)).statusCode).toBe(303);
+    expect((await trySignIn(there, person.email, person.password)).statusCode).toBe(303);
+
+    const form = await here.get('/account/password');
+    expect(form.statusCode).toBe(200);
+    expect(form.headers['cache-control']).toBe('no-store');
+    expect(form.body).toContain('<form method="post" action="/account/password">');
+    expect(form.body).toContain('<a href="/account/password">Change password</a>');
+    const csrf = csrfOf(form.body);
+    const change = (fields: Record<string, string>): Promise<LightMyRequestResponse> =>
+      here.post('/account/password', { csrf, ...fields });
+    const next = 'a brand new password';
+
+    expect(
+      (await here.post('/account/password', { current: person.password, password: next, repeat: next }))
+        .statusCode,
+    ).toBe(403);
+    const wrong = await change({ current: 'not my password', password: next, repeat: next });
+    expect(wrong.statusCode).toBe(401);
+    expect(errorOf(wrong.body)).toBe('That is not your current password.');
+    const short = await change({ current: person.password, password: 'short', repeat: 'short' });
+    expect(short.statusCode).toBe(400);
+    expect(errorOf(short.body)).toBe('The new password must be at least 12 characters long.');
+    const differ = await change({ current: person.password, password: next, repeat: `${next}!` });
+    expect(differ.statusCode).toBe(400);
+    expect(errorOf(differ.body)).toBe('The two new passwords are not the same.');
+    // Nothing of the refused attempts was applied: the old password still signs in.
+    expect((await trySignIn(browser(newAddress()), person.email, person.password)).statusCode).toBe(303);
+
+    const done = await change({ current: person.password, password: next, repeat: next });
+    expect(done.statusCode).toBe(303);
+    expect(done.headers.location).toBe('/account/password?changed=1');
+    const after = await here.get('/account/password?changed=1');
+    expect(after.statusCode).toBe(200);
+    expect(after.body).toContain('Your password was changed.');
+    expect((await there.get('/sign-in')).body).toContain('<h1>Sign in</h1>');
+    expect((await trySignIn(browser(newAddress()), person.email, person.password)).statusCode).toBe(401);
+    expect((await trySignIn(browser(newAddress()), person.email, next)).statusCode).toBe(303);
+
+    const account = await runtime.db
+      .selectFrom('accounts')
+      .select('id')
+      .where('email', '=', person.email)
+      .executeTakeFirstOrThrow();
+    const events = await runtime.store.readStream(`account-${account.id}`);
+    expect(events.at(-1)).toMatchObject({
+      type: 'PasswordChanged',
+      data: { holder: 'account', holderId: account.id, by: 'holder' },
+    });
+    expect(JSON.stringify(events.map((e) => e.data))).not.toContain('$argon2');
+  });
+
+  it('pauses after many wrong current passwords', async () => {
+    const person = await createPerson(runtime, 'Guessing Gus');
+    const b = browser(newAddress());
+    expect((await trySignIn(b, person.email, person.password)).statusCode).toBe(303);
+    const csrf = csrfOf((await b.get('/account/password')).body);
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      advance(31_000);
+      const res = await b.post('/account/password', {
+        csrf,
+        current: `guess-${i}`,
+        password: 'a brand new password',
+        repeat: 'a brand new password',
+      });
+      statuses.push(res.statusCode);
+    }
+    expect(statuses).toEqual([...Array(10).fill(401), 429]);
   });
 });
 

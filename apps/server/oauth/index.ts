@@ -39,6 +39,8 @@ export type OAuthOptions = {
   /** How often client ID metadata documents may be fetched (default METADATA_FETCH_LIMITS, per process). */
   metadataFetchLimits?: MetadataFetchLimits;
   now?: () => Date;
+  /** The web pages' clock (sessions, the sign-in throttle); default `now`. Tests move it. */
+  webNow?: () => Date;
 };
 
 declare module 'fastify' {
@@ -69,7 +71,7 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
     ...(opts.metadataFetchLimits ? { metadataFetchLimits: opts.metadataFetchLimits } : {}),
     now,
   });
-  const web = createWebKit({ db, publicUrl, secret: secrets.webSecret, now });
+  const web = createWebKit({ db, publicUrl, secret: secrets.webSecret, now: opts.webNow ?? now });
   const connections = createOAuthConnections({ provider, db, resource, now });
 
   await app.register(webRoutes, { kit: web });

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../../infra/db/schema.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
+import { createDevices, type Devices } from './device.ts';
 import { type Html, html, page } from './html.ts';
 import { createWebSessions, type WebSession, type WebSessions } from './sessions.ts';
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
@@ -26,6 +27,8 @@ export type WebKit = {
   sessions: WebSessions;
   csrf: Csrf;
   throttle: SignInThrottle;
+  /** The device cookie of browsers that signed in before (device.ts). */
+  devices: Devices;
   now: () => Date;
   /** `/sign-in?return_to=...` for a local path. */
   signInUrl(returnTo: string): string;
@@ -40,13 +43,19 @@ export type WebKit = {
   checkForm(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): boolean;
 };
 
-/** A local path to come back to after signing in, or null for anything else (no open redirects). */
+/**
+ * A local path to come back to after signing in, or null for anything else (no open redirects).
+ * Characters outside printable ASCII (a `return_to` of `/connect?x=日本`) are percent-encoded as UTF-8:
+ * the result is safe in a `Location` header. Control characters, backslashes and lone surrogates are
+ * refused.
+ */
 export function safeReturnTo(value: unknown): string | null {
   if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return null;
   if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return null;
   // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-  if (/[\u0000-\u001f\u007f\\]/.test(value)) return null;
-  return value;
+  if (/[\u0000-\u001f\u007f-\u009f\\]/.test(value) || !value.isWellFormed()) return null;
+  const encoded = value.replace(/[^\u0021-\u007e]/gu, (c) => encodeURIComponent(c));
+  return encoded.length > 2048 ? null : encoded;
 }
 
 export function createWebKit(deps: WebDeps): WebKit {
@@ -61,6 +70,7 @@ export function createWebKit(deps: WebDeps): WebKit {
     sessions,
     csrf,
     throttle: createSignInThrottle(deps.db, now),
+    devices: createDevices({ secret: deps.secret, secure }),
     now,
     signInUrl(returnTo) {
       const local = safeReturnTo(returnTo);
@@ -73,6 +83,7 @@ export function createWebKit(deps: WebDeps): WebKit {
       const { session, request } = opts;
       const header = session
         ? html`<form method="post" action="/sign-out"><span class="muted">${session.account.name} (${session.account.email})</span>
+<a href="/account/password">Change password</a>
 ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sign out</button></form>`
         : undefined;
       return reply

@@ -35,6 +35,11 @@ export type WebSessions = {
   deleteExpired(): Promise<number>;
 };
 
+/** What the database keeps of a session's cookie value (`web_sessions.id_hash`). */
+export function sessionIdHash(value: string): string {
+  return hashSession(value);
+}
+
 function hashSession(value: string): string {
   return createHash('sha256').update(value).digest('base64url');
 }

@@ -7,15 +7,22 @@ import { addressKey } from '../api/limits.ts';
 import { html, STYLESHEET, STYLESHEET_PATH } from './html.ts';
 import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
 import type { WebSession } from './sessions.ts';
-import { ADDRESS_POLICY, EMAIL_POLICY, type ThrottleKey, type ThrottleVerdict } from './throttle.ts';
+import {
+  ADDRESS_POLICY,
+  CLIENT_POLICY,
+  EMAIL_POLICY,
+  type ThrottleKey,
+  type ThrottleRefusal,
+} from './throttle.ts';
 
 /*
  * GET/POST /sign-in, POST /sign-out, and the stylesheet.
  *
  * Sign-in answers a wrong password and an unknown email with the same page, status and wording, after
  * the same work: an unknown email (or an account without a password) is verified against a dummy
- * argon2id hash made with the same parameters as real ones. Failures are counted per email and per
- * client address (throttle.ts): first slowed, then locked for a while.
+ * argon2id hash made with the same parameters as real ones. Failures are counted (throttle.ts) per
+ * email (slowed only), per email from this client (slowed, then locked) and per client address; a
+ * browser holding a device cookie for the email (device.ts) is counted under its own key alone.
  */
 
 const WRONG = 'That email and password do not match an account. Check them and try again.';
@@ -27,7 +34,8 @@ function dummy(): Promise<string> {
   return dummyHash;
 }
 
-async function passwordMatches(hash: string | null | undefined, password: string): Promise<boolean> {
+/** Whether `password` matches `hash`, after the same work when there is no hash (a dummy one is used). */
+export async function passwordMatches(hash: string | null | undefined, password: string): Promise<boolean> {
   try {
     const ok = await argon2Verify(hash ?? (await dummy()), password);
     return ok && Boolean(hash);
@@ -40,10 +48,10 @@ function seconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
-function refusal(verdict: Extract<ThrottleVerdict, { allowed: false }>): string {
+function refusal(verdict: ThrottleRefusal): string {
   if (verdict.reason === 'locked') {
     const minutes = Math.max(1, Math.ceil(verdict.retryAfterMs / 60_000));
-    return `Too many failed attempts. Signing in with this email address, or from your network, is paused for ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+    return `Too many failed attempts. Signing in from here is paused for ${minutes} minute${minutes === 1 ? '' : 's'}.`;
   }
   const s = seconds(verdict.retryAfterMs);
   return `Too many failed attempts. Wait ${s} second${s === 1 ? '' : 's'}, then try again.`;
@@ -120,24 +128,41 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
         returnTo,
       });
     }
-    const keys: ThrottleKey[] = [
-      { key: `email:${email.toLowerCase()}`, policy: EMAIL_POLICY },
-      { key: `ip:${addressKey(request.ip)}`, policy: ADDRESS_POLICY },
-    ];
-    const verdict = await kit.throttle.check(keys);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+    if (/[\u0000-\u001f\u007f]/.test(email) || !email.isWellFormed()) {
+      return signInPage(request, reply, {
+        status: 400,
+        error: 'That is not an email address. Check it and try again.',
+        returnTo,
+      });
+    }
+    const lower = email.toLowerCase();
+    const device = kit.devices.recognise(request, email);
+    // A known browser is counted on its own; anyone else on the email (slowed only), on the email from
+    // this address (locked after a while) and on the address.
+    const keys: ThrottleKey[] = device
+      ? [{ key: `client:${lower}|device:${device}`, policy: CLIENT_POLICY }]
+      : [
+          { key: `email:${lower}`, policy: EMAIL_POLICY },
+          { key: `client:${lower}|ip:${addressKey(request.ip)}`, policy: CLIENT_POLICY },
+          { key: `ip:${addressKey(request.ip)}`, policy: ADDRESS_POLICY },
+        ];
+    const verdict = await kit.throttle.reserve(keys);
     if (!verdict.allowed) {
-      if (verdict.reason === 'slowed') await kit.throttle.recordFailure(keys);
       reply.header('retry-after', String(seconds(verdict.retryAfterMs)));
       return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
     }
     const account = await findAccountByEmail(kit.db, email);
     const ok = await passwordMatches(account?.password_hash, password);
     if (!account || !ok) {
-      await kit.throttle.recordFailure(keys);
       request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
       return signInPage(request, reply, { status: 401, error: WRONG, email, returnTo });
     }
-    await kit.throttle.forget(keys[0]?.key ?? '');
+    await kit.throttle.succeeded(
+      verdict,
+      keys.filter((k) => !k.key.startsWith('ip:')).map((k) => k.key),
+    );
+    kit.devices.remember(request, reply, email);
     await kit.sessions.create(reply, account.id);
     request.log.info({ event: 'signed_in', account_id: account.id }, 'signed in');
     return reply.redirect(returnTo ?? '/sign-in', 303);

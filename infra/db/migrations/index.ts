@@ -9,7 +9,8 @@ import * as articleSnapshots from './2026-11-22-007-article-snapshots.ts';
 import * as bodyProtectedLinks from './2026-11-22-008-body-protected-links.ts';
 import * as snapshotsWithoutBody from './2026-11-22-009-snapshots-without-body.ts';
 import * as lz4Bodies from './2026-11-22-010-lz4-bodies.ts';
-import * as featuredImageReferences from './2026-11-23-013-featured-image-references.ts';
+import * as credentials from './2026-11-23-011-credentials.ts';
+import * as featuredImageReferences from './2026-11-23-012-featured-image-references.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -27,7 +28,8 @@ const all: Record<string, Migration> = {
   '2026-11-22-008-body-protected-links': bodyProtectedLinks,
   '2026-11-22-009-snapshots-without-body': snapshotsWithoutBody,
   '2026-11-22-010-lz4-bodies': lz4Bodies,
-  '2026-11-23-013-featured-image-references': featuredImageReferences,
+  '2026-11-23-011-credentials': credentials,
+  '2026-11-23-012-featured-image-references': featuredImageReferences,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(

@@ -1,0 +1,112 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { type Commands, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../../infra/commands.ts';
+import { findPasswordHash } from '../../../projections/accounts.ts';
+import { html } from './html.ts';
+import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import { sessionIdHash, type WebSession } from './sessions.ts';
+import { passwordMatches } from './sign-in.ts';
+import { CLIENT_POLICY } from './throttle.ts';
+
+/*
+ * GET/POST /account/password: a signed-in account holder changes their password (the current one, the
+ * new one twice, at least PASSWORD_MIN_LENGTH characters). The change is a `PasswordChanged` event with
+ * no secret and a new hash in `credentials` (infra/commands.ts); it ends the account's other web
+ * sessions, this browser stays signed in. Wrong current passwords are throttled per account like a
+ * sign-in from one client (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff
+ * have no web pages yet: their passwords change with the CLI (`staff set-password`).
+ */
+
+const PasswordBody = z.object({
+  current: z.string().max(4096).optional(),
+  password: z.string().max(4096).optional(),
+  repeat: z.string().max(4096).optional(),
+  csrf: z.string().max(256).optional(),
+});
+const PasswordQuery = z.object({ changed: z.string().max(10).optional() });
+
+export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; commands: Commands }> = async (
+  plain,
+  { kit, commands },
+) => {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  installFormParser(app);
+  installPageHeaders(app);
+
+  function passwordPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: WebSession,
+    opts: { status?: number; error?: string; changed?: boolean } = {},
+  ): FastifyReply {
+    const body = html`${
+      opts.changed
+        ? html`<div class="card notice" role="status" id="password-changed"><p>Your password was changed. Every other browser signed in to this account was signed out.</p></div>`
+        : ''
+    }<div class="card">
+<h1>Change password</h1>
+${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+<form method="post" action="/account/password">
+${kit.csrfField(request, reply, session)}
+<input type="hidden" name="username" autocomplete="username" value="${session.account.email}">
+<label for="current">Current password</label>
+<input id="current" name="current" type="password" autocomplete="current-password" required>
+<label for="password">New password (at least ${String(PASSWORD_MIN_LENGTH)} characters)</label>
+<input id="password" name="password" type="password" autocomplete="new-password" minlength="${String(PASSWORD_MIN_LENGTH)}" required>
+<label for="repeat">New password again</label>
+<input id="repeat" name="repeat" type="password" autocomplete="new-password" minlength="${String(PASSWORD_MIN_LENGTH)}" required>
+<div class="actions"><button class="primary" type="submit">Change password</button></div>
+</form>
+<p class="muted">Changing it signs out every other browser signed in to this account.</p>
+</div>`;
+    return kit.send(reply, { status: opts.status ?? 200, title: 'Change password', body, session, request });
+  }
+
+  app.get(
+    '/account/password',
+    { schema: { hide: true, querystring: PasswordQuery } },
+    async (request, reply) => {
+      const session = await kit.sessions.current(request);
+      if (!session) return reply.redirect(kit.signInUrl('/account/password'), 303);
+      return passwordPage(request, reply, session, { changed: request.query.changed === '1' });
+    },
+  );
+
+  app.post('/account/password', { schema: { hide: true, body: PasswordBody } }, async (request, reply) => {
+    const session = await kit.sessions.current(request);
+    if (!session) return reply.redirect(kit.signInUrl('/account/password'), 303);
+    if (!kit.checkForm(request, reply, session)) return reply;
+    const { current = '', password = '', repeat = '' } = request.body;
+    const refuse = (status: number, error: string): FastifyReply =>
+      passwordPage(request, reply, session, { status, error });
+    if (current === '' || password === '') return refuse(400, 'Enter your current password and a new one.');
+    if (password.length < PASSWORD_MIN_LENGTH) {
+      return refuse(400, `The new password must be at least ${PASSWORD_MIN_LENGTH} characters long.`);
+    }
+    if (password.length > PASSWORD_MAX_LENGTH) {
+      return refuse(400, `The new password must be at most ${PASSWORD_MAX_LENGTH} characters long.`);
+    }
+    if (password !== repeat) return refuse(400, 'The two new passwords are not the same.');
+    const keys = [{ key: `password-change:${session.accountId}`, policy: CLIENT_POLICY }];
+    const verdict = await kit.throttle.reserve(keys);
+    if (!verdict.allowed) {
+      reply.header('retry-after', String(Math.max(1, Math.ceil(verdict.retryAfterMs / 1000))));
+      return refuse(429, 'Too many wrong current passwords. Wait a while, then try again.');
+    }
+    if (!(await passwordMatches(await findPasswordHash(kit.db, session.accountId), current))) {
+      request.log.info(
+        { event: 'password_change_failed', account_id: session.accountId },
+        'wrong current password',
+      );
+      return refuse(401, 'That is not your current password.');
+    }
+    await kit.throttle.succeeded(verdict, [keys[0]?.key ?? '']);
+    await commands.changeAccountPassword(session.accountId, password, {
+      by: 'holder',
+      keepSessionHash: sessionIdHash(session.secret),
+    });
+    request.log.info({ event: 'password_changed', account_id: session.accountId }, 'password changed');
+    return reply.redirect('/account/password?changed=1', 303);
+  });
+};
