@@ -1,3 +1,5 @@
+import { DomainError } from './errors.ts';
+
 /*
  * What the service accepts as an id or as text from any face (API, MCP, editor, ingestion). PostgreSQL
  * refuses U+0000 in text and JSON, and a lone surrogate in JSON: such input must be refused where it
@@ -43,4 +45,15 @@ export function textProblem(value: string, opts: { lines: boolean }): string | n
     if (code >= 0xdc00 && code <= 0xdfff) return UNPAIRED;
   }
   return null;
+}
+
+/** Refuses text with a control character or a lone surrogate as `invalid_request`, naming the field. */
+export function requireText(name: string, value: string | null | undefined, opts: { lines: boolean }): void {
+  if (value === null || value === undefined) return;
+  const problem = textProblem(value, opts);
+  if (problem) {
+    throw new DomainError('invalid_request', `The ${name} ${problem}`, [
+      { in: 'body', name, message: problem },
+    ]);
+  }
 }

@@ -1,5 +1,6 @@
 import { DomainError } from '../errors.ts';
 import type { Command } from '../event.ts';
+import { requireText } from '../input.ts';
 import type { AccountEvent, KeyScope, PasswordChanged } from './events.ts';
 
 export type ApiKeyState = { readonly keyId: string; readonly revoked: boolean };
@@ -58,6 +59,7 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
     case 'OpenAccount': {
       if (state.exists) throw new DomainError('conflict', `Account ${command.data.accountId} exists already`);
       const { accountId, name, email, withPassword } = command.data;
+      requireText('name', name, { lines: false });
       const opened: AccountEvent = { type: 'AccountOpened', data: { accountId, name, email }, metadata };
       if (!withPassword) return [opened];
       return [opened, { type: 'PasswordSet', data: { holder: 'account', holderId: accountId }, metadata }];
@@ -67,6 +69,7 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       if (state.keys.has(command.data.keyId)) {
         throw new DomainError('conflict', `Key ${command.data.keyId} exists already`);
       }
+      requireText('name', command.data.name, { lines: false });
       return [{ type: 'ApiKeyCreated', data: command.data, metadata }];
     case 'RevokeApiKey': {
       if (!state.exists) throw new DomainError('not_found', `No account ${command.data.accountId}`);
@@ -113,6 +116,7 @@ export function decideStaff(command: StaffCommand, state: StaffState): AccountEv
       if (state.exists)
         throw new DomainError('conflict', `Staff member ${command.data.staffId} exists already`);
       const { staffId, name, email, withPassword } = command.data;
+      requireText('name', name, { lines: false });
       const added: AccountEvent = { type: 'StaffMemberAdded', data: { staffId, name, email }, metadata };
       if (!withPassword) return [added];
       return [added, { type: 'PasswordSet', data: { holder: 'staff', holderId: staffId }, metadata }];

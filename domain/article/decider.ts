@@ -2,7 +2,7 @@ import { DomainError } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
 import { checkProtectedBlocks } from '../html/facts.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
-import { textProblem } from '../input.ts';
+import { requireText } from '../input.ts';
 import type { ArticleEvent, ArticleStatus, FeaturedImage, SanitizedItem } from './events.ts';
 
 export const TITLE_MAX = 300;
@@ -163,16 +163,8 @@ function checkExpectation(state: Article, expected: number | undefined): void {
   checkExpectedRevision(state.revision, expected);
 }
 
-/** Text that PostgreSQL or a reader would choke on (control characters, lone surrogates) is refused, the field named. */
-function checkText(name: string, value: string | null | undefined, lines: boolean): void {
-  if (value === null || value === undefined) return;
-  const problem = textProblem(value, { lines });
-  if (problem) {
-    throw new DomainError('invalid_request', `The ${name} ${problem}`, [
-      { in: 'body', name, message: problem },
-    ]);
-  }
-}
+const checkText = (name: string, value: string | null | undefined, lines: boolean): void =>
+  requireText(name, value, { lines });
 
 function checkTitle(title: string): void {
   checkText('title', title, false);

@@ -513,3 +513,27 @@ describe('over https', () => {
     }
   });
 });
+
+describe('the Connect Site page with odd input', () => {
+  it('a key name with a control character is refused on the page, and no key is made', async () => {
+    const b = browser(newAddress());
+    expect((await trySignIn(b, dana.email, dana.password)).statusCode).toBe(303);
+    const page = await b.get('/connect');
+    const before = (
+      await runtime.db.selectFrom('api_keys').select('id').where('account_id', '=', dana.accountId).execute()
+    ).length;
+    const res = await b.post('/connect/keys', {
+      csrf: csrfOf(page.body),
+      name: 'Reports\u0000',
+      scope: 'read',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(errorOf(res.body)).toContain('U+0000');
+    const after = (
+      await runtime.db.selectFrom('api_keys').select('id').where('account_id', '=', dana.accountId).execute()
+    ).length;
+    expect(after).toBe(before);
+    const revoke = await b.post('/connect/keys/%00/revoke', { csrf: csrfOf(page.body) });
+    expect(revoke.statusCode).toBe(400);
+  });
+});

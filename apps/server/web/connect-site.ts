@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDomainError } from '../../../domain/errors.ts';
+import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import type { Commands } from '../../../infra/commands.ts';
 import { listApiKeys } from '../../../projections/accounts.ts';
 import type { OAuthConnections } from '../oauth/verify.ts';
@@ -24,7 +25,7 @@ const CreateKeyBody = z.object({
   csrf: z.string().max(256).optional(),
 });
 const FormBody = z.object({ csrf: z.string().max(256).optional() });
-const KeyParams = z.object({ keyId: z.string().min(1).max(100) });
+const KeyParams = z.object({ keyId: z.string().regex(ID_PATTERN, ID_RULE) });
 const ClientParams = z.object({ clientId: z.string().min(1).max(2048) });
 
 function when(date: Date | null | undefined): string {
@@ -131,7 +132,16 @@ ${keys.map(
         error: 'Give the key a name and choose its access.',
       });
     }
-    const key = await commands.createApiKey(session.accountId, { name, scope });
+    let key: Awaited<ReturnType<typeof commands.createApiKey>>;
+    try {
+      key = await commands.createApiKey(session.accountId, { name, scope });
+    } catch (error) {
+      if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
+      return connectPage(request, reply, session, {
+        status: 400,
+        error: `The key's name ${error.errors?.[0]?.message ?? 'is not valid'}; use letters, digits, spaces and punctuation.`,
+      });
+    }
     const notice = html`<div class="card notice" role="status" id="new-key">
 <h2>Your new key</h2>
 <p>Copy it now: it will not be shown again.</p>
