@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { mediaFiles } from '../support/media.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
 
@@ -12,14 +13,6 @@ type Seed = { account_id: string; api_key: string; sites: { id: string }[] };
 
 /** A day's edits in this server: small, so that the limit is reached within the test. */
 const EDITS_PER_DAY = 3;
-
-async function mediaFiles(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => e.name)
-    .sort();
-}
 
 /** A PNG of its own colour: other bytes, so another stored file. */
 async function png(background: string): Promise<{ bytes: Buffer; key: string }> {

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -19,6 +18,7 @@ import {
   SMALL_BUDGET,
   startMcpTestApp,
 } from '../support/mcp-app.ts';
+import { mediaFiles } from '../support/media.ts';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
 
@@ -70,15 +70,6 @@ const errorOf = (result: CallToolResult): ErrorInfo => {
   expect(result.structuredContent).toBeUndefined();
   return result._meta?.[ERROR_META_KEY] as ErrorInfo;
 };
-
-/** Every file under a media directory (none when it does not exist yet). */
-async function mediaFiles(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => e.name)
-    .sort();
-}
 
 describe('/mcp through the SDK client', () => {
   let t: McpTestApp;
