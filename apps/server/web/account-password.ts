@@ -40,12 +40,13 @@ export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; commands: 
     session: WebSession,
     opts: { status?: number; error?: string; changed?: boolean } = {},
   ): FastifyReply {
-    const body = html`${
-      opts.changed
-        ? html`<div class="card notice" role="status" id="password-changed"><p>Your password was changed. Every other browser signed in to this account was signed out.</p></div>`
-        : ''
-    }<div class="card">
+    const body = html`<div class="card">
 <h1>Change password</h1>
+${
+  opts.changed
+    ? html`<p class="notice" role="status" id="password-changed">Your password was changed. Every other browser signed in to this account was signed out.</p>`
+    : ''
+}
 ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 <form method="post" action="/account/password">
 ${kit.csrfField(request, reply, session)}

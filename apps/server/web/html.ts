@@ -77,7 +77,8 @@ export const STYLESHEET = `
 * { box-sizing: border-box; }
 body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); }
 header.top { display: flex; justify-content: space-between; align-items: center; padding: .75rem 1.25rem; border-bottom: 1px solid var(--line); background: var(--card); }
-header.top form { margin: 0; }
+header.top form { margin: 0; display: flex; align-items: center; gap: 1rem; }
+header.top a { color: var(--accent); }
 .brand { font-weight: 600; }
 main { max-width: 34rem; margin: 2rem auto; padding: 0 1rem; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: 1.5rem; }
@@ -90,6 +91,7 @@ button.link { border: 0; background: none; color: var(--accent); padding: 0; tex
 .actions { display: flex; gap: .75rem; margin-top: 1.25rem; }
 .error { color: var(--danger); border: 1px solid currentColor; border-radius: .35rem; padding: .5rem .75rem; }
 .notice { color: var(--ok); }
+p.notice { border: 1px solid currentColor; border-radius: .35rem; padding: .5rem .75rem; }
 .muted { color: var(--muted); font-size: .92rem; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 1rem 0; }
 dt { color: var(--muted); }
