@@ -20,30 +20,29 @@ export function isId(value: unknown): value is string {
   return typeof value === 'string' && ID_PATTERN.test(value);
 }
 
-const UNPAIRED = 'contains an unpaired surrogate (not valid Unicode text)';
+/*
+ * Control characters (C0, DEL, C1), and the same but tab, line feed and carriage return. A plain
+ * (non-`u`) character class is the fastest scan V8 has (about 11 µs for a 20 KB body,
+ * where a `u`-mode class with \p{Cs} takes 60), and lone surrogates are found by isWellFormed (6 µs).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const ANY_CONTROL = /[\x00-\x1f\x7f-\x9f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const CONTROL_BUT_LINES = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/;
 
 /**
  * Why a text cannot be accepted, naming the character (`contains the control character U+0000`), or
  * null: a control character (C0, DEL, C1; with `lines: true` tab, line feed and carriage return are
- * fine, for bodies and reasons), or a lone surrogate (not Unicode).
+ * fine, for bodies and reasons), or a lone surrogate (not Unicode). A body of up to 2 MiB is checked
+ * on every edit: two native scans.
  */
 export function textProblem(value: string, opts: { lines: boolean }): string | null {
-  for (let i = 0; i < value.length; i++) {
-    const code = value.charCodeAt(i);
-    if (code <= 0x1f || (code >= 0x7f && code <= 0x9f)) {
-      if (opts.lines && (code === 0x09 || code === 0x0a || code === 0x0d)) continue;
-      return `contains the control character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
-    }
-    if (code >= 0xd800 && code <= 0xdbff) {
-      const next = value.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        i++;
-        continue;
-      }
-      return UNPAIRED;
-    }
-    if (code >= 0xdc00 && code <= 0xdfff) return UNPAIRED;
+  const control = (opts.lines ? CONTROL_BUT_LINES : ANY_CONTROL).exec(value);
+  if (control) {
+    const code = control[0].charCodeAt(0);
+    return `contains the control character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
   }
+  if (!value.isWellFormed()) return 'contains an unpaired surrogate (not valid Unicode text)';
   return null;
 }
 

@@ -18,7 +18,10 @@ export const EditArticleBody = z
     title: cleanText(z.string().min(1, 'must not be empty').max(300, 'must be at most 300 characters'), {
       lines: false,
     }).optional(),
-    body: cleanText(z.string(), { lines: true })
+    // Its text rule (no control characters but tab and line breaks, no lone surrogates) is the
+    // decider's, with the same 400 naming `body`: one scan of up to 2 MiB per edit, not two.
+    body: z
+      .string()
       .optional()
       .meta({ description: 'The new HTML body, at most 2 MiB; sanitised as the editor does.' }),
     reason: reasonField,
