@@ -17,9 +17,9 @@ const operationOf = {
  * service's own pipeline makes (article events with origin `rewrite`), which arrive through no call.
  *
  * Inline: a batch of calls' records and their rows are written by one transaction, and a pipeline
- * change's row by the change's own. (Async until the fourth session: a second transaction read every
- * record back from the log, which cost a call as much again; `retireCheckpoint` applies what an
- * async runner had not applied yet when a database moves over.) Its rows are keyed by the event
+ * change's row by the change's own (an async projection would read every record back from the log
+ * in a second transaction, which costs a call as much again; `retireCheckpoint` applies what an
+ * async runner of an older version left unapplied when a database moves over). Its rows are keyed by the event
  * (`activityId`, `act_<event id>`) and inserted with `on conflict do nothing`: applying an event
  * twice changes nothing.
  */
