@@ -1,8 +1,8 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../domain/article/events.ts';
-import { prepared } from '../infra/db/prepared.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
+import { prepared } from '../infra/db/statement-cache.ts';
 import { ALWAYS, type Pending, type Projector } from './projector.ts';
 
 /**
