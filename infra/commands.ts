@@ -29,7 +29,7 @@ import { type BacklinkAcquired, backlinkStream } from '../domain/backlink/events
 import { DomainError } from '../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
 import { siteStream } from '../domain/site/events.ts';
-import { readArticleSnapshot } from '../projections/article-snapshots.ts';
+import { readArticleSnapshot, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../projections/articles.ts';
 import { createBatcher } from './batcher.ts';
 import type { Database, Db } from './db/schema.ts';
@@ -53,6 +53,8 @@ export type CommandDeps = {
   now?: () => Date;
   /** Sanitises a body ahead of its command, off this thread (infra/sanitize-pool.ts); optional. */
   sanitizeAhead?: (body: string) => Promise<void>;
+  /** The runtime's snapshot memory, shared with its snapshot projector (projections/article-snapshots.ts). */
+  snapshots: SnapshotMemory;
 };
 
 /** How many times a command is decided again after losing a race for its stream. */
@@ -247,7 +249,7 @@ export function createCommands(deps: CommandDeps) {
         sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
         return events;
       },
-      () => readArticleSnapshot(db, articleId),
+      () => readArticleSnapshot(db, articleId, deps.snapshots),
     );
     // The answer is the article as this command left it (what a read of its row gives once projected,
     // which happened in the append's transaction), not whatever a later edit made of it meanwhile.

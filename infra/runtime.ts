@@ -1,6 +1,7 @@
 import { validateEvent } from '../domain/events.ts';
 import { activityProjector } from '../projections/activity.ts';
-import { projectors } from '../projections/index.ts';
+import { createSnapshotMemory, type SnapshotMemory } from '../projections/article-snapshots.ts';
+import { createProjectors } from '../projections/index.ts';
 import { type Commands, createCommands } from './commands.ts';
 import type { Config } from './config.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -16,8 +17,17 @@ export type Runtime = {
   db: Db;
   store: EventStore;
   commands: Commands;
+  /** The article snapshots this runtime's commands read last, for its snapshot projector: its own. */
+  snapshots: SnapshotMemory;
   close(): Promise<void>;
 };
+
+/**
+ * How many articles' last-read snapshots a runtime keeps (a snapshot is the state without the body):
+ * an edit needs only the one its command read just before its append, so this covers as many
+ * articles edited at once.
+ */
+export const SNAPSHOT_MEMORY = 256;
 
 /**
  * The composition root of the core, used by the server, the worker, the CLI and the tests.
@@ -28,6 +38,9 @@ export function createRuntime(
   handle: DbHandle,
   opts: { now?: () => Date; sanitizeThreads?: number } = {},
 ): Runtime {
+  // The snapshot memory is the runtime's: its commands fill it, its snapshot projector reads it.
+  const snapshots = createSnapshotMemory(SNAPSHOT_MEMORY);
+  const projectors = createProjectors({ snapshots });
   const store = createEventStore({
     db: handle.db,
     handle,
@@ -39,6 +52,7 @@ export function createRuntime(
   const commands = createCommands({
     db: handle.db,
     store,
+    snapshots,
     ...(opts.now ? { now: opts.now } : {}),
     ...(sanitizer ? { sanitizeAhead: sanitizer.ahead } : {}),
   });
@@ -47,6 +61,7 @@ export function createRuntime(
     db: handle.db,
     store,
     commands,
+    snapshots,
     async close() {
       await sanitizer?.close();
       await handle.close();

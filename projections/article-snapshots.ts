@@ -1,8 +1,8 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../domain/article/events.ts';
-import { prepared } from '../infra/db/prepared.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
+import { prepared } from '../infra/db/statement-cache.ts';
 import { ALWAYS, type Pending, type Projector } from './projector.ts';
 
 /**
@@ -14,37 +14,48 @@ import { ALWAYS, type Pending, type Projector } from './projector.ts';
  * projector writes in the same transaction, and `readArticleSnapshot` joins it back. Storing it twice
  * cost every edit a 20 KB read, two 20 KB writes (statement and WAL) and their JSON on both sides.
  */
-export const articleSnapshotsProjector: Projector = {
-  name: 'article_snapshots@1',
-  mode: 'inline',
-  handles: [
-    'ArticleCreated',
-    'ArticleEdited',
-    'FeaturedImageReplaced',
-    'ArticleRestored',
-    'ArticleStatusChanged',
-  ],
-  tables: ['article_snapshots'],
-  async apply(event, trx) {
-    const articleId = (event.data as { articleId: string }).articleId;
-    const known = lastRead.get(articleId);
-    const previous =
-      known?.version === event.version - 1
-        ? known
-        : await trx
-            .selectFrom('article_snapshots')
-            .select(['version', 'state'])
-            .where('article_id', '=', articleId)
-            .executeTakeFirst();
-    if (previous && previous.version >= event.version) return;
-    await upsert(event, previous, trx, ALWAYS).execute();
-  },
-  /** Only from the snapshot the command read (the usual case): the one before would take a read. */
-  statementsFor(event, db, appended) {
-    const known = lastRead.get((event.data as { articleId: string }).articleId);
-    return known?.version === event.version - 1 ? [upsert(event, known, db, appended)] : undefined;
-  },
-};
+/**
+ * The snapshots projector. With `memory` (the runtime's), it starts an event from the snapshot the
+ * command read before it (`readArticleSnapshot` with the same memory) instead of reading it again,
+ * and can then write it within the append's statement (`statementsFor`). Without, it reads the
+ * previous snapshot in `apply` (rebuilds, tools).
+ */
+export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Projector {
+  return {
+    name: 'article_snapshots@1',
+    mode: 'inline',
+    handles: [
+      'ArticleCreated',
+      'ArticleEdited',
+      'FeaturedImageReplaced',
+      'ArticleRestored',
+      'ArticleStatusChanged',
+    ],
+    tables: ['article_snapshots'],
+    async apply(event, trx) {
+      const articleId = (event.data as { articleId: string }).articleId;
+      const known = memory?.recall(articleId);
+      const previous =
+        known?.version === event.version - 1
+          ? known
+          : await trx
+              .selectFrom('article_snapshots')
+              .select(['version', 'state'])
+              .where('article_id', '=', articleId)
+              .executeTakeFirst();
+      if (previous && previous.version >= event.version) return;
+      await upsert(event, previous, trx, ALWAYS).execute();
+    },
+    /** Only from the snapshot the command read (the usual case): the one before would take a read. */
+    statementsFor(event, db, appended) {
+      const known = memory?.recall((event.data as { articleId: string }).articleId);
+      return known?.version === event.version - 1 ? [upsert(event, known, db, appended)] : undefined;
+    },
+  };
+}
+
+/** The projector without a memory (rebuilds, status, tools); a runtime creates its own with one. */
+export const articleSnapshotsProjector: Projector = createArticleSnapshotsProjector();
 
 /** The snapshot after `event`, from the one before it (none: the initial state). */
 function upsert(
@@ -78,22 +89,45 @@ function upsert(
     );
 }
 
+/** A snapshot as stored: the state without its body, at a stream version. */
+export type StoredSnapshot = { version: number; state: unknown };
+
 /**
  * The snapshots `readArticleSnapshot` read last (committed rows, as stored), by article: the
  * projector, applying the event that follows one (the command's own append, right after its read),
  * starts from it instead of reading it again. The state at a stream version never changes, so a
- * remembered one is right whatever happened since; one at another version is not used.
+ * remembered one is right whatever happened since; one at another version is not used. Owned by a
+ * runtime (infra/runtime.ts), which hands the same memory to its commands and its projector; it
+ * keeps the `capacity` articles read last.
  */
-const lastRead = new Map<string, { version: number; state: unknown }>();
-const LAST_READ = 256;
+export type SnapshotMemory = {
+  recall(articleId: string): StoredSnapshot | undefined;
+  remember(articleId: string, snapshot: StoredSnapshot): void;
+  readonly size: number;
+  readonly capacity: number;
+};
 
-function rememberRead(articleId: string, snapshot: { version: number; state: unknown }): void {
-  lastRead.delete(articleId);
-  lastRead.set(articleId, snapshot);
-  if (lastRead.size > LAST_READ) {
-    const oldest = lastRead.keys().next().value;
-    if (oldest !== undefined) lastRead.delete(oldest);
+export function createSnapshotMemory(capacity: number): SnapshotMemory {
+  if (!Number.isSafeInteger(capacity) || capacity < 1) {
+    throw new RangeError(`the snapshot memory needs a capacity of at least 1, not ${capacity}`);
   }
+  // A Map keeps insertion order: re-inserting on each read keeps the oldest read first.
+  const snapshots = new Map<string, StoredSnapshot>();
+  return {
+    recall: (articleId) => snapshots.get(articleId),
+    remember(articleId, snapshot) {
+      snapshots.delete(articleId);
+      snapshots.set(articleId, snapshot);
+      if (snapshots.size > capacity) {
+        const oldest = snapshots.keys().next().value;
+        if (oldest !== undefined) snapshots.delete(oldest);
+      }
+    },
+    get size() {
+      return snapshots.size;
+    },
+    capacity,
+  };
 }
 
 function withoutBody(state: ArticleState): Omit<Article, 'body'> | ArticleState {
@@ -122,14 +156,16 @@ const snapshotQuery = prepared(
  * when they are equal no event follows the snapshot, and the command needs no second read. The body
  * row is taken only when the article's row is at the snapshot's revision (the articles projector
  * writes both in the same transaction); otherwise there is no snapshot and the stream is folded.
+ * `memory` (the runtime's) remembers the snapshot read, for the projector of the append that follows.
  */
 export async function readArticleSnapshot(
   db: Db,
   articleId: string,
+  memory?: SnapshotMemory,
 ): Promise<{ version: number; state: ArticleState; streamVersion: number } | undefined> {
   const [row] = await snapshotQuery(db, { articleId, streamId: articleStream(articleId) });
   if (!row) return undefined;
-  rememberRead(articleId, { version: row.version, state: row.state });
+  memory?.remember(articleId, { version: row.version, state: row.state });
   const stored = row.state as ArticleState;
   const state: ArticleState = stored.exists ? { ...stored, body: row.body } : stored;
   return { version: row.version, state, streamVersion: row.stream_version };

@@ -7,9 +7,9 @@ import type {
   FeaturedImageReplaced,
 } from '../domain/article/events.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
-import { prepared } from '../infra/db/prepared.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
+import { prepared } from '../infra/db/statement-cache.ts';
 import { invalidKeyError, isKeyLive, keyLive } from './accounts.ts';
 import {
   ALWAYS,

@@ -1,6 +1,6 @@
 import { accountsProjector } from './accounts.ts';
 import { activityProjector } from './activity.ts';
-import { articleSnapshotsProjector } from './article-snapshots.ts';
+import { createArticleSnapshotsProjector, type SnapshotMemory } from './article-snapshots.ts';
 import { articlesProjector } from './articles.ts';
 import { backlinksProjector } from './backlinks.ts';
 import type { Projector } from './projector.ts';
@@ -8,17 +8,25 @@ import { revisionsProjector } from './revisions.ts';
 import { siteStatsProjector } from './site-stats.ts';
 import { sitesProjector } from './sites.ts';
 
-/** Every read model, in the order a rebuild of everything runs them. */
-export const projectors: readonly Projector[] = [
-  accountsProjector,
-  sitesProjector,
-  articlesProjector,
-  articleSnapshotsProjector,
-  revisionsProjector,
-  backlinksProjector,
-  siteStatsProjector,
-  activityProjector,
-];
+/**
+ * Every read model, in the order a rebuild of everything runs them. A runtime's own list has its
+ * snapshot memory (the snapshot projector starts from the snapshot its commands read).
+ */
+export function createProjectors(deps: { snapshots?: SnapshotMemory } = {}): readonly Projector[] {
+  return [
+    accountsProjector,
+    sitesProjector,
+    articlesProjector,
+    createArticleSnapshotsProjector(deps.snapshots),
+    revisionsProjector,
+    backlinksProjector,
+    siteStatsProjector,
+    activityProjector,
+  ];
+}
+
+/** Every read model, without a snapshot memory: for rebuilds, status and the async runner. */
+export const projectors: readonly Projector[] = createProjectors();
 export const inlineProjectors = projectors.filter((p) => p.mode === 'inline');
 export const asyncProjectors = projectors.filter((p) => p.mode === 'async');
 

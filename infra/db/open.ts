@@ -5,7 +5,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database, Db } from './schema.ts';
-import { prepareRepeatedStatements } from './statements.ts';
+import { namingClient } from './statement-cache.ts';
 
 /*
  * Opens the app's database: PostgreSQL when a URL is given, otherwise the embedded default, PGlite
@@ -162,8 +162,9 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
     max: poolSize,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     types,
+    // Names the statements the pool runs again, so that PostgreSQL prepares them (statement-cache.ts).
+    Client: namingClient(),
   });
-  prepareRepeatedStatements(pool);
   // An idle client whose connection breaks emits 'error' on the pool; unhandled, it would crash the
   // process. Once closing, clients pg-pool is still ending may see their server go: not news.
   let closing = false;
@@ -401,8 +402,9 @@ async function openPglite(dataDir: string, logger: DbLogger): Promise<DbHandle> 
     idleTimeoutMillis: 0,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     types,
+    // Names the statements the pool runs again, so that PostgreSQL prepares them (statement-cache.ts).
+    Client: namingClient(),
   });
-  prepareRepeatedStatements(pool);
   let closing = false;
   pool.on('error', (err) => {
     if (!closing) logger.warn({ err: summary(err) }, 'the PGlite connection failed');

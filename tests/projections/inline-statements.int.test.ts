@@ -10,7 +10,7 @@ import {
 import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
 import type { Runtime } from '../../infra/runtime.ts';
 import { readArticleSnapshot } from '../../projections/article-snapshots.ts';
-import { projectors } from '../../projections/index.ts';
+import { createProjectors } from '../../projections/index.ts';
 import { handles, type Pending, runTogether } from '../../projections/projector.ts';
 import { backends } from '../support/db.ts';
 import {
@@ -115,9 +115,11 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
       version: history.length + 1,
     } as Pending;
     // The snapshot the command reads before it appends (the snapshot projector starts from it).
-    await readArticleSnapshot(runtime.db, articleId);
+    await readArticleSnapshot(runtime.db, articleId, runtime.snapshots);
 
-    const inline = projectors.filter((p) => p.mode === 'inline' && handles(p, pending.type));
+    const inline = createProjectors({ snapshots: runtime.snapshots }).filter(
+      (p) => p.mode === 'inline' && handles(p, pending.type),
+    );
     const statementsWhen = (appended: SqlBool) =>
       inline.flatMap((p) => {
         const own = p.statementsFor?.(pending, runtime.db, sql<SqlBool>`${sql.lit(appended)}`);

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ArticleState, evolve, initialState } from '../../domain/article/decider.ts';
+import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
+import type { NewEvent, StoredEvent } from '../../infra/event-store.ts';
+import { type Runtime, SNAPSHOT_MEMORY } from '../../infra/runtime.ts';
+import { createSnapshotMemory, readArticleSnapshot } from '../../projections/article-snapshots.ts';
+import { backends } from '../support/db.ts';
+import {
+  apiKeyActor,
+  createTestRuntime,
+  pipelineActor,
+  protectedBody,
+  setUpAccount,
+} from '../support/runtime.ts';
+
+describe('the snapshot memory', () => {
+  it('keeps the snapshots of the articles read last, up to its capacity', () => {
+    const memory = createSnapshotMemory(2);
+    memory.remember('a', { version: 1, state: 'a1' });
+    memory.remember('b', { version: 1, state: 'b1' });
+    memory.remember('a', { version: 2, state: 'a2' });
+    memory.remember('c', { version: 1, state: 'c1' });
+    // b was read least recently: it goes; a's newer read replaced its older one.
+    expect(memory.recall('b')).toBeUndefined();
+    expect(memory.recall('a')).toEqual({ version: 2, state: 'a2' });
+    expect(memory.recall('c')).toEqual({ version: 1, state: 'c1' });
+    expect(memory.size).toBe(2);
+  });
+
+  it('refuses a capacity that would keep nothing', () => {
+    expect(() => createSnapshotMemory(0)).toThrow(RangeError);
+    expect(() => createSnapshotMemory(Number.NaN)).toThrow(RangeError);
+  });
+});
+
+/** The new events of `stored`, as another database's store would take them. */
+function asNew(stored: StoredEvent, data: Record<string, unknown>): NewEvent {
+  return { type: stored.type, data: { ...(stored.data as object), ...data }, metadata: stored.metadata };
+}
+
+function fold(events: readonly StoredEvent[]): ArticleState {
+  return events.reduce((s, e) => evolve(s, e as unknown as ArticleEvent), initialState);
+}
+
+/**
+ * Every runtime has its own memory of the snapshots its commands read (infra/runtime.ts). Two
+ * runtimes in one process (the server's and a test's, or two databases) must not see each other's:
+ * a snapshot read in one database would otherwise stand in for the same article's in the other.
+ */
+describe.each(backends)('snapshot memories of two runtimes in one process, on %s', (backend) => {
+  let one: Runtime;
+  let other: Runtime;
+  const drops: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    for (const target of ['one', 'other'] as const) {
+      const { runtime, drop } = await createTestRuntime(backend);
+      drops.push(drop);
+      if (target === 'one') one = runtime;
+      else other = runtime;
+    }
+  });
+  afterAll(async () => {
+    for (const drop of drops) await drop();
+  });
+
+  it('each runtime is given its own, of the configured size', () => {
+    expect(one.snapshots).not.toBe(other.snapshots);
+    expect(one.snapshots.capacity).toBe(SNAPSHOT_MEMORY);
+  });
+
+  it("one runtime's reads never stand in for the other's snapshots", async () => {
+    // The same article id in two databases, with different content.
+    const a = await setUpAccount(one);
+    const b = await setUpAccount(other);
+    const { articleId } = await one.commands.createArticle(
+      a.accountId,
+      {
+        siteId: a.siteId,
+        title: 'Written in the first database',
+        body: protectedBody(1),
+        url: `https://northside.example/memory/${crypto.randomUUID()}`,
+        status: 'published',
+        publishedAt: '2026-11-01T08:00:00Z',
+        targetKeyword: null,
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    const stream = articleStream(articleId);
+    const [created] = await one.store.readStream(stream);
+    if (created === undefined) throw new Error('the article must have been created');
+    await other.store.append(
+      stream,
+      [
+        asNew(created, {
+          accountId: b.accountId,
+          siteId: b.siteId,
+          title: 'Written in the second database',
+          url: `https://southside.example/memory/${crypto.randomUUID()}`,
+        }),
+      ],
+      { expectedVersion: 'no_stream' },
+    );
+
+    // The first runtime's command reads its snapshot at version 1 (and remembers it) and appends 2.
+    await one.commands.editArticle(
+      a.accountId,
+      articleId,
+      { title: 'Edited in the first' },
+      { origin: 'api', actor: apiKeyActor },
+    );
+    expect(one.snapshots.recall(articleId)?.version).toBe(1);
+    expect(other.snapshots.recall(articleId)).toBeUndefined();
+
+    // The second database's version 2, appended without a command (nothing read there first).
+    const [, edited] = await one.store.readStream(stream);
+    if (edited === undefined) throw new Error('the article must have been edited');
+    await other.store.append(stream, [asNew(edited, { title: 'Edited in the second' })], {
+      expectedVersion: 1,
+    });
+
+    // Each database's snapshot is its own stream folded, not the other's.
+    for (const runtime of [one, other]) {
+      const snapshot = await readArticleSnapshot(runtime.db, articleId);
+      expect(snapshot?.version).toBe(2);
+      expect(snapshot?.state).toEqual(fold(await runtime.store.readStream(stream)));
+    }
+    const theOther = await readArticleSnapshot(other.db, articleId);
+    expect(theOther?.state).toMatchObject({ accountId: b.accountId, title: 'Edited in the second' });
+  });
+});
