@@ -36,6 +36,30 @@ export async function profileWhile(work: () => Promise<void>): Promise<CpuProfil
   }
 }
 
+/** Starts profiling this process's main thread now; `stop` ends it and hands over the profile. */
+export async function startProfile(): Promise<{ stop(): Promise<CpuProfile> }> {
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.start');
+  } catch (error) {
+    session.disconnect();
+    throw error;
+  }
+  return {
+    async stop() {
+      try {
+        const { profile } = await session.post('Profiler.stop');
+        return profile as unknown as CpuProfile;
+      } finally {
+        session.disconnect();
+      }
+    },
+  };
+}
+
 /**
  * Self time by function, and by module where work done by native code and node internals (socket
  * writes, buffers, timers) is charged to the package or project file that asked for it: a `writev`

@@ -5,12 +5,15 @@ import { checkProtectedBlocks } from '../domain/html/facts.ts';
 import { forgetLayouts } from '../domain/html/layout.ts';
 import { sanitizeHtml } from '../domain/html/sanitize.ts';
 import { type CpuSeconds, cpuSeconds, cpuSince, startWaitTimeline, type WaitSample } from './load.ts';
+import { type CpuProfile, startProfile } from './profile.ts';
 
 /*
  * The write benchmarks of issue 4:
  * - the sanitiser plus the protected-block check alone, on the 20 KB body with 10 protected blocks
  *   (target: 2 ms or less);
- * - PUT of that article at a fixed 100 edits/s, each one a new revision (target: p99 30 ms or less).
+ * - PUT of that article at a fixed 100 edits/s, each one a new revision (target: p99 30 ms or less);
+ * - saturation: 10 connections PUTting title-only edits as fast as the server answers, over 10
+ *   articles and over one (aim: 2,800 edits/s over 10 articles).
  */
 
 export type Timing = { runs: number; mean_ms: number; p50_ms: number; p99_ms: number; max_ms: number };
@@ -75,8 +78,15 @@ export type Second = {
 type Wal = { records: number; full_page_images: number; bytes: number };
 
 export type WriteLoad = Timing & {
-  rate: number;
+  /** The fixed rate (edits a second) of an open-loop run; null when closed loop. */
+  rate: number | null;
+  /** The connections of a closed-loop run (each sends its next edit when the last is answered); null at a fixed rate. */
+  connections: number | null;
+  /** Whether the edits change the title only (otherwise title and body). */
+  title_only: boolean;
   seconds: number;
+  /** Measured edits answered a second: the edits started in the measured part ÷ the time until the last was answered. */
+  edits_per_second: number;
   /**
    * CPU per edit during the measured part: the server's thread, this whole process (server and load
    * generator), the benchmark database's PostgreSQL backends, and the whole machine.
@@ -88,6 +98,8 @@ export type WriteLoad = Timing & {
     machine: number;
     /** What the hypervisor took from the machine's cores while they had work (`steal`). */
     steal: number;
+    /** The machine less this process and the database's backends: other processes, PostgreSQL's own background work (WAL writer, checkpointer), the kernel's. */
+    other: number;
   };
   /**
    * WAL PostgreSQL wrote per edit during the measured part (the whole cluster, `pg_stat_wal`):
@@ -95,9 +107,13 @@ export type WriteLoad = Timing & {
    */
   wal_per_edit: Wal;
   wall_seconds: number;
+  /** Share of the measured part the server's event loop was busy (running, or ready to run and waiting for a core). */
+  server_thread_busy: number;
   /** When the measured part started (second 1 of per_second). */
   measured_from: string;
   per_second: Second[];
+  /** The database's sessions over the whole measured part, on average, by `state / wait event` (idle ones left out). */
+  db_sessions: Record<string, number>;
   /** Every measured edit: [ms from the start of the measured part when it started, ms it took]. */
   edits: [number, number][];
   statuses: Record<string, number>;
@@ -105,23 +121,28 @@ export type WriteLoad = Timing & {
 };
 
 /**
- * PUTs at a fixed rate (open loop: a request starts every 1/rate s whether or not the last one has
- * finished), from a worker thread so the load does not share the server's event loop. Each PUT
- * changes the title and the body, so each is a new revision.
+ * PUTs from a worker thread, so the load does not share the server's event loop: at a fixed rate
+ * (open loop: a request starts every 1/rate s whether or not the last one has finished), or on
+ * `connections` connections as fast as the server answers (closed loop). Each PUT changes the title
+ * (and, unless `titleOnly`, the body), so each is a new revision. With `profile`, the server's thread
+ * is profiled during the measured part.
  */
 export async function measureEdits(opts: {
   /** Articles edited in turn. */
   urls: string[];
   key: string;
   body: string;
-  rate: number;
+  rate?: number;
+  connections?: number;
+  titleOnly?: boolean;
+  profile?: boolean;
   seconds: number;
   warmupSeconds: number;
   /** The benchmark database's name, to find its backends' CPU time. */
   database: string;
   /** The same database's URL, to sample what its sessions wait for. */
   databaseUrl: string;
-}): Promise<WriteLoad> {
+}): Promise<WriteLoad & { profile?: CpuProfile }> {
   const timeline = await startWaitTimeline(opts.databaseUrl);
   const walClient = new pg.Client({ connectionString: opts.databaseUrl, application_name: 'bench:sampler' });
   await walClient.connect();
@@ -136,8 +157,18 @@ export async function measureEdits(opts: {
       bytes: Number(row?.bytes ?? 0),
     };
   };
-  const worker = new Worker(new URL('./write-worker.ts', import.meta.url), { workerData: opts });
-  let from: { at: number; thread: NodeJS.CpuUsage; cpu: CpuSeconds; wal: Promise<Wal> } | undefined;
+  const { profile: _profile, ...load } = opts;
+  const worker = new Worker(new URL('./write-worker.ts', import.meta.url), { workerData: load });
+  let from:
+    | {
+        at: number;
+        thread: NodeJS.CpuUsage;
+        loop: ReturnType<typeof performance.eventLoopUtilization>;
+        cpu: CpuSeconds;
+        wal: Promise<Wal>;
+      }
+    | undefined;
+  let profiler: ReturnType<typeof startProfile> | undefined;
   const result = await new Promise<{
     samples: number[];
     startedAt: number[];
@@ -150,9 +181,11 @@ export async function measureEdits(opts: {
         from = {
           at: performance.now(),
           thread: process.threadCpuUsage(),
+          loop: performance.eventLoopUtilization(),
           cpu: cpuSeconds(opts.database),
           wal: readWal(),
         };
+        if (opts.profile) profiler = startProfile();
       } else resolve(message);
     });
     worker.once('error', reject);
@@ -160,6 +193,8 @@ export async function measureEdits(opts: {
   const wall = from ? (performance.now() - from.at) / 1000 : 0;
   const cpu = cpuSeconds(opts.database);
   const thread = process.threadCpuUsage(from?.thread);
+  const loop = from ? performance.eventLoopUtilization(from.loop).utilization : 0;
+  const profile = profiler ? await (await profiler).stop() : undefined;
   const walAfter = await readWal();
   const walBefore = from ? await from.wal : walAfter;
   await walClient.end();
@@ -168,6 +203,7 @@ export async function measureEdits(opts: {
   const edits = result.samples.length;
   const perEdit = (seconds: number): number => (edits === 0 ? 0 : Math.round((seconds / edits) * 1e5) / 100);
   const used = from ? cpuSince(from.cpu, cpu) : { node: 0, postgres: 0, machine: 0, steal: 0 };
+  const measuredFrom = Date.parse(result.measuredFrom);
   const walPerEdit = (key: keyof Wal, digits: number): number =>
     edits === 0 ? 0 : Math.round(((walAfter[key] - walBefore[key]) / edits) * 10 ** digits) / 10 ** digits;
   return {
@@ -177,6 +213,7 @@ export async function measureEdits(opts: {
       postgres: perEdit(used.postgres),
       machine: perEdit(used.machine),
       steal: perEdit(used.steal),
+      other: perEdit(Math.max(0, used.machine - used.node - used.postgres)),
     },
     wal_per_edit: {
       records: walPerEdit('records', 1),
@@ -184,22 +221,52 @@ export async function measureEdits(opts: {
       bytes: walPerEdit('bytes', 0),
     },
     wall_seconds: Math.round(wall * 100) / 100,
+    server_thread_busy: Math.round(loop * 1000) / 1000,
     ...summarise(result.samples),
-    rate: opts.rate,
+    rate: opts.connections ? null : (opts.rate ?? 100),
+    connections: opts.connections ?? null,
+    title_only: opts.titleOnly ?? false,
     seconds: opts.seconds,
+    edits_per_second: wall === 0 ? 0 : Math.round(edits / wall),
     measured_from: result.measuredFrom,
-    per_second: perSecond(
-      result.samples,
-      result.startedAt,
-      waitsBySecond(waits, Date.parse(result.measuredFrom)),
-    ),
+    per_second: perSecond(result.samples, result.startedAt, waitsBySecond(waits, measuredFrom)),
+    db_sessions: sessionsDuring(waits, measuredFrom, measuredFrom + wall * 1000),
     edits: result.samples.map((took, i) => [
       Math.round(result.startedAt[i] ?? 0),
       Math.round(took * 10) / 10,
     ]),
     statuses: result.statuses,
     revisions_created: result.created,
+    ...(profile ? { profile } : {}),
   };
+}
+
+/**
+ * The database's sessions that were not idle, on average over the samples taken between `fromMs` and
+ * `toMs` (epoch ms), by `state / wait event`, largest first (under 0.05 left out).
+ */
+export function sessionsDuring(
+  samples: readonly WaitSample[],
+  fromMs: number,
+  toMs: number,
+): Record<string, number> {
+  const within = samples.filter((sample) => {
+    const at = performance.timeOrigin + sample.at;
+    return at >= fromMs && at <= toMs;
+  });
+  const totals = new Map<string, number>();
+  for (const sample of within) {
+    for (const [what, n] of Object.entries(sample.sessions)) {
+      if (what.startsWith('idle / Client:ClientRead') || what === 'idle') continue;
+      totals.set(what, (totals.get(what) ?? 0) + n);
+    }
+  }
+  return Object.fromEntries(
+    [...totals.entries()]
+      .map(([what, n]) => [what, Math.round((n / Math.max(1, within.length)) * 100) / 100] as const)
+      .filter(([, n]) => n >= 0.05)
+      .sort((a, b) => b[1] - a[1]),
+  );
 }
 
 /** Latencies grouped by the second their request started in, with what the database did in that second. */
