@@ -9,9 +9,10 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startCallback } from '../oauth/helpers.ts';
+import { launchBrowser } from '../support/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
@@ -99,11 +100,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
     base = `http://127.0.0.1:${port}`;
     server = await startServer({ ...env, PORT: String(port), PUBLIC_URL: base });
     callback = await startCallback();
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-background-networking'],
-      headless: true,
-    });
+    browser = await launchBrowser();
     context = await browser.newContext({ javaScriptEnabled: false });
     provider = memoryProvider(callback.url, (url) => {
       authorizationUrl = url;

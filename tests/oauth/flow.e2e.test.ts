@@ -1,8 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser } from '../support/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
@@ -45,11 +46,7 @@ describe('connecting an assistant in a browser', () => {
     base = `http://127.0.0.1:${port}`;
     server = await startServer({ ...env, PORT: String(port), PUBLIC_URL: base });
     callback = await startCallback();
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-background-networking'],
-      headless: true,
-    });
+    browser = await launchBrowser();
     context = await browser.newContext({ javaScriptEnabled: false });
   });
 

@@ -1,9 +1,10 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, registerClient } from '../oauth/helpers.ts';
+import { launchBrowser } from '../support/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli, ROOT } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
@@ -37,11 +38,7 @@ describe('pages in a browser, JavaScript off, keyboard only', () => {
     // The forms check their Origin against PUBLIC_URL: the address the browser uses.
     const port = await freePort();
     server = await startServer({ ...env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-background-networking'],
-      headless: true,
-    });
+    browser = await launchBrowser();
     context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1000, height: 700 } });
   });
   afterAll(async () => {
