@@ -96,7 +96,7 @@ const app = await buildApp({
   runtime,
   config,
   limit: limiter.hook,
-  editGate: editLimit.gate,
+  editLimit: editLimit.limit,
   logger: { level: 'silent' },
 });
 await app.listen({ host: '127.0.0.1', port: 0 });

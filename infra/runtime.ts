@@ -1,8 +1,8 @@
+import { type Commands, createCommands } from '../apps/application/commands.ts';
 import { validateEvent } from '../domain/events.ts';
 import { activityProjector } from '../projections/activity.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { createProjectors } from '../projections/index.ts';
-import { type Commands, createCommands } from './commands.ts';
 import type { Config } from './config.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { type DbHandle, type DbLogger, openDatabase } from './db/open.ts';

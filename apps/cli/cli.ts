@@ -2,7 +2,6 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { z } from 'zod';
 import { KeyScope } from '../../domain/account/events.ts';
 import { DomainError, isDomainError } from '../../domain/errors.ts';
-import { PASSWORD_MIN_LENGTH } from '../../infra/commands.ts';
 import { type Config, ConfigError, loadConfig } from '../../infra/config.ts';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { newPassword } from '../../infra/ids.ts';
@@ -12,6 +11,7 @@ import { catchUp, projectionStatus, rebuild } from '../../infra/projection-runne
 import { openRuntime, type Runtime } from '../../infra/runtime.ts';
 import { findAccountByEmail, findStaffByEmail, listApiKeys } from '../../projections/accounts.ts';
 import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
+import { PASSWORD_MIN_LENGTH } from '../application/commands.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';

@@ -7,8 +7,8 @@ import { AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
 import { isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
 import { ID_PATTERN, ID_RULE } from '../../domain/input.ts';
-import type { Commands } from '../../infra/commands.ts';
 import { EventValidationError } from '../../infra/event-store.ts';
+import type { Commands } from '../application/commands.ts';
 import { progressBar } from './progress.ts';
 
 export const ingestKinds = ['sites', 'articles', 'backlinks', 'rewrites'] as const;

@@ -15,10 +15,11 @@ import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/st
 import { projectionStatus } from '../../infra/projection-runner.ts';
 import type { Runtime } from '../../infra/runtime.ts';
 import { projectors } from '../../projections/index.ts';
+import type { EditLimit } from '../application/call.ts';
+import { createApplication } from '../application/index.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
 import { createRequestLimiter } from './api/limits.ts';
-import type { EditGate } from './api/write-routes.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.ts';
 import { requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
@@ -38,7 +39,7 @@ export type AppDeps = {
   webNow?: () => Date;
   limit?: LimitHook;
   /** The daily edit limit; without one, this process counts the CONTRACT's 200 a day alone, in memory. */
-  editGate?: EditGate;
+  editLimit?: EditLimit;
   /** Where featured images are kept; default a directory store in MEDIA_DIR. */
   media?: MediaStore;
   /** How image URLs are fetched; default the SSRF-guarded fetcher (trusting MEDIA_FETCH_CA_FILE too). */
@@ -160,18 +161,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // One request limiter and one edit gate for /api/v1 and /mcp: an account has one budget.
   const now = deps.now ?? (() => new Date());
   const limit = deps.limit ?? defaultRequestLimit(app);
-  const editGate = deps.editGate ?? defaultEditGate(app);
-  const fetchImage = deps.fetchImage ?? defaultImageFetcher(deps.config);
-  await app.register(apiV1, {
-    prefix: '/api/v1',
-    runtime: deps.runtime,
-    publicUrl: deps.config.PUBLIC_URL,
+  const publicUrl = deps.config.PUBLIC_URL;
+  // The use cases every face calls, with this app's clock, limits, media store and image fetcher.
+  const application = createApplication({
+    db,
+    commands: deps.runtime.commands,
+    publicUrl,
     now,
-    limit,
-    editGate,
+    editLimit: deps.editLimit ?? defaultEditLimit(app),
     media,
-    fetchImage,
+    fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
   });
+  await app.register(apiV1, { prefix: '/api/v1', runtime: deps.runtime, application, publicUrl, limit });
   // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
   // The Connect Site page and the MCP endpoint take the connections and the token verifier from it.
   const oauth = await registerOAuth(app, {
@@ -187,15 +188,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(accountPasswordRoutes, { kit: oauth.web, commands: deps.runtime.commands });
   await app.register(mcpRoutes, {
-    runtime: deps.runtime,
     publicUrl: deps.config.PUBLIC_URL,
     now,
     verifyToken: deps.verifyToken ?? oauth.verifyMcpToken,
     resourceMetadataUrl: deps.resourceMetadataUrl ?? oauth.resourceMetadataUrl,
     limit,
-    editGate,
-    media,
-    fetchImage,
+    application,
   });
 
   return app;
@@ -210,10 +208,10 @@ function trustProxyOf(
   return setting;
 }
 
-function defaultEditGate(app: FastifyInstance): EditGate {
+function defaultEditLimit(app: FastifyInstance): EditLimit {
   const limiter = createEditLimiter({ perDay: 200, logger: app.log });
   app.addHook('onClose', async () => limiter.close());
-  return limiter.gate;
+  return limiter.limit;
 }
 
 /** Without a limiter given, this process counts the CONTRACT's 60 requests a minute alone, in memory. */

@@ -33,7 +33,7 @@ const edits = createEditLimiter({
   logger: limitsLog,
   ...(redis ? { redis } : {}),
 });
-const app = await buildApp({ runtime, config, limit: limiter.hook, editGate: edits.gate });
+const app = await buildApp({ runtime, config, limit: limiter.hook, editLimit: edits.limit });
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
   : null;

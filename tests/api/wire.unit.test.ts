@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { rfc3339 } from '../../apps/server/api/wire.ts';
+import { rfc3339 } from '../../apps/application/wire.ts';
 
 describe('rfc3339', () => {
   it('writes UTC to the second, as CONTRACT does', () => {

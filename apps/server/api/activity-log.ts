@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivitySource } from '../../../domain/activity/events.ts';
 import { isId } from '../../../domain/input.ts';
-import type { Commands } from '../../../infra/commands.ts';
+import type { Commands } from '../../application/commands.ts';
 import type { AuthState } from './auth.ts';
 
 declare module 'fastify' {

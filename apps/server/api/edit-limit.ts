@@ -1,29 +1,19 @@
-import { DomainError } from '../../../domain/errors.ts';
-import { type CounterOptions, createCounter, editsPolicy, publishDecision } from './limits.ts';
-import type { EditGate } from './write-routes.ts';
+import type { EditLimit } from '../../application/call.ts';
+import { type CounterOptions, createCounter, editsPolicy } from './limits.ts';
 
-export type EditLimiter = { gate: EditGate; close(): void };
+export type EditLimiter = { limit: EditLimit; close(): void };
 
 /**
  * The `edits` policy of CONTRACT "Limits": 200 article edits per UTC day per account (PUT, featured
- * image, restore), counted atomically across processes (Redis when set), published in the RateLimit
- * fields beside `requests`. The 201st is refused with 429 `edit_limit_reached` and Retry-After until
- * UTC midnight, before anything changes.
+ * image, restore, and the MCP tools that do the same), counted atomically across processes (Redis when
+ * set). The application refuses the 201st with `edit_limit_reached`, before anything changes; each face
+ * states the decision (HTTP: the RateLimit fields beside `requests`, and Retry-After until UTC midnight).
  */
 export function createEditLimiter(opts: { perDay: number } & CounterOptions): EditLimiter {
   const { perDay, ...counterOptions } = opts;
   const edits = createCounter(editsPolicy(perDay), counterOptions);
   return {
-    async gate(request, reply, accountId) {
-      const decision = await edits.consume(`acct:${accountId}`);
-      publishDecision(request, reply, decision);
-      if (!decision.allowed) {
-        throw new DomainError(
-          'edit_limit_reached',
-          `The account has made its ${perDay} article edits for today (UTC); more are possible after midnight UTC`,
-        );
-      }
-    },
+    limit: { take: (accountId) => edits.consume(`acct:${accountId}`) },
     close: () => edits.close(),
   };
 }

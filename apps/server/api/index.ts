@@ -2,10 +2,9 @@ import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
-import type { FetchImage } from '../../../infra/media/fetch.ts';
 import { MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
-import type { MediaStore } from '../../../infra/media/store.ts';
 import type { Runtime } from '../../../infra/runtime.ts';
+import type { Application } from '../../application/index.ts';
 import { createActivityLog } from './activity-log.ts';
 import {
   authenticate,
@@ -17,19 +16,16 @@ import {
 } from './auth.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { readRoutes } from './read-routes.ts';
-import { type EditGate, writeRoutes } from './write-routes.ts';
+import { writeRoutes } from './write-routes.ts';
 
 /** An onRequest hook that enforces request limits (between authentication and refusal, so floods of bad keys count too). */
 export type LimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 export type ApiDeps = {
   runtime: Runtime;
+  application: Application;
   publicUrl: string;
-  now: () => Date;
   limit?: LimitHook;
-  editGate: EditGate;
-  media: MediaStore;
-  fetchImage: FetchImage;
 };
 
 /** A repeated query parameter is ambiguous: refuse it by name rather than pick one. */
@@ -84,14 +80,8 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
     await activity.drain();
     await usage.stop();
   });
-  await app.register(readRoutes, { db, publicUrl: deps.publicUrl, now: deps.now });
+  const { application, publicUrl } = deps;
+  await app.register(readRoutes, { application, publicUrl });
   await app.register(multipart, { limits: { fileSize: MAX_IMAGE_BYTES, files: 1, fields: 4, parts: 5 } });
-  await app.register(writeRoutes, {
-    db,
-    commands,
-    publicUrl: deps.publicUrl,
-    editGate: deps.editGate,
-    media: deps.media,
-    fetchImage: deps.fetchImage,
-  });
+  await app.register(writeRoutes, { application, publicUrl });
 };

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { DomainError } from '../../../domain/errors.ts';
+import type { LimitDecision } from '../../application/call.ts';
 import type { LimitHook } from './index.ts';
 
 /** The subset of a pino logger the limits use. */
@@ -15,7 +16,7 @@ export type LimitLogger = {
  * A quota: `quota` units per window. A window of N seconds starts at a subject's first unit and
  * lasts N seconds (fixed window); `utc-day` windows run from one UTC midnight to the next.
  */
-export type Policy = { name: string; quota: number; window: number | 'utc-day' };
+export type Policy = LimitDecision['policy'];
 
 /** CONTRACT "Limits": requests per minute per account (or per client address without a usable key). */
 export function requestsPolicy(perMinute: number): Policy {
@@ -27,15 +28,8 @@ export function editsPolicy(perDay: number): Policy {
   return { name: 'edits', quota: perDay, window: 'utc-day' };
 }
 
-/** The outcome of counting one unit against a policy. */
-export type Decision = {
-  policy: Policy;
-  allowed: boolean;
-  /** Units left in the current window (0 when refused). */
-  remaining: number;
-  /** Whole seconds until the window resets. */
-  resetSeconds: number;
-};
+/** The outcome of counting one unit against a policy (the application's word for it). */
+export type Decision = LimitDecision;
 
 /** Counts units of one policy per subject (`acct:<id>`, `ip:<address>`), atomically. */
 export type Counter = {

@@ -11,11 +11,10 @@ export type ListBody<T> = {
  * The list envelope of CONTRACT "Lists", with the same links in an RFC 8288 `Link` header. Links are
  * absolute (PUBLIC_URL) and keep every other query parameter the caller sent.
  */
-export function sendList<R, T>(
+export function sendList<T>(
   reply: FastifyReply,
   opts: { publicUrl: string; path: string; query: Record<string, unknown>; page: number; perPage: number },
-  result: Page<R>,
-  map: (row: R) => T,
+  result: Page<T>,
 ): ListBody<T> {
   const { page, perPage } = opts;
   const totalPages = Math.ceil(result.total / perPage);
@@ -43,7 +42,7 @@ export function sendList<R, T>(
     .join(', ');
   reply.header('link', header);
   return {
-    data: result.rows.map(map),
+    data: result.rows,
     meta: { page, per_page: perPage, total: result.total, total_pages: totalPages },
     links,
   };

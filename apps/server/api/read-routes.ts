@@ -1,13 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { DomainError } from '../../../domain/errors.ts';
-import type { Db } from '../../../infra/db/schema.ts';
-import { listActivity } from '../../../projections/activity.ts';
-import { findArticle, listArticles } from '../../../projections/articles.ts';
-import { listBacklinks } from '../../../projections/backlinks.ts';
-import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
-import { listSites, ofOwnSite } from '../../../projections/sites.ts';
-import { liveKeyOf, principalOf } from './auth.ts';
+import type { Application } from '../../application/index.ts';
+import { apiCall, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';
 import {
   ActivityQuery,
@@ -26,17 +20,8 @@ import {
   Stats,
   StatsQuery,
 } from './schemas.ts';
-import {
-  activityOut,
-  articleListItemOut,
-  articleOut,
-  backlinkOut,
-  siteOut,
-  statsOut,
-  weakEtag,
-} from './wire.ts';
 
-export type ReadRouteDeps = { db: Db; publicUrl: string; now: () => Date };
+export type ReadRouteDeps = { application: Application; publicUrl: string };
 
 /** The errors every authenticated read of an id can answer with (404: unknown, or of another account). */
 export const readErrors = { 400: Problem, 401: Problem, 404: Problem, 429: Problem } as const;
@@ -65,7 +50,7 @@ const ArticleHeaders = z.object({
 });
 
 /** The five read endpoints of the seed spec, and the activity log. They read read models only. */
-export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db, publicUrl, now }) => {
+export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { application, publicUrl }) => {
   app.get(
     '/sites',
     {
@@ -80,13 +65,9 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
     },
     async (req, reply) => {
       const { page, per_page } = req.query;
-      const result = await listSites(db, principalOf(req).accountId, { page, perPage: per_page });
-      return sendList(
-        reply,
-        { publicUrl, path: '/api/v1/sites', query: req.query, page, perPage: per_page },
-        result,
-        siteOut,
-      );
+      const result = await application.sites.list(apiCall(req), { page, perPage: per_page });
+      const path = '/api/v1/sites';
+      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
     },
   );
 
@@ -106,17 +87,11 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id, liveKey: liveKeyOf(req) };
       const { page, per_page, from, to, status } = req.query;
       const query = { page, perPage: per_page, from, to, status };
-      const result = await ofOwnSite(scope, listArticles(db, scope, query));
+      const result = await application.articles.list(apiCall(req), req.params.id, query);
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/articles`;
-      return sendList(
-        reply,
-        { publicUrl, path, query: req.query, page, perPage: per_page },
-        result,
-        articleListItemOut,
-      );
+      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
     },
   );
 
@@ -141,13 +116,11 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      const row = await findArticle(db, principalOf(req).accountId, req.params.id, liveKeyOf(req));
-      if (!row) throw new DomainError('not_found', `No article ${req.params.id}`);
-      req.activity.siteId = row.site_id;
-      const etag = weakEtag(row.revision);
+      const article = await application.articles.get(apiCall(req), req.params.id);
+      const etag = weakEtag(article.revision);
       reply.header('etag', etag);
       if (req.headers['if-none-match'] === etag) return reply.status(304).send(null);
-      return articleOut(row);
+      return article;
     },
   );
 
@@ -167,17 +140,11 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
       },
     },
     async (req, reply) => {
-      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id, liveKey: liveKeyOf(req) };
       const { page, per_page, from, to, category } = req.query;
       const query = { page, perPage: per_page, from, to, category };
-      const result = await ofOwnSite(scope, listBacklinks(db, scope, query));
+      const result = await application.sites.backlinks(apiCall(req), req.params.id, query);
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/backlinks`;
-      return sendList(
-        reply,
-        { publicUrl, path, query: req.query, page, perPage: per_page },
-        result,
-        backlinkOut,
-      );
+      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
     },
   );
 
@@ -196,11 +163,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
         response: { 200: Stats, ...readErrors },
       },
     },
-    async (req) => {
-      const scope = { accountId: principalOf(req).accountId, siteId: req.params.id, liveKey: liveKeyOf(req) };
-      const period = resolvePeriod(req.query.period, now());
-      return statsOut(scope.siteId, period, await ofOwnSite(scope, siteStats(db, scope, period)));
-    },
+    async (req) => application.sites.stats(apiCall(req), req.params.id, req.query.period),
   );
 
   app.get(
@@ -219,21 +182,10 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { db
     },
     async (req, reply) => {
       const { page, per_page, from, to, source, site_id, article_id } = req.query;
-      const result = await listActivity(db, principalOf(req).accountId, {
-        page,
-        perPage: per_page,
-        from,
-        to,
-        source,
-        siteId: site_id,
-        articleId: article_id,
-      });
-      return sendList(
-        reply,
-        { publicUrl, path: '/api/v1/activity', query: req.query, page, perPage: per_page },
-        result,
-        activityOut,
-      );
+      const query = { page, perPage: per_page, from, to, source, siteId: site_id, articleId: article_id };
+      const result = await application.activity.list(apiCall(req), query);
+      const path = '/api/v1/activity';
+      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
     },
   );
 };

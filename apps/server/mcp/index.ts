@@ -2,19 +2,16 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
-import type { FetchImage } from '../../../infra/media/fetch.ts';
-import type { MediaStore } from '../../../infra/media/store.ts';
-import type { Runtime } from '../../../infra/runtime.ts';
+import type { Application } from '../../application/index.ts';
 import type { LimitHook } from '../api/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-body.ts';
-import type { EditGate } from '../api/write-routes.ts';
+import { publishDecision } from '../api/limits.ts';
 import { type McpTokenVerifier, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
 import { createMcpServer, listTools, type RecordedCall } from './server.ts';
 
 export type { McpTokenVerifier } from './auth.ts';
 
 export type McpDeps = {
-  runtime: Runtime;
   publicUrl: string;
   now: () => Date;
   /** Resolves the OAuth access token of each call (the authorization server's verifier). */
@@ -23,10 +20,8 @@ export type McpDeps = {
   resourceMetadataUrl: string;
   /** The request limiter of /api/v1: the same instance, so an account's API and MCP calls share one budget. */
   limit: LimitHook;
-  /** The daily edit limit of /api/v1, shared the same way. */
-  editGate: EditGate;
-  media: MediaStore;
-  fetchImage: FetchImage;
+  /** The use cases, with the daily edit limit of /api/v1 (an account has one budget). */
+  application: Application;
 };
 
 export const MCP_PATH = '/mcp';
@@ -63,7 +58,7 @@ function isToolCall(body: unknown): boolean {
  * tool call is recorded in the activity log with source `mcp` and the OAuth client as actor.
  */
 export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
-  const { db, commands } = deps.runtime;
+  const { activity } = deps.application;
   const allowedOrigin = new URL(deps.publicUrl).origin;
   const listed = listTools();
   const validator = new AjvJsonSchemaValidator();
@@ -71,8 +66,8 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
   const pending = new Set<Promise<unknown>>();
 
   const record = (call: RecordedCall): void => {
-    const stored = commands
-      .recordCall({
+    const stored = activity
+      .record({
         accountId: call.principal.accountId,
         source: 'mcp',
         actor: call.principal.actor,
@@ -163,12 +158,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
     syncHeaders(reply);
     const server = createMcpServer(
       {
-        db,
-        commands,
-        publicUrl: deps.publicUrl,
-        now: deps.now,
-        media: deps.media,
-        fetchImage: deps.fetchImage,
+        application: deps.application,
         validator,
         log: request.log,
         record,
@@ -178,12 +168,9 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         principal,
         requestId: String(request.id),
         refusal: refused,
-        countEdit: async () => {
-          try {
-            await deps.editGate(request, reply, principal.accountId);
-          } finally {
-            syncHeaders(reply);
-          }
+        publishEdits: (decision) => {
+          publishDecision(request, reply, decision);
+          syncHeaders(reply);
         },
       },
     );

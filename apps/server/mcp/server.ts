@@ -10,11 +10,8 @@ import {
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { DomainError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
-import type { Commands } from '../../../infra/commands.ts';
-import type { Db } from '../../../infra/db/schema.ts';
-import type { FetchImage } from '../../../infra/media/fetch.ts';
-import type { MediaStore } from '../../../infra/media/store.ts';
-import { findArticle } from '../../../projections/articles.ts';
+import type { Call, LimitDecision } from '../../application/call.ts';
+import type { Application } from '../../application/index.ts';
 import type { Principal } from '../api/auth.ts';
 import { toolJsonSchema } from './schemas.ts';
 import {
@@ -47,12 +44,7 @@ export const INSTRUCTIONS =
 
 /** What the tools share across requests. */
 export type McpServices = {
-  db: Db;
-  commands: Commands;
-  publicUrl: string;
-  now: () => Date;
-  media: MediaStore;
-  fetchImage: FetchImage;
+  application: Application;
   /** Shared by every request's server: one compiled-validator cache instead of one per request. */
   validator: jsonSchemaValidator;
   log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
@@ -74,8 +66,8 @@ export type RecordedCall = {
 export type McpRequest = {
   principal: Principal;
   requestId: string;
-  /** Counts one article edit against the daily limit (and states it in the response's RateLimit fields). */
-  countEdit: () => Promise<void>;
+  /** States an edit-limit decision in the response's RateLimit fields. */
+  publishEdits: (decision: LimitDecision) => void;
   /** Set when the request is over the account's rate limit: a tool call then answers with this refusal. */
   refusal: DomainError | null;
 };
@@ -121,25 +113,24 @@ export function createMcpServer(
     tools: visible.map(({ definition }) => definition),
   }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (call): Promise<CallToolResult> => {
-    const tool = byName.get(call.params.name);
+  server.setRequestHandler(CallToolRequestSchema, async (toolCall): Promise<CallToolResult> => {
+    const tool = byName.get(toolCall.params.name);
     if (!tool) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${call.params.name}`);
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${toolCall.params.name}`);
     }
-    const args = call.params.arguments;
+    const args = toolCall.params.arguments;
     const started = performance.now();
-    const ctx: ToolContext = {
-      principal,
-      caller: { origin: 'mcp', actor: principal.actor, requestId: request.requestId },
-      db: services.db,
-      commands: services.commands,
-      publicUrl: services.publicUrl,
-      now: services.now,
-      media: services.media,
-      fetchImage: services.fetchImage,
-      countEdit: request.countEdit,
-      activity: { siteId: idArgument(args, 'site_id'), articleId: idArgument(args, 'article_id') },
+    const call: Call = {
+      principal: {
+        accountId: principal.accountId,
+        actor: principal.actor,
+        scope: principal.scope,
+        origin: 'mcp',
+        requestId: request.requestId,
+      },
+      touched: { siteId: idArgument(args, 'site_id'), articleId: idArgument(args, 'article_id') },
     };
+    const ctx: ToolContext = { call, application: services.application };
     let status = 200;
     let result: CallToolResult;
     try {
@@ -158,18 +149,20 @@ export function createMcpServer(
           argumentErrors(parsed.error.issues),
         );
       }
-      const out = await tool.call(ctx, parsed.data);
+      const out = await tool.call(ctx, parsed.data).finally(() => {
+        if (call.edits) request.publishEdits(call.edits);
+      });
       result = { content: [{ type: 'text', text: out.text }], structuredContent: out.structured };
     } catch (error) {
-      const failure = await failureOf(services, principal, ctx, error, request.requestId);
+      const failure = await failureOf(services, call, error, request.requestId);
       status = failure.status;
       result = failure.result;
     }
     services.record({
       principal,
       operation: tool.name,
-      siteId: ctx.activity.siteId,
-      articleId: ctx.activity.articleId,
+      siteId: call.touched.siteId,
+      articleId: call.touched.articleId,
       status,
       requestId: request.requestId,
       durationMs: Math.round(performance.now() - started),
@@ -182,8 +175,7 @@ export function createMcpServer(
 
 async function failureOf(
   services: McpServices,
-  principal: Principal,
-  ctx: ToolContext,
+  call: Call,
   error: unknown,
   requestId: string,
 ): Promise<ToolFailure> {
@@ -201,9 +193,11 @@ async function failureOf(
   }
   if (info.code !== 'protected_links_modified') return refusal(info);
   // The refusal names the blocks; the model gets the exact markup to put back from the current body.
-  const articleId = ctx.activity.articleId;
+  const articleId = call.touched.articleId;
   const current = articleId
-    ? await findArticle(services.db, principal.accountId, articleId).catch(() => undefined)
+    ? await services.application.articles
+        .get({ ...call, touched: { ...call.touched } }, articleId)
+        .catch(() => undefined)
     : undefined;
   return protectedLinksRefusal(info, current?.body ?? null);
 }

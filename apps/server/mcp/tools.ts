@@ -1,27 +1,9 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
-import { DomainError } from '../../../domain/errors.ts';
-import type { Caller, Commands, EditResult } from '../../../infra/commands.ts';
-import type { Db } from '../../../infra/db/schema.ts';
-import type { FetchImage } from '../../../infra/media/fetch.ts';
-import type { MediaStore } from '../../../infra/media/store.ts';
-import { listActivity } from '../../../projections/activity.ts';
-import { findArticle, findArticleSite, listArticles } from '../../../projections/articles.ts';
-import { listBacklinks } from '../../../projections/backlinks.ts';
 import type { Page } from '../../../projections/projector.ts';
-import { listRevisions } from '../../../projections/revisions.ts';
-import { resolvePeriod, siteStats } from '../../../projections/site-stats.ts';
-import { listSites, ofOwnSite, type SiteScope } from '../../../projections/sites.ts';
-import type { Principal } from '../api/auth.ts';
-import { activityOut, articleListItemOut, articleOut, backlinkOut, siteOut, statsOut } from '../api/wire.ts';
-import {
-  changeOut,
-  checkImage,
-  replaceFeaturedImage,
-  revisionContent,
-  revisionOut,
-} from '../api/write-routes.ts';
+import type { Call } from '../../application/call.ts';
+import type { Application } from '../../application/index.ts';
 import {
   renderActivity,
   renderArticle,
@@ -56,21 +38,8 @@ import {
   UpdateArticleInput,
 } from './schemas.ts';
 
-/** What a tool call may use: the caller, the core, and the per-request hooks of the HTTP call it came in. */
-export type ToolContext = {
-  principal: Principal;
-  caller: Caller;
-  db: Db;
-  commands: Commands;
-  publicUrl: string;
-  now: () => Date;
-  media: MediaStore;
-  fetchImage: FetchImage;
-  /** Counts one article edit against the account's daily limit; throws `edit_limit_reached` past it. */
-  countEdit: () => Promise<void>;
-  /** The site and article the call touched, for its activity record (tools fill in what inputs do not say). */
-  activity: { siteId: string | null; articleId: string | null };
-};
+/** What a tool call may use: its application call (principal with origin `mcp`, what it touched) and the use cases. */
+export type ToolContext = { call: Call; application: Application };
 
 /** The four hints, always stated (MCP leaves their defaults pessimistic and clients differ). */
 type Hints = Required<
@@ -123,40 +92,16 @@ const READ: Hints = {
 type Listed<T> = { data: T[]; meta: { page: number; per_page: number; total: number; total_pages: number } };
 
 /** A read model's page as the tools answer it: the items, the counts, and the next page to ask for. */
-function pageOut<R, T>(
-  result: Page<R>,
+function pageOut<T>(
+  result: Page<T>,
   q: { page: number; per_page: number },
-  map: (row: R) => T,
 ): Listed<T> & { next_page: number | null } {
   const totalPages = Math.ceil(result.total / q.per_page);
   return {
-    data: result.rows.map(map),
+    data: result.rows,
     meta: { page: q.page, per_page: q.per_page, total: result.total, total_pages: totalPages },
     next_page: q.page < totalPages ? q.page + 1 : null,
   };
-}
-
-/** The site a tool reads, in the account's scope; the activity record names it. */
-function siteScope(ctx: ToolContext, siteId: string): SiteScope {
-  ctx.activity.siteId = siteId;
-  return { accountId: ctx.principal.accountId, siteId };
-}
-
-/**
- * A write to one article, as the API's: it must be the account's (not_found otherwise, counted
- * nowhere); the edit is counted against the daily limit just before the command runs.
- */
-async function articleWrite(
-  ctx: ToolContext,
-  articleId: string,
-  run: () => Promise<EditResult>,
-): Promise<z.input<typeof ArticleChange>> {
-  ctx.activity.articleId = articleId;
-  const siteId = await findArticleSite(ctx.db, ctx.principal.accountId, articleId);
-  if (!siteId) throw new DomainError('not_found', `No article ${articleId}`);
-  ctx.activity.siteId = siteId;
-  await ctx.countEdit();
-  return changeOut(await run());
 }
 
 const PAGING =
@@ -174,13 +119,8 @@ const listSitesTool = defineTool({
   annotations: READ,
   input: ListSitesInput,
   output: SiteList,
-  async run(ctx, input) {
-    const result = await listSites(ctx.db, ctx.principal.accountId, {
-      page: input.page,
-      perPage: input.per_page,
-    });
-    return pageOut(result, input, siteOut);
-  },
+  run: async (ctx, input) =>
+    pageOut(await ctx.application.sites.list(ctx.call, { page: input.page, perPage: input.per_page }), input),
   render: (out) => renderSites(out),
 });
 
@@ -197,7 +137,6 @@ const listArticlesTool = defineTool({
   input: ListArticlesInput,
   output: ArticleList,
   async run(ctx, input) {
-    const scope = siteScope(ctx, input.site_id);
     const query = {
       page: input.page,
       perPage: input.per_page,
@@ -205,8 +144,7 @@ const listArticlesTool = defineTool({
       to: input.to,
       status: input.status,
     };
-    const result = await ofOwnSite(scope, listArticles(ctx.db, scope, query));
-    return pageOut(result, input, articleListItemOut);
+    return pageOut(await ctx.application.articles.list(ctx.call, input.site_id, query), input);
   },
   render: (out, input) => renderArticles(out, input.site_id),
 });
@@ -223,13 +161,7 @@ const getArticleTool = defineTool({
   annotations: READ,
   input: GetArticleInput,
   output: Article,
-  async run(ctx, input) {
-    ctx.activity.articleId = input.article_id;
-    const row = await findArticle(ctx.db, ctx.principal.accountId, input.article_id);
-    if (!row) throw new DomainError('not_found', `No article ${input.article_id}`);
-    ctx.activity.siteId = row.site_id;
-    return articleOut(row);
-  },
+  run: (ctx, input) => ctx.application.articles.get(ctx.call, input.article_id),
   render: (out) => renderArticle(out),
 });
 
@@ -245,7 +177,6 @@ const listBacklinksTool = defineTool({
   input: ListBacklinksInput,
   output: BacklinkList,
   async run(ctx, input) {
-    const scope = siteScope(ctx, input.site_id);
     const query = {
       page: input.page,
       perPage: input.per_page,
@@ -253,8 +184,7 @@ const listBacklinksTool = defineTool({
       to: input.to,
       category: input.category,
     };
-    const result = await ofOwnSite(scope, listBacklinks(ctx.db, scope, query));
-    return pageOut(result, input, backlinkOut);
+    return pageOut(await ctx.application.sites.backlinks(ctx.call, input.site_id, query), input);
   },
   render: (out, input) => renderBacklinks(out, input.site_id),
 });
@@ -271,11 +201,7 @@ const getStatsTool = defineTool({
   annotations: READ,
   input: GetStatsInput,
   output: Stats,
-  async run(ctx, input) {
-    const scope = siteScope(ctx, input.site_id);
-    const period = resolvePeriod(input.period, ctx.now());
-    return statsOut(scope.siteId, period, await ofOwnSite(scope, siteStats(ctx.db, scope, period)));
-  },
+  run: (ctx, input) => ctx.application.sites.stats(ctx.call, input.site_id, input.period),
   render: (out) => renderStats(out),
 });
 
@@ -300,20 +226,17 @@ const updateArticleTool = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   input: UpdateArticleInput,
   output: ArticleChange,
-  run: (ctx, input) =>
-    articleWrite(ctx, input.article_id, () =>
-      ctx.commands.editArticle(
-        ctx.principal.accountId,
-        input.article_id,
-        {
-          title: input.title,
-          body: input.body,
-          reason: input.reason,
-          expectedRevision: input.expected_revision,
-        },
-        ctx.caller,
-      ),
-    ),
+  run: async (ctx, input) => {
+    const { article_id: articleId, title, body, reason, expected_revision: expectedRevision } = input;
+    const write = await ctx.application.articles.edit(ctx.call, {
+      articleId,
+      title,
+      body,
+      reason,
+      expectedRevision,
+    });
+    return write.change;
+  },
   render: (out) => renderChange(out, 'Saved'),
 });
 
@@ -331,18 +254,12 @@ const replaceFeaturedImageTool = defineTool({
   input: ReplaceFeaturedImageInput,
   output: ArticleChange,
   async run(ctx, input) {
-    ctx.activity.articleId = input.article_id;
-    if (!(await findArticleSite(ctx.db, ctx.principal.accountId, input.article_id))) {
-      throw new DomainError('not_found', `No article ${input.article_id}`);
-    }
-    // Fetched and recognised before the edit is counted; stored only once it is (replaceFeaturedImage).
-    const image = await checkImage(await ctx.fetchImage(input.url), input.alt ?? '');
-    return articleWrite(ctx, input.article_id, () =>
-      replaceFeaturedImage(ctx, ctx.principal.accountId, input.article_id, image, {
-        expectedRevision: input.expected_revision,
-        caller: ctx.caller,
-      }),
-    );
+    const write = await ctx.application.articles.replaceFeaturedImage(ctx.call, {
+      articleId: input.article_id,
+      image: { url: input.url, alt: input.alt ?? '' },
+      expectedRevision: input.expected_revision,
+    });
+    return write.change;
   },
   render: (out) => renderChange(out, 'Featured image replaced'),
 });
@@ -358,17 +275,14 @@ const listRevisionsTool = defineTool({
   annotations: READ,
   input: ListRevisionsInput,
   output: RevisionList,
-  async run(ctx, input) {
-    ctx.activity.articleId = input.article_id;
-    const siteId = await findArticleSite(ctx.db, ctx.principal.accountId, input.article_id);
-    if (!siteId) throw new DomainError('not_found', `No article ${input.article_id}`);
-    ctx.activity.siteId = siteId;
-    const result = await listRevisions(ctx.db, input.article_id, {
-      page: input.page,
-      perPage: input.per_page,
-    });
-    return pageOut(result, input, revisionOut);
-  },
+  run: async (ctx, input) =>
+    pageOut(
+      await ctx.application.revisions.list(ctx.call, input.article_id, {
+        page: input.page,
+        perPage: input.per_page,
+      }),
+      input,
+    ),
   render: (out, input) => renderRevisions(out, input.article_id),
 });
 
@@ -382,18 +296,7 @@ const getRevisionTool = defineTool({
   annotations: READ,
   input: GetRevisionInput,
   output: RevisionContent,
-  async run(ctx, input) {
-    ctx.activity.articleId = input.article_id;
-    const { siteId, content } = await revisionContent(
-      ctx.db,
-      ctx.commands,
-      ctx.principal.accountId,
-      input.article_id,
-      input.revision,
-    );
-    ctx.activity.siteId = siteId;
-    return content;
-  },
+  run: (ctx, input) => ctx.application.revisions.get(ctx.call, input.article_id, input.revision),
   render: (out, input) => renderRevision(out, input.article_id),
 });
 
@@ -409,15 +312,15 @@ const restoreRevisionTool = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   input: RestoreRevisionInput,
   output: ArticleChange,
-  run: (ctx, input) =>
-    articleWrite(ctx, input.article_id, () =>
-      ctx.commands.restoreRevision(
-        ctx.principal.accountId,
-        input.article_id,
-        { revision: input.revision, reason: input.reason ?? null, expectedRevision: input.expected_revision },
-        ctx.caller,
-      ),
-    ),
+  async run(ctx, input) {
+    const write = await ctx.application.revisions.restore(ctx.call, {
+      articleId: input.article_id,
+      revision: input.revision,
+      reason: input.reason ?? null,
+      expectedRevision: input.expected_revision,
+    });
+    return write.change;
+  },
   render: (out, input) => renderChange(out, `Restored revision ${input.revision}`),
 });
 
@@ -433,7 +336,7 @@ const listActivityTool = defineTool({
   input: ListActivityInput,
   output: ActivityList,
   async run(ctx, input) {
-    const result = await listActivity(ctx.db, ctx.principal.accountId, {
+    const query = {
       page: input.page,
       perPage: input.per_page,
       from: input.from,
@@ -441,8 +344,8 @@ const listActivityTool = defineTool({
       source: input.source,
       siteId: input.site_id,
       articleId: input.article_id,
-    });
-    return pageOut(result, input, activityOut);
+    };
+    return pageOut(await ctx.application.activity.list(ctx.call, query), input);
   },
   render: (out) => renderActivity(out),
 });

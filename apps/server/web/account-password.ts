@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { type Commands, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../../infra/commands.ts';
 import { findPasswordHash } from '../../../projections/accounts.ts';
+import { type Commands, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/commands.ts';
 import { html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { sessionIdHash, type WebSession } from './sessions.ts';
@@ -12,7 +12,7 @@ import { CLIENT_POLICY } from './throttle.ts';
 /*
  * GET/POST /account/password: a signed-in account holder changes their password (the current one, the
  * new one twice, at least PASSWORD_MIN_LENGTH characters). The change is a `PasswordChanged` event with
- * no secret and a new hash in `credentials` (infra/commands.ts); it ends the account's other web
+ * no secret and a new hash in `credentials` (apps/application/commands.ts); it ends the account's other web
  * sessions, this browser stays signed in. Wrong current passwords are throttled per account like a
  * sign-in from one client (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff
  * have no web pages yet: their passwords change with the CLI (`staff set-password`).

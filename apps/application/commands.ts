@@ -7,9 +7,9 @@ import {
   evolveStaff,
   initialAccountState,
   initialStaffState,
-} from '../domain/account/decider.ts';
-import { accountStream, type KeyScope, staffStream } from '../domain/account/events.ts';
-import { activityStream, type CallRecorded } from '../domain/activity/events.ts';
+} from '../../domain/account/decider.ts';
+import { accountStream, type KeyScope, staffStream } from '../../domain/account/events.ts';
+import { activityStream, type CallRecorded } from '../../domain/activity/events.ts';
 import {
   type Article,
   type ArticleCommand,
@@ -17,24 +17,29 @@ import {
   decide,
   evolve,
   initialState,
-} from '../domain/article/decider.ts';
+} from '../../domain/article/decider.ts';
 import {
   type ArticleEvent,
   type ArticleStatus,
   articleStream,
   type FeaturedImage,
   type SanitizedItem,
-} from '../domain/article/events.ts';
-import { type BacklinkAcquired, backlinkStream } from '../domain/backlink/events.ts';
-import { DomainError } from '../domain/errors.ts';
-import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
-import { siteStream } from '../domain/site/events.ts';
-import { readArticleSnapshot, type SnapshotMemory } from '../projections/article-snapshots.ts';
-import { type ArticleDetailRow, detailOf } from '../projections/articles.ts';
-import { createBatcher } from './batcher.ts';
-import type { Database, Db } from './db/schema.ts';
-import { ConcurrencyError, type EventStore, type ExpectedVersion, type StoredEvent } from './event-store.ts';
-import { newApiKey, newId } from './ids.ts';
+} from '../../domain/article/events.ts';
+import { type BacklinkAcquired, backlinkStream } from '../../domain/backlink/events.ts';
+import { DomainError } from '../../domain/errors.ts';
+import type { Actor, EventMetadata, Origin } from '../../domain/event.ts';
+import { siteStream } from '../../domain/site/events.ts';
+import { createBatcher } from '../../infra/batcher.ts';
+import type { Database, Db } from '../../infra/db/schema.ts';
+import {
+  ConcurrencyError,
+  type EventStore,
+  type ExpectedVersion,
+  type StoredEvent,
+} from '../../infra/event-store.ts';
+import { newApiKey, newId } from '../../infra/ids.ts';
+import { readArticleSnapshot, type SnapshotMemory } from '../../projections/article-snapshots.ts';
+import { type ArticleDetailRow, detailOf } from '../../projections/articles.ts';
 
 /** Who asks, from which face, and why: every revision carries it. */
 export type Caller = { origin: Origin; actor: Actor; requestId?: string | undefined };

@@ -1,0 +1,67 @@
+import { DomainError } from '../../domain/errors.ts';
+import { idempotent, requestHash } from '../../infra/idempotency.ts';
+import { findArticleSite } from '../../projections/articles.ts';
+import { type Call, type Idempotency, requireWrite } from './call.ts';
+import type { EditResult } from './commands.ts';
+import type { ApplicationDeps } from './deps.ts';
+import { type ArticleChangeOut, changeOut } from './wire.ts';
+
+/** A write's answer: the change, and whether it is the first answer replayed (an idempotent retry). */
+export type ArticleWrite = { change: ArticleChangeOut; replayed: boolean };
+
+export type ArticleWriter = {
+  /**
+   * The site of an article of the call's account, noted on the call; `not_found` for an unknown
+   * article and for another account's alike. Confirms the call's API key unrevoked in the same statement.
+   */
+  own(call: Call, articleId: string): Promise<string>;
+  /**
+   * Runs one change of an article the call owns (`own` first): with an idempotency key a retry
+   * replays the first answer without running again; otherwise the edit is counted against the daily
+   * limit (the decision noted on the call, refused past it) just before the change runs.
+   */
+  write(
+    call: Call,
+    idempotency: Idempotency | undefined,
+    change: () => Promise<EditResult>,
+  ): Promise<ArticleWrite>;
+};
+
+export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimit'>): ArticleWriter {
+  const { db, editLimit } = deps;
+  return {
+    async own(call, articleId) {
+      const { principal } = call;
+      call.touched.articleId = articleId;
+      const siteId = await findArticleSite(db, principal.accountId, articleId, principal.liveKey);
+      if (!siteId) throw new DomainError('not_found', `No article ${articleId}`);
+      call.touched.siteId = siteId;
+      return siteId;
+    },
+
+    async write(call, idempotency, change) {
+      const { accountId } = call.principal;
+      requireWrite(call.principal, 'This call');
+      const work = async (): Promise<ArticleChangeOut> => {
+        const decision = await editLimit.take(accountId);
+        call.edits = decision;
+        if (!decision.allowed) {
+          throw new DomainError(
+            'edit_limit_reached',
+            `The account has made its ${decision.policy.quota} article edits for today (UTC); more are possible after midnight UTC`,
+          );
+        }
+        return changeOut(await change());
+      };
+      if (!idempotency) return { change: await work(), replayed: false };
+      const { response, replayed } = await idempotent(
+        db,
+        accountId,
+        idempotency.key,
+        requestHash(idempotency.request),
+        async () => ({ status: 200, headers: {}, body: await work() }),
+      );
+      return { change: response.body as ArticleChangeOut, replayed };
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { checkExpectedRevision } from '../../domain/article/decider.ts';
+import type { FeaturedImage } from '../../domain/article/events.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { requestHash } from '../../infra/idempotency.ts';
+import { inspectImage } from '../../infra/media/image.ts';
+import {
+  type ArticleListQuery,
+  findArticle,
+  findArticleRevision,
+  listArticles,
+} from '../../projections/articles.ts';
+import type { Page } from '../../projections/projector.ts';
+import { ofOwnSite } from '../../projections/sites.ts';
+import type { ArticleWrite, ArticleWriter } from './article-write.ts';
+import type { Call, Idempotency } from './call.ts';
+import type { ApplicationDeps } from './deps.ts';
+import { type ArticleListItemOut, type ArticleOut, articleListItemOut, articleOut } from './wire.ts';
+
+/** The featured image of a replacement: an https address the service fetches, or bytes the caller sends. */
+export type ImageInput =
+  | { url: string; alt: string }
+  /** Read once the article is known to be the caller's (a multipart body is not read before). */
+  | { upload: () => Promise<{ bytes: Uint8Array; alt: string }> };
+
+export type Articles = ReturnType<typeof createArticles>;
+
+/** Articles: read one or a site's list, edit title and body, replace the featured image. */
+export function createArticles(
+  deps: Pick<ApplicationDeps, 'db' | 'commands' | 'media' | 'fetchImage' | 'publicUrl'>,
+  writer: ArticleWriter,
+) {
+  const { db, commands } = deps;
+  return {
+    /** One article of the account with its body and protected links; `not_found` otherwise. */
+    async get(call: Call, articleId: string): Promise<ArticleOut> {
+      const { principal } = call;
+      call.touched.articleId = articleId;
+      const row = await findArticle(db, principal.accountId, articleId, principal.liveKey);
+      if (!row) throw new DomainError('not_found', `No article ${articleId}`);
+      call.touched.siteId = row.site_id;
+      return articleOut(row);
+    },
+
+    /** A page of a site's articles, newest published first, filtered by date and status. */
+    async list(call: Call, siteId: string, query: ArticleListQuery): Promise<Page<ArticleListItemOut>> {
+      call.touched.siteId = siteId;
+      const scope = { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
+      const page = await ofOwnSite(scope, listArticles(db, scope, query));
+      return { rows: page.rows.map(articleListItemOut), total: page.total };
+    },
+
+    /** Edits title and/or body: a new revision of the call's origin, unless nothing changes. */
+    async edit(
+      call: Call,
+      input: {
+        articleId: string;
+        title?: string | undefined;
+        body?: string | undefined;
+        reason?: string | null | undefined;
+        expectedRevision?: number | undefined;
+      },
+      idempotency?: Idempotency,
+    ): Promise<ArticleWrite> {
+      const { articleId } = input;
+      await writer.own(call, articleId);
+      return writer.write(call, idempotency, () =>
+        commands.editArticle(
+          call.principal.accountId,
+          articleId,
+          {
+            title: input.title,
+            body: input.body,
+            reason: input.reason,
+            expectedRevision: input.expectedRevision,
+          },
+          call.principal,
+        ),
+      );
+    },
+
+    /**
+     * Replaces the featured image. The image is fetched (or read) and recognised from its bytes (415,
+     * 413 otherwise) before the edit is counted, and stored only for a write that will be accepted: a
+     * stale expected revision is refused first (from the read model, written in the same transaction
+     * as every revision). A concurrent edit can still make the revision stale between that check and
+     * the append; the file stored for it is then referenced by no event, and the media collector
+     * (infra/jobs/housekeeping.ts) removes it after its grace period.
+     */
+    async replaceFeaturedImage(
+      call: Call,
+      input: { articleId: string; image: ImageInput; expectedRevision?: number | undefined },
+      idempotency?: Idempotency,
+    ): Promise<ArticleWrite> {
+      const { articleId, expectedRevision } = input;
+      const { accountId } = call.principal;
+      await writer.own(call, articleId);
+      const { bytes, alt, identity } = await imageOf(input.image);
+      const info = await inspectImage(bytes);
+      const request =
+        idempotency && identity
+          ? { ...idempotency, request: [...idempotency.request, identity] }
+          : idempotency;
+      return writer.write(call, request, async () => {
+        if (expectedRevision !== undefined) {
+          const current = await findArticleRevision(db, accountId, articleId);
+          if (current === undefined) throw new DomainError('not_found', `No article ${articleId}`);
+          checkExpectedRevision(current, expectedRevision);
+        }
+        const stored = await deps.media.put(bytes, info.ext, info.mime);
+        const featuredImage: FeaturedImage = {
+          url: `${deps.publicUrl}${stored.url}`,
+          alt,
+          width: info.width,
+          height: info.height,
+        };
+        return commands.replaceFeaturedImage(
+          accountId,
+          articleId,
+          { featuredImage, expectedRevision },
+          call.principal,
+        );
+      });
+    },
+  };
+
+  /** The image's bytes and, for an upload, what identifies it to an idempotent retry (a URL request names itself). */
+  async function imageOf(image: ImageInput): Promise<{ bytes: Uint8Array; alt: string; identity: unknown }> {
+    if ('url' in image)
+      return { bytes: await deps.fetchImage(image.url), alt: image.alt, identity: undefined };
+    const { bytes, alt } = await image.upload();
+    return { bytes, alt, identity: { sha256: requestHash([Buffer.from(bytes).toString('base64')]), alt } };
+  }
+}

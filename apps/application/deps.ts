@@ -1,0 +1,18 @@
+import type { Db } from '../../infra/db/schema.ts';
+import type { FetchImage } from '../../infra/media/fetch.ts';
+import type { MediaStore } from '../../infra/media/store.ts';
+import type { EditLimit } from './call.ts';
+import type { Commands } from './commands.ts';
+
+/** What the use cases are given by a composition root (apps/server/app.ts, the CLI, the tests). */
+export type ApplicationDeps = {
+  db: Db;
+  commands: Commands;
+  /** The service's public address: stored images are referred to under it. */
+  publicUrl: string;
+  /** The clock of periods such as this_month. */
+  now: () => Date;
+  editLimit: EditLimit;
+  media: MediaStore;
+  fetchImage: FetchImage;
+};

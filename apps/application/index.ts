@@ -1,0 +1,24 @@
+import { type Activity, createActivity } from './activity.ts';
+import { createArticleWriter } from './article-write.ts';
+import { type Articles, createArticles } from './articles.ts';
+import type { ApplicationDeps } from './deps.ts';
+import { createRevisions, type Revisions } from './revisions.ts';
+import { createSites, type Sites } from './sites.ts';
+
+/** The use cases every face calls: the API's routes, the MCP tools, the web pages and the CLI. */
+export type Application = {
+  articles: Articles;
+  revisions: Revisions;
+  sites: Sites;
+  activity: Activity;
+};
+
+export function createApplication(deps: ApplicationDeps): Application {
+  const writer = createArticleWriter(deps);
+  return {
+    articles: createArticles(deps, writer),
+    revisions: createRevisions(deps, writer),
+    sites: createSites(deps),
+    activity: createActivity(deps),
+  };
+}

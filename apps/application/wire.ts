@@ -1,0 +1,129 @@
+import type { z } from 'zod';
+import { extractProtectedLinks } from '../../domain/html/facts.ts';
+import type { ActivityRow } from '../../projections/activity.ts';
+import type { ArticleDetailRow, ArticleRow } from '../../projections/articles.ts';
+import type { BacklinkRow } from '../../projections/backlinks.ts';
+import type { RevisionRow } from '../../projections/revisions.ts';
+import type { Period, SiteStats } from '../../projections/site-stats.ts';
+import type { SiteRow } from '../../projections/sites.ts';
+import type {
+  ActivityRecord,
+  Article,
+  ArticleListItem,
+  Backlink,
+  Site,
+  Stats,
+} from '../server/api/schemas.ts';
+import type { ArticleChange, Revision, RevisionContent } from '../server/api/write-schemas.ts';
+import type { EditResult } from './commands.ts';
+
+/** Read-model rows to the CONTRACT's wire shapes: every use case answers with these. */
+
+export type SiteOut = z.infer<typeof Site>;
+export type ArticleListItemOut = z.infer<typeof ArticleListItem>;
+export type ArticleOut = z.infer<typeof Article>;
+export type BacklinkOut = z.infer<typeof Backlink>;
+export type ActivityOut = z.infer<typeof ActivityRecord>;
+export type StatsOut = z.infer<typeof Stats>;
+export type RevisionOut = z.infer<typeof Revision>;
+export type RevisionContentOut = z.infer<typeof RevisionContent>;
+export type ArticleChangeOut = z.infer<typeof ArticleChange>;
+
+/** RFC 3339 UTC without milliseconds, as CONTRACT writes them (`2026-11-02T09:30:00Z`). */
+export function rfc3339(date: Date): string {
+  // toISOString always ends in `.sssZ`.
+  return `${date.toISOString().slice(0, -5)}Z`;
+}
+
+export function siteOut(row: SiteRow): SiteOut {
+  return {
+    id: row.id,
+    name: row.name,
+    domain: row.domain,
+    url: row.url,
+    created_at: rfc3339(row.created_at),
+  };
+}
+
+export function articleListItemOut(row: ArticleRow): ArticleListItemOut {
+  return {
+    id: row.id,
+    site_id: row.site_id,
+    title: row.title,
+    url: row.url,
+    status: row.status,
+    published_at: row.published_at ? rfc3339(row.published_at) : null,
+    target_keyword: row.target_keyword,
+    word_count: row.word_count,
+    featured_image: row.featured_image,
+    revision: row.revision,
+    updated_at: rfc3339(row.updated_at),
+  };
+}
+
+export function articleOut(row: ArticleDetailRow): ArticleOut {
+  return {
+    ...articleListItemOut(row),
+    body: row.body,
+    protected_links: row.protected_links ?? extractProtectedLinks(row.body),
+  };
+}
+
+export function backlinkOut(row: BacklinkRow): BacklinkOut {
+  return {
+    id: row.id,
+    site_id: row.site_id,
+    acquired_on: row.acquired_on,
+    source_domain: row.source_domain,
+    source_url: row.source_url,
+    target_url: row.target_url,
+    anchor_text: row.anchor_text,
+    anchor_type: row.anchor_type,
+    category: row.category,
+  };
+}
+
+export function activityOut(row: ActivityRow): ActivityOut {
+  return {
+    id: row.id,
+    at: rfc3339(row.at),
+    source: row.source,
+    actor: row.actor,
+    operation: row.operation,
+    site_id: row.site_id,
+    article_id: row.article_id,
+    status: row.status,
+    request_id: row.request_id,
+    duration_ms: row.duration_ms,
+  };
+}
+
+export function statsOut(siteId: string, period: Period, s: SiteStats): StatsOut {
+  return {
+    site_id: siteId,
+    period: { key: period.key, from: period.from, to: period.to },
+    articles: { published: s.articles_published },
+    backlinks: {
+      total: s.backlinks_industry + s.backlinks_local,
+      industry: s.backlinks_industry,
+      local: s.backlinks_local,
+    },
+  };
+}
+
+export function changeOut(result: EditResult): ArticleChangeOut {
+  return { ...articleOut(result.article), changed: result.changed, sanitized: result.sanitized };
+}
+
+export function revisionOut(row: RevisionRow): RevisionOut {
+  return {
+    revision: row.revision,
+    origin: row.origin,
+    actor: row.actor,
+    reason: row.reason,
+    created_at: rfc3339(row.created_at),
+    title: row.title,
+    word_count: row.word_count,
+    restored_from: row.restored_from,
+  };
+}
