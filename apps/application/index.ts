@@ -1,7 +1,9 @@
+import { type Accounts, createAccounts } from './accounts.ts';
 import { type Activity, createActivity } from './activity.ts';
 import { createArticleWriter } from './article-write.ts';
 import { type Articles, createArticles } from './articles.ts';
 import type { ApplicationDeps } from './deps.ts';
+import { createKeys, type Keys } from './keys.ts';
 import { createRevisions, type Revisions } from './revisions.ts';
 import { createSites, type Sites } from './sites.ts';
 
@@ -11,6 +13,8 @@ export type Application = {
   revisions: Revisions;
   sites: Sites;
   activity: Activity;
+  keys: Keys;
+  accounts: Accounts;
 };
 
 export function createApplication(deps: ApplicationDeps): Application {
@@ -20,5 +24,7 @@ export function createApplication(deps: ApplicationDeps): Application {
     revisions: createRevisions(deps, writer),
     sites: createSites(deps),
     activity: createActivity(deps),
+    keys: createKeys(deps),
+    accounts: createAccounts(deps),
   };
 }

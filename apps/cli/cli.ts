@@ -9,9 +9,10 @@ import { collectMedia, DEFAULT_MEDIA_GRACE_HOURS, purgeIdempotency } from '../..
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { catchUp, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
 import { openRuntime, type Runtime } from '../../infra/runtime.ts';
-import { findAccountByEmail, findStaffByEmail, listApiKeys } from '../../projections/accounts.ts';
 import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
+import { createAccounts } from '../application/accounts.ts';
 import { PASSWORD_MIN_LENGTH } from '../application/commands.ts';
+import { createKeys } from '../application/keys.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';
@@ -183,11 +184,11 @@ export async function runCli(
           if (password.length < PASSWORD_MIN_LENGTH) {
             throw new UsageError(`the password must be at least ${PASSWORD_MIN_LENGTH} characters long`);
           }
-          const rt = await open();
+          const accounts = createAccounts(await open());
           if (command === 'accounts') {
-            const account = await findAccountByEmail(rt.db, email);
+            const account = await accounts.findByEmail(email);
             if (!account) throw new DomainError('not_found', `No account with email ${email}`);
-            await rt.commands.changeAccountPassword(account.id, password, { by: 'operator' });
+            await accounts.changePassword(account.id, password, { by: 'operator' });
             out(
               JSON.stringify({
                 account_id: account.id,
@@ -196,9 +197,9 @@ export async function runCli(
               }),
             );
           } else {
-            const staff = await findStaffByEmail(rt.db, email);
+            const staff = await accounts.findStaffByEmail(email);
             if (!staff) throw new DomainError('not_found', `No staff member with email ${email}`);
-            await rt.commands.changeStaffPassword(staff.id, password);
+            await accounts.changeStaffPassword(staff.id, password);
             out(
               JSON.stringify({
                 staff_id: staff.id,
@@ -219,11 +220,11 @@ export async function runCli(
         if (!email.success) throw new UsageError('--email must be an email address');
         const password = values.password ?? newPassword();
         const person = { name: required(values, 'name'), email: email.data, password };
-        const { commands } = await open();
+        const accounts = createAccounts(await open());
         const created =
           command === 'accounts'
-            ? { account_id: (await commands.openAccount(person)).accountId }
-            : { staff_id: (await commands.addStaffMember(person)).staffId };
+            ? { account_id: (await accounts.open(person)).accountId }
+            : { staff_id: (await accounts.addStaff(person)).staffId };
         out(JSON.stringify({ ...created, email: email.data, ...(values.password ? {} : { password }) }));
         return 0;
       }
@@ -237,7 +238,7 @@ export async function runCli(
           });
           const scope = KeyScope.safeParse(values.scope ?? 'read');
           if (!scope.success) throw new UsageError('--scope must be read or write');
-          const key = await (await open()).commands.createApiKey(required(values, 'account'), {
+          const key = await createKeys(await open()).create(required(values, 'account'), {
             name: values.name ?? 'API key',
             scope: scope.data,
           });
@@ -247,7 +248,7 @@ export async function runCli(
         }
         if (sub === 'list') {
           const { values } = parse(args, { account: { type: 'string' } });
-          const keys = await listApiKeys((await open()).db, required(values, 'account'));
+          const keys = await createKeys(await open()).list(required(values, 'account'));
           for (const k of keys) {
             out(
               JSON.stringify({
@@ -265,7 +266,7 @@ export async function runCli(
         }
         if (sub === 'revoke') {
           const { values } = parse(args, { account: { type: 'string' }, key: { type: 'string' } });
-          const r = await (await open()).commands.revokeApiKey(
+          const r = await createKeys(await open()).revoke(
             required(values, 'account'),
             required(values, 'key'),
           );

@@ -177,16 +177,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // The Connect Site page and the MCP endpoint take the connections and the token verifier from it.
   const oauth = await registerOAuth(app, {
     db,
+    accounts: application.accounts,
     publicUrl: deps.config.PUBLIC_URL,
     fetchTrust: fetchTrustOf(deps.config),
     ...(deps.webNow ? { webNow: deps.webNow } : {}),
   });
-  await app.register(connectSiteRoutes, {
-    kit: oauth.web,
-    commands: deps.runtime.commands,
-    connections: oauth,
-  });
-  await app.register(accountPasswordRoutes, { kit: oauth.web, commands: deps.runtime.commands });
+  await app.register(connectSiteRoutes, { kit: oauth.web, keys: application.keys, connections: oauth });
+  await app.register(accountPasswordRoutes, { kit: oauth.web, accounts: application.accounts });
   await app.register(mcpRoutes, {
     publicUrl: deps.config.PUBLIC_URL,
     now,

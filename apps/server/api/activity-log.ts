@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivitySource } from '../../../domain/activity/events.ts';
 import { isId } from '../../../domain/input.ts';
-import type { Commands } from '../../application/commands.ts';
+import type { Activity } from '../../application/activity.ts';
 import type { AuthState } from './auth.ts';
 
 declare module 'fastify' {
@@ -44,7 +44,7 @@ export function oncePerWindow(
  * are awaited on shutdown.
  */
 export function createActivityLog(
-  commands: Commands,
+  activity: Pick<Activity, 'record'>,
   source: ActivitySource,
   resolveAuth: (request: FastifyRequest) => Promise<AuthState>,
   log: Logger,
@@ -72,7 +72,7 @@ export function createActivityLog(
           // own statement): a leaked key must not flood the account's log, so its calls are recorded
           // at most once a minute per key.
           if ((!principal || status === 401) && !refusedKeys.take(actor.id, Date.now())) return;
-          return commands.recordCall({
+          return activity.record({
             accountId,
             source,
             actor,

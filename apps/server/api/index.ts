@@ -43,10 +43,10 @@ async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> 
 
 /** `/api/v1`: API-key authentication, limits, the activity log, and the routes. */
 export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
-  const { db, commands } = deps.runtime;
+  const { db } = deps.runtime;
   const usage = createUsageRecorder(db);
   const resolveAuth = createAuthResolver(db, usage);
-  const activity = createActivityLog(commands, 'api', resolveAuth, app.log);
+  const activity = createActivityLog(deps.application.activity, 'api', resolveAuth, app.log);
   // Declared up front for a stable object shape; the onRequest hooks below set both on every request.
   app.decorateRequest('auth', null as never);
   app.decorateRequest('activity', null as never);

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
+import type { Accounts } from '../../application/accounts.ts';
 import { createWebKit, type WebKit } from '../web/kit.ts';
 import { webRoutes } from '../web/sign-in.ts';
 import { deleteExpiredOAuthRows } from './adapter.ts';
@@ -31,6 +32,8 @@ export type OAuthSetup = OAuthConnections & {
 
 export type OAuthOptions = {
   db: Db;
+  /** Finds account holders (sign-in, the claims of a grant). */
+  accounts: Accounts;
   publicUrl: string;
   /** Trust settings for fetching client ID metadata documents: the image fetcher's (CA file, allowed networks). */
   fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
@@ -64,6 +67,7 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
   const resource = mcpResourceOf(publicUrl);
   const provider = createOAuthProvider({
     db,
+    accounts: opts.accounts,
     publicUrl,
     secrets,
     logger: app.log.child({ component: 'oauth' }),
@@ -71,7 +75,13 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
     ...(opts.metadataFetchLimits ? { metadataFetchLimits: opts.metadataFetchLimits } : {}),
     now,
   });
-  const web = createWebKit({ db, publicUrl, secret: secrets.webSecret, now: opts.webNow ?? now });
+  const web = createWebKit({
+    db,
+    accounts: opts.accounts,
+    publicUrl,
+    secret: secrets.webSecret,
+    now: opts.webNow ?? now,
+  });
   const connections = createOAuthConnections({ provider, db, resource, now });
 
   await app.register(webRoutes, { kit: web });

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../../../infra/db/schema.ts';
 import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
-import { findAccount } from '../../../projections/accounts.ts';
+import type { Accounts } from '../../application/accounts.ts';
 import { createOAuthAdapter } from './adapter.ts';
 import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
 import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
@@ -51,6 +51,7 @@ const UNSTATED = 'unstated';
 
 export type ProviderDeps = {
   db: Db;
+  accounts: Accounts;
   publicUrl: string;
   secrets: OAuthSecrets;
   logger: FastifyBaseLogger;
@@ -160,7 +161,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
       short: { httpOnly: true, sameSite: 'lax' },
     },
     async findAccount(_ctx: KoaContextWithOIDC, sub: string) {
-      const account = await findAccount(db, sub);
+      const account = await deps.accounts.find(sub);
       if (!account) return undefined;
       return { accountId: account.id, claims: async () => ({ sub: account.id }) };
     },

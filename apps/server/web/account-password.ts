@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { findPasswordHash } from '../../../projections/accounts.ts';
-import { type Commands, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/commands.ts';
+import type { Accounts } from '../../application/accounts.ts';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/commands.ts';
 import { html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { sessionIdHash, type WebSession } from './sessions.ts';
@@ -26,9 +26,9 @@ const PasswordBody = z.object({
 });
 const PasswordQuery = z.object({ changed: z.string().max(10).optional() });
 
-export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; commands: Commands }> = async (
+export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; accounts: Accounts }> = async (
   plain,
-  { kit, commands },
+  { kit, accounts },
 ) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app);
@@ -95,7 +95,7 @@ ${kit.csrfField(request, reply, session)}
       reply.header('retry-after', String(Math.max(1, Math.ceil(verdict.retryAfterMs / 1000))));
       return refuse(429, 'Too many wrong current passwords. Wait a while, then try again.');
     }
-    if (!(await passwordMatches(await findPasswordHash(kit.db, session.accountId), current))) {
+    if (!(await passwordMatches(await accounts.passwordHash(session.accountId), current))) {
       request.log.info(
         { event: 'password_change_failed', account_id: session.accountId },
         'wrong current password',
@@ -103,7 +103,7 @@ ${kit.csrfField(request, reply, session)}
       return refuse(401, 'That is not your current password.');
     }
     await kit.throttle.succeeded(verdict, [keys[0]?.key ?? '']);
-    await commands.changeAccountPassword(session.accountId, password, {
+    await accounts.changePassword(session.accountId, password, {
       by: 'holder',
       keepSessionHash: sessionIdHash(session.secret),
     });

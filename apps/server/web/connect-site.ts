@@ -3,8 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDomainError } from '../../../domain/errors.ts';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
-import { listApiKeys } from '../../../projections/accounts.ts';
-import type { Commands } from '../../application/commands.ts';
+import type { Keys } from '../../application/keys.ts';
 import type { OAuthConnections } from '../oauth/verify.ts';
 import { type Html, html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
@@ -34,9 +33,9 @@ function when(date: Date | null | undefined): string {
 
 export const connectSiteRoutes: FastifyPluginAsync<{
   kit: WebKit;
-  commands: Commands;
+  keys: Keys;
   connections: OAuthConnections;
-}> = async (plain, { kit, commands, connections }) => {
+}> = async (plain, { kit, keys: apiKeys, connections }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app);
   installPageHeaders(app);
@@ -58,7 +57,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
     opts: { status?: number; notice?: Html; error?: string } = {},
   ): Promise<FastifyReply> {
     const [keys, assistants] = await Promise.all([
-      listApiKeys(kit.db, session.accountId),
+      apiKeys.list(session.accountId),
       connections.listConnectedClients(session.accountId),
     ]);
     const csrf = kit.csrfField(request, reply, session);
@@ -132,9 +131,9 @@ ${keys.map(
         error: 'Give the key a name and choose its access.',
       });
     }
-    let key: Awaited<ReturnType<typeof commands.createApiKey>>;
+    let key: Awaited<ReturnType<Keys['create']>>;
     try {
-      key = await commands.createApiKey(session.accountId, { name, scope });
+      key = await apiKeys.create(session.accountId, { name, scope });
     } catch (error) {
       if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
       return connectPage(request, reply, session, {
@@ -157,7 +156,7 @@ ${keys.map(
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
       try {
-        await commands.revokeApiKey(session.accountId, request.params.keyId);
+        await apiKeys.revoke(session.accountId, request.params.keyId);
       } catch (error) {
         if (isDomainError(error) && error.code === 'not_found') {
           return connectPage(request, reply, session, { status: 404, error: 'No such key on this account.' });

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../../infra/db/schema.ts';
+import type { Accounts } from '../../application/accounts.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
 import { createDevices, type Devices } from './device.ts';
 import { type Html, html, page } from './html.ts';
@@ -13,6 +14,7 @@ import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
 
 export type WebDeps = {
   db: Db;
+  accounts: Accounts;
   publicUrl: string;
   /** The persisted web secret (apps/server/oauth/keys.ts): CSRF tokens are HMACs under it. */
   secret: Buffer;
@@ -21,6 +23,8 @@ export type WebDeps = {
 
 export type WebKit = {
   db: Db;
+  /** Finds account holders (sign-in). */
+  accounts: Accounts;
   publicUrl: string;
   /** Cookies get `Secure` when PUBLIC_URL is https. */
   secure: boolean;
@@ -65,6 +69,7 @@ export function createWebKit(deps: WebDeps): WebKit {
   const csrf = createCsrf({ secret: deps.secret, publicUrl: deps.publicUrl, secure });
   const kit: WebKit = {
     db: deps.db,
+    accounts: deps.accounts,
     publicUrl: deps.publicUrl,
     secure,
     sessions,

@@ -2,7 +2,6 @@ import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { findAccountByEmail } from '../../../projections/accounts.ts';
 import { addressKey } from '../api/limits.ts';
 import { html, STYLESHEET, STYLESHEET_PATH } from './html.ts';
 import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
@@ -152,7 +151,7 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
       reply.header('retry-after', String(seconds(verdict.retryAfterMs)));
       return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
     }
-    const account = await findAccountByEmail(kit.db, email);
+    const account = await kit.accounts.findByEmail(email);
     const ok = await passwordMatches(account?.password_hash, password);
     if (!account || !ok) {
       request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
