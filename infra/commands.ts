@@ -23,11 +23,11 @@ import {
   type ArticleStatus,
   articleStream,
   type FeaturedImage,
-  type SanitizedItem,
 } from '../domain/article/events.ts';
 import { type BacklinkAcquired, backlinkStream } from '../domain/backlink/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
+import type { SanitizedItem } from '../domain/html/sanitized-item.ts';
 import { siteStream } from '../domain/site/events.ts';
 import { readArticleSnapshot, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../projections/articles.ts';

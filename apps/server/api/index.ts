@@ -1,9 +1,9 @@
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
-import { MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
 import type { Runtime } from '../../../infra/runtime.ts';
 import { createActivityLog } from './activity-log.ts';

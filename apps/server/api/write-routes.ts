@@ -2,13 +2,18 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import { checkExpectedRevision } from '../../../domain/article/decider.ts';
-import type { FeaturedImage } from '../../../domain/article/events.ts';
+import {
+  ALT_MAX,
+  type FeaturedImage,
+  MAX_IMAGE_BYTES,
+  MAX_IMAGE_MIB,
+} from '../../../domain/article/events.ts';
 import { DomainError } from '../../../domain/errors.ts';
 import type { Caller, Commands, EditResult } from '../../../infra/commands.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { idempotent, requestHash, type StoredResponse } from '../../../infra/idempotency.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
-import { type ImageInfo, inspectImage, MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
+import { type ImageInfo, inspectImage } from '../../../infra/media/image.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
 import { findArticleRevision, findArticleSite } from '../../../projections/articles.ts';
 import { findRevision, listRevisions, type RevisionRow } from '../../../projections/revisions.ts';
@@ -259,16 +264,16 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
           if ((error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
             throw new DomainError(
               'image_too_large',
-              `The image is larger than ${MAX_IMAGE_BYTES} bytes (10 MiB)`,
+              `The image is larger than ${MAX_IMAGE_BYTES} bytes (${MAX_IMAGE_MIB} MiB)`,
             );
           }
           throw error;
         }
       } else if (part.fieldname === 'alt') {
         alt = String(part.value);
-        if (alt.length > 1000) {
+        if (alt.length > ALT_MAX) {
           throw new DomainError('invalid_request', 'The alt text is too long', [
-            { in: 'body', name: 'alt', message: 'must be at most 1000 characters' },
+            { in: 'body', name: 'alt', message: `must be at most ${ALT_MAX} characters` },
           ]);
         }
       } else {
