@@ -1,18 +1,22 @@
+import { z } from 'zod';
+
 /** The stable, machine-readable codes the domain and the application raise. No HTTP here. */
-export type ErrorCode =
-  | 'invalid_request'
-  | 'unauthenticated'
-  | 'insufficient_scope'
-  | 'not_found'
-  | 'conflict'
-  | 'revision_mismatch'
-  | 'protected_links_modified'
-  | 'image_too_large'
-  | 'unsupported_image'
-  | 'image_fetch_failed'
-  | 'rate_limited'
-  | 'edit_limit_reached'
-  | 'internal';
+export const ErrorCode = z.enum([
+  'invalid_request',
+  'unauthenticated',
+  'insufficient_scope',
+  'not_found',
+  'conflict',
+  'revision_mismatch',
+  'protected_links_modified',
+  'image_too_large',
+  'unsupported_image',
+  'image_fetch_failed',
+  'rate_limited',
+  'edit_limit_reached',
+  'internal',
+]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
 
 export type ErrorDetail = Record<string, unknown>;
 

@@ -12,9 +12,9 @@ import { DomainError } from './errors.ts';
  * (`site-42`, `wp:1234`): ASCII letters, digits and `_ . : -`, starting with a letter or a digit, at
  * most 100 characters.
  */
-export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;
-export const ID_RULE =
-  'must be an id: 1 to 100 letters, digits and _ . : - (starting with a letter or digit)';
+export const ID_MAX_LENGTH = 100;
+export const ID_PATTERN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,${ID_MAX_LENGTH - 1}}$`);
+export const ID_RULE = `must be an id: 1 to ${ID_MAX_LENGTH} letters, digits and _ . : - (starting with a letter or digit)`;
 
 export function isId(value: unknown): value is string {
   return typeof value === 'string' && ID_PATTERN.test(value);

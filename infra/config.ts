@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { EDIT_LIMIT_PER_DAY } from '../domain/vocabulary.ts';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -106,12 +107,12 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9:._-]{1,64}$/, 'expected 1 to 64 letters, digits or : . _ -')
     .default('cs:rl'),
-  /** Article edits per UTC day per account. CONTRACT: 200. */
+  /** Article edits per UTC day per account (CONTRACT "Limits"). */
   EDIT_LIMIT_PER_DAY: z.coerce
     .number()
     .int('expected a whole number')
     .min(1, 'expected 1 or more')
-    .default(200),
+    .default(EDIT_LIMIT_PER_DAY),
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
   /**

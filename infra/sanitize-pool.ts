@@ -1,5 +1,5 @@
 import { Piscina } from 'piscina';
-import { BODY_MAX_BYTES } from '../domain/article/decider.ts';
+import { BODY_MAX_BYTES } from '../domain/article/events.ts';
 import { type BodyFacts, rememberFacts } from '../domain/html/facts.ts';
 import { rememberSanitized, type SanitizeResult } from '../domain/html/sanitize.ts';
 

@@ -23,11 +23,11 @@ import {
   type ArticleStatus,
   articleStream,
   type FeaturedImage,
-  type SanitizedItem,
 } from '../../domain/article/events.ts';
 import { type BacklinkAcquired, backlinkStream } from '../../domain/backlink/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../../domain/event.ts';
+import type { SanitizedItem } from '../../domain/html/sanitized-item.ts';
 import { siteStream } from '../../domain/site/events.ts';
 import { createBatcher } from '../../infra/batcher.ts';
 import type { Database, Db } from '../../infra/db/schema.ts';

@@ -1,3 +1,5 @@
+import { AnchorType, type BacklinkCategory } from '../../domain/backlink/events.ts';
+
 /** Realistic-looking demo content: bodies of real HTML with protected backlink anchors and internal links. */
 
 const TRADES = [
@@ -112,7 +114,6 @@ const SOURCES = [
   { domain: 'regional-chamber.example', category: 'local' },
   { domain: 'townhall-events.example', category: 'local' },
 ] as const;
-const ANCHOR_TYPES = ['exact', 'partial', 'branded', 'naked_url', 'generic', 'image'] as const;
 
 export function demoBacklink(
   rnd: DemoRandom,
@@ -122,11 +123,11 @@ export function demoBacklink(
   sourceUrl: string;
   targetUrl: string;
   anchorText: string;
-  anchorType: (typeof ANCHOR_TYPES)[number];
-  category: 'industry' | 'local';
+  anchorType: AnchorType;
+  category: BacklinkCategory;
 } {
   const source = pick(rnd, SOURCES);
-  const anchorType = pick(rnd, ANCHOR_TYPES);
+  const anchorType = pick(rnd, AnchorType.options);
   const anchorText =
     anchorType === 'branded'
       ? site.name

@@ -7,6 +7,7 @@ import Fastify, {
 } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
 import type { Config } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
 import { newId } from '../../infra/ids.ts';
@@ -38,7 +39,7 @@ export type AppDeps = {
   /** The web pages' clock (sessions, the sign-in throttle); tests move it. */
   webNow?: () => Date;
   limit?: LimitHook;
-  /** The daily edit limit; without one, this process counts the CONTRACT's 200 a day alone, in memory. */
+  /** The daily edit limit; without one, this process counts EDIT_LIMIT_PER_DAY a day alone, in memory. */
   editLimit?: EditLimit;
   /** Where featured images are kept; default a directory store in MEDIA_DIR. */
   media?: MediaStore;
@@ -206,7 +207,7 @@ function trustProxyOf(
 }
 
 function defaultEditLimit(app: FastifyInstance): EditLimit {
-  const limiter = createEditLimiter({ perDay: 200, logger: app.log });
+  const limiter = createEditLimiter({ perDay: EDIT_LIMIT_PER_DAY, logger: app.log });
   app.addHook('onClose', async () => limiter.close());
   return limiter.limit;
 }

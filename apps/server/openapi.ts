@@ -2,7 +2,9 @@ import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } fr
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../domain/article/events.ts';
 import type { ErrorCode } from '../../domain/errors.ts';
+import { PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../domain/vocabulary.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { WWW_AUTHENTICATE } from './api/auth.ts';
 import { statusOf } from './errors.ts';
@@ -160,13 +162,13 @@ const errorResponses: Record<number, ErrorResponse> = {
     headers: EVERY_RESPONSE,
     examples: {
       per_page: {
-        summary: 'per_page above 100',
+        summary: `per_page above ${PER_PAGE_MAX}`,
         value: problemExample(
           'invalid_request',
           'Invalid request',
           'The request has invalid parameters',
           '/api/v1/sites',
-          [{ in: 'query', name: 'per_page', message: 'must be at most 100' }],
+          [{ in: 'query', name: 'per_page', message: `must be at most ${PER_PAGE_MAX}` }],
         ),
       },
     },
@@ -247,8 +249,7 @@ const errorResponses: Record<number, ErrorResponse> = {
   },
   413: {
     name: 'ContentTooLarge',
-    description:
-      'The request body is too large (`image_too_large` for an image above 10 MiB or 8000 x 8000 pixels).',
+    description: `The request body is too large (\`image_too_large\` for an image above ${MAX_IMAGE_MIB} MiB or ${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} pixels).`,
     headers: EVERY_RESPONSE,
     examples: {},
   },
@@ -519,7 +520,7 @@ const DESCRIPTION = `The websites, articles, backlinks and period statistics of 
 
 **Limits.** 60 requests per minute per account. Every response states the limits in the IETF \`RateLimit-Policy\` and \`RateLimit\` fields; a 429 adds \`Retry-After\`.
 
-**Lists.** \`page\` (from 1) and \`per_page\` (1 to 100, default 20); the body is \`{data, meta, links}\` and the same links come in an RFC 8288 \`Link\` header. Dates are \`YYYY-MM-DD\` and times RFC 3339, all UTC.`;
+**Lists.** \`page\` (from 1) and \`per_page\` (1 to ${PER_PAGE_MAX}, default ${PER_PAGE_DEFAULT}); the body is \`{data, meta, links}\` and the same links come in an RFC 8288 \`Link\` header. Dates are \`YYYY-MM-DD\` and times RFC 3339, all UTC.`;
 
 /**
  * Registers the OpenAPI document (at `OPENAPI_PATH`) and the readable reference (at `DOCS_PATH`). Call it

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { Actor, type Event, eventSchema } from '../event.ts';
+import { Actor, type Event, eventSchema, Origin } from '../event.ts';
 
-export const ActivitySource = z.enum(['api', 'mcp', 'editor', 'rewrite', 'system']);
+/** Where an activity record came from: a revision's origins, and the service itself (`system`). */
+export const ActivitySource = z.enum([...Origin.options, 'system']);
 export type ActivitySource = z.infer<typeof ActivitySource>;
 
 /** One call through a face of the service (API, MCP, web), rejected calls included. */

@@ -2,11 +2,15 @@ import { DomainError } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
 import { checkProtectedBlocks } from '../html/facts.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
+import type { SanitizedItem } from '../html/sanitized-item.ts';
 import { requireText } from '../input.ts';
-import type { ArticleEvent, ArticleStatus, FeaturedImage, SanitizedItem } from './events.ts';
-
-export const TITLE_MAX = 300;
-export const BODY_MAX_BYTES = 2 * 1024 * 1024;
+import {
+  type ArticleEvent,
+  type ArticleStatus,
+  BODY_MAX_BYTES,
+  type FeaturedImage,
+  TITLE_MAX,
+} from './events.ts';
 
 /** The article as its events leave it. `revision` equals the stream version. */
 export type Article = {

@@ -1,19 +1,31 @@
 import { z } from 'zod';
 import { Actor, type Event, eventSchema, Origin } from '../event.ts';
+import { SanitizedItem } from '../html/sanitized-item.ts';
+
+/** Title length, in characters. */
+export const TITLE_MAX = 300;
+/** Body size, in bytes of UTF-8: as submitted, and as stored once sanitised. */
+export const BODY_MAX_MIB = 2;
+export const BODY_MAX_BYTES = BODY_MAX_MIB * 1024 * 1024;
+/** Length, in characters, of the reason given for a revision. */
+export const REASON_MAX = 1000;
+/** Length, in characters, of a featured image's alternative text. */
+export const ALT_MAX = 1000;
+/** A featured image: at most this many bytes, and this many pixels on each side. */
+export const MAX_IMAGE_MIB = 10;
+export const MAX_IMAGE_BYTES = MAX_IMAGE_MIB * 1024 * 1024;
+export const MAX_IMAGE_SIDE = 8000;
 
 export const ArticleStatus = z.enum(['draft', 'scheduled', 'published', 'archived']);
 export type ArticleStatus = z.infer<typeof ArticleStatus>;
 
 export const FeaturedImage = z.object({
   url: z.url(),
-  alt: z.string().max(1000),
+  alt: z.string().max(ALT_MAX),
   width: z.number().int().positive().nullable(),
   height: z.number().int().positive().nullable(),
 });
 export type FeaturedImage = z.infer<typeof FeaturedImage>;
-
-export const SanitizedItem = z.object({ path: z.string(), removed: z.string(), reason: z.string() });
-export type SanitizedItem = z.infer<typeof SanitizedItem>;
 
 /** Every article event is a revision: its number equals the stream version it is stored at. */
 const RevisionFields = {
@@ -21,14 +33,14 @@ const RevisionFields = {
   revision: z.number().int().positive(),
   origin: Origin,
   actor: Actor,
-  reason: z.string().max(1000).nullable(),
+  reason: z.string().max(REASON_MAX).nullable(),
 };
 
 export const ArticleCreatedData = z.object({
   ...RevisionFields,
   siteId: z.string().min(1),
   accountId: z.string().min(1),
-  title: z.string().min(1).max(300),
+  title: z.string().min(1).max(TITLE_MAX),
   body: z.string(),
   url: z.url(),
   status: ArticleStatus,
@@ -38,7 +50,7 @@ export const ArticleCreatedData = z.object({
 });
 export const ArticleEditedData = z.object({
   ...RevisionFields,
-  title: z.string().min(1).max(300).optional(),
+  title: z.string().min(1).max(TITLE_MAX).optional(),
   body: z.string().optional(),
   /** What the sanitiser removed from the submitted body (kept for the audit trail). */
   sanitized: z.array(SanitizedItem),
@@ -47,7 +59,7 @@ export const FeaturedImageReplacedData = z.object({ ...RevisionFields, featuredI
 export const ArticleRestoredData = z.object({
   ...RevisionFields,
   restoredFrom: z.number().int().positive(),
-  title: z.string().min(1).max(300),
+  title: z.string().min(1).max(TITLE_MAX),
   body: z.string(),
   featuredImage: FeaturedImage.nullable(),
 });

@@ -2,15 +2,17 @@ import {
   type ChildNode,
   type Element,
   isElement,
+  isProtectedKind,
   isText,
   nodeText,
   PROTECTED_ATTRIBUTE,
   PROTECTED_ID_ATTRIBUTE,
+  type ProtectedKind,
   walk,
 } from './tree.ts';
 
 /** A link the service placed in a body and that edits must keep as it is. */
-export type ProtectedLink = { id: string; kind: 'backlink' | 'internal'; href: string; text: string };
+export type ProtectedLink = { id: string; kind: ProtectedKind; href: string; text: string };
 
 export type ProtectedChange = { id: string; change: 'removed' | 'rewritten' | 'forged' };
 
@@ -45,7 +47,7 @@ export function protectedBlockList(nodes: readonly ChildNode[]): {
   const links: ProtectedLink[] = [];
   for (const { element, id } of blocks) {
     const kind = attributeOf(element, PROTECTED_ATTRIBUTE);
-    if (kind !== 'backlink' && kind !== 'internal') continue;
+    if (!isProtectedKind(kind)) continue;
     links.push({ id, kind, href: hrefOf(element), text: nodeText(element) });
   }
   return { links, forms: blocks.map(({ element, id }) => [id, canonical(element)]) };

@@ -9,39 +9,18 @@ import {
   rememberLayout,
   serializeWithEnds,
 } from './layout.ts';
+import type { SanitizedItem, SanitizeReason } from './sanitized-item.ts';
 import {
   type ChildNode,
   type DocumentFragment,
   isElement,
+  isProtectedKind,
   isText,
   type ParentNode,
   PROTECTED_ATTRIBUTE,
   PROTECTED_ID_ATTRIBUTE,
-  PROTECTED_KINDS,
   parseBody,
 } from './tree.ts';
-
-/** Why something was taken out of a body. Stable codes: the HTTP API returns them as they are. */
-export type SanitizeReason =
-  /** An unknown element: its tag went, its content stayed. */
-  | 'element_not_allowed'
-  /** An element whose content is dangerous or meaningless as text (script, iframe, svg...): gone with its content. */
-  | 'unsafe_element'
-  /** An allowed element in a place the HTML parser would restructure (a link in a link, a block in a paragraph, table parts outside a table): its tag went, its content stayed. */
-  | 'invalid_nesting'
-  /** Text inside a table but outside any cell, which a browser would move elsewhere. */
-  | 'misplaced_text'
-  | 'attribute_not_allowed'
-  | 'event_handler'
-  | 'unsafe_url'
-  /** `data-service-protected` with a value other than `backlink` or `internal`. */
-  | 'invalid_protection_marker'
-  | 'comment'
-  /** Markup that could not be brought into a stable shape: only its text was kept. */
-  | 'unstable_markup';
-
-/** One thing the sanitiser removed: where (in the body it was given), what, and why. */
-export type SanitizedItem = { path: string; removed: string; reason: SanitizeReason };
 
 export type SanitizeResult = { html: string; removed: SanitizedItem[] };
 
@@ -385,7 +364,7 @@ function attributeProblem(
     return 'attribute_not_allowed';
   }
   if (URL_ATTRIBUTES.has(name) && !isAllowedUrl(value)) return 'unsafe_url';
-  if (name === PROTECTED_ATTRIBUTE && !PROTECTED_KINDS.has(value)) return 'invalid_protection_marker';
+  if (name === PROTECTED_ATTRIBUTE && !isProtectedKind(value)) return 'invalid_protection_marker';
   return null;
 }
 

@@ -1,5 +1,6 @@
 import type { DefaultTreeAdapterTypes } from 'parse5';
 import { defaultTreeAdapter, parseFragment, html as spec } from 'parse5';
+import { z } from 'zod';
 
 /** The parse5 tree of a body, and the few ways the sanitiser, the text and the protected blocks read it. */
 
@@ -12,7 +13,14 @@ export type TextNode = DefaultTreeAdapterTypes.TextNode;
 /** The marker attributes of protected blocks, allowed on any element. */
 export const PROTECTED_ATTRIBUTE = 'data-service-protected';
 export const PROTECTED_ID_ATTRIBUTE = 'data-service-id';
-export const PROTECTED_KINDS: ReadonlySet<string> = new Set(['backlink', 'internal']);
+/** What a protected block is: an inserted backlink anchor or an internal link. */
+export const ProtectedKind = z.enum(['backlink', 'internal']);
+export type ProtectedKind = z.infer<typeof ProtectedKind>;
+const PROTECTED_KINDS: ReadonlySet<string> = new Set(ProtectedKind.options);
+
+export function isProtectedKind(value: string | null | undefined): value is ProtectedKind {
+  return typeof value === 'string' && PROTECTED_KINDS.has(value);
+}
 
 /**
  * Parses a body the way a browser parses it into the page: as a fragment in a `div`'s context

@@ -1,12 +1,23 @@
 import type { ColumnType } from 'kysely';
+import type { KeyScope } from '../../domain/account/events.ts';
+import type { ActivitySource } from '../../domain/activity/events.ts';
+import type { ArticleStatus, FeaturedImage } from '../../domain/article/events.ts';
+import type { AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
+import type { Actor, Origin } from '../../domain/event.ts';
+import type { ProtectedLink } from '../../domain/html/protected.ts';
+
+/*
+ * The read models' tables. Their vocabularies (statuses, origins, sources, scopes, categories) and
+ * JSON shapes are the domain's types: a new status is one edit, in the domain.
+ */
 
 /** `date` columns travel as `YYYY-MM-DD` strings (the pg parser for OID 1082 is set in open.ts). */
 type DateString = string;
 type Json<T> = ColumnType<T, string, string>;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
-export type FeaturedImageJson = { url: string; alt: string; width: number | null; height: number | null };
-export type ActorJson = { type: string; id: string; name: string };
+/** The jsonb `actor` of revisions and activity. */
+export type ActorJson = Actor;
 
 export interface AccountsTable {
   id: string;
@@ -20,7 +31,7 @@ export interface ApiKeysTable {
   name: string;
   prefix: string;
   hash: string;
-  scope: 'read' | 'write';
+  scope: KeyScope;
   created_at: Timestamp;
   revoked_at: Timestamp | null;
 }
@@ -44,16 +55,17 @@ export interface ArticlesTable {
   account_id: string;
   title: string;
   url: string;
-  status: 'draft' | 'scheduled' | 'published' | 'archived';
+  status: ArticleStatus;
   published_at: Timestamp | null;
   target_keyword: string | null;
   word_count: number;
-  featured_image: Json<FeaturedImageJson | null>;
+  featured_image: Json<FeaturedImage | null>;
   revision: number;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
-export type ProtectedLinkJson = { id: string; kind: 'backlink' | 'internal'; href: string; text: string };
+/** The jsonb `protected_links` of an article body. */
+export type ProtectedLinkJson = ProtectedLink;
 export interface ArticleBodiesTable {
   article_id: string;
   body: string;
@@ -63,7 +75,7 @@ export interface ArticleBodiesTable {
 export interface RevisionsTable {
   article_id: string;
   revision: number;
-  origin: 'api' | 'mcp' | 'editor' | 'rewrite';
+  origin: Origin;
   actor: Json<ActorJson>;
   reason: string | null;
   created_at: Timestamp;
@@ -81,8 +93,8 @@ export interface BacklinksTable {
   source_url: string;
   target_url: string;
   anchor_text: string;
-  anchor_type: 'exact' | 'partial' | 'branded' | 'naked_url' | 'generic' | 'image';
-  category: 'industry' | 'local';
+  anchor_type: AnchorType;
+  category: BacklinkCategory;
 }
 export interface StatsBucketsTable {
   site_id: string;
@@ -104,7 +116,7 @@ export interface ActivityTable {
   id: string;
   account_id: string;
   at: Timestamp;
-  source: 'api' | 'mcp' | 'editor' | 'rewrite' | 'system';
+  source: ActivitySource;
   actor: Json<ActorJson>;
   operation: string;
   site_id: string | null;

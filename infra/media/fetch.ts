@@ -1,10 +1,10 @@
+import { MAX_IMAGE_BYTES } from '../../domain/article/events.ts';
 import {
   createGuardedFetch,
   DEFAULT_FETCH_TIMEOUT_MS,
   DEFAULT_MAX_REDIRECTS,
   type HostLookup,
 } from '../net/guarded-fetch.ts';
-import { MAX_IMAGE_BYTES } from './image.ts';
 
 /*
  * Fetching a featured image from a URL a user gave us (CONTRACT "Writes", `{url}`), without letting that

@@ -1,4 +1,5 @@
 import sharp, { type Metadata } from 'sharp';
+import { MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 
 /*
@@ -30,11 +31,6 @@ export type ImageInfo = {
   /** Display height in pixels (EXIF orientation applied). */
   height: number;
 };
-
-/** CONTRACT: at most 10 MiB. */
-export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
-/** CONTRACT: at most 8000 x 8000 pixels. */
-export const MAX_IMAGE_SIDE = 8000;
 
 export const IMAGE_TYPES: Readonly<Record<ImageFormat, { mime: string; ext: string }>> = {
   jpeg: { mime: 'image/jpeg', ext: 'jpg' },
@@ -338,7 +334,7 @@ export async function inspectImage(bytes: Uint8Array): Promise<ImageInfo> {
   if (bytes.length > MAX_IMAGE_BYTES) {
     throw new DomainError(
       'image_too_large',
-      `The image is ${bytes.length} bytes; at most ${MAX_IMAGE_BYTES} bytes (10 MiB) are accepted.`,
+      `The image is ${bytes.length} bytes; at most ${MAX_IMAGE_BYTES} bytes (${MAX_IMAGE_MIB} MiB) are accepted.`,
     );
   }
   if (bytes.length === 0) throw unsupported('The file is empty.');

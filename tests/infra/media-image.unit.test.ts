@@ -1,13 +1,9 @@
 import { crc32, deflateSync } from 'node:zlib';
 import sharp, { type Sharp } from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { MAX_IMAGE_BYTES } from '../../domain/article/events.ts';
 import { DomainError, type ErrorCode } from '../../domain/errors.ts';
-import {
-  type ImageFormat,
-  inspectImage,
-  MAX_IMAGE_BYTES,
-  sniffImageFormat,
-} from '../../infra/media/image.ts';
+import { type ImageFormat, inspectImage, sniffImageFormat } from '../../infra/media/image.ts';
 
 async function refusal(bytes: Uint8Array): Promise<DomainError> {
   try {

@@ -1,8 +1,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
-import { MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { Runtime } from '../../../infra/runtime.ts';
 import type { Application } from '../../application/index.ts';
 import { createActivityLog } from './activity-log.ts';

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { ID_PATTERN, ID_RULE, textProblem } from '../../../domain/input.ts';
+import { ActivitySource } from '../../../domain/activity/events.ts';
+import { ArticleStatus } from '../../../domain/article/events.ts';
+import { AnchorType, BacklinkCategory } from '../../../domain/backlink/events.ts';
+import { ErrorCode } from '../../../domain/errors.ts';
+import { ProtectedKind } from '../../../domain/html/tree.ts';
+import { ID_MAX_LENGTH, ID_PATTERN, ID_RULE, textProblem } from '../../../domain/input.ts';
+import { PAGE_MAX, PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
 
 /*
  * The wire shapes of CONTRACT.md, as zod schemas: the routes validate requests with them, the
@@ -7,13 +13,16 @@ import { ID_PATTERN, ID_RULE, textProblem } from '../../../domain/input.ts';
  * them), and the OpenAPI document is generated from them.
  */
 
-const id = z.string().min(1).max(100);
+const id = z.string().min(1).max(ID_MAX_LENGTH);
+
+/** The message of a length limit. */
+export const atMost = (n: number): string => `must be at most ${n} characters`;
 
 /** An id as a request names it (path, filter, tool argument): the alphabet of domain/input.ts. */
 export const idParam = z
   .string({ message: 'must be an id (a string)' })
   .min(1, 'must not be empty')
-  .max(100, 'must be at most 100 characters')
+  .max(ID_MAX_LENGTH, atMost(ID_MAX_LENGTH))
   .regex(ID_PATTERN, ID_RULE);
 
 /**
@@ -28,22 +37,6 @@ export function cleanText<T extends z.ZodType<string>>(schema: T, opts: { lines:
 }
 const timestamp = z.iso.datetime().meta({ example: '2026-11-02T09:30:00Z' });
 const calendarDate = z.iso.date().meta({ example: '2026-11-02' });
-
-export const ErrorCode = z.enum([
-  'invalid_request',
-  'unauthenticated',
-  'insufficient_scope',
-  'not_found',
-  'conflict',
-  'revision_mismatch',
-  'protected_links_modified',
-  'image_too_large',
-  'unsupported_image',
-  'image_fetch_failed',
-  'rate_limited',
-  'edit_limit_reached',
-  'internal',
-]);
 
 export const Problem = z
   .object({
@@ -77,8 +70,6 @@ export const Site = z
       created_at: '2026-10-01T08:00:00Z',
     },
   });
-
-export const ArticleStatus = z.enum(['draft', 'scheduled', 'published', 'archived']);
 
 export const FeaturedImage = z
   .object({
@@ -133,7 +124,7 @@ export const ArticleListItem = z
 export const ProtectedLink = z
   .object({
     id: z.string(),
-    kind: z.enum(['backlink', 'internal']),
+    kind: ProtectedKind,
     href: z.string(),
     text: z.string(),
   })
@@ -184,8 +175,8 @@ export const Backlink = z
     source_url: z.string(),
     target_url: z.string(),
     anchor_text: z.string(),
-    anchor_type: z.enum(['exact', 'partial', 'branded', 'naked_url', 'generic', 'image']),
-    category: z.enum(['industry', 'local']),
+    anchor_type: AnchorType,
+    category: BacklinkCategory,
   })
   .meta({
     id: 'Backlink',
@@ -227,12 +218,15 @@ export const Stats = z
     },
   });
 
+/** Who made a change or a call; `type` is an open string on the wire, so a new kind of actor breaks no client. */
+export const WireActor = z.object({ type: z.string(), id: z.string(), name: z.string() });
+
 export const ActivityRecord = z
   .object({
     id,
     at: timestamp,
-    source: z.enum(['api', 'mcp', 'editor', 'rewrite', 'system']),
-    actor: z.object({ type: z.string(), id: z.string(), name: z.string() }),
+    source: ActivitySource,
+    actor: WireActor,
     operation: z
       .string()
       .meta({ description: 'What was done: the MCP tool names (`list_sites`, `get_article`, ...).' }),
@@ -267,9 +261,10 @@ const Links = z.object({
   prev: z.url().nullable(),
   next: z.url().nullable(),
 });
-const Meta = z.object({
+/** The `meta` of a page of a list. */
+export const PageMeta = z.object({
   page: z.number().int().min(1),
-  per_page: z.number().int().min(1).max(100),
+  per_page: z.number().int().min(1).max(PER_PAGE_MAX),
   total: z.number().int().min(0),
   total_pages: z.number().int().min(0),
 });
@@ -282,8 +277,8 @@ export function listOf<T extends z.ZodType>(
   item: T,
   name: string,
   doc?: { of: string; examplePath: string },
-): z.ZodObject<{ data: z.ZodArray<T>; meta: typeof Meta; links: typeof Links }> {
-  const list = z.object({ data: z.array(item), meta: Meta, links: Links });
+): z.ZodObject<{ data: z.ZodArray<T>; meta: typeof PageMeta; links: typeof Links }> {
+  const list = z.object({ data: z.array(item), meta: PageMeta, links: Links });
   if (!doc) return list.meta({ id: name, description: 'A page of a list, with links to the other pages.' });
   const itemExample = z.globalRegistry.get(item)?.example;
   const url = (page: number): string => `http://localhost:3000${doc.examplePath}?page=${page}&per_page=1`;
@@ -304,16 +299,16 @@ const pageParam = z.coerce
   .number({ message: 'must be a whole number' })
   .int('must be a whole number')
   .min(1, 'must be 1 or more')
-  .max(1_000_000, 'must be at most 1000000')
+  .max(PAGE_MAX, `must be at most ${PAGE_MAX}`)
   .default(1)
   .meta({ description: 'Page number, from 1. A page past the end has an empty `data`.' });
 const perPageParam = z.coerce
   .number({ message: 'must be a whole number' })
   .int('must be a whole number')
   .min(1, 'must be 1 or more')
-  .max(100, 'must be at most 100')
-  .default(20)
-  .meta({ description: 'Items per page, 1 to 100 (above 100 is a 400).' });
+  .max(PER_PAGE_MAX, `must be at most ${PER_PAGE_MAX}`)
+  .default(PER_PAGE_DEFAULT)
+  .meta({ description: `Items per page, 1 to ${PER_PAGE_MAX} (above ${PER_PAGE_MAX} is a 400).` });
 // Year 0000 is no date in PostgreSQL's calendar (1 BC is followed by AD 1): dates start at 0001-01-01.
 const dateParam = z.iso
   .date({ message: 'must be a date YYYY-MM-DD' })
@@ -321,7 +316,8 @@ const dateParam = z.iso
 const fromParam = dateParam.optional().meta({ description: 'First day, inclusive, UTC (YYYY-MM-DD).' });
 const toParam = dateParam.optional().meta({ description: 'Last day, inclusive, UTC (YYYY-MM-DD).' });
 
-function dateRange<T extends { from?: string | undefined; to?: string | undefined }>(
+/** `from` after `to` is refused. */
+export function dateRange<T extends { from?: string | undefined; to?: string | undefined }>(
   q: T,
   ctx: z.RefinementCtx,
 ): void {
@@ -344,10 +340,7 @@ export const BacklinkQuery = z
   .strictObject({
     from: fromParam,
     to: toParam,
-    category: z
-      .enum(['industry', 'local'])
-      .optional()
-      .meta({ description: 'Only industry or only local backlinks.' }),
+    category: BacklinkCategory.optional().meta({ description: 'Only industry or only local backlinks.' }),
     page: pageParam,
     per_page: perPageParam,
   })
@@ -370,10 +363,9 @@ export const ActivityQuery = z
   .strictObject({
     from: fromParam,
     to: toParam,
-    source: z
-      .enum(['api', 'mcp', 'editor', 'rewrite', 'system'])
-      .optional()
-      .meta({ description: 'Only records of this origin (`rewrite`: the content pipeline).' }),
+    source: ActivitySource.optional().meta({
+      description: 'Only records of this origin (`rewrite`: the content pipeline).',
+    }),
     site_id: idParam.optional().meta({ description: 'Only records about this site.' }),
     article_id: idParam.optional().meta({ description: 'Only records about this article.' }),
     page: pageParam,

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB } from '../../../domain/article/events.ts';
 import { DomainError } from '../../../domain/errors.ts';
-import { MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
 import { apiCall, idempotencyOf, sendWrite } from './call.ts';
@@ -117,16 +117,16 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
           if ((error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
             throw new DomainError(
               'image_too_large',
-              `The image is larger than ${MAX_IMAGE_BYTES} bytes (10 MiB)`,
+              `The image is larger than ${MAX_IMAGE_BYTES} bytes (${MAX_IMAGE_MIB} MiB)`,
             );
           }
           throw error;
         }
       } else if (part.fieldname === 'alt') {
         alt = String(part.value);
-        if (alt.length > 1000) {
+        if (alt.length > ALT_MAX) {
           throw new DomainError('invalid_request', 'The alt text is too long', [
-            { in: 'body', name: 'alt', message: 'must be at most 1000 characters' },
+            { in: 'body', name: 'alt', message: `must be at most ${ALT_MAX} characters` },
           ]);
         }
       } else {

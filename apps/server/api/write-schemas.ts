@@ -1,21 +1,31 @@
 import { z } from 'zod';
-import { Article, cleanText, FeaturedImage, idParam } from './schemas.ts';
+import {
+  ALT_MAX,
+  ArticleStatus,
+  BODY_MAX_MIB,
+  MAX_IMAGE_MIB,
+  MAX_IMAGE_SIDE,
+  REASON_MAX,
+  TITLE_MAX,
+} from '../../../domain/article/events.ts';
+import { Origin } from '../../../domain/event.ts';
+import { SanitizedItem as SanitizedItemShape } from '../../../domain/html/sanitized-item.ts';
+import { Article, atMost, cleanText, FeaturedImage, idParam, WireActor } from './schemas.ts';
 
-export const SanitizedItem = z
-  .object({
-    path: z.string().meta({ example: 'p[2] > a[1]' }),
-    removed: z.string().meta({ example: 'onclick="track()"' }),
-    reason: z.string().meta({ example: 'event_handler' }),
-  })
-  .meta({ id: 'SanitizedItem', description: 'Something the sanitiser removed from the submitted body.' });
+/** The domain's sanitised item; its `reason` is documented as an open string, so a new reason breaks no client. */
+export const SanitizedItem = SanitizedItemShape.extend({
+  path: SanitizedItemShape.shape.path.meta({ example: 'p[2] > a[1]' }),
+  removed: SanitizedItemShape.shape.removed.meta({ example: 'onclick="track()"' }),
+  reason: z.string().meta({ example: 'event_handler' }),
+}).meta({ id: 'SanitizedItem', description: 'Something the sanitiser removed from the submitted body.' });
 
-const reasonField = cleanText(z.string().max(1000, 'must be at most 1000 characters'), { lines: true })
+const reasonField = cleanText(z.string().max(REASON_MAX, atMost(REASON_MAX)), { lines: true })
   .nullable()
   .optional();
 
 export const EditArticleBody = z
   .strictObject({
-    title: cleanText(z.string().min(1, 'must not be empty').max(300, 'must be at most 300 characters'), {
+    title: cleanText(z.string().min(1, 'must not be empty').max(TITLE_MAX, atMost(TITLE_MAX)), {
       lines: false,
     }).optional(),
     // Its text rule (no control characters but tab and line breaks, no lone surrogates) is the
@@ -23,7 +33,7 @@ export const EditArticleBody = z
     body: z
       .string()
       .optional()
-      .meta({ description: 'The new HTML body, at most 2 MiB; sanitised as the editor does.' }),
+      .meta({ description: `The new HTML body, at most ${BODY_MAX_MIB} MiB; sanitised as the editor does.` }),
     reason: reasonField,
   })
   .refine((b) => b.title !== undefined || b.body !== undefined, {
@@ -47,8 +57,8 @@ export const ArticleChange = Article.extend({
 export const Revision = z
   .object({
     revision: z.number().int().min(1),
-    origin: z.enum(['api', 'mcp', 'editor', 'rewrite']),
-    actor: z.object({ type: z.string(), id: z.string(), name: z.string() }),
+    origin: Origin,
+    actor: WireActor,
     reason: z.string().nullable(),
     created_at: z.iso.datetime(),
     title: z.string(),
@@ -72,7 +82,7 @@ export const Revision = z
 export const RevisionContent = Revision.extend({
   body: z.string(),
   featured_image: FeaturedImage.nullable(),
-  status: z.enum(['draft', 'scheduled', 'published', 'archived']),
+  status: ArticleStatus,
   published_at: z.iso.datetime().nullable(),
 }).meta({
   id: 'RevisionContent',
@@ -108,7 +118,7 @@ export const FeaturedImageJsonBody = z
     url: cleanText(z.url({ message: 'must be an absolute URL' }).max(2048), { lines: false }).meta({
       description: 'An https address of the image.',
     }),
-    alt: cleanText(z.string().max(1000, 'must be at most 1000 characters'), { lines: false })
+    alt: cleanText(z.string().max(ALT_MAX, atMost(ALT_MAX)), { lines: false })
       .optional()
       .meta({ description: 'Alternative text.' }),
   })
@@ -125,8 +135,8 @@ export const FeaturedImageMultipartDoc = {
     image: {
       type: 'string',
       format: 'binary',
-      description: 'The image file: JPEG, PNG, WebP, GIF or AVIF; at most 10 MiB and 8000 x 8000 px.',
+      description: `The image file: JPEG, PNG, WebP, GIF or AVIF; at most ${MAX_IMAGE_MIB} MiB and ${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} px.`,
     },
-    alt: { type: 'string', maxLength: 1000, description: 'Alternative text.' },
+    alt: { type: 'string', maxLength: ALT_MAX, description: 'Alternative text.' },
   },
 } as const;

@@ -1,5 +1,14 @@
 import { z } from 'zod';
 import {
+  ALT_MAX,
+  BODY_MAX_MIB,
+  MAX_IMAGE_MIB,
+  MAX_IMAGE_SIDE,
+  REASON_MAX,
+  TITLE_MAX,
+} from '../../../domain/article/events.ts';
+import { PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
+import {
   ActivityQuery,
   ActivityRecord,
   Article,
@@ -7,7 +16,9 @@ import {
   ArticleQuery,
   Backlink,
   BacklinkQuery,
+  dateRange,
   idParam,
+  PageMeta,
   PageQuery,
   Site,
   Stats,
@@ -42,7 +53,9 @@ const page = PageQuery.shape.page.meta({
   description:
     'Page number, from 1 (default 1). Use next_page from the previous answer to get the next page.',
 });
-const perPage = PageQuery.shape.per_page.meta({ description: 'Items per page, 1 to 100 (default 20).' });
+const perPage = PageQuery.shape.per_page.meta({
+  description: `Items per page, 1 to ${PER_PAGE_MAX} (default ${PER_PAGE_DEFAULT}).`,
+});
 const from = ArticleQuery.shape.from.meta({ description: 'First day, inclusive, as a UTC date YYYY-MM-DD.' });
 const to = ArticleQuery.shape.to.meta({ description: 'Last day, inclusive, as a UTC date YYYY-MM-DD.' });
 const expectedRevision = z.coerce
@@ -57,15 +70,8 @@ const expectedRevision = z.coerce
       'article changed since, nothing changes and the call fails with revision_mismatch.',
   });
 const reason = EditArticleBody.shape.reason.meta({
-  description: 'Optional: why the change is made (at most 1000 characters); shown in the revision history.',
+  description: `Optional: why the change is made (at most ${REASON_MAX} characters); shown in the revision history.`,
 });
-
-/** `from` after `to` is refused, as the API does. */
-function dateRange(q: { from?: string | undefined; to?: string | undefined }, ctx: z.RefinementCtx): void {
-  if (q.from && q.to && q.from > q.to) {
-    ctx.addIssue({ code: 'custom', path: ['from'], message: 'must not be after to' });
-  }
-}
 
 export const ListSitesInput = z.strictObject({ page, per_page: perPage });
 
@@ -107,10 +113,10 @@ export const GetStatsInput = z.strictObject({
 export const UpdateArticleInput = z
   .strictObject({
     article_id: articleId,
-    title: EditArticleBody.shape.title.meta({ description: 'The new title, 1 to 300 characters.' }),
+    title: EditArticleBody.shape.title.meta({ description: `The new title, 1 to ${TITLE_MAX} characters.` }),
     body: EditArticleBody.shape.body.meta({
       description:
-        'The new full HTML body (at most 2 MiB), replacing the current one. Start from get_article’s body and ' +
+        `The new full HTML body (at most ${BODY_MAX_MIB} MiB), replacing the current one. Start from get_article’s body and ` +
         'keep every element carrying data-service-protected exactly as it is (copy it verbatim; it may be moved).',
     }),
     reason,
@@ -124,11 +130,10 @@ export const UpdateArticleInput = z
 export const ReplaceFeaturedImageInput = z.strictObject({
   article_id: articleId,
   url: FeaturedImageJsonBody.shape.url.meta({
-    description:
-      'The https address of the image (JPEG, PNG, WebP, GIF or AVIF; at most 10 MiB and 8000x8000 px).',
+    description: `The https address of the image (JPEG, PNG, WebP, GIF or AVIF; at most ${MAX_IMAGE_MIB} MiB and ${MAX_IMAGE_SIDE}x${MAX_IMAGE_SIDE} px).`,
   }),
   alt: FeaturedImageJsonBody.shape.alt.meta({
-    description: 'Alternative text describing the image (at most 1000 characters).',
+    description: `Alternative text describing the image (at most ${ALT_MAX} characters).`,
   }),
   expected_revision: expectedRevision,
 });
@@ -145,7 +150,7 @@ export const RestoreRevisionInput = z.strictObject({
   article_id: articleId,
   revision: revisionNumber,
   reason: RestoreBody.shape.reason.meta({
-    description: 'Optional: why the earlier version comes back (at most 1000 characters).',
+    description: `Optional: why the earlier version comes back (at most ${REASON_MAX} characters).`,
   }),
   expected_revision: expectedRevision,
 });
@@ -167,18 +172,15 @@ export const ListActivityInput = z
 
 /* Outputs. */
 
-const PageMeta = z.object({
-  page: z.number().int().min(1),
-  per_page: z.number().int().min(1).max(100),
-  total: z.number().int().min(0).meta({ description: 'Items in the whole list.' }),
-  total_pages: z.number().int().min(0),
+const ToolPageMeta = PageMeta.extend({
+  total: PageMeta.shape.total.meta({ description: 'Items in the whole list.' }),
 });
 
 /** A page of a list, as the tools answer it. */
 export function pageOf<T extends z.ZodType>(item: T) {
   return z.object({
     data: z.array(item),
-    meta: PageMeta,
+    meta: ToolPageMeta,
     next_page: z
       .number()
       .int()

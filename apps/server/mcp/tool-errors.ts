@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serializeOuter } from 'parse5';
 import type { z } from 'zod';
+import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { type ErrorCode, isDomainError } from '../../../domain/errors.ts';
 import {
   isElement,
@@ -41,7 +42,7 @@ const advice: Partial<Record<ErrorCode, string>> = {
   conflict: 'Another change to the same article happened at the same moment; call again.',
   image_fetch_failed: 'Use a public https address that serves the image itself (not a page showing it).',
   unsupported_image: 'Use a JPEG, PNG, WebP, GIF or AVIF image.',
-  image_too_large: 'Use an image of at most 10 MiB and 8000 x 8000 pixels.',
+  image_too_large: `Use an image of at most ${MAX_IMAGE_MIB} MiB and ${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} pixels.`,
 };
 
 function failure(status: number, info: ToolErrorInfo, text: string): ToolFailure {

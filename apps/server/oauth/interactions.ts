@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type Provider from 'oidc-provider';
 import type { InteractionDetails } from 'oidc-provider';
 import { z } from 'zod';
+import type { KeyScope } from '../../../domain/account/events.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { type Html, html } from '../web/html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from '../web/kit.ts';
@@ -38,7 +39,7 @@ function requestedScopes(details: InteractionDetails): Set<string> {
 }
 
 /** What Allow grants on the MCP resource: what was asked of it, at least read; write implies read. */
-export function grantedAccess(requested: ReadonlySet<string>): { scope: string; access: 'read' | 'write' } {
+export function grantedAccess(requested: ReadonlySet<string>): { scope: string; access: KeyScope } {
   return requested.has(SCOPES.write)
     ? { scope: `${SCOPES.read} ${SCOPES.write}`, access: 'write' }
     : { scope: SCOPES.read, access: 'read' };

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type Provider from 'oidc-provider';
+import type { KeyScope } from '../../../domain/account/events.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { Principal } from '../api/auth.ts';
 import { SCOPES } from './provider.ts';
@@ -19,7 +20,7 @@ export type ConnectedClient = {
   clientId: string;
   name: string;
   redirectHost: string;
-  access: 'read' | 'write';
+  access: KeyScope;
   connectedAt: Date;
   lastUsedAt?: Date;
 };

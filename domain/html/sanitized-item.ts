@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+/** Why something was taken out of a body. Stable codes: the HTTP API returns them as they are. */
+export const SanitizeReason = z.enum([
+  /** An unknown element: its tag went, its content stayed. */
+  'element_not_allowed',
+  /** An element whose content is dangerous or meaningless as text (script, iframe, svg...): gone with its content. */
+  'unsafe_element',
+  /** An allowed element in a place the HTML parser would restructure (a link in a link, a block in a paragraph, table parts outside a table): its tag went, its content stayed. */
+  'invalid_nesting',
+  /** Text inside a table but outside any cell, which a browser would move elsewhere. */
+  'misplaced_text',
+  'attribute_not_allowed',
+  'event_handler',
+  'unsafe_url',
+  /** `data-service-protected` with a value other than `backlink` or `internal`. */
+  'invalid_protection_marker',
+  'comment',
+  /** Markup that could not be brought into a stable shape: only its text was kept. */
+  'unstable_markup',
+]);
+export type SanitizeReason = z.infer<typeof SanitizeReason>;
+
+/** One thing the sanitiser removed: where (in the body it was given), what, and why. */
+export const SanitizedItem = z.object({ path: z.string(), removed: z.string(), reason: SanitizeReason });
+export type SanitizedItem = z.infer<typeof SanitizedItem>;
