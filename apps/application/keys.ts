@@ -1,5 +1,9 @@
 import type { KeyScope } from '../../domain/account/events.ts';
-import { type ApiKeyRow, listApiKeys } from '../../projections/accounts.ts';
+import { type ApiKeyRow, findApiKeyByHash, isKeyLive, listApiKeys } from '../../projections/accounts.ts';
+
+/** A key that is unknown or revoked: one answer for both, so that it tells a caller nothing of which. */
+export { invalidKeyError } from '../../projections/accounts.ts';
+
 import type { ApplicationDeps } from './deps.ts';
 
 export type Keys = ReturnType<typeof createKeys>;
@@ -11,6 +15,10 @@ export type Keys = ReturnType<typeof createKeys>;
 export function createKeys(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
   const { db, commands } = deps;
   return {
+    /** The key with this hash (revoked ones too: they still name their account), for authentication. */
+    findByHash: (hash: string): Promise<ApiKeyRow | undefined> => findApiKeyByHash(db, hash),
+    /** Whether a key exists and is not revoked. */
+    isLive: (keyId: string): Promise<boolean> => isKeyLive(db, keyId),
     /** The account's keys, newest first, with when each was last used; never the secret. */
     list: (accountId: string): Promise<ApiKeyRow[]> => listApiKeys(db, accountId),
     /** A new key: the secret is in this answer only (its hash is stored). */

@@ -5,7 +5,7 @@ import { DomainError } from '../../../domain/errors.ts';
 import type { Actor } from '../../../domain/event.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../../infra/ids.ts';
-import { findApiKeyByHash, invalidKeyError, isKeyLive } from '../../../projections/accounts.ts';
+import { invalidKeyError, type Keys } from '../../application/keys.ts';
 
 /** Who is calling: an account, through one key (or, on /mcp, one OAuth grant). */
 export type Principal = {
@@ -140,7 +140,10 @@ const KNOWN_KEYS = 10_000;
  * Keys are remembered by hash (at most 10,000, least recently used first out): a known key costs no
  * lookup, and its principal says the key is not yet confirmed unrevoked in this request.
  */
-export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Date): void }): AuthResolver {
+export function createAuthResolver(
+  keys: Pick<Keys, 'findByHash'>,
+  usage: { touch(keyId: string, at: Date): void },
+): AuthResolver {
   const resolved = new WeakMap<FastifyRequest, Promise<AuthState>>();
   const hashes = new WeakMap<FastifyRequest, string>();
   const known = new Map<string, KnownKey>();
@@ -170,7 +173,7 @@ export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Dat
     if (key) {
       remember(hash, key);
     } else {
-      const row = await findApiKeyByHash(db, hash);
+      const row = await keys.findByHash(hash);
       if (!row) {
         state.failure = invalidKeyError();
         return state;
@@ -222,12 +225,12 @@ export function createAuthResolver(db: Db, usage: { touch(keyId: string, at: Dat
  * onRequest, after requireAuth: a known key is confirmed unrevoked with one lookup before the route
  * runs, unless the route confirms it in its own statement (`keyCheck: 'statement'`).
  */
-export function confirmKey(db: Db) {
+export function confirmKey(keys: Pick<Keys, 'isLive'>) {
   return async (request: FastifyRequest): Promise<void> => {
     const principal = request.auth.principal;
     if (!principal?.keyId || principal.keyConfirmed) return;
     if (request.routeOptions.config.keyCheck === 'statement') return;
-    if (!(await isKeyLive(db, principal.keyId))) throw invalidKeyError();
+    if (!(await keys.isLive(principal.keyId))) throw invalidKeyError();
     principal.keyConfirmed = true;
   };
 }

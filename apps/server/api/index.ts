@@ -45,7 +45,7 @@ async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> 
 export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   const { db } = deps.runtime;
   const usage = createUsageRecorder(db);
-  const resolveAuth = createAuthResolver(db, usage);
+  const resolveAuth = createAuthResolver(deps.application.keys, usage);
   const activity = createActivityLog(deps.application.activity, 'api', resolveAuth, app.log);
   // Declared up front for a stable object shape; the onRequest hooks below set both on every request.
   app.decorateRequest('auth', null as never);
@@ -54,7 +54,7 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   // record's start, the key, the request limit (between authentication and refusal, so floods of
   // bad keys count too), the refusal of a missing or insufficient key, the key confirmed unrevoked.
   const resolveKey = authenticate(resolveAuth);
-  const confirm = confirmKey(db);
+  const confirm = confirmKey(deps.application.keys);
   const limit = deps.limit;
   app.addHook('onRequest', async (request, reply) => {
     // Answers carry an account's data (errors name its ids): never to be kept by a shared cache.

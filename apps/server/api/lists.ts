@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { Page } from '../../../projections/projector.ts';
+import type { Page } from '../../application/call.ts';
 
 export type ListBody<T> = {
   data: T[];

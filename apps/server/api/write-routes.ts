@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB } from '../../../domain/article/events.ts';
+import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { DomainError } from '../../../domain/errors.ts';
 import type { ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
@@ -153,9 +153,9 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
         description:
           'Either a multipart form with one file part named `image` (and an optional text part `alt`), or JSON ' +
           '`{url, alt?}` with an https address the service fetches. JPEG, PNG, WebP, GIF and AVIF are accepted, ' +
-          'recognised from the bytes; at most 10 MiB and 8000 x 8000 px; SVG is refused. The URL fetch refuses ' +
+          `recognised from the bytes; at most ${MAX_IMAGE_MIB} MiB and ${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} px; SVG is refused. The URL fetch refuses ` +
           'non-https addresses and private, loopback, link-local and reserved destinations (also after each of at ' +
-          'most 3 redirects) and stops at 10 s or 10 MiB. The image is stored by the service and served from ' +
+          `most 3 redirects) and stops at 10 s or ${MAX_IMAGE_MIB} MiB. The image is stored by the service and served from ` +
           '`/media/...`. A new revision; counts against the daily edit limit.',
         params: ArticleParams,
         headers: WriteHeaders,

@@ -10,6 +10,7 @@ import {
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { DomainError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
+import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
 import type { Call, LimitDecision } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Principal } from '../api/auth.ts';
@@ -39,7 +40,8 @@ export const INSTRUCTIONS =
   'article edits. Start with list_sites to get site ids, then list_articles, list_backlinks or get_stats for ' +
   'a site. Lists are paginated: when next_page is not null, call the same tool with page: next_page. Dates ' +
   'are UTC calendar dates YYYY-MM-DD. Before editing an article call get_article and keep every element ' +
-  'carrying data-service-protected exactly as it is. Limits: 60 requests per minute and 200 article edits per ' +
+  'carrying data-service-protected exactly as it is. Limits: 60 requests per minute and ' +
+  `${EDIT_LIMIT_PER_DAY} article edits per ` +
   'UTC day for the whole account.';
 
 /** What the tools share across requests. */

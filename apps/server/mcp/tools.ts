@@ -1,8 +1,9 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
-import type { Page } from '../../../projections/projector.ts';
-import type { Call } from '../../application/call.ts';
+import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
+import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
+import type { Call, Page } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import {
   renderActivity,
@@ -205,7 +206,7 @@ const getStatsTool = defineTool({
   render: (out) => renderStats(out),
 });
 
-const EDIT_LIMIT = 'Counts as one of the account’s 200 article edits per UTC day.';
+const EDIT_LIMIT = `Counts as one of the account’s ${EDIT_LIMIT_PER_DAY} article edits per UTC day.`;
 
 const updateArticleTool = defineTool({
   name: 'update_article',
@@ -245,8 +246,9 @@ const replaceFeaturedImageTool = defineTool({
   title: 'Replace an article’s featured image',
   description:
     'Replace the featured image of one article with the image at an https URL, which the service fetches, ' +
-    'checks and stores. Accepted: JPEG, PNG, WebP, GIF, AVIF (recognised from the bytes), at most 10 MiB and ' +
-    '8000 x 8000 pixels; SVG is refused. Private, loopback and other non-public addresses are refused, and the ' +
+    `checks and stores. Accepted: JPEG, PNG, WebP, GIF, AVIF (recognised from the bytes), at most ${MAX_IMAGE_MIB} MiB and ` +
+    `${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} pixels; SVG is refused. Private, loopback and other non-public addresses ` +
+    'are refused, and the ' +
     `fetch gives up after 10 seconds or 3 redirects. Give alt, a short description of the image. A new revision. ${EDIT_LIMIT}`,
   scope: 'write',
   // Open world: it fetches a URL on the internet; each call stores what the URL serves at that moment.
