@@ -1,23 +1,16 @@
 import { z } from 'zod';
 import {
   ALT_MAX,
-  ArticleStatus,
   BODY_MAX_MIB,
   MAX_IMAGE_MIB,
   MAX_IMAGE_SIDE,
   REASON_MAX,
   TITLE_MAX,
 } from '../../../domain/article/events.ts';
-import { Origin } from '../../../domain/event.ts';
-import { SanitizedItem as SanitizedItemShape } from '../../../domain/html/sanitized-item.ts';
-import { Article, atMost, cleanText, FeaturedImage, idParam, WireActor } from './schemas.ts';
+import { ArticleChange, Revision, RevisionContent, SanitizedItem } from '../../application/wire-schemas.ts';
+import { atMost, cleanText, idParam } from './schemas.ts';
 
-/** The domain's sanitised item; its `reason` is documented as an open string, so a new reason breaks no client. */
-export const SanitizedItem = SanitizedItemShape.extend({
-  path: SanitizedItemShape.shape.path.meta({ example: 'p[2] > a[1]' }),
-  removed: SanitizedItemShape.shape.removed.meta({ example: 'onclick="track()"' }),
-  reason: z.string().meta({ example: 'event_handler' }),
-}).meta({ id: 'SanitizedItem', description: 'Something the sanitiser removed from the submitted body.' });
+export { ArticleChange, Revision, RevisionContent, SanitizedItem };
 
 const reasonField = cleanText(z.string().max(REASON_MAX, atMost(REASON_MAX)), { lines: true })
   .nullable()
@@ -48,46 +41,6 @@ export const EditArticleBody = z
       reason: 'Refreshed for the new year',
     },
   });
-
-export const ArticleChange = Article.extend({
-  changed: z.boolean().meta({ description: 'false when the edit changed nothing: no revision was created.' }),
-  sanitized: z.array(SanitizedItem),
-}).meta({ id: 'ArticleChange' });
-
-export const Revision = z
-  .object({
-    revision: z.number().int().min(1),
-    origin: Origin,
-    actor: WireActor,
-    reason: z.string().nullable(),
-    created_at: z.iso.datetime(),
-    title: z.string(),
-    word_count: z.number().int().min(0),
-    restored_from: z.number().int().min(1).nullable(),
-  })
-  .meta({
-    id: 'Revision',
-    example: {
-      revision: 3,
-      origin: 'api',
-      actor: { type: 'api_key', id: 'key_06h0...', name: 'Reporting key' },
-      reason: 'Refreshed for the new year',
-      created_at: '2026-11-05T14:00:00Z',
-      title: 'How to choose a boiler in 2026',
-      word_count: 812,
-      restored_from: null,
-    },
-  });
-
-export const RevisionContent = Revision.extend({
-  body: z.string(),
-  featured_image: FeaturedImage.nullable(),
-  status: ArticleStatus,
-  published_at: z.iso.datetime().nullable(),
-}).meta({
-  id: 'RevisionContent',
-  description: 'The article as it was at this revision, obtained by replaying its history.',
-});
 
 export const RevisionParams = z.strictObject({
   id: idParam.meta({ description: 'Article id' }),
