@@ -28,6 +28,7 @@ import {
 import { type BacklinkAcquired, backlinkStream } from '../domain/backlink/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
+import type { HtmlMemory } from '../domain/html/memory.ts';
 import { siteStream } from '../domain/site/events.ts';
 import { readArticleSnapshot, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../projections/articles.ts';
@@ -55,6 +56,8 @@ export type CommandDeps = {
   sanitizeAhead?: (body: string) => Promise<void>;
   /** The runtime's snapshot memory, shared with its snapshot projector (projections/article-snapshots.ts). */
   snapshots: SnapshotMemory;
+  /** What the html rules remember, passed to the article decider (the runtime's, shared with its pool and projectors). */
+  html?: HtmlMemory;
 };
 
 /** How many times a command is decided again after losing a race for its stream. */
@@ -244,7 +247,7 @@ export function createCommands(deps: CommandDeps) {
         // Another account's article is answered exactly like one that does not exist.
         if (!state.exists || state.accountId !== accountId)
           throw new DomainError('not_found', `No article ${articleId}`);
-        const events = decide(build(state), state);
+        const events = decide(build(state), state, deps.html);
         const edited = events.find((e) => e.type === 'ArticleEdited');
         sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
         return events;
@@ -254,7 +257,7 @@ export function createCommands(deps: CommandDeps) {
     // The answer is the article as this command left it (what a read of its row gives once projected,
     // which happened in the append's transaction), not whatever a later edit made of it meanwhile.
     if (!result.state.exists) throw new DomainError('not_found', `No article ${articleId}`);
-    const article = detailOf(result.state);
+    const article = detailOf(result.state, deps.html);
     return { article, changed: result.events.length > 0, revision: article.revision, sanitized };
   }
 
@@ -471,6 +474,7 @@ export function createCommands(deps: CommandDeps) {
             metadata: meta(caller),
           },
           state,
+          deps.html,
         ),
       );
       return { articleId };

@@ -1,6 +1,7 @@
 import { DomainError } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
 import { checkProtectedBlocks } from '../html/facts.ts';
+import type { HtmlMemory } from '../html/memory.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
 import { requireText } from '../input.ts';
 import type { ArticleEvent, ArticleStatus, FeaturedImage, SanitizedItem } from './events.ts';
@@ -209,8 +210,8 @@ function checkSanitizedSize(html: string): void {
  * Protected blocks may be moved, never removed or rewritten. Only the service's own pipeline
  * (origin `rewrite`) inserts new ones: from anyone else a new protected block is a forgery.
  */
-function checkProtected(current: string, next: string, origin: Origin): void {
-  const check = checkProtectedBlocks(current, next);
+function checkProtected(current: string, next: string, origin: Origin, memory?: HtmlMemory): void {
+  const check = checkProtectedBlocks(current, next, memory);
   if (check.ok) return;
   const errors = origin === 'rewrite' ? check.errors.filter((e) => e.change !== 'forged') : check.errors;
   if (errors.length > 0) throw new DomainError('protected_links_modified', check.summary, errors);
@@ -232,7 +233,11 @@ function sameImage(a: FeaturedImage | null, b: FeaturedImage | null): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-export function decide(command: ArticleCommand, state: ArticleState): ArticleEvent[] {
+/**
+ * `memory`: what the html rules remember between commands (the handler's; domain/html/memory.ts). It
+ * changes the time a body takes, never the events: without it every body is parsed in full.
+ */
+export function decide(command: ArticleCommand, state: ArticleState, memory?: HtmlMemory): ArticleEvent[] {
   const metadata = command.metadata;
   switch (command.type) {
     case 'CreateArticle': {
@@ -244,7 +249,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       if ((d.status === 'published' || d.status === 'scheduled') && d.publishedAt === null) {
         throw new DomainError('invalid_request', `A ${d.status} article needs published_at`);
       }
-      const body = sanitizeHtml(d.body).html;
+      const body = sanitizeHtml(d.body, memory).html;
       checkSanitizedSize(body);
       return [{ type: 'ArticleCreated', data: { ...d, body, revision: 1 }, metadata }];
     }
@@ -262,9 +267,9 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       let sanitized: SanitizedItem[] = [];
       if (d.body !== undefined) {
         checkBodySize(d.body);
-        const result = sanitizeHtml(d.body);
+        const result = sanitizeHtml(d.body, memory);
         checkSanitizedSize(result.html);
-        checkProtected(article.body, result.html, d.origin);
+        checkProtected(article.body, result.html, d.origin, memory);
         body = result.html;
         sanitized = result.removed;
       }
@@ -313,7 +318,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
         throw new DomainError('not_found', `Article ${d.articleId} has no revision ${d.revision}`);
       }
       // A restore is an edit too: it may not drop a protected link inserted after that revision.
-      checkProtected(article.body, target.body, d.origin);
+      checkProtected(article.body, target.body, d.origin, memory);
       if (
         target.title === article.title &&
         target.body === article.body &&
