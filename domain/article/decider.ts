@@ -1,4 +1,4 @@
-import { DomainError } from '../errors.ts';
+import { DomainError, invalidField } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
 import { checkProtectedBlocks } from '../html/facts.ts';
 import type { HtmlMemory } from '../html/memory.ts';
@@ -170,18 +170,22 @@ const checkText = (name: string, value: string | null | undefined, lines: boolea
 function checkTitle(title: string): void {
   checkText('title', title, false);
   if (title.trim().length === 0 || title.length > TITLE_MAX) {
-    throw new DomainError('invalid_request', `The title must be 1 to ${TITLE_MAX} characters`, [
-      { in: 'body', name: 'title', message: `must be 1 to ${TITLE_MAX} characters, not only spaces` },
-    ]);
+    throw invalidField(
+      `The title must be 1 to ${TITLE_MAX} characters`,
+      'title',
+      `must be 1 to ${TITLE_MAX} characters, not only spaces`,
+    );
   }
 }
 
 function checkBodySize(body: string): void {
   checkText('body', body, true);
   if (new TextEncoder().encode(body).length > BODY_MAX_BYTES) {
-    throw new DomainError('invalid_request', 'The body is larger than 2 MiB', [
-      { in: 'body', name: 'body', message: 'must be at most 2 MiB (2097152 bytes) of UTF-8' },
-    ]);
+    throw invalidField(
+      'The body is larger than 2 MiB',
+      'body',
+      'must be at most 2 MiB (2097152 bytes) of UTF-8',
+    );
   }
 }
 
@@ -192,16 +196,10 @@ function checkBodySize(body: string): void {
  */
 function checkSanitizedSize(html: string): void {
   if (new TextEncoder().encode(html).length > BODY_MAX_BYTES) {
-    throw new DomainError(
-      'invalid_request',
+    throw invalidField(
       'The body is larger than 2 MiB once sanitised (characters such as & are stored escaped, as &amp;)',
-      [
-        {
-          in: 'body',
-          name: 'body',
-          message: 'must be at most 2 MiB (2097152 bytes) of UTF-8 once sanitised',
-        },
-      ],
+      'body',
+      'must be at most 2 MiB (2097152 bytes) of UTF-8 once sanitised',
     );
   }
 }
@@ -257,9 +255,7 @@ export function decide(command: ArticleCommand, state: ArticleState, memory?: Ht
       const d = command.data;
       const article = requireArticle(state, d.articleId);
       if (d.title === undefined && d.body === undefined) {
-        throw new DomainError('invalid_request', 'Give a title, a body, or both', [
-          { in: 'body', name: 'title', message: 'title or body is required' },
-        ]);
+        throw invalidField('Give a title, a body, or both', 'title', 'title or body is required');
       }
       checkExpectation(article, d.expectedRevision);
       if (d.title !== undefined) checkTitle(d.title);

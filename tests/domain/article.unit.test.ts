@@ -189,7 +189,7 @@ describe('article decider', () => {
     spec
       .given([articleCreated()])
       .when(editArticle(data))
-      .thenThrows('invalid_request', { errors: [{ in: 'body', name, message: expect.any(String) }] });
+      .thenThrows('invalid_request', { errors: [{ field: name, message: expect.any(String) }] });
   });
 
   it('takes tabs and line breaks in a body and a reason', () => {

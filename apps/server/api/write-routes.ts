@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import { checkExpectedRevision } from '../../../domain/article/decider.ts';
 import type { FeaturedImage } from '../../../domain/article/events.ts';
-import { DomainError } from '../../../domain/errors.ts';
+import { DomainError, parameterError } from '../../../domain/errors.ts';
 import type { Caller, Commands, EditResult } from '../../../infra/commands.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { idempotent, requestHash, type StoredResponse } from '../../../infra/idempotency.ts';
@@ -52,7 +52,7 @@ export function parseIfMatch(value: string | undefined): number | undefined {
   if (value === undefined || value.trim() === '*') return undefined;
   const match = /^\s*(?:W\/)?"(\d{1,9})"\s*$/.exec(value);
   if (!match?.[1]) {
-    throw new DomainError('invalid_request', 'If-Match must be the ETag of a revision, like W/"3"', [
+    throw parameterError('If-Match must be the ETag of a revision, like W/"3"', [
       { in: 'header', name: 'if-match', message: 'must be an ETag like W/"3"' },
     ]);
   }
@@ -231,8 +231,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
     if (!req.isMultipart()) {
       const parsed = FeaturedImageJsonBody.safeParse(req.body);
       if (!parsed.success) {
-        throw new DomainError(
-          'invalid_request',
+        throw parameterError(
           'Send multipart/form-data with an `image` file part, or JSON {"url": "https://...", "alt": "..."}',
           parsed.error.issues.map((i) => ({
             in: 'body',
@@ -249,7 +248,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
       if (part.type === 'file') {
         if (part.fieldname !== 'image' || bytes) {
           part.file.resume();
-          throw new DomainError('invalid_request', 'Send exactly one file, in the part named `image`', [
+          throw parameterError('Send exactly one file, in the part named `image`', [
             { in: 'body', name: part.fieldname, message: 'only one file part, named image, is accepted' },
           ]);
         }
@@ -267,18 +266,18 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (
       } else if (part.fieldname === 'alt') {
         alt = String(part.value);
         if (alt.length > 1000) {
-          throw new DomainError('invalid_request', 'The alt text is too long', [
+          throw parameterError('The alt text is too long', [
             { in: 'body', name: 'alt', message: 'must be at most 1000 characters' },
           ]);
         }
       } else {
-        throw new DomainError('invalid_request', `Unknown form field ${part.fieldname}`, [
+        throw parameterError(`Unknown form field ${part.fieldname}`, [
           { in: 'body', name: part.fieldname, message: 'is not a known field (image, alt)' },
         ]);
       }
     }
     if (!bytes) {
-      throw new DomainError('invalid_request', 'The form has no `image` file part', [
+      throw parameterError('The form has no `image` file part', [
         { in: 'body', name: 'image', message: 'is required' },
       ]);
     }
