@@ -25,10 +25,12 @@ import {
   type FeaturedImage,
   type SanitizedItem,
 } from '../domain/article/events.ts';
+import { decideBacklink, evolveBacklink, initialBacklinkState } from '../domain/backlink/decider.ts';
 import { type BacklinkAcquired, backlinkStream } from '../domain/backlink/events.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../domain/event.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
+import { decideSite, evolveSite, initialSiteState } from '../domain/site/decider.ts';
 import { siteStream } from '../domain/site/events.ts';
 import { readArticleSnapshot, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../projections/articles.ts';
@@ -179,6 +181,8 @@ function keyedQueue(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
 const articleFold = { initial: initialState, evolve };
 const accountFold = { initial: initialAccountState, evolve: evolveAccount };
 const staffFold = { initial: initialStaffState, evolve: evolveStaff };
+const siteFold = { initial: initialSiteState, evolve: evolveSite };
+const backlinkFold = { initial: initialBacklinkState, evolve: evolveBacklink };
 
 export type Commands = ReturnType<typeof createCommands>;
 
@@ -394,23 +398,13 @@ export function createCommands(deps: CommandDeps) {
       const account = await store.readStream(accountStream(accountId), { to: 1 });
       if (account.length === 0) throw new DomainError('not_found', `No account ${accountId}`);
       const siteId = input.siteId ?? newId('site');
-      try {
-        await store.append(
-          siteStream(siteId),
-          [
-            {
-              type: 'SiteAdded',
-              data: { siteId, accountId, name: input.name, domain: input.domain, url: input.url },
-              metadata: meta(),
-            },
-          ],
-          { expectedVersion: 'no_stream' },
-        );
-      } catch (error) {
-        if (error instanceof ConcurrencyError)
-          throw new DomainError('conflict', `Site ${siteId} exists already`);
-        throw error;
-      }
+      const { name, domain, url } = input;
+      await run(siteStream(siteId), siteFold, (state) =>
+        decideSite(
+          { type: 'AddSite', data: { siteId, accountId, name, domain, url }, metadata: meta() },
+          state,
+        ),
+      );
       return { siteId };
     },
 
@@ -420,17 +414,12 @@ export function createCommands(deps: CommandDeps) {
     ): Promise<{ backlinkId: string }> {
       await requireSite(accountId, input.siteId);
       const backlinkId = input.backlinkId ?? newId('bl');
-      try {
-        await store.append(
-          backlinkStream(backlinkId),
-          [{ type: 'BacklinkAcquired', data: { ...input, backlinkId, accountId }, metadata: meta() }],
-          { expectedVersion: 'no_stream' },
-        );
-      } catch (error) {
-        if (error instanceof ConcurrencyError)
-          throw new DomainError('conflict', `Backlink ${backlinkId} exists already`);
-        throw error;
-      }
+      await run(backlinkStream(backlinkId), backlinkFold, (state) =>
+        decideBacklink(
+          { type: 'AcquireBacklink', data: { ...input, backlinkId, accountId }, metadata: meta() },
+          state,
+        ),
+      );
       return { backlinkId };
     },
 
