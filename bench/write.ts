@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
-import { checkProtectedBlocks } from '../domain/html/facts.ts';
-import { forgetLayouts } from '../domain/html/layout.ts';
+import { bodyFacts, checkProtectedBlocks } from '../domain/html/facts.ts';
 import { sanitizeHtml } from '../domain/html/sanitize.ts';
+import { createHtmlMemory } from '../infra/html-memory.ts';
 import { type CpuSeconds, cpuSeconds, cpuSince, startWaitTimeline, type WaitSample } from './load.ts';
 import { type CpuProfile, startProfile } from './profile.ts';
 
@@ -37,7 +37,8 @@ function summarise(samples: number[]): Timing {
  * as for edits of one article.
  *
  * - `edit`: as in the service, where the stored body was sanitised by the process that stored it
- *   and is remembered (domain/html/layout.ts): only the changed part of the new body is parsed.
+ *   and is remembered (infra/html-memory.ts, domain/html/layout.ts): only the changed part of the new
+ *   body is parsed.
  * - `full`: a body this process has never seen (nothing remembered, as after a restart): parsed in full.
  */
 export function measureSanitiseAndCheck(
@@ -47,19 +48,22 @@ export function measureSanitiseAndCheck(
   warmup = 50,
 ): Timing {
   const samples: number[] = [];
-  forgetLayouts();
-  if (mode === 'edit') sanitizeHtml(body);
+  const memory = createHtmlMemory();
+  if (mode === 'edit') sanitizeHtml(body, memory);
+  const stored = bodyFacts(body, memory);
   for (let i = 0; i < warmup + runs; i++) {
     const edited = body.replace('<p>', `<p>Edit ${mode} ${i}. `);
-    if (mode === 'full') forgetLayouts();
+    if (mode === 'full') {
+      memory.clear();
+      memory.rememberFacts(body, stored);
+    }
     const started = performance.now();
-    const clean = sanitizeHtml(edited).html;
-    const check = checkProtectedBlocks(body, clean);
+    const clean = sanitizeHtml(edited, memory).html;
+    const check = checkProtectedBlocks(body, clean, memory);
     const took = performance.now() - started;
     if (!check.ok) throw new Error(`the benchmark edit must keep every protected block: ${check.summary}`);
     if (i >= warmup) samples.push(took);
   }
-  forgetLayouts();
   return summarise(samples);
 }
 

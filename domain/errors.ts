@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ProtectedChange } from './html/protected.ts';
 
 /** The stable, machine-readable codes the domain and the application raise. No HTTP here. */
 export const ErrorCode = z.enum([
@@ -18,7 +19,22 @@ export const ErrorCode = z.enum([
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 
-export type ErrorDetail = Record<string, unknown>;
+/** A field of the input that was refused, and why (`must be 1 to 300 characters`). */
+export type FieldError = { readonly field: string; readonly message: string };
+
+/**
+ * A parameter a face refused where it read it (a request header, a query parameter, the request body
+ * as a whole), in the shape that face answers with: `in` names the place. The domain raises none; a
+ * face builds them with `parameterError`.
+ */
+export type ParameterError = {
+  readonly in: 'header' | 'query' | 'path' | 'body' | 'arguments';
+  readonly name: string;
+  readonly message: string;
+};
+
+/** What an error lists: refused fields, protected blocks an edit changed, or refused parameters. */
+export type ErrorDetail = FieldError | ProtectedChange | ParameterError;
 
 /** A typed error with a semantic code; one handler per face maps it to a status. */
 export class DomainError extends Error {
@@ -35,4 +51,14 @@ export class DomainError extends Error {
 
 export function isDomainError(error: unknown): error is DomainError {
   return error instanceof DomainError;
+}
+
+/** `invalid_request` naming one refused field of the input. */
+export function invalidField(message: string, field: string, problem: string): DomainError {
+  return new DomainError('invalid_request', message, [{ field, message: problem }]);
+}
+
+/** `invalid_request` naming parameters a face refused where it read them (see ParameterError). */
+export function parameterError(message: string, errors: readonly ParameterError[]): DomainError {
+  return new DomainError('invalid_request', message, errors);
 }

@@ -35,7 +35,7 @@ export function validateEvent(event: { type: string; data: unknown; metadata: un
     throw new DomainError(
       'invalid_request',
       `Invalid ${event.type}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`,
-      result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+      result.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
     );
   }
 }

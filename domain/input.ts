@@ -1,4 +1,4 @@
-import { DomainError } from './errors.ts';
+import { invalidField } from './errors.ts';
 
 /*
  * What the service accepts as an id or as text from any face (API, MCP, editor, ingestion). PostgreSQL
@@ -50,9 +50,5 @@ export function textProblem(value: string, opts: { lines: boolean }): string | n
 export function requireText(name: string, value: string | null | undefined, opts: { lines: boolean }): void {
   if (value === null || value === undefined) return;
   const problem = textProblem(value, opts);
-  if (problem) {
-    throw new DomainError('invalid_request', `The ${name} ${problem}`, [
-      { in: 'body', name, message: problem },
-    ]);
-  }
+  if (problem) throw invalidField(`The ${name} ${problem}`, name, problem);
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { DomainError } from '../domain/errors.ts';
+import { DomainError, parameterError } from '../domain/errors.ts';
 import type { Db } from './db/schema.ts';
 
 export type StoredResponse = { status: number; headers: Record<string, string>; body: unknown };
@@ -26,11 +26,9 @@ export async function idempotent(
   work: () => Promise<StoredResponse>,
 ): Promise<{ replayed: boolean; response: StoredResponse }> {
   if (!IDEMPOTENCY_KEY.test(key)) {
-    throw new DomainError(
-      'invalid_request',
-      'The Idempotency-Key must be 1 to 255 visible ASCII characters',
-      [{ in: 'header', name: 'idempotency-key', message: 'must be 1 to 255 visible ASCII characters' }],
-    );
+    throw parameterError('The Idempotency-Key must be 1 to 255 visible ASCII characters', [
+      { in: 'header', name: 'idempotency-key', message: 'must be 1 to 255 visible ASCII characters' },
+    ]);
   }
   await db
     .deleteFrom('idempotency_keys')
@@ -52,7 +50,7 @@ export async function idempotent(
       .executeTakeFirst();
     if (!existing) return idempotent(db, accountId, key, hash, work);
     if (existing.request_hash !== hash) {
-      throw new DomainError('invalid_request', 'This Idempotency-Key was used for a different request', [
+      throw parameterError('This Idempotency-Key was used for a different request', [
         {
           in: 'header',
           name: 'idempotency-key',

@@ -8,6 +8,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { type DbHandle, type DbLogger, openDatabase } from './db/open.ts';
 import type { Db } from './db/schema.ts';
 import { createEventStore, type EventStore } from './event-store.ts';
+import { createHtmlMemory, type HtmlMemoryStore } from './html-memory.ts';
 import { inlineDispatcher, inlineStatements, retireCheckpoint } from './projection-runner.ts';
 import { createSanitizePool } from './sanitize-pool.ts';
 
@@ -19,6 +20,8 @@ export type Runtime = {
   commands: Commands;
   /** The article snapshots this runtime's commands read last, for its snapshot projector: its own. */
   snapshots: SnapshotMemory;
+  /** What the html rules remember (sanitised bodies, their facts and layouts): its pool, commands and projectors share it. */
+  html: HtmlMemoryStore;
   close(): Promise<void>;
 };
 
@@ -32,15 +35,18 @@ export const SNAPSHOT_MEMORY = 256;
 /**
  * The composition root of the core, used by the server, the worker, the CLI and the tests.
  * `sanitizeThreads` (config SANITIZE_THREADS; 0 or absent: none) starts a pool of worker threads that
- * sanitise edited bodies ahead of their commands.
+ * sanitise edited bodies ahead of their commands. `htmlMemoryBytes` sizes the html memory (default
+ * HTML_MEMORY_BYTES).
  */
 export function createRuntime(
   handle: DbHandle,
-  opts: { now?: () => Date; sanitizeThreads?: number } = {},
+  opts: { now?: () => Date; sanitizeThreads?: number; htmlMemoryBytes?: number } = {},
 ): Runtime {
   // The snapshot memory is the runtime's: its commands fill it, its snapshot projector reads it.
   const snapshots = createSnapshotMemory(SNAPSHOT_MEMORY);
-  const projectors = createProjectors({ snapshots });
+  // So is the html memory: its pool and commands fill it, its commands and projectors read it.
+  const html = createHtmlMemory(opts.htmlMemoryBytes ? { maxBytes: opts.htmlMemoryBytes } : {});
+  const projectors = createProjectors({ snapshots, html });
   const store = createEventStore({
     db: handle.db,
     handle,
@@ -48,11 +54,12 @@ export function createRuntime(
     inline: inlineDispatcher(projectors),
     inlineStatements: inlineStatements(projectors),
   });
-  const sanitizer = opts.sanitizeThreads ? createSanitizePool(opts.sanitizeThreads) : undefined;
+  const sanitizer = opts.sanitizeThreads ? createSanitizePool(opts.sanitizeThreads, html) : undefined;
   const commands = createCommands({
     db: handle.db,
     store,
     snapshots,
+    html,
     ...(opts.now ? { now: opts.now } : {}),
     ...(sanitizer ? { sanitizeAhead: sanitizer.ahead } : {}),
   });
@@ -62,6 +69,7 @@ export function createRuntime(
     store,
     commands,
     snapshots,
+    html,
     async close() {
       await sanitizer?.close();
       await handle.close();

@@ -7,6 +7,7 @@ import type {
   FeaturedImageReplaced,
 } from '../domain/article/events.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
+import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
 import { prepared } from '../infra/db/statement-cache.ts';
@@ -28,41 +29,47 @@ import { inScope, type SiteScope, siteOwner } from './sites.ts';
 /**
  * The article list row and its body (two tables, so list pages never read bodies). Inline: an edit is
  * visible to the next read. Each row carries its revision; an event applies only on top of the one
- * before it, which makes replays idempotent.
+ * before it, which makes replays idempotent. With the runtime's html memory, the word count and
+ * protected links of a body the decider just sanitised are read from it rather than parsed again.
  */
-export const articlesProjector: Projector = {
-  name: 'articles@1',
-  mode: 'inline',
-  handles: [
-    'ArticleCreated',
-    'ArticleEdited',
-    'FeaturedImageReplaced',
-    'ArticleRestored',
-    'ArticleStatusChanged',
-  ],
-  tables: ['articles', 'article_bodies', 'article_counts'],
-  async apply(event, trx) {
-    const counts: CountChanges = new Map();
-    await project(event, trx, counts);
-    await writeCounts(trx, counts);
-  },
-  /** The same rows as `apply` one by one; the per-site counts are written once, at the end. */
-  async applyBatch(events, trx) {
-    const counts: CountChanges = new Map();
-    for (const event of events) await project(event, trx, counts);
-    await writeCounts(trx, counts);
-  },
-  statementsFor(event, db, appended) {
-    switch (event.type) {
-      case 'ArticleEdited':
-      case 'ArticleRestored':
-      case 'FeaturedImageReplaced':
-        return revisionStatements(event, db, appended);
-      default:
-        return undefined;
-    }
-  },
-};
+export function createArticlesProjector(memory?: HtmlMemory): Projector {
+  return {
+    name: 'articles@1',
+    mode: 'inline',
+    handles: [
+      'ArticleCreated',
+      'ArticleEdited',
+      'FeaturedImageReplaced',
+      'ArticleRestored',
+      'ArticleStatusChanged',
+    ],
+    tables: ['articles', 'article_bodies', 'article_counts'],
+    async apply(event, trx) {
+      const counts: CountChanges = new Map();
+      await project(event, trx, counts, memory);
+      await writeCounts(trx, counts);
+    },
+    /** The same rows as `apply` one by one; the per-site counts are written once, at the end. */
+    async applyBatch(events, trx) {
+      const counts: CountChanges = new Map();
+      for (const event of events) await project(event, trx, counts, memory);
+      await writeCounts(trx, counts);
+    },
+    statementsFor(event, db, appended) {
+      switch (event.type) {
+        case 'ArticleEdited':
+        case 'ArticleRestored':
+        case 'FeaturedImageReplaced':
+          return revisionStatements(event, db, appended, memory);
+        default:
+          return undefined;
+      }
+    },
+  };
+}
+
+/** The projector without an html memory (rebuilds, status, the async runner). */
+export const articlesProjector: Projector = createArticlesProjector();
 
 /**
  * An edit, a restore or a new featured image: the list row moves to the event's revision, and the
@@ -74,6 +81,7 @@ function revisionStatements(
   event: Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>,
   db: Kysely<Database>,
   when: Expression<SqlBool>,
+  memory: HtmlMemory | undefined,
 ): InlineStatement[] {
   const d = event.data;
   const at = event.metadata.at;
@@ -86,7 +94,7 @@ function revisionStatements(
       ...(event.type !== 'FeaturedImageReplaced' && event.data.title !== undefined
         ? { title: event.data.title }
         : {}),
-      ...(body !== undefined ? { word_count: wordCount(body) } : {}),
+      ...(body !== undefined ? { word_count: wordCount(body, memory) } : {}),
       ...(event.type !== 'ArticleEdited' ? { featured_image: JSON.stringify(event.data.featuredImage) } : {}),
     })
     .where('id', '=', d.articleId)
@@ -95,7 +103,7 @@ function revisionStatements(
   if (body === undefined) return [row];
   const bodyRow = db
     .updateTable('article_bodies')
-    .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body)) })
+    .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body, memory)) })
     .where('article_id', '=', d.articleId)
     .where(({ exists, selectFrom }) =>
       exists(
@@ -142,7 +150,12 @@ function compare(a: string, b: string): number {
   return a > b ? 1 : 0;
 }
 
-async function project(event: Stored, trx: Trx, counts: CountChanges): Promise<void> {
+async function project(
+  event: Stored,
+  trx: Trx,
+  counts: CountChanges,
+  memory: HtmlMemory | undefined,
+): Promise<void> {
   const at = event.metadata.at;
   switch (event.type) {
     case 'ArticleCreated': {
@@ -158,7 +171,7 @@ async function project(event: Stored, trx: Trx, counts: CountChanges): Promise<v
           status: d.status,
           published_at: d.publishedAt,
           target_keyword: d.targetKeyword,
-          word_count: wordCount(d.body),
+          word_count: wordCount(d.body, memory),
           featured_image: JSON.stringify(d.featuredImage),
           revision: d.revision,
           created_at: at,
@@ -172,7 +185,7 @@ async function project(event: Stored, trx: Trx, counts: CountChanges): Promise<v
         .values({
           article_id: d.articleId,
           body: d.body,
-          protected_links: JSON.stringify(extractProtectedLinks(d.body)),
+          protected_links: JSON.stringify(extractProtectedLinks(d.body, memory)),
         })
         .onConflict((oc) => oc.column('article_id').doNothing())
         .execute();
@@ -181,7 +194,7 @@ async function project(event: Stored, trx: Trx, counts: CountChanges): Promise<v
     case 'ArticleEdited':
     case 'ArticleRestored':
     case 'FeaturedImageReplaced':
-      await runTogether(trx, revisionStatements(event, trx, ALWAYS));
+      await runTogether(trx, revisionStatements(event, trx, ALWAYS, memory));
       return;
     case 'ArticleStatusChanged': {
       const before = await trx
@@ -231,9 +244,9 @@ export type ArticleDetailRow = ArticleRow & { body: string; protected_links: Pro
  * The row `findArticle` reads once the article's events up to `state` are projected: the projector
  * above writes these same values from the same events (title, body, status and dates as the events
  * carry them, the word count and protected links from the body). An edit answers with it instead of
- * reading the row back.
+ * reading the row back. `memory`: the html memory the decider left the body's facts in.
  */
-export function detailOf(state: Article): ArticleDetailRow {
+export function detailOf(state: Article, memory?: HtmlMemory): ArticleDetailRow {
   return {
     id: state.articleId,
     site_id: state.siteId,
@@ -242,12 +255,12 @@ export function detailOf(state: Article): ArticleDetailRow {
     status: state.status,
     published_at: state.publishedAt === null ? null : new Date(state.publishedAt),
     target_keyword: state.targetKeyword,
-    word_count: wordCount(state.body),
+    word_count: wordCount(state.body, memory),
     featured_image: state.featuredImage,
     revision: state.revision,
     updated_at: new Date(state.updatedAt),
     body: state.body,
-    protected_links: extractProtectedLinks(state.body),
+    protected_links: extractProtectedLinks(state.body, memory),
   };
 }
 

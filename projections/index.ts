@@ -1,24 +1,28 @@
+import type { HtmlMemory } from '../domain/html/memory.ts';
 import { accountsProjector } from './accounts.ts';
 import { activityProjector } from './activity.ts';
 import { createArticleSnapshotsProjector, type SnapshotMemory } from './article-snapshots.ts';
-import { articlesProjector } from './articles.ts';
+import { createArticlesProjector } from './articles.ts';
 import { backlinksProjector } from './backlinks.ts';
 import type { Projector } from './projector.ts';
-import { revisionsProjector } from './revisions.ts';
+import { createRevisionsProjector } from './revisions.ts';
 import { siteStatsProjector } from './site-stats.ts';
 import { sitesProjector } from './sites.ts';
 
 /**
  * Every read model, in the order a rebuild of everything runs them. A runtime's own list has its
- * snapshot memory (the snapshot projector starts from the snapshot its commands read).
+ * snapshot memory (the snapshot projector starts from the snapshot its commands read) and its html
+ * memory (the article and revision projectors read the facts of the bodies its decider sanitised).
  */
-export function createProjectors(deps: { snapshots?: SnapshotMemory } = {}): readonly Projector[] {
+export function createProjectors(
+  deps: { snapshots?: SnapshotMemory; html?: HtmlMemory } = {},
+): readonly Projector[] {
   return [
     accountsProjector,
     sitesProjector,
-    articlesProjector,
+    createArticlesProjector(deps.html),
     createArticleSnapshotsProjector(deps.snapshots),
-    revisionsProjector,
+    createRevisionsProjector(deps.html),
     backlinksProjector,
     siteStatsProjector,
     activityProjector,

@@ -1,33 +1,46 @@
 import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { wordCount } from '../domain/html/facts.ts';
+import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { ActorJson } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { ALWAYS, offsetOf, type Page, type PageQuery, type Pending, type Projector } from './projector.ts';
 
-/** One row per revision of an article: who made it, from where, why, and the title and size after it. */
-export const revisionsProjector: Projector = {
-  name: 'revisions@1',
-  mode: 'inline',
-  handles: [
-    'ArticleCreated',
-    'ArticleEdited',
-    'FeaturedImageReplaced',
-    'ArticleRestored',
-    'ArticleStatusChanged',
-  ],
-  tables: ['revisions'],
-  async apply(event, trx) {
-    const statement = insertRevision(event, ALWAYS);
-    if (statement !== undefined) await statement.execute(trx);
-  },
-  statementsFor(event, _db, appended) {
-    const statement = insertRevision(event, appended);
-    return statement === undefined ? [] : [statement];
-  },
-};
+/**
+ * One row per revision of an article: who made it, from where, why, and the title and size after it.
+ * With the runtime's html memory, the size of a body the decider just sanitised is read from it.
+ */
+export function createRevisionsProjector(memory?: HtmlMemory): Projector {
+  return {
+    name: 'revisions@1',
+    mode: 'inline',
+    handles: [
+      'ArticleCreated',
+      'ArticleEdited',
+      'FeaturedImageReplaced',
+      'ArticleRestored',
+      'ArticleStatusChanged',
+    ],
+    tables: ['revisions'],
+    async apply(event, trx) {
+      const statement = insertRevision(event, ALWAYS, memory);
+      if (statement !== undefined) await statement.execute(trx);
+    },
+    statementsFor(event, _db, appended) {
+      const statement = insertRevision(event, appended, memory);
+      return statement === undefined ? [] : [statement];
+    },
+  };
+}
+
+/** The projector without an html memory (rebuilds, status, the async runner). */
+export const revisionsProjector: Projector = createRevisionsProjector();
 
 /** The revision row of an article event (none for an event without a revision). */
-function insertRevision(event: Pending, when: Expression<SqlBool>): RawBuilder<unknown> | undefined {
+function insertRevision(
+  event: Pending,
+  when: Expression<SqlBool>,
+  memory: HtmlMemory | undefined,
+): RawBuilder<unknown> | undefined {
   const d = event.data;
   if (!('revision' in d) || !('articleId' in d)) return undefined;
   const row = {
@@ -45,7 +58,7 @@ function insertRevision(event: Pending, when: Expression<SqlBool>): RawBuilder<u
       insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
       select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,
              ${row.reason}::text, ${row.created_at}::timestamptz, ${event.data.title}::text,
-             ${wordCount(event.data.body)}::integer, ${restoredFrom}::integer
+             ${wordCount(event.data.body, memory)}::integer, ${restoredFrom}::integer
        where ${when}
       on conflict (article_id, revision) do nothing`;
   }
@@ -53,7 +66,9 @@ function insertRevision(event: Pending, when: Expression<SqlBool>): RawBuilder<u
   // before, in the same statement (none before: nothing is inserted, as for a replay out of order).
   const title = event.type === 'ArticleEdited' ? event.data.title : undefined;
   const words =
-    event.type === 'ArticleEdited' && event.data.body !== undefined ? wordCount(event.data.body) : undefined;
+    event.type === 'ArticleEdited' && event.data.body !== undefined
+      ? wordCount(event.data.body, memory)
+      : undefined;
   return sql`
     insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
     select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,

@@ -24,10 +24,13 @@ import {
   articleStream,
   type FeaturedImage,
 } from '../../domain/article/events.ts';
+import { decideBacklink, evolveBacklink, initialBacklinkState } from '../../domain/backlink/decider.ts';
 import { type BacklinkAcquired, backlinkStream } from '../../domain/backlink/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../../domain/event.ts';
+import type { HtmlMemory } from '../../domain/html/memory.ts';
 import type { SanitizedItem } from '../../domain/html/sanitized-item.ts';
+import { decideSite, evolveSite, initialSiteState } from '../../domain/site/decider.ts';
 import { siteStream } from '../../domain/site/events.ts';
 import { createBatcher } from '../../infra/batcher.ts';
 import type { Database, Db } from '../../infra/db/schema.ts';
@@ -60,6 +63,8 @@ export type CommandDeps = {
   sanitizeAhead?: (body: string) => Promise<void>;
   /** The runtime's snapshot memory, shared with its snapshot projector (projections/article-snapshots.ts). */
   snapshots: SnapshotMemory;
+  /** What the html rules remember, passed to the article decider (the runtime's, shared with its pool and projectors). */
+  html?: HtmlMemory;
 };
 
 /** How many times a command is decided again after losing a race for its stream. */
@@ -181,6 +186,8 @@ function keyedQueue(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
 const articleFold = { initial: initialState, evolve };
 const accountFold = { initial: initialAccountState, evolve: evolveAccount };
 const staffFold = { initial: initialStaffState, evolve: evolveStaff };
+const siteFold = { initial: initialSiteState, evolve: evolveSite };
+const backlinkFold = { initial: initialBacklinkState, evolve: evolveBacklink };
 
 export type Commands = ReturnType<typeof createCommands>;
 
@@ -249,7 +256,7 @@ export function createCommands(deps: CommandDeps) {
         // Another account's article is answered exactly like one that does not exist.
         if (!state.exists || state.accountId !== accountId)
           throw new DomainError('not_found', `No article ${articleId}`);
-        const events = decide(build(state), state);
+        const events = decide(build(state), state, deps.html);
         const edited = events.find((e) => e.type === 'ArticleEdited');
         sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
         return events;
@@ -259,7 +266,7 @@ export function createCommands(deps: CommandDeps) {
     // The answer is the article as this command left it (what a read of its row gives once projected,
     // which happened in the append's transaction), not whatever a later edit made of it meanwhile.
     if (!result.state.exists) throw new DomainError('not_found', `No article ${articleId}`);
-    const article = detailOf(result.state);
+    const article = detailOf(result.state, deps.html);
     return { article, changed: result.events.length > 0, revision: article.revision, sanitized };
   }
 
@@ -396,23 +403,13 @@ export function createCommands(deps: CommandDeps) {
       const account = await store.readStream(accountStream(accountId), { to: 1 });
       if (account.length === 0) throw new DomainError('not_found', `No account ${accountId}`);
       const siteId = input.siteId ?? newId('site');
-      try {
-        await store.append(
-          siteStream(siteId),
-          [
-            {
-              type: 'SiteAdded',
-              data: { siteId, accountId, name: input.name, domain: input.domain, url: input.url },
-              metadata: meta(),
-            },
-          ],
-          { expectedVersion: 'no_stream' },
-        );
-      } catch (error) {
-        if (error instanceof ConcurrencyError)
-          throw new DomainError('conflict', `Site ${siteId} exists already`);
-        throw error;
-      }
+      const { name, domain, url } = input;
+      await run(siteStream(siteId), siteFold, (state) =>
+        decideSite(
+          { type: 'AddSite', data: { siteId, accountId, name, domain, url }, metadata: meta() },
+          state,
+        ),
+      );
       return { siteId };
     },
 
@@ -422,17 +419,12 @@ export function createCommands(deps: CommandDeps) {
     ): Promise<{ backlinkId: string }> {
       await requireSite(accountId, input.siteId);
       const backlinkId = input.backlinkId ?? newId('bl');
-      try {
-        await store.append(
-          backlinkStream(backlinkId),
-          [{ type: 'BacklinkAcquired', data: { ...input, backlinkId, accountId }, metadata: meta() }],
-          { expectedVersion: 'no_stream' },
-        );
-      } catch (error) {
-        if (error instanceof ConcurrencyError)
-          throw new DomainError('conflict', `Backlink ${backlinkId} exists already`);
-        throw error;
-      }
+      await run(backlinkStream(backlinkId), backlinkFold, (state) =>
+        decideBacklink(
+          { type: 'AcquireBacklink', data: { ...input, backlinkId, accountId }, metadata: meta() },
+          state,
+        ),
+      );
       return { backlinkId };
     },
 
@@ -476,6 +468,7 @@ export function createCommands(deps: CommandDeps) {
             metadata: meta(caller),
           },
           state,
+          deps.html,
         ),
       );
       return { articleId };

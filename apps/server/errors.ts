@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { type ErrorCode, isDomainError } from '../../domain/errors.ts';
+import { type ErrorCode, type ErrorDetail, isDomainError } from '../../domain/errors.ts';
 import { newId } from '../../infra/ids.ts';
 
 /** The one mapping from a semantic error code to an HTTP status. */
@@ -67,6 +67,15 @@ export function problem(
   };
 }
 
+/**
+ * Error details as every face answers them: a refused field of the input is named as a body parameter
+ * (`{ in: 'body', name, message }`); protected-block changes and parameters refused by a face are as
+ * they are.
+ */
+export function wireErrors(errors: readonly ErrorDetail[]): Record<string, unknown>[] {
+  return errors.map((e) => ('field' in e ? { in: 'body', name: e.field, message: e.message } : e));
+}
+
 export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   return reply.status(p.status).type('application/problem+json').send(p);
 }
@@ -83,7 +92,8 @@ export function installErrorHandling(app: FastifyInstance): void {
       if (error.cause !== undefined) {
         request.log.info({ code: error.code, cause: String(error.cause) }, 'request refused');
       }
-      return sendProblem(reply, problem(request, error.code, error.message, error.errors));
+      const errors = error.errors && wireErrors(error.errors);
+      return sendProblem(reply, problem(request, error.code, error.message, errors));
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
       const where = error.validationContext ?? 'body';

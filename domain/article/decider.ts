@@ -1,6 +1,7 @@
-import { DomainError } from '../errors.ts';
+import { DomainError, invalidField } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
 import { checkProtectedBlocks } from '../html/facts.ts';
+import type { HtmlMemory } from '../html/memory.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
 import type { SanitizedItem } from '../html/sanitized-item.ts';
 import { requireText } from '../input.ts';
@@ -173,18 +174,22 @@ const checkText = (name: string, value: string | null | undefined, lines: boolea
 function checkTitle(title: string): void {
   checkText('title', title, false);
   if (title.trim().length === 0 || title.length > TITLE_MAX) {
-    throw new DomainError('invalid_request', `The title must be 1 to ${TITLE_MAX} characters`, [
-      { in: 'body', name: 'title', message: `must be 1 to ${TITLE_MAX} characters, not only spaces` },
-    ]);
+    throw invalidField(
+      `The title must be 1 to ${TITLE_MAX} characters`,
+      'title',
+      `must be 1 to ${TITLE_MAX} characters, not only spaces`,
+    );
   }
 }
 
 function checkBodySize(body: string): void {
   checkText('body', body, true);
   if (new TextEncoder().encode(body).length > BODY_MAX_BYTES) {
-    throw new DomainError('invalid_request', 'The body is larger than 2 MiB', [
-      { in: 'body', name: 'body', message: 'must be at most 2 MiB (2097152 bytes) of UTF-8' },
-    ]);
+    throw invalidField(
+      'The body is larger than 2 MiB',
+      'body',
+      'must be at most 2 MiB (2097152 bytes) of UTF-8',
+    );
   }
 }
 
@@ -195,16 +200,10 @@ function checkBodySize(body: string): void {
  */
 function checkSanitizedSize(html: string): void {
   if (new TextEncoder().encode(html).length > BODY_MAX_BYTES) {
-    throw new DomainError(
-      'invalid_request',
+    throw invalidField(
       'The body is larger than 2 MiB once sanitised (characters such as & are stored escaped, as &amp;)',
-      [
-        {
-          in: 'body',
-          name: 'body',
-          message: 'must be at most 2 MiB (2097152 bytes) of UTF-8 once sanitised',
-        },
-      ],
+      'body',
+      'must be at most 2 MiB (2097152 bytes) of UTF-8 once sanitised',
     );
   }
 }
@@ -213,8 +212,8 @@ function checkSanitizedSize(html: string): void {
  * Protected blocks may be moved, never removed or rewritten. Only the service's own pipeline
  * (origin `rewrite`) inserts new ones: from anyone else a new protected block is a forgery.
  */
-function checkProtected(current: string, next: string, origin: Origin): void {
-  const check = checkProtectedBlocks(current, next);
+function checkProtected(current: string, next: string, origin: Origin, memory?: HtmlMemory): void {
+  const check = checkProtectedBlocks(current, next, memory);
   if (check.ok) return;
   const errors = origin === 'rewrite' ? check.errors.filter((e) => e.change !== 'forged') : check.errors;
   if (errors.length > 0) throw new DomainError('protected_links_modified', check.summary, errors);
@@ -236,7 +235,11 @@ function sameImage(a: FeaturedImage | null, b: FeaturedImage | null): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-export function decide(command: ArticleCommand, state: ArticleState): ArticleEvent[] {
+/**
+ * `memory`: what the html rules remember between commands (the handler's; domain/html/memory.ts). It
+ * changes the time a body takes, never the events: without it every body is parsed in full.
+ */
+export function decide(command: ArticleCommand, state: ArticleState, memory?: HtmlMemory): ArticleEvent[] {
   const metadata = command.metadata;
   switch (command.type) {
     case 'CreateArticle': {
@@ -248,7 +251,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       if ((d.status === 'published' || d.status === 'scheduled') && d.publishedAt === null) {
         throw new DomainError('invalid_request', `A ${d.status} article needs published_at`);
       }
-      const body = sanitizeHtml(d.body).html;
+      const body = sanitizeHtml(d.body, memory).html;
       checkSanitizedSize(body);
       return [{ type: 'ArticleCreated', data: { ...d, body, revision: 1 }, metadata }];
     }
@@ -256,9 +259,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       const d = command.data;
       const article = requireArticle(state, d.articleId);
       if (d.title === undefined && d.body === undefined) {
-        throw new DomainError('invalid_request', 'Give a title, a body, or both', [
-          { in: 'body', name: 'title', message: 'title or body is required' },
-        ]);
+        throw invalidField('Give a title, a body, or both', 'title', 'title or body is required');
       }
       checkExpectation(article, d.expectedRevision);
       if (d.title !== undefined) checkTitle(d.title);
@@ -266,9 +267,9 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
       let sanitized: SanitizedItem[] = [];
       if (d.body !== undefined) {
         checkBodySize(d.body);
-        const result = sanitizeHtml(d.body);
+        const result = sanitizeHtml(d.body, memory);
         checkSanitizedSize(result.html);
-        checkProtected(article.body, result.html, d.origin);
+        checkProtected(article.body, result.html, d.origin, memory);
         body = result.html;
         sanitized = result.removed;
       }
@@ -317,7 +318,7 @@ export function decide(command: ArticleCommand, state: ArticleState): ArticleEve
         throw new DomainError('not_found', `Article ${d.articleId} has no revision ${d.revision}`);
       }
       // A restore is an edit too: it may not drop a protected link inserted after that revision.
-      checkProtected(article.body, target.body, d.origin);
+      checkProtected(article.body, target.body, d.origin, memory);
       if (
         target.title === article.title &&
         target.body === article.body &&

@@ -1,3 +1,4 @@
+import type { HtmlMemory } from './memory.ts';
 import {
   compareProtectedForms,
   formsById,
@@ -13,11 +14,11 @@ import { type ChildNode, type DocumentFragment, parseBody } from './tree.ts';
 /**
  * What the service reads from a stored body: its word count (the list row and the revision) and its
  * protected blocks (the read model's `protected_links`, and the check of the next edit). All of it
- * comes from one parse5 tree, and is remembered for the last few bodies: an edit's body is parsed
- * by the sanitiser, which hands over the facts of its final tree (`rememberFacts`, from those of its
- * top-level nodes: `nodeFacts`, `combinedFacts`), and then read by the
- * decider's check and two projectors in the same process; the stored body is checked against on
- * the next edit. The facts depend only on the text, so remembering them changes nothing but the time.
+ * comes from one parse5 tree, and is remembered in an HtmlMemory when one is given: an edit's body is
+ * parsed by the sanitiser, which leaves the facts of its final tree there (from those of its
+ * top-level nodes: `nodeFacts`, `combinedFacts`), and then read by the decider's check and two
+ * projectors in the same process; the stored body is checked against on the next edit. The facts
+ * depend only on the text, so remembering them changes nothing but the time.
  */
 export type BodyFacts = {
   readonly words: number;
@@ -25,23 +26,13 @@ export type BodyFacts = {
   readonly protectedForms: ProtectedForms;
 };
 
-const RECENT = 64;
-const recent = new Map<string, BodyFacts>();
-
-/** The facts of a body (parsed unless remembered). */
-export function bodyFacts(html: string): BodyFacts {
-  const known = recent.get(html);
-  if (known) {
-    recent.delete(html);
-    recent.set(html, known);
-    return known;
-  }
-  return remember(html, factsOf(parseBody(html)));
-}
-
-/** Remembers the facts of a body worked out elsewhere (by the sanitiser, here or in another thread). */
-export function rememberFacts(html: string, facts: BodyFacts): void {
-  remember(html, facts);
+/** The facts of a body: parsed, unless `memory` has them (then left there). */
+export function bodyFacts(html: string, memory?: HtmlMemory): BodyFacts {
+  const known = memory?.facts(html);
+  if (known) return known;
+  const facts = factsOf(parseBody(html));
+  memory?.rememberFacts(html, facts);
+  return facts;
 }
 
 /**
@@ -93,18 +84,9 @@ export function factsOf(tree: DocumentFragment): BodyFacts {
   return { words: wordsOf(tree.childNodes), protectedLinks: links, protectedForms: forms };
 }
 
-function remember(html: string, facts: BodyFacts): BodyFacts {
-  recent.set(html, facts);
-  if (recent.size > RECENT) {
-    const oldest = recent.keys().next().value;
-    if (oldest !== undefined) recent.delete(oldest);
-  }
-  return facts;
-}
-
 /** The number of words in the visible text of a body. */
-export function wordCount(html: string): number {
-  return bodyFacts(html).words;
+export function wordCount(html: string, memory?: HtmlMemory): number {
+  return bodyFacts(html, memory).words;
 }
 
 /**
@@ -112,14 +94,21 @@ export function wordCount(html: string): number {
  * (`backlink` or `internal`); the href is the element's own or, for a wrapper, that of its first
  * `<a href>`; the text is the element's text content.
  */
-export function extractProtectedLinks(html: string): ProtectedLink[] {
-  return bodyFacts(html).protectedLinks.map((link) => ({ ...link }));
+export function extractProtectedLinks(html: string, memory?: HtmlMemory): ProtectedLink[] {
+  return bodyFacts(html, memory).protectedLinks.map((link) => ({ ...link }));
 }
 
 /**
  * Checks that an edit keeps the protected blocks of the current body (`compareProtectedForms`).
  * Check the body as it will be stored, i.e. after `sanitizeHtml`.
  */
-export function checkProtectedBlocks(currentHtml: string, nextHtml: string): ProtectedCheck {
-  return compareProtectedForms(bodyFacts(currentHtml).protectedForms, bodyFacts(nextHtml).protectedForms);
+export function checkProtectedBlocks(
+  currentHtml: string,
+  nextHtml: string,
+  memory?: HtmlMemory,
+): ProtectedCheck {
+  return compareProtectedForms(
+    bodyFacts(currentHtml, memory).protectedForms,
+    bodyFacts(nextHtml, memory).protectedForms,
+  );
 }

@@ -1,5 +1,6 @@
 export type { BodyFacts } from './facts.ts';
 export { bodyFacts, checkProtectedBlocks, extractProtectedLinks, wordCount } from './facts.ts';
+export type { HtmlMemory } from './memory.ts';
 export type { ProtectedChange, ProtectedCheck, ProtectedLink } from './protected.ts';
 export type { SanitizeResult } from './sanitize.ts';
 export { isAllowedUrl, sanitizeHtml } from './sanitize.ts';

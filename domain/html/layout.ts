@@ -1,10 +1,11 @@
 import { serializeOuter } from 'parse5';
 import type { NodeFacts } from './facts.ts';
+import type { HtmlMemory } from './memory.ts';
 import { type ChildNode, type DocumentFragment, isElement, isText, parseBody } from './tree.ts';
 
 /**
- * Sanitised bodies remembered with their trees, so that an edit of one of them is parsed only where
- * it differs (`sanitizeHtml`'s edit path, in sanitize.ts).
+ * Sanitised bodies remembered with their trees (in an HtmlMemory: memory.ts), so that an edit of one
+ * of them is parsed only where it differs (`sanitizeHtml`'s edit path, in sanitize.ts).
  *
  * An edit made from a body read from the API changes it in one place: the new body is the old one's
  * first top-level nodes as they were, a changed middle, and its last top-level nodes as they were.
@@ -27,42 +28,6 @@ export type Layout = {
   readonly ends: readonly number[];
   readonly facts: readonly NodeFacts[];
 };
-
-/** At most this many bodies, and this many UTF-16 units of them in all, are remembered. */
-const MAX_LAYOUTS = 64;
-const LAYOUT_BUDGET = 4 * 1024 * 1024;
-const layouts = new Map<string, Layout>();
-let budgetUsed = 0;
-
-/** Remembers a sanitised body (a fixpoint of the sanitiser) with its top-level nodes and their ends. */
-export function rememberLayout(html: string, layout: Layout): void {
-  if (html.length > LAYOUT_BUDGET / 8) return;
-  if (layouts.delete(html)) budgetUsed -= html.length;
-  layouts.set(html, layout);
-  budgetUsed += html.length;
-  while (layouts.size > MAX_LAYOUTS || budgetUsed > LAYOUT_BUDGET) {
-    const oldest = layouts.keys().next().value;
-    if (oldest === undefined) break;
-    layouts.delete(oldest);
-    budgetUsed -= oldest.length;
-  }
-}
-
-/** Whether `html` is a remembered sanitised body. */
-export function isRememberedLayout(html: string): boolean {
-  return layouts.has(html);
-}
-
-/** The remembered layout of `html` (tests). */
-export function rememberedLayout(html: string): Layout | undefined {
-  return layouts.get(html);
-}
-
-/** Forgets every remembered body (tests). */
-export function forgetLayouts(): void {
-  layouts.clear();
-  budgetUsed = 0;
-}
 
 /** Serialises top-level nodes as `serialize` does a fragment of them, with where each one ends. */
 export function serializeWithEnds(nodes: readonly ChildNode[]): { html: string; ends: number[] } {
@@ -88,6 +53,8 @@ export type Edit = {
   shift: number;
 };
 
+/** At most this many remembered bodies, the newest, are looked at. */
+const CANDIDATES = 64;
 /** Compared in full only with remembered bodies that start or end as `html` does (this many units). */
 const PROBE = 64;
 /** A remembered body that differs from `html` in at most 1/GOOD_ENOUGH of it is taken without looking further. */
@@ -117,10 +84,12 @@ function commonSuffix(a: string, b: string, limit: number): number {
 }
 
 /** The remembered body `html` is most likely an edit of, and where they differ; undefined if none. */
-export function findEdit(html: string): Edit | undefined {
+export function findEdit(html: string, memory: HtmlMemory): Edit | undefined {
   let best: { body: string; layout: Layout; prefix: number; suffix: number } | undefined;
+  let candidates = 0;
   // Newest first; a body that differs in a small part is taken at once (any such one does).
-  for (const [body, layout] of [...layouts].reverse()) {
+  for (const [body, layout] of memory.layouts()) {
+    if (++candidates > CANDIDATES) break;
     const probe = Math.min(PROBE, body.length, html.length);
     if (!html.startsWith(body.slice(0, probe)) && !html.endsWith(body.slice(body.length - probe))) continue;
     const shortest = Math.min(body.length, html.length);

@@ -1,14 +1,7 @@
 import { defaultTreeAdapter, serialize, html as spec } from 'parse5';
-import { combinedFacts, nodeFacts, rememberFacts } from './facts.ts';
-import {
-  findEdit,
-  isRememberedLayout,
-  type Layout,
-  layoutAfter,
-  parseMiddle,
-  rememberLayout,
-  serializeWithEnds,
-} from './layout.ts';
+import { combinedFacts, nodeFacts } from './facts.ts';
+import { findEdit, type Layout, layoutAfter, parseMiddle, serializeWithEnds } from './layout.ts';
+import type { HtmlMemory } from './memory.ts';
 import type { SanitizedItem, SanitizeReason } from './sanitized-item.ts';
 import {
   type ChildNode,
@@ -104,43 +97,20 @@ const MAX_PASSES = 4;
 const SHOWN_VALUE_LENGTH = 60;
 
 /**
- * Results of `sanitizeHtml` worked out ahead, elsewhere (a worker thread: infra/sanitize-pool.ts),
- * by input; each is handed out once, by the next `sanitizeHtml` of that input. At most a few are
- * kept (the oldest goes first): one not used soon is only work done twice.
- */
-const ahead = new Map<string, SanitizeResult>();
-const AHEAD = 32;
-
-/** Whether a result worked out ahead for `input` is waiting to be handed out. */
-export function isSanitizedAhead(input: string): boolean {
-  return ahead.has(input);
-}
-
-/** Remembers what `sanitizeHtml(input)` gives, worked out by the same function in another thread. */
-export function rememberSanitized(input: string, result: SanitizeResult): void {
-  ahead.delete(input);
-  ahead.set(input, result);
-  if (ahead.size > AHEAD) {
-    const oldest = ahead.keys().next().value;
-    if (oldest !== undefined) ahead.delete(oldest);
-  }
-}
-
-/**
  * Sanitises an article body: an allowlist of elements and attributes on the parse5 tree, URLs
  * limited to http, https, mailto, tel and relative ones, comments dropped. The result is a
  * fixpoint: sanitising it again changes nothing, and parsing and serialising it again gives the
- * same bytes (no mutation XSS).
+ * same bytes (no mutation XSS). With a memory, a result worked out ahead is taken from it, a body
+ * sanitised lately (or an edit of one) is parsed only where it changed, and the result's layout and
+ * facts are left in it.
  */
-export function sanitizeHtml(html: string): SanitizeResult {
-  const known = ahead.get(html);
-  if (known !== undefined) {
-    ahead.delete(html);
-    return known;
-  }
-  // A body this thread sanitised (or produced) lately, or an edit of one: see layout.ts.
-  if (isRememberedLayout(html)) return { html, removed: [] };
-  return sanitizeEdit(html) ?? sanitizeFully(html);
+export function sanitizeHtml(html: string, memory?: HtmlMemory): SanitizeResult {
+  if (memory === undefined) return sanitizeFully(html);
+  const known = memory.takeSanitized(html);
+  if (known !== undefined) return known;
+  // A body sanitised (or produced) lately, or an edit of one: see layout.ts.
+  if (memory.layout(html) !== undefined) return { html, removed: [] };
+  return sanitizeEdit(html, memory) ?? sanitizeFully(html, memory);
 }
 
 /**
@@ -148,19 +118,19 @@ export function sanitizeHtml(html: string): SanitizeResult {
  * middle is parsed. Undefined when that does not apply (no such body, or a middle with something to
  * remove or written otherwise than it serialises); the full path then decides.
  */
-export function sanitizeEdit(html: string): SanitizeResult | undefined {
-  const edit = findEdit(html);
+export function sanitizeEdit(html: string, memory: HtmlMemory): SanitizeResult | undefined {
+  const edit = findEdit(html, memory);
   if (edit === undefined) return undefined;
   const middle = parseMiddle(edit.middle);
   if (middle === undefined || cleanTree(middle, [])) return undefined;
   const { html: written, ends } = serializeWithEnds(middle.childNodes);
   if (written !== edit.middle) return undefined;
-  remember(html, layoutAfter(edit, layoutOf(middle.childNodes, ends)));
+  remember(memory, html, layoutAfter(edit, layoutOf(middle.childNodes, ends)));
   return { html, removed: [] };
 }
 
-/** `sanitizeHtml` from a parse of the whole body. */
-export function sanitizeFully(html: string): SanitizeResult {
+/** `sanitizeHtml` from a parse of the whole body (its layout and facts left in `memory`, if given). */
+export function sanitizeFully(html: string, memory?: HtmlMemory): SanitizeResult {
   const removed: SanitizedItem[] = [];
   const first = parseBody(html);
   const cleaned = cleanTree(first, removed);
@@ -170,7 +140,7 @@ export function sanitizeFully(html: string): SanitizeResult {
     // Nothing to clean and the input is already written as its tree serialises (a body read from
     // the API and edited keeps that form): parsing `out` again is parsing `html` again, which gives
     // this same tree. The fixpoint holds without a second parse.
-    remember(out, layoutOf(first.childNodes, written.ends));
+    if (memory) remember(memory, out, layoutOf(first.childNodes, written.ends));
     return { html: out, removed };
   }
   // The nesting rules in cleanTree already give a parse-stable tree (200k random soups: always);
@@ -182,7 +152,7 @@ export function sanitizeFully(html: string): SanitizeResult {
     const items: SanitizedItem[] = [];
     const changed = cleanTree(tree, items);
     if (!changed && reparsed.html === out) {
-      remember(out, layoutOf(tree.childNodes, reparsed.ends));
+      if (memory) remember(memory, out, layoutOf(tree.childNodes, reparsed.ends));
       return { html: out, removed };
     }
     removed.push(...items);
@@ -200,9 +170,9 @@ export function sanitizeFully(html: string): SanitizeResult {
  * (words, protected blocks) is taken from it now rather than parsed again, and its top-level nodes
  * are kept for the next edit of it (layout.ts).
  */
-function remember(html: string, layout: Layout): void {
-  rememberFacts(html, combinedFacts(layout.facts));
-  rememberLayout(html, layout);
+function remember(memory: HtmlMemory, html: string, layout: Layout): void {
+  memory.rememberFacts(html, combinedFacts(layout.facts));
+  memory.rememberLayout(html, layout);
 }
 
 /** Top-level nodes as remembered: where each ends in the body's text, and the facts of each. */

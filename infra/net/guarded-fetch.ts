@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { getCACertificates } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, request } from 'undici';
-import { DomainError, type ErrorCode } from '../../domain/errors.ts';
+import { DomainError, type ErrorCode, invalidField } from '../../domain/errors.ts';
 
 /*
  * Fetching something from a URL a user (or a client of ours) gave us, without letting them reach anything
@@ -368,9 +368,11 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
     try {
       current = new URL(url);
     } catch {
-      throw new DomainError('invalid_request', `The ${words.one} URL is not a valid absolute URL.`, [
-        { in: 'body', name: 'url', message: 'must be an absolute https URL' },
-      ]);
+      throw invalidField(
+        `The ${words.one} URL is not a valid absolute URL.`,
+        'url',
+        'must be an absolute https URL',
+      );
     }
     requireHttps(current, false, words);
 

@@ -14,26 +14,16 @@ import {
 import type { AccountEvent } from '../../domain/account/events.ts';
 import { validateEvent } from '../../domain/events.ts';
 import { specFor } from '../support/decider.ts';
+import { accountOpened, apiKeyCreated, metadata } from '../support/events.ts';
 
 const spec = specFor<AccountState, AccountEvent, AccountCommand>({
   initialState: initialAccountState,
   evolve: evolveAccount,
   decide: decideAccount,
 });
-const metadata = { at: '2026-11-02T09:30:00.000Z' };
-const opened: AccountEvent = {
-  type: 'AccountOpened',
-  data: { accountId: 'acc_1', name: 'Plumbers Ltd', email: 'owner@plumbers.example' },
-  metadata,
-};
+const opened = accountOpened();
 const open = { type: 'OpenAccount' as const, data: { ...opened.data, withPassword: false }, metadata };
-const keyData = {
-  accountId: 'acc_1',
-  keyId: 'key_1',
-  name: 'Reports',
-  prefix: 'cs_live_ab12',
-  scope: 'read' as const,
-};
+const keyData = apiKeyCreated().data;
 
 describe('account decider', () => {
   it('opens an account once', () => {
@@ -67,7 +57,7 @@ describe('account decider', () => {
   });
 
   it('creates and revokes a key; revoking twice changes nothing', () => {
-    const created: AccountEvent = { type: 'ApiKeyCreated', data: keyData, metadata };
+    const created = apiKeyCreated();
     spec.given([opened]).when({ type: 'CreateApiKey', data: keyData, metadata }).thenEvents([created]);
     const revoke = { type: 'RevokeApiKey' as const, data: { accountId: 'acc_1', keyId: 'key_1' }, metadata };
     spec

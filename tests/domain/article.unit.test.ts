@@ -8,41 +8,17 @@ import {
   initialState,
 } from '../../domain/article/decider.ts';
 import type { ArticleEvent } from '../../domain/article/events.ts';
-import type { Actor } from '../../domain/event.ts';
 import { specFor } from '../support/decider.ts';
+import {
+  articleCreated,
+  articleEdited,
+  apiKey as key,
+  metadata,
+  pipeline as system,
+  withBacklink,
+} from '../support/events.ts';
 
 const spec = specFor<ArticleState, ArticleEvent, ArticleCommand>({ initialState, evolve, decide });
-const at = '2026-11-02T09:30:00.000Z';
-const metadata = { at };
-const key: Actor = { type: 'api_key', id: 'key_1', name: 'Reporting key' };
-const system: Actor = { type: 'system', id: 'pipeline', name: 'Content pipeline' };
-
-const withBacklink = (id: string, text = 'our partner'): string =>
-  `<p>Intro.</p><p>See <a href="https://partner.example.org/" data-service-protected="backlink" data-service-id="${id}">${text}</a>.</p>`;
-
-function articleCreated(overrides: Partial<Extract<ArticleEvent, { type: 'ArticleCreated' }>['data']> = {}) {
-  return {
-    type: 'ArticleCreated' as const,
-    data: {
-      articleId: 'art_1',
-      siteId: 'site_1',
-      accountId: 'acc_1',
-      revision: 1,
-      origin: 'rewrite' as const,
-      actor: system,
-      reason: null,
-      title: 'Boiler care',
-      body: withBacklink('bl_1'),
-      url: 'https://plumber.example.com/boiler-care',
-      status: 'published' as const,
-      publishedAt: '2026-11-01T08:00:00.000Z',
-      targetKeyword: 'boiler care',
-      featuredImage: null,
-      ...overrides,
-    },
-    metadata,
-  };
-}
 
 function editArticle(data: { title?: string; body?: string; expectedRevision?: number; reason?: string }) {
   return {
@@ -82,21 +58,7 @@ describe('article decider', () => {
     spec
       .given([articleCreated()])
       .when(editArticle({ title: 'Boiler care in winter', reason: 'seasonal' }))
-      .thenEvents([
-        {
-          type: 'ArticleEdited',
-          data: {
-            articleId: 'art_1',
-            revision: 2,
-            origin: 'api',
-            actor: key,
-            reason: 'seasonal',
-            title: 'Boiler care in winter',
-            sanitized: [],
-          },
-          metadata,
-        },
-      ]);
+      .thenEvents([articleEdited({ reason: 'seasonal', title: 'Boiler care in winter' })]);
   });
 
   it('refuses an edit that drops a protected backlink', () => {
@@ -189,7 +151,7 @@ describe('article decider', () => {
     spec
       .given([articleCreated()])
       .when(editArticle(data))
-      .thenThrows('invalid_request', { errors: [{ in: 'body', name, message: expect.any(String) }] });
+      .thenThrows('invalid_request', { errors: [{ field: name, message: expect.any(String) }] });
   });
 
   it('takes tabs and line breaks in a body and a reason', () => {
@@ -251,20 +213,7 @@ describe('article decider', () => {
   });
 
   it('restores an earlier revision as a new revision that names where it came from', () => {
-    const edited: ArticleEvent = {
-      type: 'ArticleEdited',
-      data: {
-        articleId: 'art_1',
-        revision: 2,
-        origin: 'api',
-        actor: key,
-        reason: null,
-        title: 'Changed',
-        sanitized: [],
-      },
-      metadata,
-    };
-    const history = [articleCreated(), edited];
+    const history = [articleCreated(), articleEdited({ title: 'Changed' })];
     const snapshot = fold(history.slice(0, 1));
     spec
       .given(history)
@@ -286,19 +235,7 @@ describe('article decider', () => {
 
   it('refuses a restore that would drop a protected link added after that revision', () => {
     const history = [articleCreated({ body: '<p>Plain.</p>' })];
-    const withLink: ArticleEvent = {
-      type: 'ArticleEdited',
-      data: {
-        articleId: 'art_1',
-        revision: 2,
-        origin: 'rewrite',
-        actor: system,
-        reason: null,
-        body: withBacklink('bl_9'),
-        sanitized: [],
-      },
-      metadata,
-    };
+    const withLink = articleEdited({ origin: 'rewrite', actor: system, body: withBacklink('bl_9') });
     spec
       .given([...history, withLink])
       .when({
@@ -375,32 +312,8 @@ describe('article decider', () => {
   it('replaying up to n gives the content at revision n', () => {
     const events: ArticleEvent[] = [
       articleCreated(),
-      {
-        type: 'ArticleEdited',
-        data: {
-          articleId: 'art_1',
-          revision: 2,
-          origin: 'api',
-          actor: key,
-          reason: null,
-          title: 'Two',
-          sanitized: [],
-        },
-        metadata,
-      },
-      {
-        type: 'ArticleEdited',
-        data: {
-          articleId: 'art_1',
-          revision: 3,
-          origin: 'mcp',
-          actor: key,
-          reason: null,
-          title: 'Three',
-          sanitized: [],
-        },
-        metadata,
-      },
+      articleEdited({ title: 'Two' }),
+      articleEdited({ revision: 3, origin: 'mcp', title: 'Three' }),
     ];
     const at2 = fold(events.slice(0, 2));
     expect(at2.exists && [at2.revision, at2.title]).toEqual([2, 'Two']);

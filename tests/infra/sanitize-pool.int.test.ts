@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyFacts, factsOf } from '../../domain/html/facts.ts';
-import { isSanitizedAhead, sanitizeHtml } from '../../domain/html/sanitize.ts';
+import { sanitizeHtml } from '../../domain/html/sanitize.ts';
 import { parseBody } from '../../domain/html/tree.ts';
+import { createHtmlMemory } from '../../infra/html-memory.ts';
 import type { Runtime } from '../../infra/runtime.ts';
 import { createSanitizePool, IN_THREAD_MAX, type SanitizePool } from '../../infra/sanitize-pool.ts';
 import {
@@ -28,10 +29,12 @@ const pieces = [
 const body = fc.array(fc.constantFrom(...pieces), { maxLength: 12 }).map((parts) => parts.join(''));
 
 describe('the sanitise pool', () => {
+  const memory = createHtmlMemory();
+  const isSanitizedAhead = (input: string): boolean => memory.isSanitizedAhead(input);
   let pool: SanitizePool;
   beforeAll(() => {
     // Every body to the worker, however small (by default small ones stay in the server's thread).
-    pool = createSanitizePool(1, { inThreadMax: 0 });
+    pool = createSanitizePool(1, memory, { inThreadMax: 0 });
   });
   afterAll(async () => pool?.close());
 
@@ -42,17 +45,17 @@ describe('the sanitise pool', () => {
         const expected = structuredClone(sanitizeHtml(input));
         await pool.ahead(input);
         expect(isSanitizedAhead(input)).toBe(true);
-        expect(sanitizeHtml(input)).toEqual(expected);
+        expect(sanitizeHtml(input, memory)).toEqual(expected);
         // Handed out once: the next call works it out again.
         expect(isSanitizedAhead(input)).toBe(false);
-        expect(bodyFacts(expected.html)).toEqual(factsOf(parseBody(expected.html)));
+        expect(bodyFacts(expected.html, memory)).toEqual(factsOf(parseBody(expected.html)));
       }),
       { numRuns: 40 },
     );
   });
 
   it('leaves bodies up to IN_THREAD_MAX to the server thread by default, and sends larger ones', async () => {
-    const byDefault = createSanitizePool(1);
+    const byDefault = createSanitizePool(1, memory);
     try {
       const small = `<p onclick="x()">small</p>${'<p>x</p>'.repeat(10)}`;
       await byDefault.ahead(small);
@@ -60,7 +63,7 @@ describe('the sanitise pool', () => {
       const large = `<p onclick="x()">large</p>${'<p>x</p>'.repeat(IN_THREAD_MAX / 8)}`;
       await byDefault.ahead(large);
       expect(isSanitizedAhead(large)).toBe(true);
-      expect(sanitizeHtml(large).removed).toEqual([
+      expect(sanitizeHtml(large, memory).removed).toEqual([
         { path: 'p[1]', removed: 'onclick="x()"', reason: 'event_handler' },
       ]);
     } finally {
@@ -115,6 +118,6 @@ describe('commands with a sanitise pool', () => {
     expect(result.article.body).toBe(expected.html);
     expect(result.sanitized).toEqual(expected.removed);
     expect(result.article.body).not.toContain('onclick');
-    expect(isSanitizedAhead(edited)).toBe(false);
+    expect(runtime.html.isSanitizedAhead(edited)).toBe(false);
   });
 });

@@ -2,7 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
-import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import { isDomainError, parameterError } from '../../../domain/errors.ts';
 import type { Runtime } from '../../../infra/runtime.ts';
 import type { Application } from '../../application/index.ts';
 import { createActivityLog } from './activity-log.ts';
@@ -33,8 +33,7 @@ async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> 
   const query = request.query as Record<string, unknown>;
   const repeated = Object.entries(query).filter(([, value]) => Array.isArray(value));
   if (repeated.length > 0) {
-    throw new DomainError(
-      'invalid_request',
+    throw parameterError(
       'A query parameter is given more than once',
       repeated.map(([name]) => ({ in: 'query', name, message: 'must be given once' })),
     );

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { DomainError } from '../../../domain/errors.ts';
+import { parameterError } from '../../../domain/errors.ts';
 
 export const MAX_JSON_DEPTH = 256;
 
@@ -43,7 +43,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     const text = body as string;
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
       done(
-        new DomainError('invalid_request', `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+        parameterError(`The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
           { in: 'body', name: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
         ]),
         undefined,
@@ -54,7 +54,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       done(null, JSON.parse(text));
     } catch (error) {
       done(
-        new DomainError('invalid_request', `The body is not valid JSON: ${(error as Error).message}`, [
+        parameterError(`The body is not valid JSON: ${(error as Error).message}`, [
           { in: 'body', name: 'body', message: 'must be valid JSON' },
         ]),
         undefined,

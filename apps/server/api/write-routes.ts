@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
-import { DomainError } from '../../../domain/errors.ts';
+import { DomainError, parameterError } from '../../../domain/errors.ts';
 import type { ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
 import { apiCall, idempotencyOf, sendWrite } from './call.ts';
@@ -33,7 +33,7 @@ export function parseIfMatch(value: string | undefined): number | undefined {
   if (value === undefined || value.trim() === '*') return undefined;
   const match = /^\s*(?:W\/)?"(\d{1,9})"\s*$/.exec(value);
   if (!match?.[1]) {
-    throw new DomainError('invalid_request', 'If-Match must be the ETag of a revision, like W/"3"', [
+    throw parameterError('If-Match must be the ETag of a revision, like W/"3"', [
       { in: 'header', name: 'if-match', message: 'must be an ETag like W/"3"' },
     ]);
   }
@@ -86,8 +86,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
     if (req.isMultipart()) return { image: { upload: () => readForm(req) }, payload: undefined };
     const parsed = FeaturedImageJsonBody.safeParse(req.body);
     if (!parsed.success) {
-      throw new DomainError(
-        'invalid_request',
+      throw parameterError(
         'Send multipart/form-data with an `image` file part, or JSON {"url": "https://...", "alt": "..."}',
         parsed.error.issues.map((i) => ({
           in: 'body',
@@ -107,7 +106,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       if (part.type === 'file') {
         if (part.fieldname !== 'image' || bytes) {
           part.file.resume();
-          throw new DomainError('invalid_request', 'Send exactly one file, in the part named `image`', [
+          throw parameterError('Send exactly one file, in the part named `image`', [
             { in: 'body', name: part.fieldname, message: 'only one file part, named image, is accepted' },
           ]);
         }
@@ -125,18 +124,18 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       } else if (part.fieldname === 'alt') {
         alt = String(part.value);
         if (alt.length > ALT_MAX) {
-          throw new DomainError('invalid_request', 'The alt text is too long', [
+          throw parameterError('The alt text is too long', [
             { in: 'body', name: 'alt', message: `must be at most ${ALT_MAX} characters` },
           ]);
         }
       } else {
-        throw new DomainError('invalid_request', `Unknown form field ${part.fieldname}`, [
+        throw parameterError(`Unknown form field ${part.fieldname}`, [
           { in: 'body', name: part.fieldname, message: 'is not a known field (image, alt)' },
         ]);
       }
     }
     if (!bytes) {
-      throw new DomainError('invalid_request', 'The form has no `image` file part', [
+      throw parameterError('The form has no `image` file part', [
         { in: 'body', name: 'image', message: 'is required' },
       ]);
     }

@@ -8,7 +8,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import { DomainError } from '../../../domain/errors.ts';
+import { DomainError, parameterError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
 import type { Call, LimitDecision } from '../../application/call.ts';
@@ -145,8 +145,7 @@ export function createMcpServer(
       }
       const parsed = tool.input.safeParse(args ?? {});
       if (!parsed.success) {
-        throw new DomainError(
-          'invalid_request',
+        throw parameterError(
           `The arguments of ${tool.name} are invalid`,
           argumentErrors(parsed.error.issues),
         );

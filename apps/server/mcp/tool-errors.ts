@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { serializeOuter } from 'parse5';
 import type { z } from 'zod';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
-import { type ErrorCode, isDomainError } from '../../../domain/errors.ts';
+import { type ErrorCode, isDomainError, type ParameterError } from '../../../domain/errors.ts';
 import {
   isElement,
   PROTECTED_ATTRIBUTE,
@@ -10,7 +10,7 @@ import {
   parseBody,
   walk,
 } from '../../../domain/html/tree.ts';
-import { statusOf } from '../errors.ts';
+import { statusOf, wireErrors } from '../errors.ts';
 
 /**
  * Where a failed call's code, detail and details travel besides its text: a namespaced `_meta` entry.
@@ -75,8 +75,8 @@ export function refusal(info: ToolErrorInfo, extra: string[] = []): ToolFailure 
 }
 
 /** Zod issues of the arguments as the API's `errors` entries (`in: 'arguments'`, unknown keys named one by one). */
-export function argumentErrors(issues: readonly z.core.$ZodIssue[]): Record<string, unknown>[] {
-  return issues.flatMap((issue) => {
+export function argumentErrors(issues: readonly z.core.$ZodIssue[]): ParameterError[] {
+  return issues.flatMap((issue): ParameterError[] => {
     const name = issue.path.map(String).join('.');
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((key) => ({
@@ -147,5 +147,9 @@ export function internalFailure(requestId: string): ToolFailure {
 
 export function domainInfo(error: unknown): ToolErrorInfo | null {
   if (!isDomainError(error)) return null;
-  return { code: error.code, detail: error.message, ...(error.errors ? { errors: error.errors } : {}) };
+  return {
+    code: error.code,
+    detail: error.message,
+    ...(error.errors ? { errors: wireErrors(error.errors) } : {}),
+  };
 }

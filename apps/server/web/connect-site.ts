@@ -136,9 +136,10 @@ ${keys.map(
       key = await apiKeys.create(session.accountId, { name, scope });
     } catch (error) {
       if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
+      const refused = error.errors?.[0];
       return connectPage(request, reply, session, {
         status: 400,
-        error: `The key's name ${error.errors?.[0]?.message ?? 'is not valid'}; use letters, digits, spaces and punctuation.`,
+        error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
       });
     }
     const notice = html`<div class="card notice" role="status" id="new-key">

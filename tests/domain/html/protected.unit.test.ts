@@ -8,6 +8,7 @@ import {
 } from '../../../domain/html/facts.ts';
 import { sanitizeHtml } from '../../../domain/html/sanitize.ts';
 import { parseBody } from '../../../domain/html/tree.ts';
+import { createHtmlMemory } from '../../../infra/html-memory.ts';
 
 const internal =
   '<a href="https://example.com/guide" data-service-protected="internal" data-service-id="il_3">plumbing guide</a>';
@@ -356,11 +357,12 @@ describe('checkProtectedBlocks: properties', () => {
     fc.assert(
       fc.property(scenario, ({ list, current }) => {
         const html = body(list, current);
-        const sanitised = sanitizeHtml(html);
+        const memory = createHtmlMemory();
+        const sanitised = sanitizeHtml(html, memory);
         expect(sanitised.removed).toEqual([]);
-        expect(checkProtectedBlocks(html, sanitised.html)).toEqual({ ok: true });
-        expect(sanitizeHtml(sanitised.html)).toEqual({ html: sanitised.html, removed: [] });
-        expect(bodyFacts(sanitised.html)).toEqual(factsOf(parseBody(sanitised.html)));
+        expect(checkProtectedBlocks(html, sanitised.html, memory)).toEqual({ ok: true });
+        expect(sanitizeHtml(sanitised.html, memory)).toEqual({ html: sanitised.html, removed: [] });
+        expect(bodyFacts(sanitised.html, memory)).toEqual(factsOf(parseBody(sanitised.html)));
       }),
       runs,
     );

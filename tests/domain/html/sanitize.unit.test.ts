@@ -3,18 +3,17 @@ import type { DefaultTreeAdapterTypes } from 'parse5';
 import { parseFragment, serialize, serializeOuter } from 'parse5';
 import { describe, expect, it } from 'vitest';
 import { bodyFacts, factsOf } from '../../../domain/html/facts.ts';
-import {
-  forgetLayouts,
-  isRememberedLayout,
-  parseMiddle,
-  rememberedLayout,
-} from '../../../domain/html/layout.ts';
+import { parseMiddle } from '../../../domain/html/layout.ts';
 import { isAllowedUrl, sanitizeEdit, sanitizeFully, sanitizeHtml } from '../../../domain/html/sanitize.ts';
 import { countWords, textContent } from '../../../domain/html/text.ts';
 import { parseBody } from '../../../domain/html/tree.ts';
+import { createHtmlMemory } from '../../../infra/html-memory.ts';
 
 type ChildNode = DefaultTreeAdapterTypes.ChildNode;
 type Element = DefaultTreeAdapterTypes.Element;
+
+/** What the sanitiser remembers between calls, as a runtime's commands give it. */
+const memory = createHtmlMemory();
 
 // The contract, written out again here rather than imported, so the tests check the code against it.
 const ALLOWED_ELEMENTS = new Set(
@@ -257,12 +256,12 @@ describe('sanitizeHtml: properties', () => {
   it('is idempotent', () => {
     fc.assert(
       fc.property(body, (html) => {
-        const once = sanitizeHtml(html).html;
+        const once = sanitizeHtml(html, memory).html;
         // In full: sanitizeHtml knows `once` as a body it produced and would not parse it again.
         const twice = sanitizeFully(once);
         expect(twice.html).toBe(once);
         expect(twice.removed).toEqual([]);
-        expect(sanitizeHtml(once)).toEqual({ html: once, removed: [] });
+        expect(sanitizeHtml(once, memory)).toEqual({ html: once, removed: [] });
       }),
       runs,
     );
@@ -271,7 +270,7 @@ describe('sanitizeHtml: properties', () => {
   it('gives markup that parses back to itself (no mutation XSS), in a div or a template context', () => {
     fc.assert(
       fc.property(body, (html) => {
-        const out = sanitizeHtml(html).html;
+        const out = sanitizeHtml(html, memory).html;
         expect(serialize(parseBody(out))).toBe(out);
         expect(serialize(parseFragment(out))).toBe(out);
       }),
@@ -282,10 +281,10 @@ describe('sanitizeHtml: properties', () => {
   it('hands over the facts of the body it returns (words, protected blocks): the same as parsing it again', () => {
     fc.assert(
       fc.property(body, (html) => {
-        const out = sanitizeHtml(html).html;
-        expect(bodyFacts(out)).toEqual(factsOf(parseBody(out)));
+        const out = sanitizeHtml(html, memory).html;
+        expect(bodyFacts(out, memory)).toEqual(factsOf(parseBody(out)));
         // Words counted without laying the text out: as many as in the text a reader sees.
-        expect(bodyFacts(out).words).toBe(countWords(textContent(out)));
+        expect(bodyFacts(out, memory).words).toBe(countWords(textContent(out)));
       }),
       runs,
     );
@@ -321,7 +320,7 @@ describe('sanitizeHtml: properties', () => {
 describe('sanitizeHtml: edits of a remembered body', () => {
   /** The remembered top-level nodes of `html` are those of its parse, one for one, ending where they do. */
   function expectLayoutOfParse(html: string): void {
-    const layout = rememberedLayout(html);
+    const layout = memory.layout(html);
     const parsed = parseBody(html).childNodes;
     expect(layout?.nodes.map((node) => [node.nodeName, serializeOuter(node)])).toEqual(
       parsed.map((node) => [node.nodeName, serializeOuter(node)]),
@@ -332,15 +331,15 @@ describe('sanitizeHtml: edits of a remembered body', () => {
 
   /** Sanitises `before` (remembered, as after storing it); returns it, and `edit` to try one of it. */
   function remembering(before: string) {
-    forgetLayouts();
-    const stored = sanitizeFully(before).html;
-    expect(isRememberedLayout(stored)).toBe(true);
+    memory.clear();
+    const stored = sanitizeFully(before, memory).html;
+    expect(memory.layout(stored) !== undefined).toBe(true);
     /** `next` by the edit path and in full (nothing remembered); the edit path's facts of it. */
     const edit = (next: string) => {
-      const viaEdit = sanitizeEdit(next);
-      const factsViaEdit = viaEdit === undefined ? undefined : bodyFacts(next);
+      const viaEdit = sanitizeEdit(next, memory);
+      const factsViaEdit = viaEdit === undefined ? undefined : bodyFacts(next, memory);
       if (viaEdit !== undefined) expectLayoutOfParse(next);
-      forgetLayouts();
+      memory.clear();
       return { viaEdit, factsViaEdit, full: sanitizeFully(next) };
     };
     return { stored, edit };
@@ -481,7 +480,7 @@ describe('sanitizeHtml: edits of a remembered body', () => {
     const next = `${head}${middle}${tail}`;
     const result = edit(next);
     expect(result.viaEdit).toBeUndefined();
-    expect(sanitizeHtml(next)).toEqual(result.full);
+    expect(sanitizeHtml(next, memory)).toEqual(result.full);
   });
 
   it.each([
@@ -532,9 +531,10 @@ describe('sanitizeHtml: edits of a remembered body', () => {
     const around = '<p>A first paragraph long enough to be compared.</p>';
     const stored = sanitizeFully(
       `${around}<b>foo</b>bar<p>one two</p>x<i>y</i>-z <span>3</span>.5${around}`,
+      memory,
     ).html;
-    expect(bodyFacts(stored).words).toBe(5 + 16);
-    expect(bodyFacts(stored).words).toBe(countWords(textContent(stored)));
+    expect(bodyFacts(stored, memory).words).toBe(5 + 16);
+    expect(bodyFacts(stored, memory).words).toBe(countWords(textContent(stored)));
     const { edit } = remembering(stored);
     const next = stored.replace('one two', 'one two three');
     const result = edit(next);
