@@ -1,9 +1,9 @@
+import type { Projector } from '../infra/projection.ts';
 import { accountsProjector } from './accounts.ts';
 import { activityProjector } from './activity.ts';
 import { createArticleSnapshotsProjector, type SnapshotMemory } from './article-snapshots.ts';
 import { articlesProjector } from './articles.ts';
 import { backlinksProjector } from './backlinks.ts';
-import type { Projector } from './projector.ts';
 import { revisionsProjector } from './revisions.ts';
 import { siteStatsProjector } from './site-stats.ts';
 import { sitesProjector } from './sites.ts';

@@ -3,12 +3,12 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DomainEvent } from '../../domain/events.ts';
 import type { Db } from '../../infra/db/schema.ts';
-import { createEventStore } from '../../infra/event-store.ts';
+import { createEventStore, type NewEvent } from '../../infra/event-store.ts';
+import type { Projector, Stored } from '../../infra/projection.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
 import { activityProjector } from '../../projections/activity.ts';
 import { articlesProjector } from '../../projections/articles.ts';
 import { backlinksProjector } from '../../projections/backlinks.ts';
-import type { Projector, Stored } from '../../projections/projector.ts';
 import { siteStatsProjector } from '../../projections/site-stats.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -233,16 +233,20 @@ describe.each(backends)('applyBatch on %s', (backend) => {
   }, 120_000);
 
   it('the async runner hands a projector with applyBatch whole batches', async () => {
-    const store = createEventStore({ db: testDb.handle.db, handle: testDb.handle, validate: () => {} });
+    const store = createEventStore<NewEvent>({
+      db: testDb.handle.db,
+      handle: testDb.handle,
+      validate: () => {},
+    });
     const metadata = { at: '2026-11-20T10:00:00Z' };
     for (let i = 0; i < 5; i++) {
       await store.append(`site-batch${i}`, [{ type: 'SiteAdded', data: { n: i }, metadata }], {
         expectedVersion: 'no_stream',
       });
     }
-    const applyBatch = vi.fn(async (_events: readonly Stored[]) => {});
+    const applyBatch = vi.fn(async (_events: readonly Stored<NewEvent>[]) => {});
     const apply = vi.fn(async () => {});
-    const spy: Projector = {
+    const spy: Projector<NewEvent> = {
       name: 'spy@1',
       mode: 'async',
       handles: ['SiteAdded'],

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
+import { createRuntime, type Runtime } from '../../apps/runtime.ts';
 import type { Actor } from '../../domain/event.ts';
 import type { ReadModelTables } from '../../infra/db/read-model-tables.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
-import { createRuntime, type Runtime } from '../../infra/runtime.ts';
 import { asyncProjectors } from '../../projections/index.ts';
 import { type Backend, createTestDatabase } from './db.ts';
 

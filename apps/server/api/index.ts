@@ -5,7 +5,7 @@ import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
 import { MAX_IMAGE_BYTES } from '../../../infra/media/image.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
-import type { Runtime } from '../../../infra/runtime.ts';
+import type { Runtime } from '../../runtime.ts';
 import { createActivityLog } from './activity-log.ts';
 import {
   authenticate,

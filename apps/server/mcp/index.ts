@@ -4,7 +4,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { FetchImage } from '../../../infra/media/fetch.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
-import type { Runtime } from '../../../infra/runtime.ts';
+import type { Runtime } from '../../runtime.ts';
 import type { LimitHook } from '../api/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-body.ts';
 import type { EditGate } from '../api/write-routes.ts';
