@@ -11,6 +11,7 @@ import { articlesProjector } from '../../projections/articles.ts';
 import { backlinksProjector } from '../../projections/backlinks.ts';
 import { siteStatsProjector } from '../../projections/site-stats.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { snapshotTables } from '../support/runtime.ts';
 
 const actor = { type: 'system' as const, id: 'pipeline', name: 'Pipeline' };
 const SITES = ['site_a', 'site_b', 'site_c'];
@@ -141,17 +142,6 @@ function toEvents(steps: readonly Step[]): Stored[] {
   });
 }
 
-async function snapshot(db: Db, projector: Projector): Promise<Record<string, string[]>> {
-  const out: Record<string, string[]> = {};
-  for (const table of projector.tables) {
-    const result = await sql<{
-      row: string;
-    }>`select row_to_json(t)::text as row from ${sql.table(table)} t`.execute(db);
-    out[table] = result.rows.map((r) => r.row).sort();
-  }
-  return out;
-}
-
 /** Empties the projector's tables, applies `before` one by one, then `events` one by one or as one batch. */
 async function project(
   db: Db,
@@ -170,7 +160,7 @@ async function project(
       for (const event of events) await projector.apply(event, trx);
     }
   });
-  return snapshot(db, projector);
+  return snapshotTables(db, projector.tables);
 }
 
 describe.each(backends)('applyBatch on %s', (backend) => {
