@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DomainEvent } from '../../domain/events.ts';
 import type { Db } from '../../infra/db/schema.ts';
-import { createEventStore, type NewEvent } from '../../infra/event-store.ts';
+import { createEventStore, type NewEvent, START } from '../../infra/event-store.ts';
 import type { Projector, Stored } from '../../infra/projection.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
 import { activityProjector } from '../../projections/activity.ts';
@@ -233,6 +233,11 @@ describe.each(backends)('applyBatch on %s', (backend) => {
       await store.append(`site-batch${i}`, [{ type: 'SiteAdded', data: { n: i }, metadata }], {
         expectedVersion: 'no_stream',
       });
+    }
+    // A transaction open elsewhere on the server holds fresh events back for a moment (readAllEvents):
+    // the batches are counted once all five can be read.
+    while ((await store.readAll(START, 100, { types: ['SiteAdded'] })).length < 5) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const applyBatch = vi.fn(async (_events: readonly Stored<NewEvent>[]) => {});
     const apply = vi.fn(async () => {});
