@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { seededRandom } from '../apps/cli/demo-content.ts';
 import { progressBar } from '../apps/cli/progress.ts';
+import { openRuntime, type Runtime } from '../apps/runtime.ts';
 import { type CreateArticle, decide, initialState } from '../domain/article/decider.ts';
 import { articleStream } from '../domain/article/events.ts';
 import { backlinkStream } from '../domain/backlink/events.ts';
@@ -11,7 +12,6 @@ import { validateEvent } from '../domain/events.ts';
 import { appendNew, type BulkAppendDeps, type NewStream } from '../infra/bulk-append.ts';
 import { newId } from '../infra/ids.ts';
 import { catchUp, inlineDispatcher, lagOf, rebuild } from '../infra/projection-runner.ts';
-import { openRuntime, type Runtime } from '../infra/runtime.ts';
 import { asyncProjectors, projectors } from '../projections/index.ts';
 import { benchArticle, demoBacklink, longArticleBody, type Site } from './content.ts';
 
@@ -228,7 +228,7 @@ async function generate(runtime: Runtime, spec: DatasetSpec, log: Log): Promise<
     log(`${phase}: ${timings[phase]} s`);
     return result;
   };
-  // The same dependencies the runtime gives its event store (infra/runtime.ts).
+  // The same dependencies the runtime gives its event store (apps/runtime.ts).
   const deps: BulkAppendDeps = { db, handle, validate: validateEvent, inline: inlineDispatcher(projectors) };
   await writeMarker(runtime, 'generating', { spec });
 

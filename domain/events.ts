@@ -39,8 +39,3 @@ export function validateEvent(event: { type: string; data: unknown; metadata: un
     );
   }
 }
-
-/** Narrows a stored event (type and data as read from the database) to the domain union. */
-export function asDomainEvent(stored: { type: string; data: unknown; metadata: unknown }): DomainEvent {
-  return { type: stored.type, data: stored.data, metadata: stored.metadata } as DomainEvent;
-}

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { DomainEvent } from '../domain/events.ts';
 import {
   ConcurrencyError,
   type EventStoreDeps,
@@ -25,18 +26,18 @@ import { uuidv7 } from './ids.ts';
  */
 
 /** A new stream and its events (versions 1..n in this order). */
-export interface NewStream {
+export interface NewStream<E extends NewEvent = DomainEvent> {
   streamId: string;
-  events: readonly NewEvent[];
+  events: readonly E[];
 }
 
-export interface BulkAppendResult {
+export interface BulkAppendResult<E extends NewEvent = DomainEvent> {
   /** Every event written, stream after stream in the order given, each stream's in version order. */
-  events: StoredEvent[];
+  events: StoredEvent<E>[];
 }
 
 /** What the bulk path needs: the same dependencies as `createEventStore` (the same validator and inline projectors). */
-export type BulkAppendDeps = EventStoreDeps;
+export type BulkAppendDeps<E extends NewEvent = DomainEvent> = EventStoreDeps<E>;
 
 type Row = {
   eventId: string;
@@ -51,10 +52,10 @@ type Row = {
  * Appends `streams`, all new, in one transaction (see above). Give a batch a size that suits one
  * transaction (a few thousand events); callers importing millions call this once per batch.
  */
-export async function appendNew(
-  deps: BulkAppendDeps,
-  streams: readonly NewStream[],
-): Promise<BulkAppendResult> {
+export async function appendNew<E extends NewEvent = DomainEvent>(
+  deps: BulkAppendDeps<E>,
+  streams: readonly NewStream<E>[],
+): Promise<BulkAppendResult<E>> {
   const { db, handle, validate, inline } = deps;
   const rows = prepare(streams, validate);
   if (rows.length === 0) return { events: [] };
@@ -77,7 +78,7 @@ export async function appendNew(
       returning stream_id`.execute(trx);
     if (created.rows.length !== streams.length) {
       const fresh = new Set(created.rows.map((r) => r.stream_id));
-      const taken = streams.find((s) => !fresh.has(s.streamId)) as NewStream;
+      const taken = streams.find((s) => !fresh.has(s.streamId)) as NewStream<E>;
       const actual = await trx
         .selectFrom('streams')
         .select('version')
@@ -101,9 +102,10 @@ export async function appendNew(
        order by e.n
       returning event_id, position, transaction_id::text as transaction_id, recorded_at`.execute(trx);
     const byId = new Map(inserted.rows.map((row) => [row.event_id, row]));
-    const result = rows.map((row): StoredEvent => {
+    const result = rows.map((row) => {
       const returned = byId.get(row.eventId);
       if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
+      // The event as given (one of E), read back from its JSON.
       return {
         position: BigInt(returned.position),
         transactionId: BigInt(returned.transaction_id),
@@ -114,12 +116,12 @@ export async function appendNew(
         data: JSON.parse(row.data),
         metadata: JSON.parse(row.metadata),
         recordedAt: returned.recorded_at,
-      };
+      } as StoredEvent<E>;
     });
     // Readers (and inline rebuilds) rely on a stream's events being in the log in version order.
     for (let i = 1; i < result.length; i++) {
-      const before = result[i - 1] as StoredEvent;
-      const event = result[i] as StoredEvent;
+      const before = result[i - 1] as StoredEvent<E>;
+      const event = result[i] as StoredEvent<E>;
       if (before.streamId === event.streamId && before.position >= event.position) {
         throw new Error(`stream ${event.streamId}: positions out of version order`);
       }
@@ -133,7 +135,7 @@ export async function appendNew(
 }
 
 /** Checks the batch and serialises its events once (what is stored is what the inline projectors see). */
-function prepare(streams: readonly NewStream[], validate: (event: NewEvent) => void): Row[] {
+function prepare(streams: readonly NewStream<NewEvent>[], validate: (event: NewEvent) => void): Row[] {
   const seen = new Set<string>();
   const rows: Row[] = [];
   for (const stream of streams) {

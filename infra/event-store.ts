@@ -1,9 +1,10 @@
 import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql, type Transaction } from 'kysely';
 import type { EventMetadata } from '../domain/event.ts';
-import type { InlineStatement, Pending } from '../projections/projector.ts';
+import type { DomainEvent } from '../domain/events.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import { uuidv7 } from './ids.ts';
+import { IN_TRANSACTION, type InlineStatement, type InTransaction, type Pending } from './projection.ts';
 
 /*
  * The event store: one append-only `events` table in PostgreSQL (or PGlite), optimistic
@@ -12,6 +13,11 @@ import { uuidv7 } from './ids.ts';
  *
  * Positions and transaction ids are JS `bigint` in this module's API; in SQL rows they are
  * decimal strings (see infra/db/schema.ts).
+ *
+ * The store is typed over an event union `E` (the domain's, DomainEvent, unless a caller names
+ * another): `append` takes events of the union, reads give them back with their data narrowed by
+ * type. Every event is validated on append (`validate`), so a read trusts the rows it decodes
+ * (`toStoredEvent`); a reader of one stream may name the narrower union that stream holds.
  */
 
 /**
@@ -21,24 +27,25 @@ import { uuidv7 } from './ids.ts';
  */
 export type ExpectedVersion = number | 'no_stream' | 'any';
 
-/** An event to append; domain events have this shape. */
+/** The shape of every event the store takes: domain events have it (the bound of a store's union). */
 export interface NewEvent {
-  type: string;
-  data: unknown;
-  metadata: EventMetadata;
+  readonly type: string;
+  readonly data: unknown;
+  readonly metadata: EventMetadata;
 }
 
-export interface StoredEvent {
+/** Where an event sits once stored: its stream version and its place in the global log. */
+export interface EventPlace {
   position: bigint;
   transactionId: bigint;
   eventId: string;
   streamId: string;
   version: number;
-  type: string;
-  data: unknown;
-  metadata: EventMetadata;
   recordedAt: Date;
 }
+
+/** An event as the store reads it back: one of the union (its data narrowed by `type`) and its place. */
+export type StoredEvent<E extends NewEvent = DomainEvent> = E & EventPlace;
 
 /** A place in the global log; subscribers read events after it in (transaction_id, position) order. */
 export interface LogPosition {
@@ -90,11 +97,11 @@ export class EventValidationError extends Error {
   }
 }
 
-export interface AppendResult {
+export interface AppendResult<E extends NewEvent = DomainEvent> {
   /** The stream's version after the append: the version of its last event. */
   nextVersion: number;
   positions: bigint[];
-  events: StoredEvent[];
+  events: StoredEvent<E>[];
 }
 
 export interface ReadAllOptions {
@@ -113,32 +120,42 @@ export interface AppendOptions {
   alongside?: (trx: Transaction<Database>) => Promise<void>;
 }
 
-export interface EventStore {
-  append(streamId: string, events: readonly NewEvent[], opts: AppendOptions): Promise<AppendResult>;
-  /** The stream's events, ordered by version; `from` and `to` are inclusive versions. */
-  readStream(streamId: string, opts?: { from?: number; to?: number }): Promise<StoredEvent[]>;
+export interface EventStore<E extends NewEvent = DomainEvent> {
+  append<A extends E>(streamId: string, events: readonly A[], opts: AppendOptions): Promise<AppendResult<A>>;
+  /**
+   * The stream's events, ordered by version; `from` and `to` are inclusive versions. `S`: the events
+   * the stream holds (an aggregate's union), when the caller knows it narrower than the store's.
+   */
+  readStream<S extends E = E>(
+    streamId: string,
+    opts?: { from?: number; to?: number },
+  ): Promise<StoredEvent<S>[]>;
   /** Up to `limit` events after `after`, in (transaction_id, position) order; see readAllEvents. */
-  readAll(after: LogPosition, limit: number, opts?: ReadAllOptions): Promise<StoredEvent[]>;
+  readAll(after: LogPosition, limit: number, opts?: ReadAllOptions): Promise<StoredEvent<E>[]>;
   /** The newest position readAll can return now; START on an empty log. */
   headPosition(): Promise<LogPosition>;
 }
 
-export interface EventStoreDeps {
+export interface EventStoreDeps<E extends NewEvent = DomainEvent> {
   db: Db;
   /** Told after each commit which types were appended (it wakes subscribers in this process and others). */
   handle: Pick<DbHandle, 'notifyAppended'>;
   /** Throws on an invalid event; called for every event before the database is touched. */
   validate: (event: NewEvent) => void;
   /** Inline projections: run inside the append's transaction after the insert; a throw rolls the append back. */
-  inline?: (events: readonly StoredEvent[], trx: Transaction<Database>) => Promise<void>;
+  inline?: (events: readonly StoredEvent<E>[], trx: Transaction<Database>) => Promise<void>;
   /**
    * The same inline projections of one event as statements run within the append's own statement
-   * (`inlineStatements` in projection-runner.ts); undefined from it: `inline` in a transaction.
+   * (`inlineStatements` in projection-runner.ts); `IN_TRANSACTION` from it: `inline` in a transaction.
    */
-  inlineStatements?: (event: Pending, db: Db, appended: Expression<SqlBool>) => InlineStatement[] | undefined;
+  inlineStatements?: (
+    event: Pending<E>,
+    db: Db,
+    appended: Expression<SqlBool>,
+  ) => InlineStatement[] | InTransaction;
 }
 
-export function createEventStore(deps: EventStoreDeps): EventStore {
+export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventStoreDeps<E>): EventStore<E> {
   const { db, handle, validate, inline, inlineStatements } = deps;
 
   const validateAll = (events: readonly NewEvent[]): void => {
@@ -153,7 +170,11 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
   };
 
   return {
-    async append(streamId, events, { expectedVersion, alongside }) {
+    async append<A extends E>(
+      streamId: string,
+      events: readonly A[],
+      { expectedVersion, alongside }: AppendOptions,
+    ): Promise<AppendResult<A>> {
       assertStreamId(streamId);
       assertExpectedVersion(expectedVersion);
       validateAll(events);
@@ -176,11 +197,12 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
 
       // What the inline projections see and the append returns: the events as a replay reads them.
       const parsed = rows.map((row) => ({ data: JSON.parse(row.data), metadata: JSON.parse(row.metadata) }));
-      const toStored = (inserted: readonly InsertedRow[]): StoredEvent[] => {
+      const toStored = (inserted: readonly InsertedRow[]): StoredEvent<A>[] => {
         const byId = new Map(inserted.map((row) => [row.event_id, row]));
-        return rows.map((row, index): StoredEvent => {
+        return rows.map((row, index) => {
           const returned = byId.get(row.eventId);
           if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
+          // The event as given (one of A), read back from its JSON.
           return {
             position: BigInt(returned.position),
             transactionId: BigInt(returned.transaction_id),
@@ -191,7 +213,7 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
             data: parsed[index]?.data,
             metadata: parsed[index]?.metadata,
             recordedAt: returned.recorded_at,
-          };
+          } as StoredEvent<A>;
         });
       };
       const run = async (executor: Kysely<Database>, statements: readonly InlineStatement[]) => {
@@ -222,19 +244,20 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
         only !== undefined &&
         rows.length === 1
           ? inlineStatements(
+              // The event as given (one of A), read back from its JSON.
               {
                 type: only.type,
                 ...parsed[0],
                 eventId: only.eventId,
                 streamId,
                 version: base + 1,
-              } as Pending,
+              } as Pending<A>,
               db,
               APPENDED,
             )
-          : undefined;
+          : IN_TRANSACTION;
       const stored =
-        statements !== undefined
+        statements !== IN_TRANSACTION
           ? await run(db, statements)
           : await db.transaction().execute(async (trx) => {
               if (alongside !== undefined) await alongside(trx);
@@ -253,16 +276,19 @@ export function createEventStore(deps: EventStoreDeps): EventStore {
       };
     },
 
-    async readStream(streamId, opts = {}) {
+    async readStream<S extends E = E>(
+      streamId: string,
+      opts: { from?: number; to?: number } = {},
+    ): Promise<StoredEvent<S>[]> {
       let query = db.selectFrom('events').select(storedColumns).where('stream_id', '=', streamId);
       if (opts.from !== undefined) query = query.where('version', '>=', opts.from);
       if (opts.to !== undefined) query = query.where('version', '<=', opts.to);
       const rows = await query.orderBy('version').execute();
-      return rows.map(toStoredEvent);
+      return rows.map((row) => toStoredEvent<S>(row));
     },
 
     readAll(after, limit, opts = {}) {
-      return readAllEvents(opts.trx ?? db, after, limit, { types: opts.types });
+      return readAllEvents<E>(opts.trx ?? db, after, limit, { types: opts.types });
     },
 
     headPosition() {
@@ -296,7 +322,11 @@ export interface StoredRow {
   recorded_at: Date;
 }
 
-export function toStoredEvent(row: StoredRow): StoredEvent {
+/**
+ * A row of `events` as a stored event of the union `E` its reader names: rows are trusted, as every
+ * event was validated on append.
+ */
+export function toStoredEvent<E extends NewEvent = DomainEvent>(row: StoredRow): StoredEvent<E> {
   return {
     position: BigInt(row.position),
     transactionId: BigInt(row.transaction_id),
@@ -307,7 +337,7 @@ export function toStoredEvent(row: StoredRow): StoredEvent {
     data: row.data,
     metadata: row.metadata,
     recordedAt: row.recorded_at,
-  };
+  } as StoredEvent<E>;
 }
 
 /**
@@ -329,12 +359,12 @@ export function toStoredEvent(row: StoredRow): StoredEvent {
  * transaction already has an id (it wrote something) holds itself back the same way: read first,
  * then write.
  */
-export async function readAllEvents(
+export async function readAllEvents<E extends NewEvent = DomainEvent>(
   executor: Kysely<Database>,
   after: LogPosition,
   limit: number,
   opts: { types?: readonly string[] | undefined } = {},
-): Promise<StoredEvent[]> {
+): Promise<StoredEvent<E>[]> {
   if (!Number.isSafeInteger(limit) || limit < 1)
     throw new RangeError(`limit must be a positive integer: ${limit}`);
   if (opts.types !== undefined && opts.types.length === 0) return [];
@@ -353,13 +383,13 @@ export async function readAllEvents(
     .orderBy(sql`events.position`)
     .limit(limit)
     .execute();
-  return rows.map(toStoredEvent);
+  return rows.map((row) => toStoredEvent<E>(row));
 }
 
 /** What a subscriber of some event types read, and how far through the log that read it. */
-export interface SubscriberBatch {
+export interface SubscriberBatch<E extends NewEvent = DomainEvent> {
   /** Up to `limit` events of its types after `after`, in (transaction_id, position) order. */
-  events: StoredEvent[];
+  events: StoredEvent<E>[];
   /**
    * The position its checkpoint can move to: the last event when the batch is full; otherwise the
    * head of the log as the same statement saw it (every event of its types up to there is in
@@ -378,12 +408,12 @@ export interface SubscriberBatch {
  * One statement, so one snapshot: the head is the newest event below the snapshot's xmin (see
  * readAllEvents), every event up to it is final, and the events are read up to it.
  */
-export async function readBatch(
+export async function readBatch<E extends NewEvent = DomainEvent>(
   executor: Kysely<Database>,
   after: LogPosition,
   limit: number,
   types: readonly string[],
-): Promise<SubscriberBatch> {
+): Promise<SubscriberBatch<E>> {
   if (!Number.isSafeInteger(limit) || limit < 1)
     throw new RangeError(`limit must be a positive integer: ${limit}`);
   if (types.length === 0) return { events: [], through: after };
@@ -407,7 +437,7 @@ export async function readBatch(
     ) e on true`.execute(executor);
   const first = rows[0];
   if (first === undefined) return { events: [], through: after };
-  const events = rows.filter((row) => row.position != null).map((row) => toStoredEvent(row as StoredRow));
+  const events = rows.filter((row) => row.position != null).map((row) => toStoredEvent<E>(row as StoredRow));
   const last = events.at(-1);
   if (events.length === limit && last) return { events, through: positionOf(last) };
   const head = { transactionId: BigInt(first.head_transaction_id), position: BigInt(first.head_position) };
@@ -421,7 +451,7 @@ export function isAfter(a: LogPosition, b: LogPosition): boolean {
   );
 }
 
-function positionOf(event: StoredEvent): LogPosition {
+function positionOf(event: EventPlace): LogPosition {
   return { transactionId: event.transactionId, position: event.position };
 }
 

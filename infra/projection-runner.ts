@@ -1,17 +1,11 @@
 import { type Expression, type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
-import {
-  asStored,
-  handles,
-  type InlineStatement,
-  type Pending,
-  type Projector,
-  type Stored,
-} from '../projections/projector.ts';
+import type { DomainEvent } from '../domain/events.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import {
   isAfter,
   type LogPosition,
+  type NewEvent,
   readBatch,
   readCheckpoint,
   START,
@@ -20,6 +14,16 @@ import {
   toStoredEvent,
   writeCheckpoint,
 } from './event-store.ts';
+import {
+  handles,
+  IN_TRANSACTION,
+  type InlineProjector,
+  type InlineStatement,
+  type InTransaction,
+  type Pending,
+  type Projector,
+  type Stored,
+} from './projection.ts';
 
 export type Progress = { done: number; total: number };
 export type ProjectionStatus = {
@@ -34,9 +38,9 @@ export type RunnerLogger = { error(obj: object, msg: string): void; info(obj: ob
 const BATCH = 500;
 
 /** A projector's events in one transaction: as one batch where it takes one (`applyBatch`), else one by one. */
-async function applyEvents(
-  projector: Projector,
-  events: readonly Stored[],
+async function applyEvents<E extends NewEvent>(
+  projector: Projector<E>,
+  events: readonly Stored<E>[],
   trx: Transaction<Database>,
 ): Promise<void> {
   if (events.length === 0) return;
@@ -45,15 +49,15 @@ async function applyEvents(
 }
 
 /** Applies events to every inline projector that handles them: the event store calls this inside the append. */
-export function inlineDispatcher(
-  projectors: readonly Projector[],
-): (events: readonly StoredEvent[], trx: Transaction<Database>) => Promise<void> {
-  const inline = projectors.filter((p) => p.mode === 'inline');
+export function inlineDispatcher<E extends NewEvent = DomainEvent>(
+  projectors: readonly Projector<E>[],
+): (events: readonly StoredEvent<E>[], trx: Transaction<Database>) => Promise<void> {
+  const inline = inlineOf(projectors);
   return async (events, trx) => {
-    if (events.length === 1) {
-      const [event] = events as [StoredEvent];
+    const [only] = events;
+    if (only !== undefined && events.length === 1) {
       for (const projector of inline) {
-        if (handles(projector, event.type)) await projector.apply(asStored(event), trx);
+        if (handles(projector, only.type)) await projector.apply(only, trx);
       }
       return;
     }
@@ -62,28 +66,36 @@ export function inlineDispatcher(
     for (const projector of inline) {
       await applyEvents(
         projector,
-        events.filter((event) => handles(projector, event.type)).map(asStored),
+        events.filter((event) => handles(projector, event.type)),
         trx,
       );
     }
   };
 }
 
+function inlineOf<E extends NewEvent>(projectors: readonly Projector<E>[]): InlineProjector<E>[] {
+  return projectors.filter((p): p is InlineProjector<E> => p.mode === 'inline');
+}
+
 /**
- * The inline projectors' statements for one event about to be appended (`Projector.statementsFor`),
- * for the event store to run within the append's statement; undefined when a projector that handles
- * the event cannot give them (the append then runs in a transaction, with `inlineDispatcher`).
+ * The inline projectors' statements for one event about to be appended (`statementsFor`), for the
+ * event store to run within the append's statement; IN_TRANSACTION when a projector that handles the
+ * event cannot give them (the append then runs in a transaction, with `inlineDispatcher`).
  */
-export function inlineStatements(
-  projectors: readonly Projector[],
-): (event: Pending, db: Kysely<Database>, appended: Expression<SqlBool>) => InlineStatement[] | undefined {
-  const inline = projectors.filter((p) => p.mode === 'inline');
+export function inlineStatements<E extends NewEvent = DomainEvent>(
+  projectors: readonly Projector<E>[],
+): (
+  event: Pending<E>,
+  db: Kysely<Database>,
+  appended: Expression<SqlBool>,
+) => InlineStatement[] | InTransaction {
+  const inline = inlineOf(projectors);
   return (event, db, appended) => {
     const statements: InlineStatement[] = [];
     for (const projector of inline) {
       if (!handles(projector, event.type)) continue;
-      const own = projector.statementsFor?.(event, db, appended);
-      if (own === undefined) return undefined;
+      const own = projector.statementsFor(event, db, appended);
+      if (own === IN_TRANSACTION) return IN_TRANSACTION;
       statements.push(...own);
     }
     return statements;
@@ -112,19 +124,23 @@ async function lockProjectorForBatch(trx: Kysely<Database>, name: string): Promi
  * them, move the checkpoint: past the events of other types too, up to where the read saw the log
  * (readBatch), so that the next read starts there. Returns how many events it applied.
  */
-export async function applyNextBatch(db: Db, projector: Projector, batchSize = BATCH): Promise<number> {
+export async function applyNextBatch<E extends NewEvent>(
+  db: Db,
+  projector: Projector<E>,
+  batchSize = BATCH,
+): Promise<number> {
   return db.transaction().execute(async (trx) => {
     await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
-    const { events, through } = await readBatch(trx, after, batchSize, projector.handles);
-    await applyEvents(projector, events.map(asStored), trx);
+    const { events, through } = await readBatch<E>(trx, after, batchSize, projector.handles);
+    await applyEvents(projector, events, trx);
     if (isAfter(through, after)) await writeCheckpoint(trx, projector.name, through);
     return events.length;
   });
 }
 
 /** Events of the projector's types after its checkpoint. */
-export async function lagOf(db: Db, projector: Projector): Promise<number> {
+export async function lagOf(db: Db, projector: Projector<NewEvent>): Promise<number> {
   const after = await readCheckpoint(db, projector.name);
   const row = await db
     .selectFrom('events')
@@ -142,9 +158,9 @@ export async function lagOf(db: Db, projector: Projector): Promise<number> {
  * committed by a transaction younger than one still open anywhere on the server is held back by
  * readAll (see the event store); catchUp waits for it rather than returning early, up to `timeoutMs`.
  */
-export async function catchUp(
+export async function catchUp<E extends NewEvent>(
   db: Db,
-  projector: Projector,
+  projector: Projector<E>,
   onProgress?: (p: Progress) => void,
   opts: { batchSize?: number; timeoutMs?: number } = {},
 ): Promise<number> {
@@ -175,9 +191,9 @@ export async function catchUp(
  * touch them wait and then apply on top of the rebuilt rows; nothing is lost or applied twice.
  * Async projectors are emptied and reset to the start in one transaction, then caught up batch by batch.
  */
-export async function rebuild(
+export async function rebuild<E extends NewEvent>(
   db: Db,
-  projector: Projector,
+  projector: Projector<E>,
   onProgress?: (p: Progress) => void,
 ): Promise<number> {
   if (projector.mode === 'async') {
@@ -215,7 +231,7 @@ export async function rebuild(
         .execute();
       await applyEvents(
         projector,
-        rows.map((row) => asStored(toStoredEvent(row))),
+        rows.map((row) => toStoredEvent<E>(row)),
         trx,
       );
       done += rows.length;
@@ -235,7 +251,7 @@ export async function rebuild(
  * projector whose `apply` is idempotent (activity: `on conflict do nothing`). Returns how many events
  * it applied.
  */
-export async function retireCheckpoint(db: Db, projector: Projector): Promise<number> {
+export async function retireCheckpoint<E extends NewEvent>(db: Db, projector: Projector<E>): Promise<number> {
   if (projector.mode !== 'inline') throw new Error(`${projector.name} is not inline`);
   const left = await db
     .selectFrom('checkpoints')
@@ -248,8 +264,8 @@ export async function retireCheckpoint(db: Db, projector: Projector): Promise<nu
     let after = await readCheckpoint(trx, projector.name);
     let applied = 0;
     for (;;) {
-      const { events, through } = await readBatch(trx, after, BATCH, projector.handles);
-      await applyEvents(projector, events.map(asStored), trx);
+      const { events, through } = await readBatch<E>(trx, after, BATCH, projector.handles);
+      await applyEvents(projector, events, trx);
       applied += events.length;
       if (events.length < BATCH) break;
       after = through;
@@ -261,7 +277,7 @@ export async function retireCheckpoint(db: Db, projector: Projector): Promise<nu
 
 export async function projectionStatus(
   db: Db,
-  projectors: readonly Projector[],
+  projectors: readonly Projector<NewEvent>[],
 ): Promise<ProjectionStatus[]> {
   const out: ProjectionStatus[] = [];
   for (const p of projectors) {
@@ -287,9 +303,9 @@ export async function projectionStatus(
  * for `settleMs` (100): under load every request appends (its activity record), and one batch for many
  * appends costs a few statements where a batch per append would cost a few statements each.
  */
-export function startAsyncProjections(opts: {
+export function startAsyncProjections<E extends NewEvent = DomainEvent>(opts: {
   handle: Pick<DbHandle, 'db' | 'onAppended'>;
-  projectors: readonly Projector[];
+  projectors: readonly Projector<E>[];
   logger?: RunnerLogger;
   pollMs?: number;
   settleMs?: number;
@@ -301,7 +317,7 @@ export function startAsyncProjections(opts: {
   let stopped = false;
   let wake: (() => void) | null = null;
   /** The projectors that may have something to apply. */
-  const dirty = new Set<Projector>(asyncProjectors);
+  const dirty = new Set<Projector<E>>(asyncProjectors);
   const markAll = (): void => {
     for (const p of asyncProjectors) dirty.add(p);
   };

@@ -1,7 +1,59 @@
-import { type AliasedRawBuilder, sql } from 'kysely';
+import { type AliasedRawBuilder, type Expression, type Selectable, type SqlBool, sql } from 'kysely';
 import { DomainError } from '../domain/errors.ts';
-import type { Db } from '../infra/db/schema.ts';
-import type { Projector } from './projector.ts';
+import type { ApiKeysTable } from '../infra/db/read-model-tables.ts';
+import type { ApiKeyUsageTable, Db } from '../infra/db/schema.ts';
+import { applyStatements, type InlineStatement, type Pending } from '../infra/projection.ts';
+import { type EventOf, inlineProjector, unhandled } from './projector.ts';
+
+type AccountsEvent = EventOf<'AccountOpened' | 'ApiKeyCreated' | 'ApiKeyRevoked' | 'StaffMemberAdded'>;
+
+/** The row an event inserts or changes, when `when` holds; a replay changes nothing. */
+function accountStatements(
+  event: Pending<AccountsEvent>,
+  _db: unknown,
+  when: Expression<SqlBool>,
+): InlineStatement[] {
+  const at = event.metadata.at;
+  switch (event.type) {
+    case 'AccountOpened': {
+      const d = event.data;
+      return [
+        sql`insert into accounts (id, name, email, created_at)
+            select ${d.accountId}::text, ${d.name}::text, ${d.email}::text, ${at}::timestamptz
+             where ${when}
+            on conflict (id) do nothing`,
+      ];
+    }
+    case 'ApiKeyCreated': {
+      // The hash is the one written to `credentials` alongside the event, in the same transaction.
+      const d = event.data;
+      return [
+        sql`insert into api_keys (id, account_id, name, prefix, hash, scope, created_at, revoked_at)
+            select ${d.keyId}::text, ${d.accountId}::text, ${d.name}::text, ${d.prefix}::text,
+                   (select secret from credentials where holder_id = ${d.keyId} and kind = 'api_key'),
+                   ${d.scope}::text, ${at}::timestamptz, null
+             where ${when}
+            on conflict (id) do nothing`,
+      ];
+    }
+    case 'ApiKeyRevoked':
+      return [
+        sql`update api_keys set revoked_at = ${at}::timestamptz
+             where id = ${event.data.keyId} and revoked_at is null and ${when}`,
+      ];
+    case 'StaffMemberAdded': {
+      const d = event.data;
+      return [
+        sql`insert into staff (id, email, name, created_at)
+            select ${d.staffId}::text, ${d.email}::text, ${d.name}::text, ${at}::timestamptz
+             where ${when}
+            on conflict (id) do nothing`,
+      ];
+    }
+    default:
+      return unhandled('accounts', event);
+  }
+}
 
 /**
  * Accounts, their API keys and support staff: inline, so a key works on the next request. No secret is
@@ -9,88 +61,18 @@ import type { Projector } from './projector.ts';
  * ApiKeyCreated, and never dropped by a rebuild) into `api_keys.hash`, so the per-request lookup stays
  * one indexed read. Passwords are read from `credentials` at sign-in.
  */
-export const accountsProjector: Projector = {
+export const accountsProjector = inlineProjector({
   name: 'accounts@1',
   mode: 'inline',
   handles: ['AccountOpened', 'ApiKeyCreated', 'ApiKeyRevoked', 'StaffMemberAdded'],
   tables: ['accounts', 'api_keys', 'staff'],
-  async apply(event, trx) {
-    const at = event.metadata.at;
-    switch (event.type) {
-      case 'AccountOpened': {
-        const d = event.data;
-        await trx
-          .insertInto('accounts')
-          .values({
-            id: d.accountId,
-            name: d.name,
-            email: d.email,
-            created_at: at,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      }
-      case 'ApiKeyCreated': {
-        const d = event.data;
-        await trx
-          .insertInto('api_keys')
-          .values({
-            id: d.keyId,
-            account_id: d.accountId,
-            name: d.name,
-            prefix: d.prefix,
-            hash: (eb) =>
-              eb
-                .selectFrom('credentials')
-                .select('secret')
-                .where('holder_id', '=', d.keyId)
-                .where('kind', '=', 'api_key'),
-            scope: d.scope,
-            created_at: at,
-            revoked_at: null,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      }
-      case 'ApiKeyRevoked':
-        await trx
-          .updateTable('api_keys')
-          .set({ revoked_at: at })
-          .where('id', '=', event.data.keyId)
-          .where('revoked_at', 'is', null)
-          .execute();
-        return;
-      case 'StaffMemberAdded': {
-        const d = event.data;
-        await trx
-          .insertInto('staff')
-          .values({
-            id: d.staffId,
-            email: d.email,
-            name: d.name,
-            created_at: at,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      }
-      default:
-        return;
-    }
-  },
-};
+  apply: applyStatements(accountStatements),
+  statementsFor: accountStatements,
+});
 
-export type ApiKeyRow = {
-  id: string;
-  account_id: string;
-  name: string;
-  prefix: string;
-  scope: 'read' | 'write';
-  created_at: Date;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
+/** An API key as its lookups read it: without its hash, with when it was last used (null: never). */
+export type ApiKeyRow = Omit<Selectable<ApiKeysTable>, 'hash'> & {
+  last_used_at: Selectable<ApiKeyUsageTable>['last_used_at'] | null;
 };
 
 const keyColumns = [

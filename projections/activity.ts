@@ -1,8 +1,10 @@
-import { type Insertable, sql } from 'kysely';
-import type { ActivitySource } from '../domain/activity/events.ts';
-import type { ActivityTable, ActorJson } from '../infra/db/read-model-tables.ts';
+import { type Insertable, type Selectable, sql } from 'kysely';
+import type { ActivitySource, CallRecorded } from '../domain/activity/events.ts';
+import { type ArticleEvent, articleEventTypes } from '../domain/article/events.ts';
+import type { ActivityTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { offsetOf, type Page, type PageQuery, type Projector, type Stored, type Trx } from './projector.ts';
+import { IN_TRANSACTION, type Stored, type Trx } from '../infra/projection.ts';
+import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
 const operationOf = {
   ArticleCreated: 'create_article',
@@ -10,7 +12,7 @@ const operationOf = {
   FeaturedImageReplaced: 'replace_featured_image',
   ArticleRestored: 'restore_revision',
   ArticleStatusChanged: 'change_article_status',
-} as const;
+} as const satisfies Record<ArticleEvent['type'], string>;
 
 /**
  * The activity log: every call through a face of the service (`CallRecorded`), and the changes the
@@ -23,11 +25,12 @@ const operationOf = {
  * (`activityId`, `act_<event id>`) and inserted with `on conflict do nothing`: applying an event
  * twice changes nothing.
  */
-export const activityProjector: Projector = {
+export const activityProjector = inlineProjector({
   name: 'activity@1',
   mode: 'inline',
-  handles: ['CallRecorded', ...(Object.keys(operationOf) as (keyof typeof operationOf)[])],
+  handles: ['CallRecorded', ...articleEventTypes],
   tables: ['activity'],
+  /** Hand-written: a pipeline change reads its article's owner. */
   async apply(event, trx) {
     await insertRows(trx, await rowsOf([event], trx));
   },
@@ -35,27 +38,35 @@ export const activityProjector: Projector = {
   async applyBatch(events, trx) {
     await insertRows(trx, await rowsOf(events, trx));
   },
-  /** An article change through a face leaves no row (its call's record does); a pipeline change takes `apply`. */
+  /**
+   * An article change through a face leaves no row (its call's record does). A pipeline change reads
+   * its article's owner, and calls' records come in batches: both take `apply`.
+   */
   statementsFor(event) {
-    return event.type !== 'CallRecorded' && !isPipelineChange(event as Stored) ? [] : undefined;
+    return event.type !== 'CallRecorded' && !isPipelineChange(event) ? [] : IN_TRANSACTION;
   },
-};
+});
 
 const INSERT_ROWS = 1000;
 
-function isPipelineChange(event: Stored): boolean {
-  return event.type in operationOf && 'origin' in event.data && event.data.origin === 'rewrite';
+/** An article change the service's own pipeline made (origin `rewrite`): it arrives through no call. */
+function isPipelineChange<E extends CallRecorded | ArticleEvent>(event: E): event is E & ArticleEvent {
+  return event.type !== 'CallRecorded' && event.data.origin === 'rewrite';
 }
 
 /** The activity rows of events, in order: calls as recorded, pipeline changes (`rewrite`) with their article's owner. */
-async function rowsOf(events: readonly Stored[], trx: Trx): Promise<ActivityInsert[]> {
+async function rowsOf(
+  events: readonly Stored<CallRecorded | ArticleEvent>[],
+  trx: Trx,
+): Promise<ActivityInsert[]> {
   // The owner of an article never changes, so reading it from the (inline, current) article rows is
   // as good as reading it at the event's time, and a rebuild comes out the same.
   const articleIds = [
     ...new Set(
       events
-        .filter((e) => isPipelineChange(e) && e.type !== 'ArticleCreated')
-        .map((e) => (e.data as { articleId: string }).articleId),
+        .filter(isPipelineChange)
+        .filter((e) => e.type !== 'ArticleCreated')
+        .map((e) => e.data.articleId),
     ),
   ];
   const owners = new Map<string, { account_id: string; site_id: string }>();
@@ -87,7 +98,7 @@ async function rowsOf(events: readonly Stored[], trx: Trx): Promise<ActivityInse
       continue;
     }
     if (!isPipelineChange(event)) continue;
-    const d = event.data as { articleId: string; actor: unknown };
+    const d = event.data;
     const owner = event.type === 'ArticleCreated' ? undefined : owners.get(d.articleId);
     const accountId = event.type === 'ArticleCreated' ? event.data.accountId : owner?.account_id;
     if (!accountId) continue;
@@ -97,7 +108,7 @@ async function rowsOf(events: readonly Stored[], trx: Trx): Promise<ActivityInse
       at: event.metadata.at,
       source: 'rewrite',
       actor: d.actor,
-      operation: operationOf[event.type as keyof typeof operationOf],
+      operation: operationOf[event.type],
       site_id: event.type === 'ArticleCreated' ? event.data.siteId : (owner?.site_id ?? null),
       article_id: d.articleId,
       status: 200,
@@ -126,18 +137,8 @@ async function insertRows(trx: Trx, rows: readonly ActivityInsert[]): Promise<vo
   }
 }
 
-export type ActivityRow = {
-  id: string;
-  at: Date;
-  source: ActivitySource;
-  actor: ActorJson;
-  operation: string;
-  site_id: string | null;
-  article_id: string | null;
-  status: number;
-  request_id: string | null;
-  duration_ms: number;
-};
+/** A record of the activity log as its list reads it: its row without the account. */
+export type ActivityRow = Omit<Selectable<ActivityTable>, 'account_id'>;
 export type ActivityQuery = PageQuery & {
   from?: string | undefined;
   to?: string | undefined;
@@ -175,5 +176,5 @@ export async function listActivity(db: Db, accountId: string, q: ActivityQuery):
       .execute(),
     base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  return { rows: rows as ActivityRow[], total: Number(count.n) };
+  return { rows, total: Number(count.n) };
 }

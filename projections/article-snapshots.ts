@@ -1,9 +1,10 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
-import { type ArticleEvent, articleStream } from '../domain/article/events.ts';
+import { type ArticleEvent, articleEventTypes, articleStream } from '../domain/article/events.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
 import { prepared } from '../infra/db/statement-cache.ts';
-import { ALWAYS, type Pending, type Projector } from './projector.ts';
+import { ALWAYS, IN_TRANSACTION, type InlineProjector, type Pending } from '../infra/projection.ts';
+import { inlineProjector } from './projector.ts';
 
 /**
  * Snapshots of the article aggregate: `evolve` applied to the previous snapshot, in the append's
@@ -20,20 +21,15 @@ import { ALWAYS, type Pending, type Projector } from './projector.ts';
  * and can then write it within the append's statement (`statementsFor`). Without, it reads the
  * previous snapshot in `apply` (rebuilds, tools).
  */
-export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Projector {
-  return {
+export function createArticleSnapshotsProjector(memory?: SnapshotMemory): InlineProjector<ArticleEvent> {
+  return inlineProjector({
     name: 'article_snapshots@1',
     mode: 'inline',
-    handles: [
-      'ArticleCreated',
-      'ArticleEdited',
-      'FeaturedImageReplaced',
-      'ArticleRestored',
-      'ArticleStatusChanged',
-    ],
+    handles: articleEventTypes,
     tables: ['article_snapshots'],
+    /** Hand-written: without the snapshot before the event in memory, it reads it first. */
     async apply(event, trx) {
-      const articleId = (event.data as { articleId: string }).articleId;
+      const articleId = event.data.articleId;
       const known = memory?.recall(articleId);
       const previous =
         known?.version === event.version - 1
@@ -48,18 +44,15 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Projec
     },
     /** Only from the snapshot the command read (the usual case): the one before would take a read. */
     statementsFor(event, db, appended) {
-      const known = memory?.recall((event.data as { articleId: string }).articleId);
-      return known?.version === event.version - 1 ? [upsert(event, known, db, appended)] : undefined;
+      const known = memory?.recall(event.data.articleId);
+      return known?.version === event.version - 1 ? [upsert(event, known, db, appended)] : IN_TRANSACTION;
     },
-  };
+  });
 }
-
-/** The projector without a memory (rebuilds, status, tools); a runtime creates its own with one. */
-export const articleSnapshotsProjector: Projector = createArticleSnapshotsProjector();
 
 /** The snapshot after `event`, from the one before it (none: the initial state). */
 function upsert(
-  event: Pending,
+  event: Pending<ArticleEvent>,
   previous: { version: number; state: unknown } | undefined,
   db: Kysely<Database>,
   when: Expression<SqlBool>,
@@ -68,14 +61,14 @@ function upsert(
   const before = previous
     ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
     : initialState;
-  const state = JSON.stringify(withoutBody(evolve(before, event as unknown as ArticleEvent)));
+  const state = JSON.stringify(withoutBody(evolve(before, event)));
   return db
     .insertInto('article_snapshots')
     .columns(['article_id', 'version', 'state'])
     .expression(
       db
         .selectNoFrom([
-          sql<string>`${(event.data as { articleId: string }).articleId}::text`.as('article_id'),
+          sql<string>`${event.data.articleId}::text`.as('article_id'),
           sql<number>`${event.version}::integer`.as('version'),
           sql<unknown>`${state}::jsonb`.as('state'),
         ])
@@ -97,7 +90,7 @@ export type StoredSnapshot = { version: number; state: unknown };
  * projector, applying the event that follows one (the command's own append, right after its read),
  * starts from it instead of reading it again. The state at a stream version never changes, so a
  * remembered one is right whatever happened since; one at another version is not used. Owned by a
- * runtime (infra/runtime.ts), which hands the same memory to its commands and its projector; it
+ * runtime (apps/runtime.ts), which hands the same memory to its commands and its projector; it
  * keeps the `capacity` articles read last.
  */
 export type SnapshotMemory = {

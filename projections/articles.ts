@@ -1,29 +1,28 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Expression, type Kysely, type Selectable, type SqlBool, sql } from 'kysely';
 import type { Article } from '../domain/article/decider.ts';
-import type {
-  ArticleEdited,
-  ArticleRestored,
-  FeaturedImage,
-  FeaturedImageReplaced,
+import {
+  type ArticleEdited,
+  type ArticleEvent,
+  type ArticleRestored,
+  articleEventTypes,
+  type FeaturedImageReplaced,
 } from '../domain/article/events.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
-import type { ProtectedLinkJson } from '../infra/db/read-model-tables.ts';
+import type { ArticleBodiesTable, ArticlesTable } from '../infra/db/read-model-tables.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
 import { prepared } from '../infra/db/statement-cache.ts';
-import { invalidKeyError, isKeyLive, keyLive } from './accounts.ts';
 import {
   ALWAYS,
+  IN_TRANSACTION,
   type InlineStatement,
-  offsetOf,
-  type Page,
-  type PageQuery,
   type Pending,
-  type Projector,
   runTogether,
   type Stored,
   type Trx,
-} from './projector.ts';
+} from '../infra/projection.ts';
+import { invalidKeyError, isKeyLive, keyLive } from './accounts.ts';
+import { inlineProjector, offsetOf, type Page, type PageQuery, unhandled } from './projector.ts';
 import { inScope, type SiteScope, siteOwner } from './sites.ts';
 
 /**
@@ -32,18 +31,13 @@ import { inScope, type SiteScope, siteOwner } from './sites.ts';
  * before it, which makes replays idempotent. With the runtime's html memory, the word count and
  * protected links of a body the decider just sanitised are read from it rather than parsed again.
  */
-export function createArticlesProjector(memory?: HtmlMemory): Projector {
-  return {
+export function createArticlesProjector(memory?: HtmlMemory) {
+  return inlineProjector({
     name: 'articles@1',
     mode: 'inline',
-    handles: [
-      'ArticleCreated',
-      'ArticleEdited',
-      'FeaturedImageReplaced',
-      'ArticleRestored',
-      'ArticleStatusChanged',
-    ],
+    handles: articleEventTypes,
     tables: ['articles', 'article_bodies', 'article_counts'],
+    /** Hand-written: a new article and a status change read or count rows (`project`), which statements cannot. */
     async apply(event, trx) {
       const counts: CountChanges = new Map();
       await project(event, trx, counts, memory);
@@ -61,15 +55,20 @@ export function createArticlesProjector(memory?: HtmlMemory): Projector {
         case 'ArticleRestored':
         case 'FeaturedImageReplaced':
           return revisionStatements(event, db, appended, memory);
+        // A new article counts towards its site's status (only when its row is inserted), and a status
+        // change moves it between counts after reading the status it had.
+        case 'ArticleCreated':
+        case 'ArticleStatusChanged':
+          return IN_TRANSACTION;
         default:
-          return undefined;
+          return unhandled('articles', event);
       }
     },
-  };
+  });
 }
 
 /** The projector without an html memory (rebuilds, status, the async runner). */
-export const articlesProjector: Projector = createArticlesProjector();
+export const articlesProjector = createArticlesProjector();
 
 /**
  * An edit, a restore or a new featured image: the list row moves to the event's revision, and the
@@ -151,7 +150,7 @@ function compare(a: string, b: string): number {
 }
 
 async function project(
-  event: Stored,
+  event: Stored<ArticleEvent>,
   trx: Trx,
   counts: CountChanges,
   memory: HtmlMemory | undefined,
@@ -221,24 +220,14 @@ async function project(
       return;
     }
     default:
-      return;
+      return unhandled('articles', event);
   }
 }
 
-export type ArticleRow = {
-  id: string;
-  site_id: string;
-  title: string;
-  url: string;
-  status: 'draft' | 'scheduled' | 'published' | 'archived';
-  published_at: Date | null;
-  target_keyword: string | null;
-  word_count: number;
-  featured_image: FeaturedImage | null;
-  revision: number;
-  updated_at: Date;
-};
-export type ArticleDetailRow = ArticleRow & { body: string; protected_links: ProtectedLinkJson[] | null };
+/** An article of a list: its row without the account and creation time. */
+export type ArticleRow = Omit<Selectable<ArticlesTable>, 'account_id' | 'created_at'>;
+/** An article with its body and the body's protected links. */
+export type ArticleDetailRow = ArticleRow & Pick<Selectable<ArticleBodiesTable>, 'body' | 'protected_links'>;
 
 /**
  * The row `findArticle` reads once the article's events up to `state` are projected: the projector
@@ -335,7 +324,7 @@ export async function listArticles(
           .$if(q.status !== undefined, (qb) => qb.where('status', '=', q.status as string))
           .executeTakeFirstOrThrow();
   const [rows, count] = await Promise.all([articlePage(db, scope, q).execute(), counted]);
-  return inScope(scope, count, () => ({ rows: rows as ArticleRow[], total: Number(count.n) }));
+  return inScope(scope, count, () => ({ rows, total: Number(count.n) }));
 }
 
 /**
@@ -426,5 +415,5 @@ export async function findArticle(
   await confirmLive(db, liveKey, row);
   if (!row) return undefined;
   const { key_live: _, ...found } = row;
-  return found as ArticleDetailRow;
+  return found;
 }

@@ -1,18 +1,19 @@
-import { sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { BacklinkAcquired, BacklinkCategory } from '../domain/backlink/events.ts';
 import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
+import type { Trx } from '../infra/projection.ts';
 import { keyLive } from './accounts.ts';
-import { offsetOf, type Page, type PageQuery, type Projector, type Trx } from './projector.ts';
+import { asyncProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 import { inScope, type SiteScope, siteOwner } from './sites.ts';
 
-export const backlinksProjector: Projector = {
+/** Its only event is BacklinkAcquired, so it needs no switch. */
+export const backlinksProjector = asyncProjector({
   name: 'backlinks@1',
   mode: 'async',
   handles: ['BacklinkAcquired'],
   tables: ['backlinks', 'backlink_counts'],
   async apply(event, trx) {
-    if (event.type !== 'BacklinkAcquired') return;
     const inserted = await trx
       .insertInto('backlinks')
       .values(backlinkRow(event.data))
@@ -25,7 +26,7 @@ export const backlinksProjector: Projector = {
   async applyBatch(events, trx) {
     const rows = new Map<string, BacklinksTable>();
     for (const event of events) {
-      if (event.type === 'BacklinkAcquired' && !rows.has(event.data.backlinkId)) {
+      if (!rows.has(event.data.backlinkId)) {
         rows.set(event.data.backlinkId, backlinkRow(event.data));
       }
     }
@@ -40,7 +41,7 @@ export const backlinksProjector: Projector = {
       await countBacklinks(trx, inserted);
     }
   },
-};
+});
 
 /** Adds the backlinks a statement inserted (not those it skipped as already there) to backlink_counts. */
 async function countBacklinks(
@@ -82,7 +83,7 @@ function backlinkRow(d: BacklinkAcquired['data']): BacklinksTable {
   };
 }
 
-export type BacklinkRow = BacklinksTable;
+export type BacklinkRow = Selectable<BacklinksTable>;
 export type BacklinkListQuery = PageQuery & {
   from?: string | undefined;
   to?: string | undefined;

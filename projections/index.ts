@@ -1,10 +1,10 @@
 import type { HtmlMemory } from '../domain/html/memory.ts';
+import type { Projector } from '../infra/projection.ts';
 import { accountsProjector } from './accounts.ts';
 import { activityProjector } from './activity.ts';
 import { createArticleSnapshotsProjector, type SnapshotMemory } from './article-snapshots.ts';
 import { createArticlesProjector } from './articles.ts';
 import { backlinksProjector } from './backlinks.ts';
-import type { Projector } from './projector.ts';
 import { createRevisionsProjector } from './revisions.ts';
 import { siteStatsProjector } from './site-stats.ts';
 import { sitesProjector } from './sites.ts';

@@ -1,48 +1,41 @@
-import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { type Expression, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
+import { type ArticleEvent, articleEventTypes } from '../domain/article/events.ts';
 import { wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
-import type { ActorJson } from '../infra/db/read-model-tables.ts';
+import type { RevisionsTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { ALWAYS, offsetOf, type Page, type PageQuery, type Pending, type Projector } from './projector.ts';
+import { applyStatements, type Pending } from '../infra/projection.ts';
+import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
 /**
  * One row per revision of an article: who made it, from where, why, and the title and size after it.
  * With the runtime's html memory, the size of a body the decider just sanitised is read from it.
  */
-export function createRevisionsProjector(memory?: HtmlMemory): Projector {
-  return {
+export function createRevisionsProjector(memory?: HtmlMemory) {
+  // Every article event is a revision.
+  const statements = (event: Pending<ArticleEvent>, _db: unknown, appended: Expression<SqlBool>) => [
+    insertRevision(event, appended, memory),
+  ];
+  return inlineProjector({
     name: 'revisions@1',
     mode: 'inline',
-    handles: [
-      'ArticleCreated',
-      'ArticleEdited',
-      'FeaturedImageReplaced',
-      'ArticleRestored',
-      'ArticleStatusChanged',
-    ],
+    handles: articleEventTypes,
     tables: ['revisions'],
-    async apply(event, trx) {
-      const statement = insertRevision(event, ALWAYS, memory);
-      if (statement !== undefined) await statement.execute(trx);
-    },
-    statementsFor(event, _db, appended) {
-      const statement = insertRevision(event, appended, memory);
-      return statement === undefined ? [] : [statement];
-    },
-  };
+    apply: applyStatements(statements),
+    statementsFor: statements,
+  });
 }
 
 /** The projector without an html memory (rebuilds, status, the async runner). */
-export const revisionsProjector: Projector = createRevisionsProjector();
+export const revisionsProjector = createRevisionsProjector();
 
-/** The revision row of an article event (none for an event without a revision). */
+/** The revision's row, inserted when `when` holds (and, after the first, when the revision before is there). */
 function insertRevision(
-  event: Pending,
+  event: Pending<ArticleEvent>,
   when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
-): RawBuilder<unknown> | undefined {
+): RawBuilder<unknown> {
   const d = event.data;
-  if (!('revision' in d) || !('articleId' in d)) return undefined;
   const row = {
     article_id: d.articleId,
     revision: d.revision,
@@ -79,17 +72,8 @@ function insertRevision(
     on conflict (article_id, revision) do nothing`;
 }
 
-export type RevisionRow = {
-  revision: number;
-  event_type: string;
-  origin: 'api' | 'mcp' | 'editor' | 'rewrite';
-  actor: ActorJson;
-  reason: string | null;
-  created_at: Date;
-  title: string;
-  word_count: number;
-  restored_from: number | null;
-};
+/** A revision as its list and lookup read it: its row without the article id. */
+export type RevisionRow = Pick<Selectable<RevisionsTable>, (typeof revisionColumns)[number]>;
 
 const revisionColumns = [
   'revision',
@@ -110,7 +94,7 @@ export async function listRevisions(db: Db, articleId: string, q: PageQuery): Pr
     base.select(revisionColumns).orderBy('revision', 'desc').limit(q.perPage).offset(offsetOf(q)).execute(),
     base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  return { rows: rows as RevisionRow[], total: Number(count.n) };
+  return { rows, total: Number(count.n) };
 }
 
 /** One revision's record. The caller has checked the article belongs to the account. */
@@ -125,5 +109,5 @@ export async function findRevision(
     .where('article_id', '=', articleId)
     .where('revision', '=', revision)
     .executeTakeFirst();
-  return row as RevisionRow | undefined;
+  return row;
 }

@@ -1,8 +1,12 @@
-import { sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
+import type { StatsBucketsTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
+import type { Stored, Trx } from '../infra/projection.ts';
 import { keyLive } from './accounts.ts';
-import type { Projector, Stored, Trx } from './projector.ts';
+import { asyncProjector, type EventOf, unhandled } from './projector.ts';
 import { inScope, type SiteScope, siteOwner } from './sites.ts';
+
+type StatsEvent = EventOf<'BacklinkAcquired' | 'ArticleCreated' | 'ArticleStatusChanged'>;
 
 /**
  * Per-site counters in daily and monthly buckets, so a period is answered by reading at most one
@@ -10,7 +14,7 @@ import { inScope, type SiteScope, siteOwner } from './sites.ts';
  * An article counts as published on the UTC day of its published_at while its status is `published`;
  * `stats_articles` remembers where each article is counted so that a status change moves it.
  */
-export const siteStatsProjector: Projector = {
+export const siteStatsProjector = asyncProjector({
   name: 'site_stats@1',
   mode: 'async',
   handles: ['BacklinkAcquired', 'ArticleCreated', 'ArticleStatusChanged'],
@@ -21,7 +25,7 @@ export const siteStatsProjector: Projector = {
    * a status change (which reads where its article is counted) is applied on its own, in its place.
    */
   async applyBatch(events, trx) {
-    let run: Stored[] = [];
+    let run: Stored<StatsEvent>[] = [];
     for (const event of events) {
       if (event.type !== 'ArticleStatusChanged') {
         run.push(event);
@@ -33,9 +37,9 @@ export const siteStatsProjector: Projector = {
     }
     await applyRun(run, trx);
   },
-};
+});
 
-async function applyOne(event: Stored, trx: Trx): Promise<void> {
+async function applyOne(event: Stored<StatsEvent>, trx: Trx): Promise<void> {
   switch (event.type) {
     case 'BacklinkAcquired': {
       const d = event.data;
@@ -79,7 +83,7 @@ async function applyOne(event: Stored, trx: Trx): Promise<void> {
       return;
     }
     default:
-      return;
+      return unhandled('site_stats', event);
   }
 }
 
@@ -87,7 +91,7 @@ async function applyOne(event: Stored, trx: Trx): Promise<void> {
 const INSERT_ROWS = 1000;
 
 /** BacklinkAcquired and ArticleCreated events, in log order: the same rows as applyOne on each. */
-async function applyRun(events: readonly Stored[], trx: Trx): Promise<void> {
+async function applyRun(events: readonly Stored<StatsEvent>[], trx: Trx): Promise<void> {
   const deltas = new Map<string, BucketRow>();
   const add = (siteId: string, day: string, d: Deltas): void => {
     for (const [grain, bucket] of [
@@ -160,14 +164,7 @@ async function applyRun(events: readonly Stored[], trx: Trx): Promise<void> {
   }
 }
 
-type BucketRow = {
-  site_id: string;
-  grain: 'day' | 'month';
-  bucket: string;
-  articles_published: number;
-  backlinks_industry: number;
-  backlinks_local: number;
-};
+type BucketRow = Selectable<StatsBucketsTable>;
 
 function utcDay(iso: string): string {
   return new Date(iso).toISOString().slice(0, 10);

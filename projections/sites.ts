@@ -1,40 +1,44 @@
-import { type AliasedRawBuilder, sql } from 'kysely';
+import { type AliasedRawBuilder, type Expression, type Selectable, type SqlBool, sql } from 'kysely';
 import { DomainError } from '../domain/errors.ts';
+import type { SiteEvent } from '../domain/site/events.ts';
+import type { SitesTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { applyStatements, type InlineStatement, type Pending } from '../infra/projection.ts';
 import { invalidKeyError } from './accounts.ts';
-import { offsetOf, type Page, type PageQuery, type Projector } from './projector.ts';
+import { inlineProjector, offsetOf, type Page, type PageQuery, unhandled } from './projector.ts';
 
-export const sitesProjector: Projector = {
+/** The site's row, inserted when `when` holds; a replay changes nothing. */
+function siteStatements(
+  event: Pending<SiteEvent>,
+  _db: unknown,
+  when: Expression<SqlBool>,
+): InlineStatement[] {
+  switch (event.type) {
+    case 'SiteAdded': {
+      const d = event.data;
+      return [
+        sql`insert into sites (id, account_id, name, domain, url, created_at)
+            select ${d.siteId}::text, ${d.accountId}::text, ${d.name}::text, ${d.domain}::text, ${d.url}::text,
+                   ${event.metadata.at}::timestamptz
+             where ${when}
+            on conflict (id) do nothing`,
+      ];
+    }
+    default:
+      return unhandled('sites', event.type);
+  }
+}
+
+export const sitesProjector = inlineProjector({
   name: 'sites@1',
   mode: 'inline',
   handles: ['SiteAdded'],
   tables: ['sites'],
-  async apply(event, trx) {
-    if (event.type !== 'SiteAdded') return;
-    const d = event.data;
-    await trx
-      .insertInto('sites')
-      .values({
-        id: d.siteId,
-        account_id: d.accountId,
-        name: d.name,
-        domain: d.domain,
-        url: d.url,
-        created_at: event.metadata.at,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
-  },
-};
+  apply: applyStatements(siteStatements),
+  statementsFor: siteStatements,
+});
 
-export type SiteRow = {
-  id: string;
-  account_id: string;
-  name: string;
-  domain: string;
-  url: string;
-  created_at: Date;
-};
+export type SiteRow = Selectable<SitesTable>;
 
 const siteColumns = ['id', 'account_id', 'name', 'domain', 'url', 'created_at'] as const;
 

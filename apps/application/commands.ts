@@ -28,6 +28,7 @@ import { decideBacklink, evolveBacklink, initialBacklinkState } from '../../doma
 import { type BacklinkAcquired, backlinkStream } from '../../domain/backlink/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { Actor, EventMetadata, Origin } from '../../domain/event.ts';
+import type { DomainEvent } from '../../domain/events.ts';
 import type { HtmlMemory } from '../../domain/html/memory.ts';
 import type { SanitizedItem } from '../../domain/html/sanitized-item.ts';
 import { decideSite, evolveSite, initialSiteState } from '../../domain/site/decider.ts';
@@ -120,21 +121,21 @@ function checkPassword(password: string): void {
 
 type StartFrom<S> = () => Promise<{ state: S; version: number; streamVersion?: number } | undefined>;
 
-async function handle<S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
+async function handle<S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
   fold: { initial: S; evolve: (state: S, event: E) => S },
   decideOn: (state: S, version: number) => E[],
   snapshot?: StartFrom<S>,
   alongside?: Alongside,
-): Promise<{ events: StoredEvent[]; state: S; version: number }> {
+): Promise<{ events: StoredEvent<E>[]; state: S; version: number }> {
   for (let attempt = 0; ; attempt++) {
     const start = (await snapshot?.()) ?? { state: fold.initial, version: 0 };
     const history =
       start.streamVersion === start.version
         ? []
-        : await store.readStream(streamId, { from: start.version + 1 });
-    const state = history.reduce((s, e) => fold.evolve(s, e as unknown as E), start.state);
+        : await store.readStream<E>(streamId, { from: start.version + 1 });
+    const state = history.reduce((s, e) => fold.evolve(s, e), start.state);
     const version =
       history.length === 0 ? start.version : (history[history.length - 1]?.version ?? start.version);
     const events = decideOn(state, version);
@@ -229,13 +230,13 @@ export function createCommands(deps: CommandDeps) {
     },
     { maxItems: 1000, maxDelayMs: 100 },
   );
-  const run = <S, E extends { type: string; data: unknown; metadata: EventMetadata }>(
+  const run = <S, E extends DomainEvent>(
     streamId: string,
     fold: { initial: S; evolve: (state: S, event: E) => S },
     decideOn: (state: S, version: number) => E[],
     snapshot?: StartFrom<S>,
     alongside?: Alongside,
-  ): Promise<{ events: StoredEvent[]; state: S; version: number }> =>
+  ): Promise<{ events: StoredEvent<E>[]; state: S; version: number }> =>
     queue(streamId, () => handle(store, streamId, fold, decideOn, snapshot, alongside));
   const now = deps.now ?? (() => new Date());
   const meta = (caller?: { requestId?: string | undefined }): EventMetadata => ({
@@ -613,8 +614,8 @@ export function createCommands(deps: CommandDeps) {
   async function articleAt(accountId: string, articleId: string, revision: number): Promise<ArticleState> {
     const missing = new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
     if (!Number.isInteger(revision) || revision < 1) throw missing;
-    const events = await store.readStream(articleStream(articleId), { to: revision });
-    const state = events.reduce((s, e) => evolve(s, e as unknown as ArticleEvent), initialState);
+    const events = await store.readStream<ArticleEvent>(articleStream(articleId), { to: revision });
+    const state = events.reduce((s, e) => evolve(s, e), initialState);
     if (!state.exists || state.accountId !== accountId)
       throw new DomainError('not_found', `No article ${articleId}`);
     if (state.revision !== revision) {

@@ -1,6 +1,6 @@
 import type { Actor } from '../../domain/event.ts';
 import { newPassword } from '../../infra/ids.ts';
-import type { Runtime } from '../../infra/runtime.ts';
+import type { Runtime } from '../runtime.ts';
 import { demoArticle, demoBacklink, demoSite, seededRandom } from './demo-content.ts';
 import { progressBar } from './progress.ts';
 

@@ -3,8 +3,8 @@ import { loadConfigOrExit } from '../../infra/config.ts';
 import { housekeepingJobs, startJobs } from '../../infra/jobs/scheduler.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
-import { openRuntime } from '../../infra/runtime.ts';
 import { projectors } from '../../projections/index.ts';
+import { openRuntime } from '../runtime.ts';
 
 /**
  * The async projectors and the housekeeping jobs apart from the HTTP processes, for scale-out: run with

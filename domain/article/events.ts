@@ -90,4 +90,7 @@ export type ArticleEvent =
   | ArticleRestored
   | ArticleStatusChanged;
 
+/** Every article event type: the article read models handle each. */
+export const articleEventTypes = Object.keys(ArticleEventSchemas) as readonly ArticleEvent['type'][];
+
 export const articleStream = (articleId: string): string => `article-${articleId}`;

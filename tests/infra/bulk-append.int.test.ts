@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ArticleCreated, ArticleStatusChanged } from '../../domain/article/events.ts';
+import type { BacklinkAcquired } from '../../domain/backlink/events.ts';
 import type { EventMetadata } from '../../domain/event.ts';
 import { validateEvent } from '../../domain/events.ts';
+import type { SiteAdded } from '../../domain/site/events.ts';
 import { appendNew, type BulkAppendDeps, type NewStream } from '../../infra/bulk-append.ts';
 import {
   ConcurrencyError,
@@ -8,7 +11,6 @@ import {
   type EventStore,
   EventValidationError,
   type LogPosition,
-  type NewEvent,
   type StoredEvent,
 } from '../../infra/event-store.ts';
 import { catchUp, inlineDispatcher, rebuild } from '../../infra/projection-runner.ts';
@@ -22,7 +24,7 @@ const actor = { type: 'system' as const, id: 'import', name: 'Import' };
 let counter = 0;
 const unique = (prefix: string): string => `${prefix}_${Date.now().toString(36)}${(counter++).toString(36)}`;
 
-function siteAdded(accountId: string, siteId: string): NewEvent {
+function siteAdded(accountId: string, siteId: string): SiteAdded {
   return {
     type: 'SiteAdded',
     data: {
@@ -36,7 +38,7 @@ function siteAdded(accountId: string, siteId: string): NewEvent {
   };
 }
 
-function articleCreated(accountId: string, siteId: string, articleId: string, n: number): NewEvent {
+function articleCreated(accountId: string, siteId: string, articleId: string, n: number): ArticleCreated {
   return {
     type: 'ArticleCreated',
     data: {
@@ -59,7 +61,7 @@ function articleCreated(accountId: string, siteId: string, articleId: string, n:
   };
 }
 
-function statusChanged(articleId: string): NewEvent {
+function statusChanged(articleId: string): ArticleStatusChanged {
   return {
     type: 'ArticleStatusChanged',
     data: {
@@ -75,7 +77,12 @@ function statusChanged(articleId: string): NewEvent {
   };
 }
 
-function backlinkAcquired(accountId: string, siteId: string, backlinkId: string, n: number): NewEvent {
+function backlinkAcquired(
+  accountId: string,
+  siteId: string,
+  backlinkId: string,
+  n: number,
+): BacklinkAcquired {
   return {
     type: 'BacklinkAcquired',
     data: {
@@ -296,7 +303,7 @@ describe.each(backends)('appendNew on %s', (backend) => {
       { streamId: `site-${siteId}`, events: [siteAdded(accountId, siteId)] },
       {
         streamId: `article-${articleId}`,
-        events: [{ ...bad, data: { ...(bad.data as object), url: 'not a url' } }],
+        events: [{ ...bad, data: { ...bad.data, url: 'not a url' } }],
       },
     ]).catch((e: unknown) => e);
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import { fold } from '../../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import { readArticleSnapshot } from '../../projections/article-snapshots.ts';
 import { findArticle } from '../../projections/articles.ts';
 import { listRevisions } from '../../projections/revisions.ts';
@@ -155,8 +155,8 @@ describe.each(backends)('command handlers on %s', (backend) => {
       .executeTakeFirstOrThrow();
     expect(stored.version).toBe(4);
     expect(stored.state).not.toHaveProperty('body');
-    const events = await runtime.store.readStream(articleStream(id));
-    const folded = fold(events as unknown as ArticleEvent[]);
+    const events = await runtime.store.readStream<ArticleEvent>(articleStream(id));
+    const folded = fold(events);
     expect(await readArticleSnapshot(runtime.db, id)).toEqual({
       version: 4,
       state: folded,
@@ -242,6 +242,7 @@ describe.each(backends)('command handlers on %s', (backend) => {
     await expect(
       runtime.store.append(
         'site-bad',
+        // @ts-expect-error: the store's type refuses the event too; its validation is what is tested
         [{ type: 'SiteAdded', data: { siteId: 'x' }, metadata: { at: new Date().toISOString() } }],
         {
           expectedVersion: 'no_stream',

@@ -19,6 +19,7 @@ import {
   type StoredEvent,
   writeCheckpoint,
 } from '../../infra/event-store.ts';
+import { IN_TRANSACTION } from '../../infra/projection.ts';
 import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../support/db.ts';
 
 const metadata: EventMetadata = { at: '2026-11-21T10:00:00.000Z', requestId: 'req-1' };
@@ -48,11 +49,11 @@ function increasing(values: readonly bigint[]): boolean {
   return values.every((value, i) => i === 0 || nth(values, i - 1) < value);
 }
 
-function mine(events: readonly StoredEvent[], streams: readonly string[]): StoredEvent[] {
+function mine(events: readonly StoredEvent<NewEvent>[], streams: readonly string[]): StoredEvent<NewEvent>[] {
   return events.filter((e) => streams.includes(e.streamId));
 }
 
-function logPositionOf(event: StoredEvent): LogPosition {
+function logPositionOf(event: StoredEvent<NewEvent>): LogPosition {
   return { transactionId: event.transactionId, position: event.position };
 }
 
@@ -60,13 +61,18 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 describe.each(backends)('event store on %s', (backend) => {
   let testDb: TestDatabase;
-  let store: EventStore;
-  let storeWith: (deps: Partial<EventStoreDeps>) => EventStore;
+  let store: EventStore<NewEvent>;
+  let storeWith: (deps: Partial<EventStoreDeps<NewEvent>>) => EventStore<NewEvent>;
 
   beforeAll(async () => {
     testDb = await createTestDatabase(backend);
     storeWith = (deps) =>
-      createEventStore({ db: testDb.handle.db, handle: testDb.handle, validate: () => {}, ...deps });
+      createEventStore<NewEvent>({
+        db: testDb.handle.db,
+        handle: testDb.handle,
+        validate: () => {},
+        ...deps,
+      });
     store = storeWith({});
   }, 60_000);
 
@@ -94,7 +100,7 @@ describe.each(backends)('event store on %s', (backend) => {
     after: LogPosition,
     streams: readonly string[],
     count: number,
-  ): Promise<StoredEvent[]> {
+  ): Promise<StoredEvent<NewEvent>[]> {
     const deadline = Date.now() + 10_000;
     for (;;) {
       const events = mine(await store.readAll(after, 100_000), streams);
@@ -297,7 +303,7 @@ describe.each(backends)('event store on %s', (backend) => {
       const last = logPositionOf(nth(all, -1));
       expect(compareLog(await store.headPosition(), last)).toBeGreaterThanOrEqual(0);
 
-      const paged: StoredEvent[] = [];
+      const paged: StoredEvent<NewEvent>[] = [];
       let after = head;
       for (;;) {
         const page = await store.readAll(after, 2);
@@ -351,13 +357,17 @@ describe.each(backends)('event store on %s', (backend) => {
         backend === 'postgres'
           ? await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' })
           : testDb.handle;
-      const readerStore = createEventStore({ db: readerHandle.db, handle: readerHandle, validate: () => {} });
+      const readerStore = createEventStore<NewEvent>({
+        db: readerHandle.db,
+        handle: readerHandle,
+        validate: () => {},
+      });
 
       let writing = true;
       let aborted = false;
       // Everything read; `start` may lag behind earlier tests' events (see `readable`).
-      const seen: StoredEvent[] = [];
-      const ours = (): StoredEvent[] => seen.filter((e) => e.streamId.startsWith(prefix));
+      const seen: StoredEvent<NewEvent>[] = [];
+      const ours = (): StoredEvent<NewEvent>[] => seen.filter((e) => e.streamId.startsWith(prefix));
       const reader = (async () => {
         let after = start;
         let count = 0;
@@ -515,7 +525,7 @@ describe.each(backends)('event store on %s', (backend) => {
           expect(compareLog(seen.through, logPositionOf(nth(b.events, 0)))).toBe(-1);
           await a.commit().execute();
           let after = seen.through;
-          const read: StoredEvent[] = [];
+          const read: StoredEvent<NewEvent>[] = [];
           const deadline = Date.now() + 10_000;
           while (read.length === 0 && Date.now() < deadline) {
             const batch = await readBatch(db, after, 10, [rare]);
@@ -543,7 +553,7 @@ describe.each(backends)('event store on %s', (backend) => {
           : testDb.handle;
       let after = await store.headPosition();
       let writing = true;
-      const seen: StoredEvent[] = [];
+      const seen: StoredEvent<NewEvent>[] = [];
       const reader = (async () => {
         const deadline = Date.now() + 30_000;
         while (writing || (seen.length < writers * appendsPerWriter && Date.now() < deadline)) {
@@ -704,7 +714,7 @@ describe.each(backends)('event store on %s', (backend) => {
       const before = await eventCount();
       const streamId = newStream('inline-fail');
       let notified = 0;
-      const failing = createEventStore({
+      const failing = createEventStore<NewEvent>({
         db: testDb.handle.db,
         handle: {
           notifyAppended: () => {
@@ -732,7 +742,7 @@ describe.each(backends)('event store on %s', (backend) => {
 
     it('run in the append transaction, and their writes land with the events', async () => {
       const streamId = newStream('inline-ok');
-      const seen: StoredEvent[] = [];
+      const seen: StoredEvent<NewEvent>[] = [];
       const projecting = storeWith({
         inline: async (events, trx) => {
           seen.push(...events);
@@ -872,14 +882,14 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(await store.readStream(streamId)).toEqual([]);
     });
 
-    it('give way to the transaction and `inline` when a projector cannot (undefined), for several events, or for expected version any', async () => {
+    it('give way to the transaction and `inline` when a projector cannot (IN_TRANSACTION), for several events, or for expected version any', async () => {
       const streamId = newStream('stmt-fallback');
       let transactionPath = 0;
       const projecting = storeWith({
         inline: async () => {
           transactionPath += 1;
         },
-        inlineStatements: (pending) => ((pending.type as string) === 'Undecided' ? undefined : []),
+        inlineStatements: (pending) => (pending.type === 'Undecided' ? IN_TRANSACTION : []),
       });
       await projecting.append(streamId, [event('Undecided')], { expectedVersion: 'no_stream' });
       await projecting.append(streamId, [event('A'), event('B')], { expectedVersion: 1 });

@@ -4,11 +4,11 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import type { FeaturedImage } from '../../domain/article/events.ts';
 import { idempotent, type StoredResponse } from '../../infra/idempotency.ts';
 import { collectMedia, purgeIdempotency } from '../../infra/jobs/housekeeping.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import { backends } from '../support/db.ts';
 import { apiKeyActor, createTestRuntime, pipelineActor, setUpAccount } from '../support/runtime.ts';
 

@@ -13,8 +13,8 @@ import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../
 const metadata = { at: '2026-11-21T10:00:00.000Z' };
 const event = (type: string): NewEvent => ({ type, data: { type }, metadata });
 
-function storeOn(handle: DbHandle): EventStore {
-  return createEventStore({ db: handle.db, handle, validate: () => {} });
+function storeOn(handle: DbHandle): EventStore<NewEvent> {
+  return createEventStore<NewEvent>({ db: handle.db, handle, validate: () => {} });
 }
 
 /** Resolves at the next wake-up of `handle`'s onAppended with the types it names, rejects after `ms`. */
@@ -156,7 +156,7 @@ describe.each(backends)('openDatabase on %s', (backend) => {
         other.onAppended(() => {
           calls += 1;
         });
-        const failing = createEventStore({
+        const failing = createEventStore<NewEvent>({
           db: testDb.handle.db,
           handle: testDb.handle,
           validate: () => {},

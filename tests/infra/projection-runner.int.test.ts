@@ -7,20 +7,20 @@ import {
   type NewEvent,
   readCheckpoint,
 } from '../../infra/event-store.ts';
+import type { AsyncProjector } from '../../infra/projection.ts';
 import { applyNextBatch, startAsyncProjections } from '../../infra/projection-runner.ts';
-import type { Projector } from '../../projections/projector.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 const event = (type: string): NewEvent => ({ type, data: {}, metadata: { at: '2026-11-21T10:00:00.000Z' } });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An async projector of `types` that remembers the ids of the events it applied. */
-function recorder(types: string[]): Projector & { seen: string[] } {
+function recorder(types: string[]): AsyncProjector<NewEvent> & { seen: string[] } {
   const seen: string[] = [];
   return {
     name: `test-${randomUUID()}`,
     mode: 'async',
-    handles: types as unknown as Projector['handles'],
+    handles: types,
     tables: [],
     seen,
     async apply(event) {
@@ -42,10 +42,10 @@ async function until(check: () => Promise<boolean> | boolean, what: string, ms =
 
 describe.each(backends)('async projection runner on %s', (backend) => {
   let testDb: TestDatabase;
-  let store: EventStore;
+  let store: EventStore<NewEvent>;
   beforeAll(async () => {
     testDb = await createTestDatabase(backend);
-    store = createEventStore({ db: testDb.handle.db, handle: testDb.handle, validate: () => {} });
+    store = createEventStore<NewEvent>({ db: testDb.handle.db, handle: testDb.handle, validate: () => {} });
   }, 60_000);
   afterAll(async () => testDb?.drop());
 

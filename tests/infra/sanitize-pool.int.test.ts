@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import { bodyFacts, factsOf } from '../../domain/html/facts.ts';
 import { sanitizeHtml } from '../../domain/html/sanitize.ts';
 import { parseBody } from '../../domain/html/tree.ts';
 import { createHtmlMemory } from '../../infra/html-memory.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import { createSanitizePool, IN_THREAD_MAX, type SanitizePool } from '../../infra/sanitize-pool.ts';
 import {
   apiKeyActor,

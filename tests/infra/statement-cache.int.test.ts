@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import {
   createStatementNames,
   namingClient,
   prepared,
   StatementNamingClient,
 } from '../../infra/db/statement-cache.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { createTestRuntime, setUpAccount } from '../support/runtime.ts';
 

@@ -7,9 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import type { Config } from '../../infra/config.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import type { Backend } from '../support/db.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 

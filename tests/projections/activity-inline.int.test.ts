@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import { readCheckpoint, writeCheckpoint } from '../../infra/event-store.ts';
 import { projectionStatus, retireCheckpoint } from '../../infra/projection-runner.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import { activityProjector, listActivity } from '../../projections/activity.ts';
 import { backends } from '../support/db.ts';
 import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';

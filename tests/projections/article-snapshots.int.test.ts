@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Runtime, SNAPSHOT_MEMORY } from '../../apps/runtime.ts';
 import { type ArticleState, evolve, initialState } from '../../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
-import type { NewEvent, StoredEvent } from '../../infra/event-store.ts';
-import { type Runtime, SNAPSHOT_MEMORY } from '../../infra/runtime.ts';
+import type { StoredEvent } from '../../infra/event-store.ts';
 import { createSnapshotMemory, readArticleSnapshot } from '../../projections/article-snapshots.ts';
 import { backends } from '../support/db.ts';
 import {
@@ -34,16 +34,16 @@ describe('the snapshot memory', () => {
 });
 
 /** The new events of `stored`, as another database's store would take them. */
-function asNew(stored: StoredEvent, data: Record<string, unknown>): NewEvent {
-  return { type: stored.type, data: { ...(stored.data as object), ...data }, metadata: stored.metadata };
+function asNew(stored: StoredEvent<ArticleEvent>, data: Record<string, unknown>): ArticleEvent {
+  return { type: stored.type, data: { ...stored.data, ...data }, metadata: stored.metadata } as ArticleEvent;
 }
 
-function fold(events: readonly StoredEvent[]): ArticleState {
-  return events.reduce((s, e) => evolve(s, e as unknown as ArticleEvent), initialState);
+function fold(events: readonly StoredEvent<ArticleEvent>[]): ArticleState {
+  return events.reduce((s, e) => evolve(s, e), initialState);
 }
 
 /**
- * Every runtime has its own memory of the snapshots its commands read (infra/runtime.ts). Two
+ * Every runtime has its own memory of the snapshots its commands read (apps/runtime.ts). Two
  * runtimes in one process (the server's and a test's, or two databases) must not see each other's:
  * a snapshot read in one database would otherwise stand in for the same article's in the other.
  */
@@ -87,7 +87,7 @@ describe.each(backends)('snapshot memories of two runtimes in one process, on %s
       { origin: 'rewrite', actor: pipelineActor },
     );
     const stream = articleStream(articleId);
-    const [created] = await one.store.readStream(stream);
+    const [created] = await one.store.readStream<ArticleEvent>(stream);
     if (created === undefined) throw new Error('the article must have been created');
     await other.store.append(
       stream,
@@ -113,7 +113,7 @@ describe.each(backends)('snapshot memories of two runtimes in one process, on %s
     expect(other.snapshots.recall(articleId)).toBeUndefined();
 
     // The second database's version 2, appended without a command (nothing read there first).
-    const [, edited] = await one.store.readStream(stream);
+    const [, edited] = await one.store.readStream<ArticleEvent>(stream);
     if (edited === undefined) throw new Error('the article must have been edited');
     await other.store.append(stream, [asNew(edited, { title: 'Edited in the second' })], {
       expectedVersion: 1,
@@ -123,7 +123,7 @@ describe.each(backends)('snapshot memories of two runtimes in one process, on %s
     for (const runtime of [one, other]) {
       const snapshot = await readArticleSnapshot(runtime.db, articleId);
       expect(snapshot?.version).toBe(2);
-      expect(snapshot?.state).toEqual(fold(await runtime.store.readStream(stream)));
+      expect(snapshot?.state).toEqual(fold(await runtime.store.readStream<ArticleEvent>(stream)));
     }
     const theOther = await readArticleSnapshot(other.db, articleId);
     expect(theOther?.state).toMatchObject({ accountId: b.accountId, title: 'Edited in the second' });

@@ -1,5 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import {
   type ArticleCommand,
   type ArticleState,
@@ -8,10 +9,15 @@ import {
   initialState,
 } from '../../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
-import type { Runtime } from '../../infra/runtime.ts';
+import {
+  handles,
+  IN_TRANSACTION,
+  type InlineProjector,
+  type Pending,
+  runTogether,
+} from '../../infra/projection.ts';
 import { readArticleSnapshot } from '../../projections/article-snapshots.ts';
 import { createProjectors } from '../../projections/index.ts';
-import { handles, type Pending, runTogether } from '../../projections/projector.ts';
 import { backends } from '../support/db.ts';
 import {
   apiKeyActor,
@@ -104,8 +110,8 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
 
     // The next event, as a command decides it, and as the append hands it over (JSON as stored).
     atRevision1 = await runtime.commands.articleAt(accountId, articleId, 1);
-    const history = await runtime.store.readStream(articleStream(articleId));
-    const state = history.reduce((s, e) => evolve(s, e as unknown as ArticleEvent), initialState);
+    const history = await runtime.store.readStream<ArticleEvent>(articleStream(articleId));
+    const state = history.reduce((s, e) => evolve(s, e), initialState);
     const [event] = decide(command(articleId), state);
     if (event === undefined) throw new Error('the command must decide an event');
     const pending = {
@@ -118,12 +124,12 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
     await readArticleSnapshot(runtime.db, articleId, runtime.snapshots);
 
     const inline = createProjectors({ snapshots: runtime.snapshots }).filter(
-      (p) => p.mode === 'inline' && handles(p, pending.type),
+      (p): p is InlineProjector => p.mode === 'inline' && handles(p, pending.type),
     );
     const statementsWhen = (appended: SqlBool) =>
       inline.flatMap((p) => {
-        const own = p.statementsFor?.(pending, runtime.db, sql<SqlBool>`${sql.lit(appended)}`);
-        if (own === undefined) throw new Error(`${p.name} gives no statements for ${pending.type}`);
+        const own = p.statementsFor(pending, runtime.db, sql<SqlBool>`${sql.lit(appended)}`);
+        if (own === IN_TRANSACTION) throw new Error(`${p.name} gives no statements for ${pending.type}`);
         return own;
       });
 

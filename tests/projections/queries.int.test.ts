@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../infra/runtime.ts';
+import type { Runtime } from '../../apps/runtime.ts';
 import { listActivity } from '../../projections/activity.ts';
 import { type ArticleListQuery, findArticle, listArticles } from '../../projections/articles.ts';
 import { type BacklinkListQuery, listBacklinks } from '../../projections/backlinks.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import { rebuild } from '../../infra/projection-runner.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import { projectors } from '../../projections/index.ts';
 import { backends } from '../support/db.ts';
 import {

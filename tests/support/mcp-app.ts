@@ -6,6 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
+import type { Runtime } from '../../apps/runtime.ts';
 import type { Principal } from '../../apps/server/api/auth.ts';
 import type { LimitHook } from '../../apps/server/api/index.ts';
 import { createRequestLimiter } from '../../apps/server/api/limits.ts';
@@ -13,11 +14,9 @@ import { buildApp } from '../../apps/server/app.ts';
 import type { McpTokenVerifier } from '../../apps/server/mcp/index.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { FetchImage } from '../../infra/media/fetch.ts';
-import type { Runtime } from '../../infra/runtime.ts';
-import { createRuntime } from '../../infra/runtime.ts';
 import { listArticles } from '../../projections/articles.ts';
-import { type Backend, createTestDatabase, type TestDatabase } from './db.ts';
-import { catchUpAll, pipelineActor, protectedBody, setUpAccount } from './runtime.ts';
+import type { Backend } from './db.ts';
+import { catchUpAll, createTestRuntime, pipelineActor, protectedBody, setUpAccount } from './runtime.ts';
 
 /*
  * A test composition of the app for /mcp: a seeded database, and a token verifier that maps fixed test
@@ -132,8 +131,10 @@ async function fakeImageFetcher(): Promise<FetchImage> {
 export async function startMcpTestApp(
   opts: { backend?: Backend; publicUrl?: string } = {},
 ): Promise<McpTestApp> {
-  const db: TestDatabase = await createTestDatabase(opts.backend ?? 'postgres');
-  const runtime = createRuntime(db.handle, { now: () => new Date('2026-11-05T12:00:00Z') });
+  const db = await createTestRuntime(opts.backend ?? 'postgres', {
+    now: () => new Date('2026-11-05T12:00:00Z'),
+  });
+  const { runtime } = db;
   const a = await seedAccount(runtime, 'Plumbers Ltd');
   const b = await seedAccount(runtime, 'Dentists Ltd');
   const c = await seedAccount(runtime, 'Bakers Ltd');

@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
+import { createRuntime, type Runtime } from '../../apps/runtime.ts';
 import type { Actor } from '../../domain/event.ts';
 import type { ReadModelTables } from '../../infra/db/read-model-tables.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
-import { createRuntime, type Runtime } from '../../infra/runtime.ts';
-import { asyncProjectors } from '../../projections/index.ts';
+import { asyncProjectors, projectors } from '../../projections/index.ts';
 import { type Backend, createTestDatabase } from './db.ts';
 
 export const apiKeyActor: Actor = { type: 'api_key', id: 'key_test', name: 'Test key' };
@@ -23,25 +23,19 @@ export async function catchUpAll(db: Db): Promise<void> {
   for (const p of asyncProjectors) await catchUp(db, p);
 }
 
-const tables: (keyof ReadModelTables)[] = [
-  'accounts',
-  'api_keys',
-  'staff',
-  'sites',
-  'articles',
-  'article_bodies',
-  'revisions',
-  'backlinks',
-  'stats_buckets',
-  'stats_articles',
-  'activity',
-  'article_counts',
-  'backlink_counts',
-  'article_snapshots',
-];
+/** Every projector's tables: a new read model is compared as soon as its projector exists. */
+const tables = projectors.flatMap((p) => p.tables);
 
 /** Every read-model row, in a stable order, as JSON text: two snapshots compare equal iff the rows are identical. */
 export async function snapshotReadModels(db: Db): Promise<Record<string, string[]>> {
+  return snapshotTables(db, tables);
+}
+
+/** The rows of `tables`, each table's in a stable order, as JSON text. */
+export async function snapshotTables(
+  db: Db,
+  tables: readonly (keyof ReadModelTables)[],
+): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const table of tables) {
     const result = await sql<{

@@ -1,8 +1,8 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { EMAIL_POLICY } from '../../apps/server/web/throttle.ts';
-import type { Runtime } from '../../infra/runtime.ts';
 import { createPerson, type Person } from '../oauth/helpers.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 

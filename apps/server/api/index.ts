@@ -3,8 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
 import { isDomainError, parameterError } from '../../../domain/errors.ts';
-import type { Runtime } from '../../../infra/runtime.ts';
 import type { Application } from '../../application/index.ts';
+import type { Runtime } from '../../runtime.ts';
 import { createActivityLog } from './activity-log.ts';
 import {
   authenticate,

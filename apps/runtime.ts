@@ -1,16 +1,16 @@
-import { type Commands, createCommands } from '../apps/application/commands.ts';
 import { validateEvent } from '../domain/events.ts';
+import type { Config } from '../infra/config.ts';
+import { migrateToLatest } from '../infra/db/migrate.ts';
+import { type DbHandle, type DbLogger, openDatabase } from '../infra/db/open.ts';
+import type { Db } from '../infra/db/schema.ts';
+import { createEventStore, type EventStore } from '../infra/event-store.ts';
+import { createHtmlMemory, type HtmlMemoryStore } from '../infra/html-memory.ts';
+import { inlineDispatcher, inlineStatements, retireCheckpoint } from '../infra/projection-runner.ts';
+import { createSanitizePool } from '../infra/sanitize-pool.ts';
 import { activityProjector } from '../projections/activity.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { createProjectors } from '../projections/index.ts';
-import type { Config } from './config.ts';
-import { migrateToLatest } from './db/migrate.ts';
-import { type DbHandle, type DbLogger, openDatabase } from './db/open.ts';
-import type { Db } from './db/schema.ts';
-import { createEventStore, type EventStore } from './event-store.ts';
-import { createHtmlMemory, type HtmlMemoryStore } from './html-memory.ts';
-import { inlineDispatcher, inlineStatements, retireCheckpoint } from './projection-runner.ts';
-import { createSanitizePool } from './sanitize-pool.ts';
+import { type Commands, createCommands } from './application/commands.ts';
 
 /** Everything the faces of the service share: the database, the event store and the command handlers. */
 export type Runtime = {
@@ -33,7 +33,9 @@ export type Runtime = {
 export const SNAPSHOT_MEMORY = 256;
 
 /**
- * The composition root of the core, used by the server, the worker, the CLI and the tests.
+ * The composition root of the core, used by the server, the worker, the CLI, the benchmark and the
+ * tests: it plugs the read models (projections/) into the event store and the projection runner
+ * (infra/), which know them only through the projector port (infra/projection.ts).
  * `sanitizeThreads` (config SANITIZE_THREADS; 0 or absent: none) starts a pool of worker threads that
  * sanitise edited bodies ahead of their commands. `htmlMemoryBytes` sizes the html memory (default
  * HTML_MEMORY_BYTES).
