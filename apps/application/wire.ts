@@ -6,16 +6,18 @@ import type { BacklinkRow } from '../../projections/backlinks.ts';
 import type { RevisionRow } from '../../projections/revisions.ts';
 import type { Period, SiteStats } from '../../projections/site-stats.ts';
 import type { SiteRow } from '../../projections/sites.ts';
+import type { EditResult } from './commands.ts';
 import type {
   ActivityRecord,
   Article,
+  ArticleChange,
   ArticleListItem,
   Backlink,
+  Revision,
+  RevisionContent,
   Site,
   Stats,
-} from '../server/api/schemas.ts';
-import type { ArticleChange, Revision, RevisionContent } from '../server/api/write-schemas.ts';
-import type { EditResult } from './commands.ts';
+} from './wire-schemas.ts';
 
 /** Read-model rows to the CONTRACT's wire shapes: every use case answers with these. */
 

@@ -1,6 +1,6 @@
 import type { Actor } from '../../domain/event.ts';
 import { newPassword } from '../../infra/ids.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Commands } from '../application/commands.ts';
 import { demoArticle, demoBacklink, demoSite, seededRandom } from './demo-content.ts';
 import { progressBar } from './progress.ts';
 
@@ -27,7 +27,7 @@ const pipeline: Actor = { type: 'system', id: 'seed-demo', name: 'Demo data' };
  * the same command handlers as everything else, and a write-scoped API key. Counts are per site.
  */
 export async function seedDemo(
-  runtime: Runtime,
+  runtime: { commands: Commands },
   opts: SeedOptions,
   now: Date = new Date(),
 ): Promise<SeedResult> {

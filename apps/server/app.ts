@@ -173,7 +173,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     media,
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
   });
-  await app.register(apiV1, { prefix: '/api/v1', runtime: deps.runtime, application, publicUrl, limit });
+  await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
   // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
   // The Connect Site page and the MCP endpoint take the connections and the token verifier from it.
   const oauth = await registerOAuth(app, {

@@ -3,8 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
 import { isDomainError, parameterError } from '../../../domain/errors.ts';
+import type { Db } from '../../../infra/db/schema.ts';
 import type { Application } from '../../application/index.ts';
-import type { Runtime } from '../../runtime.ts';
 import { createActivityLog } from './activity-log.ts';
 import {
   authenticate,
@@ -22,7 +22,8 @@ import { writeRoutes } from './write-routes.ts';
 export type LimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 export type ApiDeps = {
-  runtime: Runtime;
+  /** Where the last use of each API key is written (api_key_usage). */
+  db: Db;
   application: Application;
   publicUrl: string;
   limit?: LimitHook;
@@ -42,7 +43,7 @@ async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> 
 
 /** `/api/v1`: API-key authentication, limits, the activity log, and the routes. */
 export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
-  const { db } = deps.runtime;
+  const { db } = deps;
   const usage = createUsageRecorder(db);
   const resolveAuth = createAuthResolver(deps.application.keys, usage);
   const activity = createActivityLog(deps.application.activity, 'api', resolveAuth, app.log);

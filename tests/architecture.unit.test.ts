@@ -1,0 +1,103 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+/*
+ * The layering rules of docs/architecture.md, checked on every module's imports: dependencies point
+ * one way (adapters -> application -> domain, with infra and projections plugged in below the
+ * application), and a face never reaches into another face's routes.
+ */
+
+const ROOT = resolve(import.meta.dirname, '..');
+const SOURCE_DIRS = ['apps', 'domain', 'infra', 'projections'];
+
+type Layer = 'domain' | 'infra' | 'projections' | 'application' | 'adapter' | 'composition';
+
+/** The files that put the service together: they may see every layer. */
+const COMPOSITION_ROOTS = new Set([
+  'apps/server/main.ts',
+  'apps/server/app.ts',
+  'apps/worker/main.ts',
+  'apps/cli/main.ts',
+  'apps/cli/cli.ts',
+  'apps/runtime.ts',
+]);
+
+function layerOf(file: string): Layer {
+  if (COMPOSITION_ROOTS.has(file)) return 'composition';
+  if (file.startsWith('domain/')) return 'domain';
+  if (file.startsWith('infra/')) return 'infra';
+  if (file.startsWith('projections/')) return 'projections';
+  if (file.startsWith('apps/application/')) return 'application';
+  return 'adapter';
+}
+
+/** What each layer may import (besides packages from node_modules and node: builtins). */
+const ALLOWED: Record<Layer, readonly Layer[]> = {
+  domain: ['domain'],
+  infra: ['domain', 'infra'],
+  projections: ['domain', 'infra', 'projections'],
+  application: ['domain', 'infra', 'projections', 'application'],
+  adapter: ['domain', 'infra', 'application', 'adapter'],
+  composition: ['domain', 'infra', 'projections', 'application', 'adapter', 'composition'],
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
+    .map((e) => relative(ROOT, join(e.parentPath, e.name)));
+}
+
+/** The project files a module imports (static, type-only and dynamic imports alike). */
+function importsOf(file: string): string[] {
+  const info = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true);
+  return info.importedFiles
+    .map((f) => f.fileName)
+    .filter((name) => name.startsWith('.'))
+    .map((name) => relative(ROOT, resolve(ROOT, dirname(file), name)));
+}
+
+const files = SOURCE_DIRS.flatMap(sourceFiles);
+const edges = files.flatMap((from) => importsOf(from).map((to) => ({ from, to })));
+
+describe('the layering of the source tree', () => {
+  it('finds the modules and their imports', () => {
+    // A scan that found nothing would pass every rule below.
+    expect(files.length).toBeGreaterThan(100);
+    expect(edges.length).toBeGreaterThan(300);
+    expect(files).toContain('apps/application/index.ts');
+  });
+
+  it('points every import one way: adapters -> application -> projections and infra -> domain', () => {
+    const wrong = edges
+      .filter(({ from, to }) => !ALLOWED[layerOf(from)].includes(layerOf(to)))
+      .map(({ from, to }) => `${from} (${layerOf(from)}) imports ${to} (${layerOf(to)})`);
+    expect(wrong).toEqual([]);
+  });
+
+  it('keeps each face to its own routes: no module imports a route file of another directory', () => {
+    const wrong = edges
+      .filter(({ from, to }) => to.endsWith('-routes.ts') && dirname(from) !== dirname(to))
+      .map(({ from, to }) => `${from} imports ${to}`);
+    expect(wrong).toEqual([]);
+  });
+
+  it('keeps the domain free of module-level mutable state', () => {
+    const wrong: string[] = [];
+    for (const file of files.filter((f) => layerOf(f) === 'domain')) {
+      const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
+      lines.forEach((line, index) => {
+        const mutable = /^(export )?(let|var) /.test(line);
+        // A collection is mutable unless its type says it is read-only.
+        const collection =
+          /^(export )?const \w+(: [^=]+)? = new (Map|Set|WeakMap|WeakSet|Array)\b/.test(line) &&
+          !/: Readonly(Set|Map)</.test(line);
+        if (mutable || collection) {
+          wrong.push(`${file}:${index + 1}: ${line.trim()}`);
+        }
+      });
+    }
+    expect(wrong).toEqual([]);
+  });
+});
