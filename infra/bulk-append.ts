@@ -31,7 +31,7 @@ export interface NewStream<E extends NewEvent = DomainEvent> {
   events: readonly E[];
 }
 
-export interface BulkAppendResult<E extends NewEvent = DomainEvent> {
+interface BulkAppendResult<E extends NewEvent = DomainEvent> {
   /** Every event written, stream after stream in the order given, each stream's in version order. */
   events: StoredEvent<E>[];
 }

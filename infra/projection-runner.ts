@@ -25,15 +25,15 @@ import {
   type Stored,
 } from './projection.ts';
 
-export type Progress = { done: number; total: number };
-export type ProjectionStatus = {
+type Progress = { done: number; total: number };
+type ProjectionStatus = {
   name: string;
   mode: 'inline' | 'async';
   checkpoint: LogPosition | null;
   /** Events of the types it handles that it has not applied yet (always 0 for inline projectors). */
   lag: number;
 };
-export type RunnerLogger = { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
+type RunnerLogger = { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
 
 const BATCH = 500;
 

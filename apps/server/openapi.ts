@@ -18,9 +18,9 @@ import { statusOf } from './errors.ts';
  */
 
 /** Where the document is served (public: no key, no rate limit, not in the activity log). */
-export const OPENAPI_PATH = '/api/v1/openapi.json';
+const OPENAPI_PATH = '/api/v1/openapi.json';
 /** Where the readable reference is served (Swagger UI, with its own bundled assets). */
-export const DOCS_PATH = '/docs';
+const DOCS_PATH = '/docs';
 
 const API_PREFIX = '/api/v1/';
 
@@ -99,7 +99,7 @@ function headerCatalogue(publicUrl: string) {
   } as const;
 }
 
-export type ResponseHeaderName = keyof ReturnType<typeof headerCatalogue>;
+type ResponseHeaderName = keyof ReturnType<typeof headerCatalogue>;
 
 declare module 'fastify' {
   interface FastifySchema {

@@ -9,7 +9,7 @@ export type Backend = 'postgres' | 'pglite';
 /** Every integration test runs against both: `describe.each(backends)`. */
 export const backends: Backend[] = ['postgres', 'pglite'];
 
-export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export interface TestDatabase {
   handle: DbHandle;
@@ -20,7 +20,7 @@ export interface TestDatabase {
 }
 
 /** The URL from TEST_DATABASE_URL (CI sets it), else the local default. */
-export function testDatabaseUrl(): string {
+function testDatabaseUrl(): string {
   const url = process.env.TEST_DATABASE_URL;
   return url === undefined || url === '' ? DEFAULT_TEST_DATABASE_URL : url;
 }
