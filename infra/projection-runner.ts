@@ -61,7 +61,7 @@ export function inlineDispatcher<E extends NewEvent = DomainEvent>(
       }
       return;
     }
-    // Several events (a bulk import): each projector takes its events as one batch where it can.
+    // Several events (one append of many, as bench/bulk-append.ts makes): each projector takes its events as one batch where it can.
     // Inline projectors own separate tables, so projector by projector equals event by event.
     for (const projector of inline) {
       await applyEvents(

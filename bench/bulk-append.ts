@@ -9,12 +9,13 @@ import {
   type StoredEvent,
   streamType,
   toJson,
-} from './event-store.ts';
-import { uuidv7 } from './ids.ts';
+} from '../infra/event-store.ts';
+import { uuidv7 } from '../infra/ids.ts';
 
 /*
- * The bulk path of the event store: many *new* streams in one transaction, for ingestion and imports
- * (a site's backlink history, a migrated blog) where one transaction per stream would take hours.
+ * The benchmark's bulk loader: many *new* streams in one transaction, so that bench/dataset.ts can
+ * write a million backlinks where one transaction per stream would take hours. The service appends
+ * through `EventStore.append` (infra/event-store.ts), whose rules this loader keeps.
  *
  * Same rules as `EventStore.append` with expected version `no_stream`, for every stream at once:
  * every event is validated before the database is touched; the `streams` rows and the events are
