@@ -467,7 +467,7 @@ function decorateOperation(op: Json, usedErrors: Map<number, ErrorResponse>, sch
 
 function documentPass(publicUrl: string): SwaggerTransformObject {
   return (input) => {
-    const doc = jsonSchemaTransformObject(input) as unknown as Json;
+    const doc = jsonSchemaTransformObject(input) as Json;
     const components = (doc.components ?? {}) as Record<string, Json>;
     const schemas = components.schemas ?? {};
     const usedErrors = new Map<number, ErrorResponse>();
