@@ -9,6 +9,7 @@ import {
   type StoredEvent,
   streamType,
   toJson,
+  toStoredEvent,
 } from '../infra/event-store.ts';
 import { uuidv7 } from '../infra/ids.ts';
 
@@ -106,18 +107,15 @@ export async function appendNew<E extends NewEvent = DomainEvent>(
     const result = rows.map((row) => {
       const returned = byId.get(row.eventId);
       if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
-      // The event as given (one of E), read back from its JSON.
-      return {
-        position: BigInt(returned.position),
-        transactionId: BigInt(returned.transaction_id),
-        eventId: row.eventId,
-        streamId: row.streamId,
+      // The event as given (one of E), read back from its JSON as a replay reads it.
+      return toStoredEvent<E>({
+        ...returned,
+        stream_id: row.streamId,
         version: row.version,
         type: row.type,
         data: JSON.parse(row.data),
         metadata: JSON.parse(row.metadata),
-        recordedAt: returned.recorded_at,
-      } as StoredEvent<E>;
+      });
     });
     // Readers (and inline rebuilds) rely on a stream's events being in the log in version order.
     for (let i = 1; i < result.length; i++) {
