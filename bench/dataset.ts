@@ -9,10 +9,10 @@ import { articleStream } from '../domain/article/events.ts';
 import { backlinkStream } from '../domain/backlink/events.ts';
 import type { Actor } from '../domain/event.ts';
 import { validateEvent } from '../domain/events.ts';
-import { appendNew, type BulkAppendDeps, type NewStream } from '../infra/bulk-append.ts';
 import { newId } from '../infra/ids.ts';
 import { catchUp, inlineDispatcher, lagOf, rebuild } from '../infra/projection-runner.ts';
 import { asyncProjectors, projectors } from '../projections/index.ts';
+import { appendNew, type BulkAppendDeps, type NewStream } from './bulk-append.ts';
 import { benchArticle, demoBacklink, longArticleBody, type Site } from './content.ts';
 
 /** What the benchmark needs in the database. A stored dataset is reused only when its spec is equal. */

@@ -30,7 +30,7 @@ export async function profileWhile(work: () => Promise<void>): Promise<CpuProfil
     await session.post('Profiler.start');
     await work();
     const { profile } = await session.post('Profiler.stop');
-    return profile as unknown as CpuProfile;
+    return profile;
   } finally {
     session.disconnect();
   }
@@ -52,7 +52,7 @@ export async function startProfile(): Promise<{ stop(): Promise<CpuProfile> }> {
     async stop() {
       try {
         const { profile } = await session.post('Profiler.stop');
-        return profile as unknown as CpuProfile;
+        return profile;
       } finally {
         session.disconnect();
       }

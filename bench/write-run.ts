@@ -15,7 +15,7 @@ import { summarise as summariseProfile } from './profile.ts';
 import { measureEdits, measureSanitiseAndCheck, type WriteLoad } from './write.ts';
 
 /*
- * `npm run bench`, second part: the writes of issue 4, on the benchmark database of the first part.
+ * `npm run bench`, second part: the write benchmarks (write.ts), on the benchmark database of the first part.
  * A fresh copy of the 20 KB article with 10 protected blocks is edited at a fixed 100 edits/s through
  * the real server (auth, limits, idempotency path, sanitiser, protected-block check, append, inline
  * projections, activity); the edit limit is raised by configuration, as the request limit is.
@@ -109,7 +109,7 @@ const key = await runtime.commands.createApiKey(dataset.accountId, {
 const urlOf = (id: string): string => `http://127.0.0.1:${port}/api/v1/articles/${id}`;
 const warmupSeconds = Number(process.env.WRITE_WARMUP ?? 2);
 const database = new URL(databaseUrl).pathname.slice(1);
-// How busy the machine is apart from this process (other engineers' tests, other databases): the
+// How busy the machine is apart from this process (other tests, other databases): the
 // figures below are only as good as the machine was quiet.
 const busyAtStart = await busyElsewhere(2000);
 const loadAtStart = Math.round((os.loadavg()[0] ?? 0) * 100) / 100;

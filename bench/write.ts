@@ -8,7 +8,7 @@ import { type CpuSeconds, cpuSeconds, cpuSince, startWaitTimeline, type WaitSamp
 import { type CpuProfile, startProfile } from './profile.ts';
 
 /*
- * The write benchmarks of issue 4:
+ * The write benchmarks:
  * - the sanitiser plus the protected-block check alone, on the 20 KB body with 10 protected blocks
  *   (target: 2 ms or less);
  * - PUT of that article at a fixed 100 edits/s, each one a new revision (target: p99 30 ms or less);

@@ -7,7 +7,7 @@ import { DomainError } from './errors.ts';
 import { type SiteEvent, SiteEventSchemas } from './site/events.ts';
 
 /** Every event the service stores, with the schema the event store validates it by on append. */
-export const EventSchemas = {
+const EventSchemas = {
   ...AccountEventSchemas,
   ...SiteEventSchemas,
   ...BacklinkEventSchemas,
@@ -17,7 +17,6 @@ export const EventSchemas = {
 
 export type DomainEvent = AccountEvent | SiteEvent | BacklinkEvent | ArticleEvent | ActivityEvent;
 export type EventType = DomainEvent['type'];
-export const eventTypes = Object.keys(EventSchemas) as EventType[];
 
 // The inferred schema type and the hand-written union must agree, in both directions.
 type Inferred = { [K in keyof typeof EventSchemas]: z.infer<(typeof EventSchemas)[K]> }[EventType];

@@ -2,7 +2,7 @@
  * What a flush says of each item, by index: `null` (or nothing) when it was stored, else its error.
  * A flush that returns nothing, or an array without failures, stored them all.
  */
-export type Failures = readonly unknown[] | undefined;
+type Failures = readonly unknown[] | undefined;
 
 /**
  * Collects items and hands them to `flush` together: when `maxItems` are waiting or `maxDelayMs`

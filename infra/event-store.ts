@@ -75,7 +75,7 @@ export class ConcurrencyError extends Error {
   }
 }
 
-export interface ValidationIssue {
+interface ValidationIssue {
   readonly path: ReadonlyArray<PropertyKey>;
   readonly message: string;
   readonly code?: string;
@@ -310,7 +310,7 @@ export const storedColumns = [
   'recorded_at',
 ] as const;
 
-export interface StoredRow {
+interface StoredRow {
   position: string;
   transaction_id: string;
   event_id: string;
@@ -387,7 +387,7 @@ export async function readAllEvents<E extends NewEvent = DomainEvent>(
 }
 
 /** What a subscriber of some event types read, and how far through the log that read it. */
-export interface SubscriberBatch<E extends NewEvent = DomainEvent> {
+interface SubscriberBatch<E extends NewEvent = DomainEvent> {
   /** Up to `limit` events of its types after `after`, in (transaction_id, position) order. */
   events: StoredEvent<E>[];
   /**

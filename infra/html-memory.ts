@@ -25,7 +25,7 @@ export type HtmlMemoryStore = HtmlMemory & {
   clear(): void;
 };
 
-export type HtmlMemoryOptions = {
+type HtmlMemoryOptions = {
   /** The most it holds, in bytes as counted above (default 16 MiB). */
   maxBytes?: number;
   /**
@@ -35,8 +35,8 @@ export type HtmlMemoryOptions = {
   maxLayoutLength?: number;
 };
 
-export const HTML_MEMORY_BYTES = 16 * 1024 * 1024;
-export const HTML_MEMORY_MAX_LAYOUT = 512 * 1024;
+const HTML_MEMORY_BYTES = 16 * 1024 * 1024;
+const HTML_MEMORY_MAX_LAYOUT = 512 * 1024;
 
 /** One body and what is remembered of it, in a list from least to most recently used. */
 type Entry = {

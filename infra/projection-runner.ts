@@ -25,15 +25,15 @@ import {
   type Stored,
 } from './projection.ts';
 
-export type Progress = { done: number; total: number };
-export type ProjectionStatus = {
+type Progress = { done: number; total: number };
+type ProjectionStatus = {
   name: string;
   mode: 'inline' | 'async';
   checkpoint: LogPosition | null;
   /** Events of the types it handles that it has not applied yet (always 0 for inline projectors). */
   lag: number;
 };
-export type RunnerLogger = { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
+type RunnerLogger = { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
 
 const BATCH = 500;
 
@@ -61,7 +61,7 @@ export function inlineDispatcher<E extends NewEvent = DomainEvent>(
       }
       return;
     }
-    // Several events (a bulk import): each projector takes its events as one batch where it can.
+    // Several events (one append of many, as bench/bulk-append.ts makes): each projector takes its events as one batch where it can.
     // Inline projectors own separate tables, so projector by projector equals event by event.
     for (const projector of inline) {
       await applyEvents(

@@ -1,13 +1,13 @@
 import { Redis, type RedisOptions } from 'ioredis';
 
 /** The subset of a pino logger the Redis connection uses. */
-export type RedisLogger = {
+type RedisLogger = {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   debug(obj: object, msg: string): void;
 };
 
-export type OpenRedisOptions = {
+type OpenRedisOptions = {
   logger?: RedisLogger;
   /** Shown in `CLIENT LIST` and in the logs (`limits`, later `jobs`, ...). */
   name?: string;

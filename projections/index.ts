@@ -31,7 +31,6 @@ export function createProjectors(
 
 /** Every read model, without a snapshot memory: for rebuilds, status and the async runner. */
 export const projectors: readonly Projector[] = createProjectors();
-export const inlineProjectors = projectors.filter((p) => p.mode === 'inline');
 export const asyncProjectors = projectors.filter((p) => p.mode === 'async');
 
 /** Finds a projector by its name with or without the version (`articles` or `articles@1`). */

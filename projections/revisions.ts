@@ -26,9 +26,6 @@ export function createRevisionsProjector(memory?: HtmlMemory) {
   });
 }
 
-/** The projector without an html memory (rebuilds, status, the async runner). */
-export const revisionsProjector = createRevisionsProjector();
-
 /** The revision's row, inserted when `when` holds (and, after the first, when the revision before is there). */
 function insertRevision(
   event: Pending<ArticleEvent>,

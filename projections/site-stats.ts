@@ -201,7 +201,6 @@ async function bump(trx: Trx, siteId: string, day: string, deltas: Deltas): Prom
   }
 }
 
-export type PeriodKey = 'this_month' | 'last_month' | 'last_30_days' | `${number}-${number}`;
 export type Period = { key: string; from: string; to: string; grain: 'day' | 'month' };
 
 /** Resolves a period name against today (UTC). Pure; throws RangeError for an unknown or impossible key. */

@@ -58,4 +58,4 @@ export function requireWrite(principal: Principal, what: string): void {
 export type Idempotency = { key: string; request: readonly unknown[] };
 
 /** One page of a list and the total it was cut from; which page and how long, as the caller asked. */
-export type { Page, PageQuery } from '../../projections/projector.ts';
+export type { Page } from '../../projections/projector.ts';

@@ -46,7 +46,7 @@ import { readArticleSnapshot, type SnapshotMemory } from '../../projections/arti
 import { type ArticleDetailRow, detailOf } from '../../projections/articles.ts';
 
 /** Who asks, from which face, and why: every revision carries it. */
-export type Caller = { origin: Origin; actor: Actor; requestId?: string | undefined };
+type Caller = { origin: Origin; actor: Actor; requestId?: string | undefined };
 
 export type EditResult = {
   article: ArticleDetailRow;
@@ -55,7 +55,7 @@ export type EditResult = {
   sanitized: SanitizedItem[];
 };
 
-export type CommandDeps = {
+type CommandDeps = {
   db: Db;
   store: EventStore;
   /** The clock is injected so tests and replays are deterministic. */

@@ -37,7 +37,7 @@ export const Site = z
     },
   });
 
-export const FeaturedImage = z
+const FeaturedImage = z
   .object({
     url: z.url(),
     alt: z.string(),
@@ -87,7 +87,7 @@ export const ArticleListItem = z
     },
   });
 
-export const ProtectedLink = z
+const ProtectedLink = z
   .object({
     id: z.string(),
     kind: ProtectedKind,
@@ -185,7 +185,7 @@ export const Stats = z
   });
 
 /** Who made a change or a call; `type` is an open string on the wire, so a new kind of actor breaks no client. */
-export const WireActor = z.object({ type: z.string(), id: z.string(), name: z.string() });
+const WireActor = z.object({ type: z.string(), id: z.string(), name: z.string() });
 
 export const ActivityRecord = z
   .object({
@@ -221,7 +221,7 @@ export const ActivityRecord = z
   });
 
 /** The domain's sanitised item; its `reason` is documented as an open string, so a new reason breaks no client. */
-export const SanitizedItem = SanitizedItemShape.extend({
+const SanitizedItem = SanitizedItemShape.extend({
   path: SanitizedItemShape.shape.path.meta({ example: 'p[2] > a[1]' }),
   removed: SanitizedItemShape.shape.removed.meta({ example: 'onclick="track()"' }),
   reason: z.string().meta({ example: 'event_handler' }),

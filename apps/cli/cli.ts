@@ -17,14 +17,14 @@ import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';
 
-export type CliIo = {
+type CliIo = {
   out: (text: string) => void;
   err: (text: string) => void;
   /** Where `--password-stdin` reads from; process.stdin when not given. */
   stdin?: NodeJS.ReadableStream;
 };
 
-export const USAGE = `Usage: npm run cli -- <command> [options]
+const USAGE = `Usage: npm run cli -- <command> [options]
 
   migrate                                   apply database migrations
   seed-demo [--sites N] [--articles N] [--backlinks N] [--seed N] [--json]

@@ -71,7 +71,7 @@ function slugify(text: string): string {
     .replace(/^-+|-+$/g, '');
 }
 
-export type DemoArticle = {
+type DemoArticle = {
   title: string;
   body: string;
   url: string;

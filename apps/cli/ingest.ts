@@ -26,7 +26,7 @@ const featuredImage = z
   .pipe(FeaturedImage);
 
 /** One JSON object per line; `account_id` may be left out when `--account` is given. */
-export const IngestLines = {
+const IngestLines = {
   sites: z.strictObject({
     id: id.optional(),
     account_id: id,
@@ -75,7 +75,7 @@ export const IngestLines = {
     }),
 } as const;
 
-export type IngestReport = {
+type IngestReport = {
   kind: IngestKind;
   applied: number;
   unchanged: number;

@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 
-export type ProgressBar = { update(done: number, total?: number): void; stop(): void };
+type ProgressBar = { update(done: number, total?: number): void; stop(): void };
 
 /**
  * A progress bar on stderr when it is a terminal; otherwise a line every few seconds, so logs of a

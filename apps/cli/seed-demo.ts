@@ -4,14 +4,14 @@ import type { Commands } from '../application/commands.ts';
 import { demoArticle, demoBacklink, demoSite, seededRandom } from './demo-content.ts';
 import { progressBar } from './progress.ts';
 
-export type SeedOptions = {
+type SeedOptions = {
   sites: number;
   articles: number;
   backlinks: number;
   seed?: number;
   quiet?: boolean;
 };
-export type SeedResult = {
+type SeedResult = {
   account_id: string;
   email: string;
   password: string;

@@ -30,7 +30,7 @@ import { registerOpenApi } from './openapi.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 
-export type AppDeps = {
+type AppDeps = {
   runtime: Runtime;
   config: Pick<Config, 'PUBLIC_URL' | 'LOG_LEVEL' | 'MEDIA_DIR'> &
     Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS' | 'TRUST_PROXY'>>;

@@ -38,7 +38,7 @@ const titles: Record<ErrorCode, string> = {
   internal: 'Internal error',
 };
 
-export type Problem = {
+type Problem = {
   type: string;
   title: string;
   status: number;
@@ -49,7 +49,7 @@ export type Problem = {
   errors?: readonly Record<string, unknown>[];
 };
 
-export function problem(
+function problem(
   request: FastifyRequest,
   code: ErrorCode,
   detail: string,
@@ -76,7 +76,7 @@ export function wireErrors(errors: readonly ErrorDetail[]): Record<string, unkno
   return errors.map((e) => ('field' in e ? { in: 'body', name: e.field, message: e.message } : e));
 }
 
-export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   return reply.status(p.status).type('application/problem+json').send(p);
 }
 

@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/errors.ts';
 import { MEDIA_KEY, type MediaStore } from '../../infra/media/store.ts';
 import { Problem } from './api/schemas.ts';
 
-export type MediaRouteDeps = { store: MediaStore };
+type MediaRouteDeps = { store: MediaStore };
 
 const MediaParams = z.object({
   name: z.string().meta({

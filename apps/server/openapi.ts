@@ -18,9 +18,9 @@ import { statusOf } from './errors.ts';
  */
 
 /** Where the document is served (public: no key, no rate limit, not in the activity log). */
-export const OPENAPI_PATH = '/api/v1/openapi.json';
+const OPENAPI_PATH = '/api/v1/openapi.json';
 /** Where the readable reference is served (Swagger UI, with its own bundled assets). */
-export const DOCS_PATH = '/docs';
+const DOCS_PATH = '/docs';
 
 const API_PREFIX = '/api/v1/';
 
@@ -99,7 +99,7 @@ function headerCatalogue(publicUrl: string) {
   } as const;
 }
 
-export type ResponseHeaderName = keyof ReturnType<typeof headerCatalogue>;
+type ResponseHeaderName = keyof ReturnType<typeof headerCatalogue>;
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -467,7 +467,7 @@ function decorateOperation(op: Json, usedErrors: Map<number, ErrorResponse>, sch
 
 function documentPass(publicUrl: string): SwaggerTransformObject {
   return (input) => {
-    const doc = jsonSchemaTransformObject(input) as unknown as Json;
+    const doc = jsonSchemaTransformObject(input) as Json;
     const components = (doc.components ?? {}) as Record<string, Json>;
     const schemas = components.schemas ?? {};
     const usedErrors = new Map<number, ErrorResponse>();

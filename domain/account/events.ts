@@ -22,16 +22,16 @@ export const ApiKeyCreatedData = z.strictObject({
   prefix: z.string().min(1),
   scope: KeyScope,
 });
-export const ApiKeyRevokedData = z.strictObject({ accountId: z.string().min(1), keyId: z.string().min(1) });
-export const StaffMemberAddedData = z.strictObject({
+const ApiKeyRevokedData = z.strictObject({ accountId: z.string().min(1), keyId: z.string().min(1) });
+const StaffMemberAddedData = z.strictObject({
   staffId: z.string().min(1),
   email: z.email(),
   name: z.string().min(1).max(200),
 });
 /** Whose password: an account holder's (on the account's stream) or a support staff member's (on theirs). */
-export const PasswordHolder = z.enum(['account', 'staff']);
+const PasswordHolder = z.enum(['account', 'staff']);
 /** A first password was set (with the account or staff member, or later for one without). */
-export const PasswordSetData = z.strictObject({ holder: PasswordHolder, holderId: z.string().min(1) });
+const PasswordSetData = z.strictObject({ holder: PasswordHolder, holderId: z.string().min(1) });
 /** The password was replaced: by its holder (web page) or by an operator (CLI). */
 export const PasswordChangedData = z.strictObject({
   holder: PasswordHolder,

@@ -41,7 +41,7 @@ export function serializeWithEnds(nodes: readonly ChildNode[]): { html: string; 
 }
 
 /** A new body as a remembered one's first nodes, a changed middle, and its last nodes. */
-export type Edit = {
+type Edit = {
   before: Layout;
   /** The first `head` top-level nodes of `before` are kept, and those from `tail` on. */
   head: number;

@@ -29,7 +29,7 @@ export function textContent(html: string): string {
 }
 
 /** `textContent` of nodes already parsed. */
-export function textOf(nodes: readonly ChildNode[]): string {
+function textOf(nodes: readonly ChildNode[]): string {
   let text = '';
   let preDepth = 0;
   walk(nodes, {

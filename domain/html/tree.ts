@@ -8,7 +8,7 @@ export type ChildNode = DefaultTreeAdapterTypes.ChildNode;
 export type Element = DefaultTreeAdapterTypes.Element;
 export type ParentNode = DefaultTreeAdapterTypes.ParentNode;
 export type DocumentFragment = DefaultTreeAdapterTypes.DocumentFragment;
-export type TextNode = DefaultTreeAdapterTypes.TextNode;
+type TextNode = DefaultTreeAdapterTypes.TextNode;
 
 /** The marker attributes of protected blocks, allowed on any element. */
 export const PROTECTED_ATTRIBUTE = 'data-service-protected';
@@ -39,7 +39,7 @@ export function isText(node: ChildNode): node is TextNode {
   return node.nodeName === '#text';
 }
 
-export type Visitor = {
+type Visitor = {
   /** Called on every node in document order; return true to visit an element's children. */
   enter: (node: ChildNode) => boolean;
   /** Called on an element after its children, if they were visited. */

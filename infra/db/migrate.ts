@@ -3,7 +3,7 @@ import { Migrator } from 'kysely/migration';
 import { migrationProvider } from './migrations/index.ts';
 
 /** A migration failed; the ones before it in the same run are rolled back with it. */
-export class MigrationFailedError extends Error {
+class MigrationFailedError extends Error {
   readonly migrationName: string | undefined;
 
   constructor(migrationName: string | undefined, cause: unknown) {

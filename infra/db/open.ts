@@ -20,18 +20,18 @@ import { namingClient } from './statement-cache.ts';
  */
 
 /** The notification channel the event store signals on after an append commits. */
-export const APPENDED_CHANNEL = 'events_appended';
+const APPENDED_CHANNEL = 'events_appended';
 
 /** The event types an append wrote; null: not known, maybe any. */
 export type AppendedTypes = readonly string[] | null;
 
 /** A NOTIFY payload on APPENDED_CHANNEL: the (distinct) event types of the append, comma-separated. */
-export function appendedPayload(types: readonly string[]): string {
+function appendedPayload(types: readonly string[]): string {
   return types.join(',');
 }
 
 /** The types a payload names; null for an empty payload (a writer that does not say). */
-export function typesOfPayload(payload: string | undefined): AppendedTypes {
+function typesOfPayload(payload: string | undefined): AppendedTypes {
   return payload ? payload.split(',') : null;
 }
 
@@ -42,7 +42,7 @@ export interface DbLogger {
   error(obj: object, msg: string): void;
 }
 
-export interface OpenDatabaseOptions {
+interface OpenDatabaseOptions {
   /** PostgreSQL connection string; without it the embedded PGlite in `dataDir` is used. */
   databaseUrl?: string;
   /** The embedded database's folder (created if missing), or `memory://` for a throwaway in-memory one. */
@@ -220,7 +220,7 @@ interface Listener {
  * other processes' projectors wake that much later, which async read models allow. A NOTIFY that
  * fails is logged: the other processes poll every second.
  */
-export const ANNOUNCE_EVERY_MS = 50;
+const ANNOUNCE_EVERY_MS = 50;
 
 function createAnnouncer(
   pool: pg.Pool,

@@ -28,11 +28,11 @@ import type { Db } from './schema.ts';
  */
 
 /** At most this many texts are named per pool (so per server connection). */
-export const MAX_NAMED = 500;
+const MAX_NAMED = 500;
 /** Texts seen once are forgotten past this many, so that one-off texts cannot grow the map for ever. */
 const MAX_SEEN = 5_000;
 
-export type StatementNames = { nameOf(text: string): string | undefined; readonly named: number };
+type StatementNames = { nameOf(text: string): string | undefined; readonly named: number };
 
 /** The names of one pool's statements: a text is named the second time it is seen (see above). */
 export function createStatementNames(maxNamed = MAX_NAMED): StatementNames {

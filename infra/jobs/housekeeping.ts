@@ -22,10 +22,10 @@ const REFERENCE_BATCH = 500;
  * counts, since a restore may bring any earlier image back). The partial index of migration
  * 2026-11-23-012 covers exactly these types, with exactly the expression below.
  */
-export const FEATURED_IMAGE_EVENTS = ['ArticleCreated', 'FeaturedImageReplaced', 'ArticleRestored'] as const;
+const FEATURED_IMAGE_EVENTS = ['ArticleCreated', 'FeaturedImageReplaced', 'ArticleRestored'] as const;
 const imageKey = sql<string>`substring(data -> 'featuredImage' ->> 'url' from '/media/([0-9a-f]{64}\\.[a-z]+)$')`;
 
-export type MediaCollection = {
+type MediaCollection = {
   /** Files looked at (stored images and leftovers of interrupted writes). */
   scanned: number;
   /** Images some event refers to: kept. */
@@ -110,7 +110,7 @@ export async function collectMedia(deps: {
 }
 
 /** How long an Idempotency-Key's answer is replayed (CONTRACT "Writes"): older records are purged. */
-export const IDEMPOTENCY_WINDOW_HOURS = 24;
+const IDEMPOTENCY_WINDOW_HOURS = 24;
 const PURGE_BATCH = 5_000;
 
 /**

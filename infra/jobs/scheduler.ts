@@ -5,12 +5,12 @@ import { collectMedia, purgeIdempotency } from './housekeeping.ts';
 /** A periodic job: a plain function returning a summary (logged). */
 export type Job = { name: string; everyMs: number; run: () => Promise<unknown> };
 
-export type JobLogger = {
+type JobLogger = {
   info(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
 };
 
-export type JobScheduler = {
+type JobScheduler = {
   /** No new run starts; resolves once the run under way (if any) has finished. */
   stop(): Promise<void>;
 };

@@ -16,7 +16,7 @@ import {
 
 export { allowNetworks, type HostLookup, isPublicAddress } from '../net/guarded-fetch.ts';
 
-export type ImageFetcherOptions = {
+type ImageFetcherOptions = {
   /**
    * An extra trusted CA certificate (PEM), in addition to the roots Node trusts by default
    * (`MEDIA_FETCH_CA_FILE`): for deployments whose image hosts use a private CA, and for tests with a
@@ -44,8 +44,7 @@ export type ImageFetcherOptions = {
 export type FetchImage = (url: string) => Promise<Uint8Array>;
 
 /** CONTRACT: at most 3 redirects. */
-export const MAX_REDIRECTS = DEFAULT_MAX_REDIRECTS;
-export { DEFAULT_FETCH_TIMEOUT_MS };
+const MAX_REDIRECTS = DEFAULT_MAX_REDIRECTS;
 
 /**
  * A function that downloads an image over https with the SSRF protections above and returns its bytes

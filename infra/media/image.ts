@@ -20,7 +20,7 @@ import { DomainError } from '../../domain/errors.ts';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif';
 
-export type ImageInfo = {
+type ImageInfo = {
   format: ImageFormat;
   /** The media type to serve the image with. */
   mime: string;
@@ -32,7 +32,7 @@ export type ImageInfo = {
   height: number;
 };
 
-export const IMAGE_TYPES: Readonly<Record<ImageFormat, { mime: string; ext: string }>> = {
+const IMAGE_TYPES: Readonly<Record<ImageFormat, { mime: string; ext: string }>> = {
   jpeg: { mime: 'image/jpeg', ext: 'jpg' },
   png: { mime: 'image/png', ext: 'png' },
   webp: { mime: 'image/webp', ext: 'webp' },

@@ -22,7 +22,7 @@ const SHARD = /^[0-9a-f]{2}$/;
 const LEFTOVER = /^\.(?:tmp|gc)-([0-9a-f]{2})[0-9a-f]{62}\.(?:jpg|png|webp|gif|avif)-[0-9a-f]{12}$/;
 
 /** The media type of each extension the store holds. */
-export const MEDIA_TYPES: Readonly<Record<string, string>> = {
+const MEDIA_TYPES: Readonly<Record<string, string>> = {
   jpg: 'image/jpeg',
   png: 'image/png',
   webp: 'image/webp',
@@ -77,7 +77,7 @@ export interface MediaStore {
 }
 
 /** The URL path of a stored key. */
-export function mediaUrl(key: string): string {
+function mediaUrl(key: string): string {
   return `/media/${key}`;
 }
 

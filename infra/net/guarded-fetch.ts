@@ -55,9 +55,9 @@ export type GuardedFetchOptions = {
 };
 
 /** A 200 answer, its body read in full. */
-export type GuardedResponse = { url: string; headers: IncomingHttpHeaders; body: Uint8Array };
+type GuardedResponse = { url: string; headers: IncomingHttpHeaders; body: Uint8Array };
 
-export type GuardedFetch = (url: string) => Promise<GuardedResponse>;
+type GuardedFetch = (url: string) => Promise<GuardedResponse>;
 
 export const DEFAULT_MAX_REDIRECTS = 3;
 export const DEFAULT_FETCH_TIMEOUT_MS = 10_000;

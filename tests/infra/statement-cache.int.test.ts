@@ -92,9 +92,9 @@ describe.each(backends)('prepared statements on %s', (backend) => {
     const client = await test.handle.pool.connect();
     let name: string | undefined;
     try {
-      name = (client as unknown as StatementNamingClient).statementNames?.nameOf(
-        'select $1::int as probe_kysely',
-      );
+      if (client instanceof StatementNamingClient) {
+        name = client.statementNames?.nameOf('select $1::int as probe_kysely');
+      }
     } finally {
       client.release();
     }

@@ -20,7 +20,7 @@ import {
 } from '../support/mcp-app.ts';
 import { mediaFiles } from '../support/media.ts';
 
-const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
+const addFormats = addFormatsImport.default;
 
 const ALL_TOOLS = [
   'list_sites',

@@ -129,7 +129,7 @@ export function browserless(base: string) {
   return { jar, request, follow };
 }
 
-export function hiddenField(page: string, name: string): string {
+function hiddenField(page: string, name: string): string {
   const match = new RegExp(`name="${name}" value="([^"]*)"`).exec(page);
   if (!match?.[1]) throw new Error(`no field ${name} in page`);
   return match[1];
@@ -174,7 +174,7 @@ export async function startCallback(): Promise<{
 }
 
 /** The client metadata documents' host: 127.0.0.2, trusted through MEDIA_FETCH_CA_FILE and MEDIA_FETCH_ALLOW_NETWORKS. */
-export const DOC_HOST = '127.0.0.2';
+const DOC_HOST = '127.0.0.2';
 
 export type DocumentServer = {
   /** `https://127.0.0.2:<port>` */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { it } from 'vitest';
+import { it, type TestAPI } from 'vitest';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { type DbHandle, openDatabase } from '../../infra/db/open.ts';
 
@@ -9,7 +9,7 @@ export type Backend = 'postgres' | 'pglite';
 /** Every integration test runs against both: `describe.each(backends)`. */
 export const backends: Backend[] = ['postgres', 'pglite'];
 
-export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export interface TestDatabase {
   handle: DbHandle;
@@ -20,7 +20,7 @@ export interface TestDatabase {
 }
 
 /** The URL from TEST_DATABASE_URL (CI sets it), else the local default. */
-export function testDatabaseUrl(): string {
+function testDatabaseUrl(): string {
   const url = process.env.TEST_DATABASE_URL;
   return url === undefined || url === '' ? DEFAULT_TEST_DATABASE_URL : url;
 }
@@ -104,8 +104,8 @@ function redact(databaseUrl: string): string {
 
 /**
  * `it` for tests of what only a PostgreSQL server has (LISTEN/NOTIFY, other connections, an
- * unreachable host); on PGlite such a test is not registered at all rather than reported as skipped.
+ * unreachable host): on PGlite such a test is reported as skipped.
  */
-export function onPostgres(backend: Backend): typeof it {
-  return backend === 'postgres' ? it : ((() => {}) as unknown as typeof it);
+export function onPostgres(backend: Backend): ReturnType<TestAPI['runIf']> {
+  return it.runIf(backend === 'postgres');
 }

@@ -9,7 +9,7 @@ import type { SiteAdded } from '../../domain/site/events.ts';
  * art_1, backlink bl_1): a test names only what it is about.
  */
 
-export const at = '2026-11-02T09:30:00.000Z';
+const at = '2026-11-02T09:30:00.000Z';
 export const metadata: EventMetadata = { at };
 export const apiKey: Actor = { type: 'api_key', id: 'key_1', name: 'Reporting key' };
 export const pipeline: Actor = { type: 'system', id: 'pipeline', name: 'Content pipeline' };

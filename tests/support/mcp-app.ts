@@ -63,7 +63,7 @@ export const OTHER_IMAGE_URL = 'https://images.example.test/other.png';
 
 export const PLACEHOLDER_PUBLIC_URL = 'http://content-service.test';
 
-export const testClient = { id: 'client_test_assistant', name: 'Test Assistant' };
+const testClient = { id: 'client_test_assistant', name: 'Test Assistant' };
 
 async function seedAccount(runtime: Runtime, name: string): Promise<SeededAccount> {
   const { accountId, siteId, otherSiteId } = await setUpAccount(runtime, name);

@@ -5,7 +5,7 @@ export const ROOT = resolve(import.meta.dirname, '../..');
 /** The pinned Node 24 (the one npm scripts run on). */
 export const NODE = resolve(ROOT, 'node_modules/.bin/node');
 
-export type Run = { code: number | null; stdout: string; stderr: string };
+type Run = { code: number | null; stdout: string; stderr: string };
 
 /** Runs a command to completion with a clean environment plus `env`; never throws on a non-zero exit. */
 export function run(

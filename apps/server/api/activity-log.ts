@@ -17,10 +17,7 @@ type Logger = { error(obj: object, msg: string): void };
  * `take(key, now)` is true at most once per `windowMs` for each key, in this process; it remembers at
  * most `maxKeys` keys (the oldest forgotten first), so a flood of keys costs bounded memory.
  */
-export function oncePerWindow(
-  windowMs: number,
-  maxKeys: number,
-): { take(key: string, now: number): boolean } {
+function oncePerWindow(windowMs: number, maxKeys: number): { take(key: string, now: number): boolean } {
   const last = new Map<string, number>();
   return {
     take(key, now) {

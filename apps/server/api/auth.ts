@@ -58,7 +58,7 @@ function failure(detail: string): DomainError {
 }
 
 /** The key the request presents, or the reason it presents none that can be used. */
-export function presentedKey(request: FastifyRequest): { key: string } | { error: DomainError } | null {
+function presentedKey(request: FastifyRequest): { key: string } | { error: DomainError } | null {
   const query = request.query as Record<string, unknown> | undefined;
   const inQuery = QUERY_CREDENTIALS.find((name) => query && name in query);
   if (inQuery) {
@@ -125,7 +125,7 @@ export function createUsageRecorder(
   };
 }
 
-export type AuthResolver = ((request: FastifyRequest) => Promise<AuthState>) & {
+type AuthResolver = ((request: FastifyRequest) => Promise<AuthState>) & {
   /** Forgets what this process knew of the request's key (found revoked: the next request looks it up). */
   forget(request: FastifyRequest): void;
 };

@@ -1,7 +1,7 @@
 import type { EditLimit } from '../../application/call.ts';
 import { type CounterOptions, createCounter, editsPolicy } from './limits.ts';
 
-export type EditLimiter = { limit: EditLimit; close(): void };
+type EditLimiter = { limit: EditLimit; close(): void };
 
 /**
  * The `edits` policy of CONTRACT "Limits": 200 article edits per UTC day per account (PUT, featured

@@ -21,7 +21,7 @@ import { writeRoutes } from './write-routes.ts';
 /** An onRequest hook that enforces request limits (between authentication and refusal, so floods of bad keys count too). */
 export type LimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
-export type ApiDeps = {
+type ApiDeps = {
   /** Where the last use of each API key is written (api_key_usage). */
   db: Db;
   application: Application;

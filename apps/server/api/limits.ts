@@ -53,12 +53,12 @@ export type CounterOptions = {
   now?: () => Date;
 };
 
-export const DEFAULT_KEY_PREFIX = 'cs:rl';
+const DEFAULT_KEY_PREFIX = 'cs:rl';
 const DEFAULT_REDIS_TIMEOUT_MS = 250;
 const DEFAULT_RETRY_REDIS_AFTER_MS = 1_000;
 
 /** Window length in seconds, as `w` of RateLimit-Policy states it. */
-export function windowSeconds(policy: Policy): number {
+function windowSeconds(policy: Policy): number {
   return policy.window === 'utc-day' ? 86_400 : policy.window;
 }
 
@@ -210,12 +210,12 @@ export function addressKey(ip: string): string {
 }
 
 /** Whose budget a request spends: its account with a usable key, else its client address. */
-export function subjectOf(request: FastifyRequest): string {
+function subjectOf(request: FastifyRequest): string {
   const accountId = request.auth?.principal?.accountId;
   return accountId ? `acct:${accountId}` : `ip:${addressKey(request.ip)}`;
 }
 
-export type RequestLimiter = { hook: LimitHook; close(): Promise<void> };
+type RequestLimiter = { hook: LimitHook; close(): Promise<void> };
 
 /**
  * The `requests` policy of CONTRACT "Limits" as the `/api/v1` onRequest hook: every response

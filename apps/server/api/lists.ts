@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Page } from '../../application/call.ts';
 
-export type ListBody<T> = {
+type ListBody<T> = {
   data: T[];
   meta: { page: number; per_page: number; total: number; total_pages: number };
   links: { self: string; first: string; last: string; prev: string | null; next: string | null };

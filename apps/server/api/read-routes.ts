@@ -21,7 +21,7 @@ import {
   StatsQuery,
 } from './schemas.ts';
 
-export type ReadRouteDeps = { application: Application; publicUrl: string };
+type ReadRouteDeps = { application: Application; publicUrl: string };
 
 /** The errors every authenticated read of an id can answer with (404: unknown, or of another account). */
 export const readErrors = { 400: Problem, 401: Problem, 404: Problem, 429: Problem } as const;

@@ -10,11 +10,8 @@ import {
   Article,
   ArticleListItem,
   Backlink,
-  FeaturedImage,
-  ProtectedLink,
   Site,
   Stats,
-  WireActor,
 } from '../../application/wire-schemas.ts';
 
 /*
@@ -23,17 +20,7 @@ import {
  * here for the routes. The OpenAPI document is generated from both.
  */
 
-export {
-  ActivityRecord,
-  Article,
-  ArticleListItem,
-  Backlink,
-  FeaturedImage,
-  ProtectedLink,
-  Site,
-  Stats,
-  WireActor,
-};
+export { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats };
 
 const _id = z.string().min(1).max(ID_MAX_LENGTH);
 

@@ -20,7 +20,7 @@ import {
   WriteHeaders,
 } from './write-schemas.ts';
 
-export type WriteRouteDeps = { application: Application; publicUrl: string };
+type WriteRouteDeps = { application: Application; publicUrl: string };
 
 const writeErrors = { ...readErrors, 403: Problem, 409: Problem, 412: Problem, 422: Problem } as const;
 const RevisionList = listOf(Revision, 'RevisionList', {
@@ -29,7 +29,7 @@ const RevisionList = listOf(Revision, 'RevisionList', {
 });
 
 /** `If-Match: W/"3"` (or `"3"`) → 3; `*` or absent → no expectation; anything else is a 400. */
-export function parseIfMatch(value: string | undefined): number | undefined {
+function parseIfMatch(value: string | undefined): number | undefined {
   if (value === undefined || value.trim() === '*') return undefined;
   const match = /^\s*(?:W\/)?"(\d{1,9})"\s*$/.exec(value);
   if (!match?.[1]) {

@@ -7,10 +7,10 @@ import {
   REASON_MAX,
   TITLE_MAX,
 } from '../../../domain/article/events.ts';
-import { ArticleChange, Revision, RevisionContent, SanitizedItem } from '../../application/wire-schemas.ts';
+import { ArticleChange, Revision, RevisionContent } from '../../application/wire-schemas.ts';
 import { atMost, cleanText, idParam } from './schemas.ts';
 
-export { ArticleChange, Revision, RevisionContent, SanitizedItem };
+export { ArticleChange, Revision, RevisionContent };
 
 const reasonField = cleanText(z.string().max(REASON_MAX, atMost(REASON_MAX)), { lines: true })
   .nullable()

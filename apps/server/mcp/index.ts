@@ -11,7 +11,7 @@ import { createMcpServer, listTools, type RecordedCall } from './server.ts';
 
 export type { McpTokenVerifier } from './auth.ts';
 
-export type McpDeps = {
+type McpDeps = {
   publicUrl: string;
   now: () => Date;
   /** Resolves the OAuth access token of each call (the authorization server's verifier). */
@@ -24,7 +24,7 @@ export type McpDeps = {
   application: Application;
 };
 
-export const MCP_PATH = '/mcp';
+const MCP_PATH = '/mcp';
 
 /** A JSON-RPC error that no request id can be given for (the transport's own errors look the same). */
 function jsonRpcError(code: number, message: string): object {

@@ -22,7 +22,7 @@ const quote = (text: string): string => JSON.stringify(text);
 const day = (timestamp: string | null): string => (timestamp ? timestamp.slice(0, 10) : 'no date');
 
 /** The line under a list: where this page is, and the call that gets the next one. */
-export function pageFooter(tool: string, meta: Meta, nextPage: number | null, noun: string): string {
+function pageFooter(tool: string, meta: Meta, nextPage: number | null, noun: string): string {
   if (meta.total === 0) return `No ${noun}.`;
   if (meta.page > meta.total_pages) {
     return `Page ${meta.page} is past the end: there ${meta.total_pages === 1 ? 'is 1 page' : `are ${meta.total_pages} pages`} of ${meta.per_page}.`;

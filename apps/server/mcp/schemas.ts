@@ -177,7 +177,7 @@ const ToolPageMeta = PageMeta.extend({
 });
 
 /** A page of a list, as the tools answer it. */
-export function pageOf<T extends z.ZodType>(item: T) {
+function pageOf<T extends z.ZodType>(item: T) {
   return z.object({
     data: z.array(item),
     meta: ToolPageMeta,

@@ -33,9 +33,9 @@ import { type McpTool, mcpTools, type ToolContext } from './tools.ts';
  * Schemas are computed once at start instead of on every tools/list.
  */
 
-export const SERVER_INFO = { name: 'content-service', title: 'Content Service', version: '1.0.0' };
+const SERVER_INFO = { name: 'content-service', title: 'Content Service', version: '1.0.0' };
 
-export const INSTRUCTIONS =
+const INSTRUCTIONS =
   'Content Service: the websites of one account, their articles, backlinks and monthly statistics, and ' +
   'article edits. Start with list_sites to get site ids, then list_articles, list_backlinks or get_stats for ' +
   'a site. Lists are paginated: when next_page is not null, call the same tool with page: next_page. Dates ' +
@@ -45,7 +45,7 @@ export const INSTRUCTIONS =
   'UTC day for the whole account.';
 
 /** What the tools share across requests. */
-export type McpServices = {
+type McpServices = {
   application: Application;
   /** Shared by every request's server: one compiled-validator cache instead of one per request. */
   validator: jsonSchemaValidator;
@@ -65,7 +65,7 @@ export type RecordedCall = {
 };
 
 /** The HTTP request a server answers: who calls, its id, and its per-request limits. */
-export type McpRequest = {
+type McpRequest = {
   principal: Principal;
   requestId: string;
   /** States an edit-limit decision in the response's RateLimit fields. */

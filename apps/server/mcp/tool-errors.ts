@@ -21,7 +21,7 @@ import { statusOf, wireErrors } from '../errors.ts';
  */
 export const ERROR_META_KEY = 'content-service.dev/error';
 
-export type ToolErrorInfo = { code: ErrorCode; detail: string; errors?: readonly Record<string, unknown>[] };
+type ToolErrorInfo = { code: ErrorCode; detail: string; errors?: readonly Record<string, unknown>[] };
 
 export type ToolFailure = { status: number; result: CallToolResult };
 

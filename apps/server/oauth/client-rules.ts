@@ -12,7 +12,7 @@
  * client (RFC 8252), as the MCP client-registration guidance expects; otherwise it is a web client.
  */
 
-export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
+const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 function parse(uri: string): URL | null {
   return URL.parse(uri);

@@ -34,7 +34,7 @@ const PLAINLY: Record<string, string> = {
   server_error: 'Something went wrong on our side. Try again in a moment.',
 };
 
-export type ErrorOut = { error?: unknown; error_description?: unknown };
+type ErrorOut = { error?: unknown; error_description?: unknown };
 
 function text(value: unknown): string {
   return typeof value === 'string' ? value : '';

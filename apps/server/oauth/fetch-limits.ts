@@ -27,11 +27,11 @@ export const METADATA_FETCH_LIMITS: MetadataFetchLimits = {
   perProcess: { everySeconds: 1, burst: 30 },
 };
 
-export type FetchDecision =
+type FetchDecision =
   | { allowed: true }
   | { allowed: false; scope: 'address' | 'process'; retryAfterSeconds: number };
 
-export type MetadataFetchLimiter = {
+type MetadataFetchLimiter = {
   /** Counts one fetch for this client address (and the process), or says how long to wait. */
   consume(ip: string | undefined): Promise<FetchDecision>;
 };

@@ -20,7 +20,7 @@ import { createOAuthConnections, type OAuthConnections } from './verify.ts';
  * what the MCP endpoint and the Connect Site page need from it. docs/oauth.md explains the whole.
  */
 
-export type OAuthSetup = OAuthConnections & {
+type OAuthSetup = OAuthConnections & {
   /** PUBLIC_URL/mcp: the resource indicator and the audience of every access token. */
   mcpResource: string;
   /** PUBLIC_URL/.well-known/oauth-protected-resource/mcp, for `WWW-Authenticate: Bearer resource_metadata="..."`. */
@@ -30,7 +30,7 @@ export type OAuthSetup = OAuthConnections & {
   web: WebKit;
 };
 
-export type OAuthOptions = {
+type OAuthOptions = {
   db: Db;
   /** Finds account holders (sign-in, the claims of a grant). */
   accounts: Accounts;

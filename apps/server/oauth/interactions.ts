@@ -31,7 +31,7 @@ const Decision = z.object({
   csrf: z.string().max(256).optional(),
 });
 
-export type InteractionDeps = { provider: Provider; kit: WebKit; db: Db; resource: string };
+type InteractionDeps = { provider: Provider; kit: WebKit; db: Db; resource: string };
 
 function requestedScopes(details: InteractionDetails): Set<string> {
   const scope = typeof details.params.scope === 'string' ? details.params.scope : '';

@@ -8,7 +8,7 @@ import { SCOPES } from './provider.ts';
  * (`/.well-known/oauth-protected-resource`) for clients that look there.
  */
 
-export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
+const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 
 /** The URL the MCP endpoint names in `WWW-Authenticate: Bearer resource_metadata="..."`. */
 export function resourceMetadataUrl(publicUrl: string): string {

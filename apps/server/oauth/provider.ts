@@ -33,10 +33,10 @@ import type { OAuthSecrets } from './keys.ts';
 
 export const OAUTH_PREFIX = '/oauth';
 export const SCOPES = { read: 'content:read', write: 'content:write' } as const;
-export const ACCESS_TOKEN_TTL_S = 60 * 60;
-export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
+const ACCESS_TOKEN_TTL_S = 60 * 60;
+const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
 /** How long a connection may last without being renewed by a new consent. */
-export const GRANT_TTL_S = 365 * 24 * 60 * 60;
+const GRANT_TTL_S = 365 * 24 * 60 * 60;
 /**
  * oidc-provider's cookies. Its session cookie never outlives one authorization: the mount drops it from
  * every new authorization request (mount.ts), so the account is always the web session's.
@@ -49,7 +49,7 @@ export const PROVIDER_COOKIES = {
 
 const UNSTATED = 'unstated';
 
-export type ProviderDeps = {
+type ProviderDeps = {
   db: Db;
   accounts: Accounts;
   publicUrl: string;

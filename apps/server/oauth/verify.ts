@@ -5,8 +5,6 @@ import type { Db } from '../../../infra/db/schema.ts';
 import type { Principal } from '../api/auth.ts';
 import { SCOPES } from './provider.ts';
 
-export { resourceMetadataUrl } from './metadata.ts';
-
 /**
  * The principal of a bearer token presented to /mcp, or null when the token is unknown, expired,
  * revoked, for another audience/resource, or its grant was revoked. Principal.actor =

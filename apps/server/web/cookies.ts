@@ -22,7 +22,7 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
   return undefined;
 }
 
-export type CookieOptions = {
+type CookieOptions = {
   secure: boolean;
   /** Seconds; 0 deletes the cookie. Unset: a browser-session cookie. */
   maxAge?: number;
@@ -31,7 +31,7 @@ export type CookieOptions = {
   sameSite?: 'Lax' | 'Strict';
 };
 
-export function serializeCookie(name: string, value: string, opts: CookieOptions): string {
+function serializeCookie(name: string, value: string, opts: CookieOptions): string {
   const parts = [`${name}=${encodeURIComponent(value)}`, `Path=${opts.path ?? '/'}`];
   if (opts.maxAge !== undefined) {
     parts.push(`Max-Age=${Math.max(0, Math.floor(opts.maxAge))}`);

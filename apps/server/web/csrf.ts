@@ -14,7 +14,7 @@ import type { WebSession } from './sessions.ts';
  *    `same-origin` (or `none`, typed by the person), and `Origin`, when sent, must be PUBLIC_URL's origin.
  */
 
-export const CSRF_COOKIE = 'cs_csrf';
+const CSRF_COOKIE = 'cs_csrf';
 export const CSRF_FIELD = 'csrf';
 
 const COOKIE_VALUE = /^[A-Za-z0-9_-]{43}$/;

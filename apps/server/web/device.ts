@@ -12,8 +12,8 @@ import { readCookie, setCookie } from './cookies.ts';
  * kept a year, renewed at each sign-in. Signing out keeps it (it is no session: it signs nobody in).
  */
 
-export const DEVICE_COOKIE = 'cs_device';
-export const DEVICE_TTL_MS = 365 * 24 * 60 * 60 * 1000;
+const DEVICE_COOKIE = 'cs_device';
+const DEVICE_TTL_MS = 365 * 24 * 60 * 60 * 1000;
 
 const VALUE = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
 

@@ -12,7 +12,7 @@ import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
  * session store, CSRF tokens, the layout, the form parser and the security headers.
  */
 
-export type WebDeps = {
+type WebDeps = {
   db: Db;
   accounts: Accounts;
   publicUrl: string;

@@ -10,9 +10,9 @@ import { clearCookie, readCookie, setCookie } from './cookies.ts';
  * sign-in (no fixation); signing out deletes the row.
  */
 
-export const SESSION_COOKIE = 'cs_session';
+const SESSION_COOKIE = 'cs_session';
 /** How long a sign-in lasts. */
-export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
 const SESSION_VALUE = /^[A-Za-z0-9_-]{43}$/;
 

@@ -4,14 +4,14 @@ import { type Kysely, sql } from 'kysely';
 type AnyDb = Kysely<any>;
 
 /**
- * Article snapshots no longer hold the body (`article_bodies` has it, and the snapshot read joins
- * it): the rows projected before are made what a rebuild would make them now.
+ * Article snapshots do not hold the body (`article_bodies` has it, and the snapshot read joins it):
+ * the body is taken out of the rows that have one, as a rebuild would leave them.
  */
 export async function up(db: AnyDb): Promise<void> {
   await sql`update article_snapshots set state = state - 'body' where state ? 'body'`.execute(db);
 }
 
-/** The previous projector reads bodies from its snapshots: put them back from `article_bodies`. */
+/** Puts the bodies back into the snapshots from `article_bodies`, for a projector that reads them there. */
 export async function down(db: AnyDb): Promise<void> {
   await sql`
     update article_snapshots s set state = s.state || jsonb_build_object('body', b.body)

@@ -9,12 +9,14 @@ import {
   type StoredEvent,
   streamType,
   toJson,
-} from './event-store.ts';
-import { uuidv7 } from './ids.ts';
+  toStoredEvent,
+} from '../infra/event-store.ts';
+import { uuidv7 } from '../infra/ids.ts';
 
 /*
- * The bulk path of the event store: many *new* streams in one transaction, for ingestion and imports
- * (a site's backlink history, a migrated blog) where one transaction per stream would take hours.
+ * The benchmark's bulk loader: many *new* streams in one transaction, so that bench/dataset.ts can
+ * write a million backlinks where one transaction per stream would take hours. The service appends
+ * through `EventStore.append` (infra/event-store.ts), whose rules this loader keeps.
  *
  * Same rules as `EventStore.append` with expected version `no_stream`, for every stream at once:
  * every event is validated before the database is touched; the `streams` rows and the events are
@@ -31,7 +33,7 @@ export interface NewStream<E extends NewEvent = DomainEvent> {
   events: readonly E[];
 }
 
-export interface BulkAppendResult<E extends NewEvent = DomainEvent> {
+interface BulkAppendResult<E extends NewEvent = DomainEvent> {
   /** Every event written, stream after stream in the order given, each stream's in version order. */
   events: StoredEvent<E>[];
 }
@@ -105,18 +107,15 @@ export async function appendNew<E extends NewEvent = DomainEvent>(
     const result = rows.map((row) => {
       const returned = byId.get(row.eventId);
       if (returned === undefined) throw new Error(`event ${row.eventId} was not returned by its insert`);
-      // The event as given (one of E), read back from its JSON.
-      return {
-        position: BigInt(returned.position),
-        transactionId: BigInt(returned.transaction_id),
-        eventId: row.eventId,
-        streamId: row.streamId,
+      // The event as given (one of E), read back from its JSON as a replay reads it.
+      return toStoredEvent<E>({
+        ...returned,
+        stream_id: row.streamId,
         version: row.version,
         type: row.type,
         data: JSON.parse(row.data),
         metadata: JSON.parse(row.metadata),
-        recordedAt: returned.recorded_at,
-      } as StoredEvent<E>;
+      });
     });
     // Readers (and inline rebuilds) rely on a stream's events being in the log in version order.
     for (let i = 1; i < result.length; i++) {

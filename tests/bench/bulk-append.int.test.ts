@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appendNew, type BulkAppendDeps, type NewStream } from '../../bench/bulk-append.ts';
 import type { ArticleCreated, ArticleStatusChanged } from '../../domain/article/events.ts';
 import type { BacklinkAcquired } from '../../domain/backlink/events.ts';
 import type { EventMetadata } from '../../domain/event.ts';
 import { validateEvent } from '../../domain/events.ts';
 import type { SiteAdded } from '../../domain/site/events.ts';
-import { appendNew, type BulkAppendDeps, type NewStream } from '../../infra/bulk-append.ts';
 import {
   ConcurrencyError,
   createEventStore,
