@@ -1,7 +1,7 @@
-import { type ActivityQuery, listActivity } from '../../projections/activity.ts';
-import type { Page } from '../../projections/projector.ts';
+import { listActivity } from '../../projections/activity.ts';
 import type { Call } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
+import { type ActivityListQuery, type Listed, listed, pageOf } from './lists.ts';
 import { type ActivityOut, activityOut } from './wire.ts';
 
 export type Activity = ReturnType<typeof createActivity>;
@@ -10,9 +10,12 @@ export type Activity = ReturnType<typeof createActivity>;
 export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
   const { db, commands } = deps;
   return {
-    async list(call: Call, query: ActivityQuery): Promise<Page<ActivityOut>> {
-      const page = await listActivity(db, call.principal.accountId, query);
-      return { rows: page.rows.map(activityOut), total: page.total };
+    /** A page of the account's calls and changes, newest first, filtered by date, source, site and article. */
+    async list(call: Call, query: ActivityListQuery): Promise<Listed<ActivityOut>> {
+      const { from, to, source } = query;
+      const filters = { from, to, source, siteId: query.site_id, articleId: query.article_id };
+      const page = await listActivity(db, call.principal.accountId, { ...pageOf(query), ...filters });
+      return listed(page, query, activityOut);
     },
     /** Stores one call's record (batched; resolves once stored). */
     record: commands.recordCall,

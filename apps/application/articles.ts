@@ -3,17 +3,12 @@ import type { FeaturedImage } from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
-import {
-  type ArticleListQuery,
-  findArticle,
-  findArticleRevision,
-  listArticles,
-} from '../../projections/articles.ts';
-import type { Page } from '../../projections/projector.ts';
+import { findArticle, findArticleRevision, listArticles } from '../../projections/articles.ts';
 import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import type { Call, Idempotency } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
+import { type ArticleListQuery, type Listed, listed, pageOf } from './lists.ts';
 import { type ArticleListItemOut, type ArticleOut, articleListItemOut, articleOut } from './wire.ts';
 
 /** The featured image of a replacement: an https address the service fetches, or bytes the caller sends. */
@@ -42,11 +37,12 @@ export function createArticles(
     },
 
     /** A page of a site's articles, newest published first, filtered by date and status. */
-    async list(call: Call, siteId: string, query: ArticleListQuery): Promise<Page<ArticleListItemOut>> {
+    async list(call: Call, siteId: string, query: ArticleListQuery): Promise<Listed<ArticleListItemOut>> {
       call.touched.siteId = siteId;
       const scope = { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
-      const page = await ofOwnSite(scope, listArticles(db, scope, query));
-      return { rows: page.rows.map(articleListItemOut), total: page.total };
+      const { from, to, status } = query;
+      const page = await ofOwnSite(scope, listArticles(db, scope, { ...pageOf(query), from, to, status }));
+      return listed(page, query, articleListItemOut);
     },
 
     /** Edits title and/or body: a new revision of the call's origin, unless nothing changes. */

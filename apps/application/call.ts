@@ -56,6 +56,3 @@ export function requireWrite(principal: Principal, what: string): void {
 
 /** The idempotency of a write: the caller's key and what identifies the request (a retry must send the same). */
 export type Idempotency = { key: string; request: readonly unknown[] };
-
-/** One page of a list and the total it was cut from; which page and how long, as the caller asked. */
-export type { Page } from '../../projections/projector.ts';

@@ -1,9 +1,9 @@
 import { DomainError } from '../../domain/errors.ts';
-import type { Page, PageQuery } from '../../projections/projector.ts';
 import { findRevision, listRevisions } from '../../projections/revisions.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import type { Call, Idempotency } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
+import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { type RevisionContentOut, type RevisionOut, revisionOut, rfc3339 } from './wire.ts';
 
 export type Revisions = ReturnType<typeof createRevisions>;
@@ -13,10 +13,9 @@ export function createRevisions(deps: Pick<ApplicationDeps, 'db' | 'commands'>, 
   const { db, commands } = deps;
   return {
     /** A page of the article's revisions, newest first. */
-    async list(call: Call, articleId: string, query: PageQuery): Promise<Page<RevisionOut>> {
+    async list(call: Call, articleId: string, query: ListQuery): Promise<Listed<RevisionOut>> {
       await writer.own(call, articleId);
-      const page = await listRevisions(db, articleId, query);
-      return { rows: page.rows.map(revisionOut), total: page.total };
+      return listed(await listRevisions(db, articleId, pageOf(query)), query, revisionOut);
     },
 
     /** The article as it was at revision n (by replaying its stream) with that revision's record. */

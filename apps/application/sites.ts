@@ -1,9 +1,9 @@
-import { type BacklinkListQuery, listBacklinks } from '../../projections/backlinks.ts';
-import type { Page, PageQuery } from '../../projections/projector.ts';
+import { listBacklinks } from '../../projections/backlinks.ts';
 import { resolvePeriod, siteStats } from '../../projections/site-stats.ts';
 import { listSites, ofOwnSite, type SiteScope } from '../../projections/sites.ts';
 import type { Call } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
+import { type BacklinkListQuery, type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { type BacklinkOut, backlinkOut, type SiteOut, type StatsOut, siteOut, statsOut } from './wire.ts';
 
 export type Sites = ReturnType<typeof createSites>;
@@ -18,16 +18,16 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
   };
   return {
     /** A page of the account's sites, oldest first. */
-    async list(call: Call, query: PageQuery): Promise<Page<SiteOut>> {
-      const page = await listSites(db, call.principal.accountId, query);
-      return { rows: page.rows.map(siteOut), total: page.total };
+    async list(call: Call, query: ListQuery): Promise<Listed<SiteOut>> {
+      return listed(await listSites(db, call.principal.accountId, pageOf(query)), query, siteOut);
     },
 
     /** A page of a site's backlinks, newest first, filtered by date and category. */
-    async backlinks(call: Call, siteId: string, query: BacklinkListQuery): Promise<Page<BacklinkOut>> {
+    async backlinks(call: Call, siteId: string, query: BacklinkListQuery): Promise<Listed<BacklinkOut>> {
       const scope = scopeOf(call, siteId);
-      const page = await ofOwnSite(scope, listBacklinks(db, scope, query));
-      return { rows: page.rows.map(backlinkOut), total: page.total };
+      const { from, to, category } = query;
+      const page = await ofOwnSite(scope, listBacklinks(db, scope, { ...pageOf(query), from, to, category }));
+      return listed(page, query, backlinkOut);
     },
 
     /** Articles published and backlinks acquired in a period (this_month, last_month, last_30_days, YYYY-MM). */

@@ -1,23 +1,20 @@
 import type { FastifyReply } from 'fastify';
-import type { Page } from '../../application/call.ts';
+import type { Listed } from '../../application/lists.ts';
 
-type ListBody<T> = {
-  data: T[];
-  meta: { page: number; per_page: number; total: number; total_pages: number };
+type ListBody<T> = Listed<T> & {
   links: { self: string; first: string; last: string; prev: string | null; next: string | null };
 };
 
 /**
- * The list envelope of CONTRACT "Lists", with the same links in an RFC 8288 `Link` header. Links are
- * absolute (PUBLIC_URL) and keep every other query parameter the caller sent.
+ * The list envelope of CONTRACT "Lists": the application's page with its links, also in an RFC 8288
+ * `Link` header. Links are absolute (PUBLIC_URL) and keep every other query parameter the caller sent.
  */
 export function sendList<T>(
   reply: FastifyReply,
-  opts: { publicUrl: string; path: string; query: Record<string, unknown>; page: number; perPage: number },
-  result: Page<T>,
+  opts: { publicUrl: string; path: string; query: Record<string, unknown> },
+  list: Listed<T>,
 ): ListBody<T> {
-  const { page, perPage } = opts;
-  const totalPages = Math.ceil(result.total / perPage);
+  const { page, per_page: perPage, total_pages: totalPages } = list.meta;
   const last = Math.max(1, totalPages);
   const url = (p: number): string => {
     const params = new URLSearchParams();
@@ -41,9 +38,5 @@ export function sendList<T>(
     .map(([rel, href]) => `<${href}>; rel="${rel}"`)
     .join(', ');
   reply.header('link', header);
-  return {
-    data: result.rows,
-    meta: { page, per_page: perPage, total: result.total, total_pages: totalPages },
-    links,
-  };
+  return { ...list, links };
 }

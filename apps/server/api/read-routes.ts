@@ -64,10 +64,8 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const { page, per_page } = req.query;
-      const result = await application.sites.list(apiCall(req), { page, perPage: per_page });
-      const path = '/api/v1/sites';
-      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
+      const result = await application.sites.list(apiCall(req), req.query);
+      return sendList(reply, { publicUrl, path: '/api/v1/sites', query: req.query }, result);
     },
   );
 
@@ -87,11 +85,9 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const { page, per_page, from, to, status } = req.query;
-      const query = { page, perPage: per_page, from, to, status };
-      const result = await application.articles.list(apiCall(req), req.params.id, query);
+      const result = await application.articles.list(apiCall(req), req.params.id, req.query);
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/articles`;
-      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
+      return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
   );
 
@@ -140,11 +136,9 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const { page, per_page, from, to, category } = req.query;
-      const query = { page, perPage: per_page, from, to, category };
-      const result = await application.sites.backlinks(apiCall(req), req.params.id, query);
+      const result = await application.sites.backlinks(apiCall(req), req.params.id, req.query);
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/backlinks`;
-      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
+      return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
   );
 
@@ -181,11 +175,8 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const { page, per_page, from, to, source, site_id, article_id } = req.query;
-      const query = { page, perPage: per_page, from, to, source, siteId: site_id, articleId: article_id };
-      const result = await application.activity.list(apiCall(req), query);
-      const path = '/api/v1/activity';
-      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
+      const result = await application.activity.list(apiCall(req), req.query);
+      return sendList(reply, { publicUrl, path: '/api/v1/activity', query: req.query }, result);
     },
   );
 };

@@ -194,13 +194,9 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       },
     },
     async (req, reply) => {
-      const { page, per_page } = req.query;
-      const result = await application.revisions.list(apiCall(req), req.params.id, {
-        page,
-        perPage: per_page,
-      });
+      const result = await application.revisions.list(apiCall(req), req.params.id, req.query);
       const path = `/api/v1/articles/${encodeURIComponent(req.params.id)}/revisions`;
-      return sendList(reply, { publicUrl, path, query: req.query, page, perPage: per_page }, result);
+      return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
   );
 

@@ -3,8 +3,9 @@ import type { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
-import type { Call, Page } from '../../application/call.ts';
+import type { Call } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
+import type { Listed } from '../../application/lists.ts';
 import {
   renderActivity,
   renderArticle,
@@ -90,19 +91,10 @@ const READ: Hints = {
   openWorldHint: false,
 };
 
-type Listed<T> = { data: T[]; meta: { page: number; per_page: number; total: number; total_pages: number } };
-
-/** A read model's page as the tools answer it: the items, the counts, and the next page to ask for. */
-function pageOut<T>(
-  result: Page<T>,
-  q: { page: number; per_page: number },
-): Listed<T> & { next_page: number | null } {
-  const totalPages = Math.ceil(result.total / q.per_page);
-  return {
-    data: result.rows,
-    meta: { page: q.page, per_page: q.per_page, total: result.total, total_pages: totalPages },
-    next_page: q.page < totalPages ? q.page + 1 : null,
-  };
+/** A page as the tools answer it: the application's list and the next page to ask for (null on the last). */
+function withNext<T>(list: Listed<T>): Listed<T> & { next_page: number | null } {
+  const { page, total_pages: totalPages } = list.meta;
+  return { ...list, next_page: page < totalPages ? page + 1 : null };
 }
 
 const PAGING =
@@ -120,8 +112,7 @@ const listSitesTool = defineTool({
   annotations: READ,
   input: ListSitesInput,
   output: SiteList,
-  run: async (ctx, input) =>
-    pageOut(await ctx.application.sites.list(ctx.call, { page: input.page, perPage: input.per_page }), input),
+  run: async (ctx, input) => withNext(await ctx.application.sites.list(ctx.call, input)),
   render: (out) => renderSites(out),
 });
 
@@ -137,16 +128,7 @@ const listArticlesTool = defineTool({
   annotations: READ,
   input: ListArticlesInput,
   output: ArticleList,
-  async run(ctx, input) {
-    const query = {
-      page: input.page,
-      perPage: input.per_page,
-      from: input.from,
-      to: input.to,
-      status: input.status,
-    };
-    return pageOut(await ctx.application.articles.list(ctx.call, input.site_id, query), input);
-  },
+  run: async (ctx, input) => withNext(await ctx.application.articles.list(ctx.call, input.site_id, input)),
   render: (out, input) => renderArticles(out, input.site_id),
 });
 
@@ -177,16 +159,7 @@ const listBacklinksTool = defineTool({
   annotations: READ,
   input: ListBacklinksInput,
   output: BacklinkList,
-  async run(ctx, input) {
-    const query = {
-      page: input.page,
-      perPage: input.per_page,
-      from: input.from,
-      to: input.to,
-      category: input.category,
-    };
-    return pageOut(await ctx.application.sites.backlinks(ctx.call, input.site_id, query), input);
-  },
+  run: async (ctx, input) => withNext(await ctx.application.sites.backlinks(ctx.call, input.site_id, input)),
   render: (out, input) => renderBacklinks(out, input.site_id),
 });
 
@@ -278,13 +251,7 @@ const listRevisionsTool = defineTool({
   input: ListRevisionsInput,
   output: RevisionList,
   run: async (ctx, input) =>
-    pageOut(
-      await ctx.application.revisions.list(ctx.call, input.article_id, {
-        page: input.page,
-        perPage: input.per_page,
-      }),
-      input,
-    ),
+    withNext(await ctx.application.revisions.list(ctx.call, input.article_id, input)),
   render: (out, input) => renderRevisions(out, input.article_id),
 });
 
@@ -337,18 +304,7 @@ const listActivityTool = defineTool({
   annotations: READ,
   input: ListActivityInput,
   output: ActivityList,
-  async run(ctx, input) {
-    const query = {
-      page: input.page,
-      perPage: input.per_page,
-      from: input.from,
-      to: input.to,
-      source: input.source,
-      siteId: input.site_id,
-      articleId: input.article_id,
-    };
-    return pageOut(await ctx.application.activity.list(ctx.call, query), input);
-  },
+  run: async (ctx, input) => withNext(await ctx.application.activity.list(ctx.call, input)),
   render: (out) => renderActivity(out),
 });
 

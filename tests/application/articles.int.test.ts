@@ -1,0 +1,195 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Call, callOf, type EditLimit, type Principal } from '../../apps/application/call.ts';
+import { type Application, createApplication } from '../../apps/application/index.ts';
+import type { Runtime } from '../../apps/runtime.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { createDirectoryMediaStore } from '../../infra/media/store.ts';
+import { mediaFiles } from '../support/media.ts';
+import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../support/runtime.ts';
+
+/*
+ * The use cases on their own, as every face calls them: a principal and plain inputs in, wire objects
+ * or typed errors out, the edit limit's decision on the call.
+ */
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof DomainError) return error.code;
+    throw error;
+  }
+  return 'accepted';
+}
+
+/** An edit limit of `quota` a day for every account, counted here. */
+function quotaOf(quota: number): EditLimit & { taken: number } {
+  const limit = {
+    taken: 0,
+    async take() {
+      limit.taken++;
+      const allowed = limit.taken <= quota;
+      return {
+        policy: { name: 'edits', quota, window: 'utc-day' as const },
+        allowed,
+        remaining: Math.max(0, quota - limit.taken),
+        resetSeconds: 3600,
+      };
+    },
+  };
+  return limit;
+}
+
+describe('the application layer', () => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  let mediaDir: string;
+  let mine: { accountId: string; siteId: string };
+  let theirs: { accountId: string; siteId: string };
+  let articleId: string;
+  let png: Uint8Array;
+  const limit = quotaOf(1000);
+
+  const app = (): Application =>
+    createApplication({
+      db: runtime.db,
+      commands: runtime.commands,
+      publicUrl: 'https://content.example',
+      now: () => new Date('2026-11-05T12:00:00Z'),
+      editLimit: limit,
+      media: createDirectoryMediaStore(mediaDir),
+      fetchImage: async () => png,
+    });
+  const principal = (accountId: string, scope: 'read' | 'write' = 'write'): Principal => ({
+    accountId,
+    actor: apiKeyActor,
+    origin: 'editor',
+    scope,
+  });
+
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime('postgres'));
+    mediaDir = await mkdtemp(join(tmpdir(), 'cs-app-'));
+    mine = await setUpAccount(runtime);
+    theirs = await setUpAccount(runtime, 'Rival Ltd');
+    ({ articleId } = await runtime.commands.createArticle(
+      mine.accountId,
+      {
+        siteId: mine.siteId,
+        title: 'Boilers',
+        body: protectedBody(1),
+        url: 'https://northside.example/boilers',
+        status: 'published',
+        publishedAt: '2026-11-01T09:00:00.000Z',
+        targetKeyword: null,
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: apiKeyActor },
+    ));
+    png = new Uint8Array(
+      await sharp({ create: { width: 40, height: 30, channels: 3, background: '#336699' } })
+        .png()
+        .toBuffer(),
+    );
+  });
+
+  afterAll(async () => {
+    await drop?.();
+    if (mediaDir) await rm(mediaDir, { recursive: true, force: true });
+  });
+
+  it("answers another account's article exactly as a missing one, and notes what the call touched", async () => {
+    const call = callOf(principal(theirs.accountId));
+    expect(await refusal(app().articles.get(call, articleId))).toBe('not_found');
+    expect(await refusal(app().articles.get(callOf(principal(mine.accountId)), 'art_missing'))).toBe(
+      'not_found',
+    );
+    expect(call.touched).toEqual({ siteId: null, articleId });
+
+    const own = callOf(principal(mine.accountId));
+    const article = await app().articles.get(own, articleId);
+    expect(article).toMatchObject({ id: articleId, site_id: mine.siteId, title: 'Boilers' });
+    expect(own.touched).toEqual({ siteId: mine.siteId, articleId });
+  });
+
+  it("makes an edit a revision of the principal's origin and puts the edit limit's decision on the call", async () => {
+    const call = callOf(principal(mine.accountId));
+    const write = await app().articles.edit(call, { articleId, title: 'Boilers in winter' });
+    expect(write.replayed).toBe(false);
+    expect(write.change).toMatchObject({ title: 'Boilers in winter', changed: true, revision: 2 });
+    expect(call.edits).toMatchObject({ allowed: true, policy: { name: 'edits' } });
+    const revisions = await app().revisions.list(call, articleId, { page: 1, per_page: 10 });
+    expect(revisions.data[0]).toMatchObject({ revision: 2, origin: 'editor' });
+    expect(revisions.meta).toEqual({ page: 1, per_page: 10, total: 2, total_pages: 1 });
+  });
+
+  it('refuses a write past the edit limit with the decision on the call, and changes nothing', async () => {
+    const strict = createApplication({
+      db: runtime.db,
+      commands: runtime.commands,
+      publicUrl: 'https://content.example',
+      now: () => new Date(),
+      editLimit: quotaOf(0),
+      media: createDirectoryMediaStore(mediaDir),
+      fetchImage: async () => png,
+    });
+    const call = callOf(principal(mine.accountId));
+    const before = await strict.articles.get(callOf(principal(mine.accountId)), articleId);
+    expect(await refusal(strict.articles.edit(call, { articleId, title: 'Never saved' }))).toBe(
+      'edit_limit_reached',
+    );
+    expect(call.edits).toMatchObject({ allowed: false, remaining: 0, resetSeconds: 3600 });
+    expect((await strict.articles.get(callOf(principal(mine.accountId)), articleId)).revision).toBe(
+      before.revision,
+    );
+  });
+
+  it('refuses a write to a read-only principal, whichever face forgot to', async () => {
+    const call = callOf(principal(mine.accountId, 'read'));
+    expect(await refusal(app().articles.edit(call, { articleId, title: 'Read only' }))).toBe(
+      'insufficient_scope',
+    );
+  });
+
+  it('replays an idempotent retry without a second revision or a second counted edit', async () => {
+    const idempotency = { key: `retry-${Date.now()}`, request: ['PUT', articleId, { title: 'Once' }] };
+    const first = await app().articles.edit(
+      callOf(principal(mine.accountId)),
+      { articleId, title: 'Once' },
+      idempotency,
+    );
+    const counted = limit.taken;
+    const again = await app().articles.edit(
+      callOf(principal(mine.accountId)),
+      { articleId, title: 'Once' },
+      idempotency,
+    );
+    expect(again).toEqual({ replayed: true, change: first.change });
+    expect(limit.taken).toBe(counted);
+  });
+
+  it('stores no image for a write refused as stale, and stores one for an accepted replacement', async () => {
+    const call: Call = callOf(principal(mine.accountId));
+    const current = (await app().articles.get(call, articleId)).revision;
+    const stale = app().articles.replaceFeaturedImage(call, {
+      articleId,
+      image: { url: 'https://images.example/a.png', alt: 'A boiler' },
+      expectedRevision: current - 1,
+    });
+    expect(await refusal(stale)).toBe('revision_mismatch');
+    expect(await mediaFiles(mediaDir)).toEqual([]);
+
+    const write = await app().articles.replaceFeaturedImage(call, {
+      articleId,
+      image: { upload: async () => ({ bytes: png, alt: 'A boiler' }) },
+      expectedRevision: current,
+    });
+    expect(write.change.featured_image).toMatchObject({ alt: 'A boiler', width: 40, height: 30 });
+    expect(write.change.featured_image?.url).toMatch(/^https:\/\/content\.example\/media\//);
+    expect(await mediaFiles(mediaDir)).toHaveLength(1);
+  });
+});
