@@ -9,6 +9,7 @@ import {
   type ArticleEvent,
   type ArticleStatus,
   BODY_MAX_BYTES,
+  BODY_MAX_MIB,
   type FeaturedImage,
   TITLE_MAX,
 } from './events.ts';
@@ -186,24 +187,24 @@ function checkBodySize(body: string): void {
   checkText('body', body, true);
   if (new TextEncoder().encode(body).length > BODY_MAX_BYTES) {
     throw invalidField(
-      'The body is larger than 2 MiB',
+      `The body is larger than ${BODY_MAX_MIB} MiB`,
       'body',
-      'must be at most 2 MiB (2097152 bytes) of UTF-8',
+      `must be at most ${BODY_MAX_MIB} MiB (${BODY_MAX_BYTES} bytes) of UTF-8`,
     );
   }
 }
 
 /**
- * The stored body is held to the same 2 MiB as the submitted one: serialising the sanitised tree can
+ * The stored body is held to the same limit as the submitted one: serialising the sanitised tree can
  * make it longer (`&` becomes `&amp;`, attribute values gain quotes), so a body just under the limit
  * may come out over it.
  */
 function checkSanitizedSize(html: string): void {
   if (new TextEncoder().encode(html).length > BODY_MAX_BYTES) {
     throw invalidField(
-      'The body is larger than 2 MiB once sanitised (characters such as & are stored escaped, as &amp;)',
+      `The body is larger than ${BODY_MAX_MIB} MiB once sanitised (characters such as & are stored escaped, as &amp;)`,
       'body',
-      'must be at most 2 MiB (2097152 bytes) of UTF-8 once sanitised',
+      `must be at most ${BODY_MAX_MIB} MiB (${BODY_MAX_BYTES} bytes) of UTF-8 once sanitised`,
     );
   }
 }
