@@ -29,6 +29,7 @@ import { registerOAuth } from './oauth/index.ts';
 import { registerOpenApi } from './openapi.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
+import { webPages } from './web/pages.ts';
 
 type AppDeps = {
   runtime: Runtime;
@@ -185,6 +186,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(connectSiteRoutes, { kit: oauth.web, keys: application.keys, connections: oauth });
   await app.register(accountPasswordRoutes, { kit: oauth.web, accounts: application.accounts });
+  await app.register(webPages, { kit: oauth.web, application });
   await app.register(mcpRoutes, {
     publicUrl: deps.config.PUBLIC_URL,
     now,

@@ -49,7 +49,7 @@ export function htmlText(fragment: Html): string {
 export const STYLESHEET_PATH = '/web/style.css';
 
 /** The whole page: one layout for every server-rendered page (no script, one stylesheet). */
-export function page(opts: { title: string; body: Html; header?: Html }): string {
+export function page(opts: { title: string; body: Html; header?: Html; wide?: boolean }): string {
   return htmlText(html`<!doctype html>
 <html lang="en">
 <head>
@@ -59,8 +59,8 @@ export function page(opts: { title: string; body: Html; header?: Html }): string
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>
 <body>
-<header class="top"><span class="brand">Content Service</span>${opts.header ?? ''}</header>
-<main>
+<header class="top"><a class="brand" href="/">Content Service</a>${opts.header ?? ''}</header>
+<main${opts.wide ? raw(' class="wide"') : ''}>
 ${opts.body}
 </main>
 </body>
@@ -81,6 +81,11 @@ header.top form { margin: 0; display: flex; align-items: center; gap: 1rem; }
 header.top a { color: var(--accent); }
 .brand { font-weight: 600; }
 main { max-width: 34rem; margin: 2rem auto; padding: 0 1rem; }
+main.wide { max-width: 64rem; }
+header.top { flex-wrap: wrap; gap: .5rem 1rem; }
+nav.site { display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+nav.site a[aria-current=page] { font-weight: 600; text-decoration: none; }
+.brand { color: inherit; text-decoration: none; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: 1.5rem; }
 h1 { font-size: 1.4rem; margin: 0 0 1rem; }
 label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }

@@ -3,7 +3,7 @@ import type { Db } from '../../../infra/db/schema.ts';
 import type { Accounts } from '../../application/accounts.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
 import { createDevices, type Devices } from './device.ts';
-import { type Html, html, page } from './html.ts';
+import { type Html, html, page, raw } from './html.ts';
 import { createWebSessions, type WebSession, type WebSessions } from './sessions.ts';
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
 
@@ -38,11 +38,26 @@ export type WebKit = {
   signInUrl(returnTo: string): string;
   /** The hidden CSRF field for a form on this page. */
   csrfField(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): Html;
-  /** Sends a page: the layout, the person's name and a sign-out button when signed in. */
+  /**
+   * Sends a page: the layout and, when signed in, the navigation (sites, activity, Connect Site), the
+   * person's name, the password page and a sign-out button. `wide` for pages of tables and articles.
+   */
   send(
     reply: FastifyReply,
-    opts: { status?: number; title: string; body: Html; session: WebSession | null; request: FastifyRequest },
+    opts: {
+      status?: number;
+      title: string;
+      body: Html;
+      session: WebSession | null;
+      request: FastifyRequest;
+      wide?: boolean;
+    },
   ): FastifyReply;
+  /**
+   * The request's live session, or null after redirecting to sign-in, which comes back to `returnTo`
+   * (default: this page; a form's POST names the page the form is on).
+   */
+  signedIn(request: FastifyRequest, reply: FastifyReply, returnTo?: string): Promise<WebSession | null>;
   /** True when the POST passes the CSRF checks; otherwise sends a 403 page and returns false. */
   checkForm(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): boolean;
 };
@@ -60,6 +75,23 @@ export function safeReturnTo(value: unknown): string | null {
   if (/[\u0000-\u001f\u007f-\u009f\\]/.test(value) || !value.isWellFormed()) return null;
   const encoded = value.replace(/[^\u0021-\u007e]/gu, (c) => encodeURIComponent(c));
   return encoded.length > 2048 ? null : encoded;
+}
+
+/** The sections every signed-in page links to; the one the path is in is marked as current. */
+const SECTIONS = [
+  { href: '/sites', label: 'Sites' },
+  { href: '/activity', label: 'Activity' },
+  { href: '/connect', label: 'Connect Site' },
+] as const;
+
+function navigation(url: string, account: Html): Html {
+  const path = url.split('?')[0] ?? url;
+  const links = SECTIONS.map(({ href, label }) => {
+    const current =
+      path === href || path.startsWith(`${href}/`) || (href === '/sites' && path.startsWith('/articles/'));
+    return html`<a href="${href}"${current ? raw(' aria-current="page"') : ''}>${label}</a>`;
+  });
+  return html`<nav class="site" aria-label="Main">${links}</nav>${account}`;
 }
 
 export function createWebKit(deps: WebDeps): WebKit {
@@ -87,14 +119,29 @@ export function createWebKit(deps: WebDeps): WebKit {
     send(reply, opts) {
       const { session, request } = opts;
       const header = session
-        ? html`<form method="post" action="/sign-out"><span class="muted">${session.account.name} (${session.account.email})</span>
+        ? navigation(
+            request.url,
+            html`<form method="post" action="/sign-out"><span class="muted">${session.account.name} (${session.account.email})</span>
 <a href="/account/password">Change password</a>
-${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sign out</button></form>`
+${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sign out</button></form>`,
+          )
         : undefined;
       return reply
         .status(opts.status ?? 200)
         .type('text/html; charset=utf-8')
-        .send(page({ title: opts.title, body: opts.body, ...(header ? { header } : {}) }));
+        .send(
+          page({
+            title: opts.title,
+            body: opts.body,
+            wide: opts.wide ?? false,
+            ...(header ? { header } : {}),
+          }),
+        );
+    },
+    async signedIn(request, reply, returnTo = request.url) {
+      const session = await sessions.current(request);
+      if (!session) reply.redirect(kit.signInUrl(returnTo), 303);
+      return session;
     },
     checkForm(request, reply, session) {
       const body = request.body as Record<string, unknown> | undefined;

@@ -1,0 +1,131 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { freePort } from '../oauth/helpers.ts';
+import { launchBrowser } from './browser.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { cli, ROOT } from './process.ts';
+import { type ServerProcess, startServer } from './server.ts';
+
+/** Where page tests leave their screenshots (git ignores test-results/; CI keeps it as an artefact). */
+export const SHOTS = join(ROOT, 'test-results', 'screenshots');
+
+/** The demo account a web test signs in as, with what `seed-demo --json` made for it. */
+export type DemoAccount = {
+  account_id: string;
+  email: string;
+  password: string;
+  api_key: string;
+  sites: { id: string; domain: string }[];
+};
+
+export type WebApp = {
+  server: ServerProcess;
+  /** The server's address, also its PUBLIC_URL (the forms check their Origin against it). */
+  url: string;
+  demo: DemoAccount;
+  browser: Browser;
+  /** Environment of the server's database, for the CLI (`cli(args, env)`). */
+  env: Record<string, string>;
+  /** A browser context signed in as the demo account (JavaScript off unless asked). */
+  signedIn(opts?: { javaScript?: boolean; width?: number }): Promise<BrowserContext>;
+  /** Calls the API as the demo account's write key. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  stop(): Promise<void>;
+};
+
+/**
+ * A real server on a free port over a fresh PostgreSQL database, seeded with a demo account
+ * (`seed-demo`: two sites, articles with protected links, backlinks), and headless Chromium.
+ */
+export async function startWebApp(opts: { articles?: number; backlinks?: number } = {}): Promise<WebApp> {
+  await mkdir(SHOTS, { recursive: true });
+  const dir = await mkdtemp(join(tmpdir(), 'cs-web-e2e-'));
+  const db: TestDatabase = await createTestDatabase('postgres');
+  const env = { DATABASE_URL: db.databaseUrl as string, DATA_DIR: dir, MEDIA_DIR: join(dir, 'media') };
+  const seeded = await cli(
+    [
+      'seed-demo',
+      '--json',
+      '--sites',
+      '2',
+      '--articles',
+      String(opts.articles ?? 6),
+      '--backlinks',
+      String(opts.backlinks ?? 12),
+      '--seed',
+      '7',
+    ],
+    env,
+  );
+  expect(seeded.code, seeded.stderr).toBe(0);
+  const demo = JSON.parse(seeded.stdout) as DemoAccount;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const server = await startServer({ ...env, PORT: String(port), PUBLIC_URL: url });
+  const browser = await launchBrowser();
+  const contexts: BrowserContext[] = [];
+  return {
+    server,
+    url,
+    demo,
+    browser,
+    env,
+    async signedIn(o = {}) {
+      const context = await browser.newContext({
+        javaScriptEnabled: o.javaScript ?? false,
+        viewport: { width: o.width ?? 1100, height: 800 },
+      });
+      contexts.push(context);
+      const page = await context.newPage();
+      await signIn(page, url, demo);
+      await page.close();
+      return context;
+    },
+    api: (path, init = {}) =>
+      fetch(`${url}/api/v1${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${demo.api_key}`, ...(init.headers ?? {}) },
+      }),
+    async stop() {
+      for (const context of contexts) await context.close().catch(() => {});
+      await browser.close().catch(() => {});
+      await server.stop();
+      await db.drop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Signs in on the sign-in page with the keyboard, as a person would. */
+export async function signIn(
+  page: Page,
+  url: string,
+  who: { email: string; password: string },
+): Promise<void> {
+  await page.goto(`${url}/sign-in`);
+  await page.fill('#email', who.email);
+  await page.fill('#password', who.password);
+  await Promise.all([page.waitForNavigation(), page.press('#password', 'Enter')]);
+  // Signed in: the header names the person.
+  expect(await page.textContent('header.top')).toContain(who.email);
+}
+
+/** Every form field has a label that names it. */
+export async function expectLabelled(page: Page): Promise<void> {
+  const labels = new Map(
+    await page.$$eval('label[for]', (ls) => ls.map((l) => [l.getAttribute('for'), l.textContent?.trim()])),
+  );
+  const fields = await page.$$eval('input:not([type=hidden]), textarea, select', (fs) =>
+    fs.map((f) => [f.getAttribute('id'), f.getAttribute('name')]),
+  );
+  const unlabelled = fields.filter(([id]) => !(id && labels.get(id))).map(([, name]) => name);
+  expect(unlabelled).toEqual([]);
+}
+
+/** A full-page screenshot under SHOTS, for a person to look at. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
