@@ -175,10 +175,13 @@ export async function findPasswordHash(db: Db, holderId: string): Promise<string
 export async function findStaffByEmail(
   db: Db,
   email: string,
-): Promise<{ id: string; name: string; email: string } | undefined> {
+): Promise<{ id: string; name: string; email: string; password_hash: string | null } | undefined> {
   return db
-    .selectFrom('staff')
-    .select(['id', 'name', 'email'])
-    .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
+    .selectFrom('staff as s')
+    .leftJoin('credentials as c', (join) =>
+      join.onRef('c.holder_id', '=', 's.id').on('c.kind', '=', 'password'),
+    )
+    .select(['s.id', 's.name', 's.email', 'c.secret as password_hash'])
+    .where((eb) => eb(eb.fn('lower', ['s.email']), '=', email.toLowerCase()))
     .executeTakeFirst();
 }

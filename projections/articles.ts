@@ -361,6 +361,19 @@ export async function findArticleRevision(
   return row?.revision;
 }
 
+/** Whose an article is, whatever the account: for support staff, who may look at any account. */
+export async function findArticleOwner(
+  db: Db,
+  articleId: string,
+): Promise<{ accountId: string; title: string } | undefined> {
+  const row = await db
+    .selectFrom('articles')
+    .select(['account_id', 'title'])
+    .where('id', '=', articleId)
+    .executeTakeFirst();
+  return row ? { accountId: row.account_id, title: row.title } : undefined;
+}
+
 /** The statement of `findArticleSite` (before every write to an article), compiled once: with the key check and without. */
 const articleSiteQuery = (withKey: boolean) =>
   prepared(

@@ -6,6 +6,7 @@ import type { ApplicationDeps } from './deps.ts';
 import { createKeys, type Keys } from './keys.ts';
 import { createRevisions, type Revisions } from './revisions.ts';
 import { createSites, type Sites } from './sites.ts';
+import { createSupport, type Support } from './staff.ts';
 
 /** The use cases every face calls: the API's routes, the MCP tools, the web pages and the CLI. */
 export type Application = {
@@ -15,6 +16,7 @@ export type Application = {
   activity: Activity;
   keys: Keys;
   accounts: Accounts;
+  support: Support;
 };
 
 export function createApplication(deps: ApplicationDeps): Application {
@@ -26,5 +28,6 @@ export function createApplication(deps: ApplicationDeps): Application {
     activity: createActivity(deps),
     keys: createKeys(deps),
     accounts: createAccounts(deps),
+    support: createSupport(deps),
   };
 }

@@ -102,7 +102,10 @@ export interface OAuthGrantsTable {
 /** Signed-in browsers (migration 005); `id_hash` is the SHA-256 of the cookie's value. */
 export interface WebSessionsTable {
   id_hash: string;
-  account_id: string;
+  /** The account holder signed in, or null for a staff member's session. */
+  account_id: string | null;
+  /** The support staff member signed in, or null for an account holder's session. */
+  staff_id: ColumnType<string | null, string | null | undefined, never>;
   created_at: ColumnType<Date, Date, never>;
   expires_at: ColumnType<Date, Date, Date>;
 }

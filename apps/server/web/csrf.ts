@@ -21,9 +21,9 @@ const COOKIE_VALUE = /^[A-Za-z0-9_-]{43}$/;
 
 export type Csrf = {
   /** The token for a form shown to this request: the session's, or the pre-sign-in one (setting its cookie). */
-  token(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): string;
+  token(request: FastifyRequest, reply: FastifyReply, session: Pick<WebSession, 'secret'> | null): string;
   /** True when the POST carries the right token for `session` (or the pre-sign-in token when null) and comes from this site. */
-  check(request: FastifyRequest, session: WebSession | null, token: unknown): boolean;
+  check(request: FastifyRequest, session: Pick<WebSession, 'secret'> | null, token: unknown): boolean;
 };
 
 export function createCsrf(deps: { secret: Buffer; publicUrl: string; secure: boolean }): Csrf {

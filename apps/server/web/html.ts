@@ -103,4 +103,15 @@ dt { color: var(--muted); }
 dd { margin: 0; overflow-wrap: anywhere; }
 ul.access { padding-left: 1.2rem; }
 code { font-size: .9em; overflow-wrap: anywhere; }
+/* tables and filter forms (staff timeline) */
+table { width: 100%; border-collapse: collapse; margin: 1rem 0; font-size: .95rem; }
+caption { text-align: left; font-weight: 600; margin-bottom: .5rem; }
+th, td { text-align: left; vertical-align: top; padding: .4rem .5rem; border-bottom: 1px solid var(--line); }
+td { overflow-wrap: anywhere; }
+form.filters { display: flex; flex-wrap: wrap; align-items: end; gap: .25rem 1rem; }
+form.filters label { margin: 0; }
+form.filters .actions { margin: 0; }
+select, input[type=date] { padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+nav.pages { display: flex; gap: 1rem; align-items: center; }
+@media (max-width: 40rem) { table.timeline thead { display: none; } table.timeline td { display: block; border: 0; padding: .1rem .25rem; } table.timeline tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; } }
 `;

@@ -4,7 +4,7 @@ import type { Accounts } from '../../application/accounts.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
 import { createDevices, type Devices } from './device.ts';
 import { type Html, html, page, raw } from './html.ts';
-import { createWebSessions, type WebSession, type WebSessions } from './sessions.ts';
+import { createWebSessions, type StaffSession, type WebSession, type WebSessions } from './sessions.ts';
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
 
 /*
@@ -37,7 +37,7 @@ export type WebKit = {
   /** `/sign-in?return_to=...` for a local path. */
   signInUrl(returnTo: string): string;
   /** The hidden CSRF field for a form on this page. */
-  csrfField(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): Html;
+  csrfField(request: FastifyRequest, reply: FastifyReply, session: Pick<WebSession, 'secret'> | null): Html;
   /**
    * Sends a page: the layout and, when signed in, the navigation (sites, activity, Connect Site), the
    * person's name, the password page and a sign-out button. `wide` for pages of tables and articles.
@@ -51,6 +51,8 @@ export type WebKit = {
       session: WebSession | null;
       request: FastifyRequest;
       wide?: boolean;
+      /** A support staff member's page: the staff header instead of the account's navigation. */
+      staff?: StaffSession;
     },
   ): FastifyReply;
   /**
@@ -59,7 +61,11 @@ export type WebKit = {
    */
   signedIn(request: FastifyRequest, reply: FastifyReply, returnTo?: string): Promise<WebSession | null>;
   /** True when the POST passes the CSRF checks; otherwise sends a 403 page and returns false. */
-  checkForm(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): boolean;
+  checkForm(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: Pick<WebSession, 'secret'> | null,
+  ): boolean;
 };
 
 /**
@@ -117,15 +123,18 @@ export function createWebKit(deps: WebDeps): WebKit {
       return html`<input type="hidden" name="${CSRF_FIELD}" value="${csrf.token(request, reply, session)}">`;
     },
     send(reply, opts) {
-      const { session, request } = opts;
-      const header = session
-        ? navigation(
-            request.url,
-            html`<form method="post" action="/sign-out"><span class="muted">${session.account.name} (${session.account.email})</span>
+      const { session, request, staff } = opts;
+      const header = staff
+        ? html`<nav class="site" aria-label="Main"><a href="/staff">Support</a></nav><form method="post" action="/sign-out"><span class="muted">${staff.staff.name} (support)</span>
+${kit.csrfField(request, reply, staff)} <button class="link" type="submit">Sign out</button></form>`
+        : session
+          ? navigation(
+              request.url,
+              html`<form method="post" action="/sign-out"><span class="muted">${session.account.name} (${session.account.email})</span>
 <a href="/account/password">Change password</a>
 ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sign out</button></form>`,
-          )
-        : undefined;
+            )
+          : undefined;
       return reply
         .status(opts.status ?? 200)
         .type('text/html; charset=utf-8')
@@ -149,7 +158,8 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
       kit.send(reply, {
         status: 403,
         title: 'Form expired',
-        session,
+        // The account's navigation when it is an account holder's form (a staff form's page has none).
+        session: session && 'accountId' in session ? (session as WebSession) : null,
         request,
         body: html`<div class="card"><h1>This form has expired</h1>
 <p>The form was not sent from this site's current page, or it is too old. Go back, reload the page and try again.</p></div>`,

@@ -24,11 +24,26 @@ export type WebSession = {
   expiresAt: Date;
 };
 
+/** A support staff member's session: read-only pages under /staff, never an account's pages or forms. */
+export type StaffSession = {
+  staff: { id: string; name: string; email: string };
+  /** The cookie's value: the CSRF tokens of this session derive from it. Never log it. */
+  secret: string;
+  expiresAt: Date;
+};
+
 export type WebSessions = {
   /** Signs the browser in as `accountId`: a new session and its cookie. */
   create(reply: FastifyReply, accountId: string): Promise<void>;
-  /** The session the request's cookie names, if it is live and its account exists. */
+  /** Signs the browser in as the support staff member `staffId`. */
+  createStaff(reply: FastifyReply, staffId: string): Promise<void>;
+  /**
+   * The account holder's session the request's cookie names, if it is live and its account exists.
+   * A staff member's session is not one: every account page and form refuses it.
+   */
   current(request: FastifyRequest): Promise<WebSession | null>;
+  /** The staff member's session the request's cookie names, if it is live and the staff member exists. */
+  currentStaff(request: FastifyRequest): Promise<StaffSession | null>;
   /** Signs the browser out: the row is deleted and the cookie cleared. */
   end(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** Deletes sessions that ended; returns how many. */
@@ -65,7 +80,7 @@ export function createWebSessions(deps: {
       .where('s.id_hash', '=', hashSession(secret))
       .where('s.expires_at', '>', now())
       .executeTakeFirst();
-    if (!row) return null;
+    if (!row?.account_id) return null;
     return {
       accountId: row.account_id,
       account: { id: row.account_id, name: row.name, email: row.email },
@@ -74,21 +89,51 @@ export function createWebSessions(deps: {
     };
   }
 
+  async function lookupStaff(request: FastifyRequest): Promise<StaffSession | null> {
+    const secret = readCookie(request, SESSION_COOKIE);
+    if (!secret || !SESSION_VALUE.test(secret)) return null;
+    const row = await db
+      .selectFrom('web_sessions as s')
+      .innerJoin('staff as t', 't.id', 's.staff_id')
+      .select(['t.id', 't.name', 't.email', 's.expires_at'])
+      .where('s.id_hash', '=', hashSession(secret))
+      .where('s.expires_at', '>', now())
+      .executeTakeFirst();
+    if (!row) return null;
+    return { staff: { id: row.id, name: row.name, email: row.email }, secret, expiresAt: row.expires_at };
+  }
+
+  async function start(
+    reply: FastifyReply,
+    holder: { account_id: string } | { staff_id: string },
+  ): Promise<void> {
+    const secret = randomBytes(32).toString('base64url');
+    const at = now();
+    const expiresAt = new Date(at.getTime() + ttlMs);
+    await db
+      .insertInto('web_sessions')
+      .values({
+        id_hash: hashSession(secret),
+        account_id: null,
+        ...holder,
+        created_at: at,
+        expires_at: expiresAt,
+      })
+      .execute();
+    setCookie(reply, SESSION_COOKIE, secret, { secure, maxAge: ttlMs / 1000 });
+  }
+  const staffCache = new WeakMap<FastifyRequest, Promise<StaffSession | null>>();
+
   return {
-    async create(reply, accountId) {
-      const secret = randomBytes(32).toString('base64url');
-      const at = now();
-      const expiresAt = new Date(at.getTime() + ttlMs);
-      await db
-        .insertInto('web_sessions')
-        .values({
-          id_hash: hashSession(secret),
-          account_id: accountId,
-          created_at: at,
-          expires_at: expiresAt,
-        })
-        .execute();
-      setCookie(reply, SESSION_COOKIE, secret, { secure, maxAge: ttlMs / 1000 });
+    create: (reply, accountId) => start(reply, { account_id: accountId }),
+    createStaff: (reply, staffId) => start(reply, { staff_id: staffId }),
+    currentStaff(request) {
+      let session = staffCache.get(request);
+      if (!session) {
+        session = lookupStaff(request);
+        staffCache.set(request, session);
+      }
+      return session;
     },
     current(request) {
       let session = cached.get(request);
@@ -104,6 +149,7 @@ export function createWebSessions(deps: {
         await db.deleteFrom('web_sessions').where('id_hash', '=', hashSession(secret)).execute();
       }
       cached.set(request, Promise.resolve(null));
+      staffCache.set(request, Promise.resolve(null));
       clearCookie(reply, SESSION_COOKIE, { secure });
     },
     async deleteExpired() {

@@ -151,9 +151,11 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
       reply.header('retry-after', String(seconds(verdict.retryAfterMs)));
       return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
     }
+    // An account holder, else a support staff member with that email: one password check either way.
     const account = await kit.accounts.findByEmail(email);
-    const ok = await passwordMatches(account?.password_hash, password);
-    if (!account || !ok) {
+    const staff = account ? undefined : await kit.accounts.findStaffByEmail(email);
+    const ok = await passwordMatches((account ?? staff)?.password_hash, password);
+    if (!(account ?? staff) || !ok) {
       request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
       return signInPage(request, reply, { status: 401, error: WRONG, email, returnTo });
     }
@@ -162,13 +164,19 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
       keys.filter((k) => !k.key.startsWith('ip:')).map((k) => k.key),
     );
     kit.devices.remember(request, reply, email);
+    if (!account && staff) {
+      await kit.sessions.createStaff(reply, staff.id);
+      request.log.info({ event: 'staff_signed_in', staff_id: staff.id }, 'staff signed in');
+      return reply.redirect(returnTo?.startsWith('/staff') ? returnTo : '/staff', 303);
+    }
+    if (!account) throw new Error('unreachable: a password matched without a holder');
     await kit.sessions.create(reply, account.id);
     request.log.info({ event: 'signed_in', account_id: account.id }, 'signed in');
     return reply.redirect(returnTo ?? '/sign-in', 303);
   });
 
   app.post('/sign-out', { schema: { hide: true, body: SignOutBody } }, async (request, reply) => {
-    const session = await kit.sessions.current(request);
+    const session = (await kit.sessions.current(request)) ?? (await kit.sessions.currentStaff(request));
     if (session && !kit.checkForm(request, reply, session)) return reply;
     await kit.sessions.end(request, reply);
     return reply.redirect('/sign-in', 303);

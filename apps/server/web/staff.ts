@@ -1,0 +1,291 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
+import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
+import type { Application } from '../../application/index.ts';
+import type { Listed } from '../../application/lists.ts';
+import type { StaffMember, TimelineEntry } from '../../application/staff.ts';
+import { type Html, html } from './html.ts';
+import { installPageHeaders, type WebKit } from './kit.ts';
+import { sendRefusal } from './refusal.ts';
+import type { StaffSession } from './sessions.ts';
+
+/*
+ * The support staff's area (CONTRACT "Web app": /staff, /staff/accounts/{id}, /staff/articles/{id}):
+ * find an account, read its timeline (revisions and activity interleaved) or an article's, export either
+ * as CSV or JSON. Read-only: no page here has a form that changes anything, and a staff session is not
+ * an account holder's session, so every account page and form refuses it. Every view of an account is
+ * recorded in that account's activity log by the application.
+ */
+
+const EXPORT_MAX = 10_000;
+const date = z.iso
+  .date()
+  .optional()
+  .or(z.literal('').transform(() => undefined));
+const TimelineFilters = z.object({
+  from: date,
+  to: date,
+  kind: z
+    .enum(['revision', 'activity'])
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  format: z.enum(['html', 'csv', 'json']).default('html'),
+});
+const IdParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
+const SearchQuery = z.object({ q: z.string().max(320).optional() });
+
+export const staffPages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
+  plain,
+  { kit, application },
+) => {
+  const app = plain.withTypeProvider<ZodTypeProvider>();
+  installPageHeaders(app);
+  const { support } = application;
+
+  /** The staff member of the request, or null after answering (sign-in, or 403 for an account holder). */
+  async function staffOf(request: FastifyRequest, reply: FastifyReply): Promise<StaffSession | null> {
+    const staff = await kit.sessions.currentStaff(request);
+    if (staff) return staff;
+    const holder = await kit.sessions.current(request);
+    if (holder) {
+      kit.send(reply, {
+        status: 403,
+        title: 'Support staff only',
+        session: holder,
+        request,
+        body: html`<div class="card"><h1>Support staff only</h1><p>These pages are for the service's support staff.</p></div>`,
+      });
+      return null;
+    }
+    reply.redirect(kit.signInUrl(request.url), 303);
+    return null;
+  }
+  const member = (s: StaffSession): StaffMember => s.staff;
+
+  app.get('/staff', { schema: { hide: true, querystring: SearchQuery } }, async (request, reply) => {
+    const staff = await staffOf(request, reply);
+    if (!staff) return reply;
+    const q = (request.query.q ?? '').trim();
+    const found = q ? await support.search(q) : [];
+    const results = q
+      ? found.length === 0
+        ? html`<p>No account matches <strong>${q}</strong>.</p>`
+        : html`<table><caption>Accounts matching ${q}</caption><thead><tr><th scope="col">Account</th><th scope="col">Email</th><th scope="col">Matched by</th></tr></thead><tbody>
+${found.map((a) => html`<tr><td><a href="/staff/accounts/${a.id}">${a.name}</a></td><td>${a.email}</td><td>${a.matched}</td></tr>`)}
+</tbody></table>`
+      : '';
+    return kit.send(reply, {
+      title: 'Support',
+      session: null,
+      staff,
+      request,
+      wide: true,
+      body: html`<div class="card"><h1>Find an account</h1>
+<form method="get" action="/staff" role="search">
+<label for="q">Email, site domain, article id or request id</label>
+<input type="text" id="q" name="q" value="${q}" autocomplete="off">
+<div class="actions"><button class="primary" type="submit">Search</button></div>
+</form>
+${results}</div>`,
+    });
+  });
+
+  app.get(
+    '/staff/accounts/:id',
+    { schema: { hide: true, params: IdParams, querystring: TimelineFilters } },
+    async (request, reply) => {
+      const staff = await staffOf(request, reply);
+      if (!staff) return reply;
+      const f = request.query;
+      const exporting = f.format !== 'html';
+      const query = { from: f.from, to: f.to, kind: f.kind, ...paging(f.page, exporting) };
+      try {
+        const view = await support.account(member(staff), request.params.id, query, String(request.id));
+        if (exporting) return sendExport(reply, `account-${request.params.id}`, f.format, view.timeline);
+        const { account, sites } = view;
+        return kit.send(reply, {
+          title: `Account ${account.name}`,
+          session: null,
+          staff,
+          request,
+          wide: true,
+          body: html`<div class="card"><h1>${account.name}</h1>
+<dl><dt>Email</dt><dd>${account.email}</dd><dt>Account id</dt><dd><code>${account.id}</code></dd>
+<dt>Opened</dt><dd>${when(account.created_at)}</dd>
+<dt>Sites</dt><dd>${sites.length === 0 ? 'none' : sites.map((s, i) => html`${i > 0 ? ', ' : ''}${s.name} (${s.domain})`)}</dd></dl>
+<p class="muted">Your view of this account is recorded in its activity log.</p>
+${timelineSection(`/staff/accounts/${account.id}`, f, view.timeline)}</div>`,
+        });
+      } catch (error) {
+        return sendRefusal(kit, request, reply, null, error);
+      }
+    },
+  );
+
+  app.get(
+    '/staff/articles/:id',
+    { schema: { hide: true, params: IdParams, querystring: TimelineFilters } },
+    async (request, reply) => {
+      const staff = await staffOf(request, reply);
+      if (!staff) return reply;
+      const f = request.query;
+      const exporting = f.format !== 'html';
+      const query = { from: f.from, to: f.to, kind: f.kind, ...paging(f.page, exporting) };
+      try {
+        const view = await support.article(member(staff), request.params.id, query, String(request.id));
+        if (exporting) return sendExport(reply, `article-${request.params.id}`, f.format, view.timeline);
+        const { article } = view;
+        return kit.send(reply, {
+          title: `Article ${article.title}`,
+          session: null,
+          staff,
+          request,
+          wide: true,
+          body: html`<div class="card"><h1>${article.title}</h1>
+<dl><dt>Article id</dt><dd><code>${article.id}</code></dd>
+<dt>Account</dt><dd><a href="/staff/accounts/${article.accountId}">${article.accountId}</a></dd></dl>
+<p class="muted">Your view of this article is recorded in its account's activity log.</p>
+${timelineSection(`/staff/articles/${article.id}`, f, view.timeline)}</div>`,
+        });
+      } catch (error) {
+        return sendRefusal(kit, request, reply, null, error);
+      }
+    },
+  );
+};
+
+function paging(page: number, exporting: boolean): { page: number; perPage: number } {
+  return exporting ? { page: 1, perPage: EXPORT_MAX } : { page, perPage: PER_PAGE_DEFAULT * 2 };
+}
+
+function when(at: Date): string {
+  return `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+type Filters = z.infer<typeof TimelineFilters>;
+
+/** The filter form, the timeline as a table, paging, and the export links. */
+function timelineSection(path: string, f: Filters, timeline: Listed<TimelineEntry>): Html {
+  const keep = (over: Record<string, string | number | undefined>): string => {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries({ from: f.from, to: f.to, kind: f.kind, ...over })) {
+      if (v !== undefined && v !== '') params.set(k, String(v));
+    }
+    const s = params.toString();
+    return s ? `${path}?${s}` : path;
+  };
+  const { page, total_pages: pages, total } = timeline.meta;
+  return html`<h2>Timeline</h2>
+<form method="get" action="${path}" class="filters">
+<label for="from">From</label><input type="date" id="from" name="from" value="${f.from ?? ''}">
+<label for="to">To</label><input type="date" id="to" name="to" value="${f.to ?? ''}">
+<label for="kind">Show</label><select id="kind" name="kind">
+<option value=""${f.kind === undefined ? html` selected` : ''}>Revisions and activity</option>
+<option value="revision"${f.kind === 'revision' ? html` selected` : ''}>Revisions only</option>
+<option value="activity"${f.kind === 'activity' ? html` selected` : ''}>Activity only</option>
+</select>
+<div class="actions"><button type="submit">Filter</button></div>
+</form>
+<p>Export: <a href="${keep({ format: 'csv' })}">CSV</a> · <a href="${keep({ format: 'json' })}">JSON</a> (${total} entries)</p>
+${
+  timeline.data.length === 0
+    ? html`<p>Nothing in this timeline${f.from || f.to || f.kind ? ' for these filters' : ''}.</p>`
+    : html`<table class="timeline"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">What</th><th scope="col">Who</th><th scope="col">Details</th></tr></thead><tbody>
+${timeline.data.map(row)}
+</tbody></table>`
+}
+${pages > 1 ? html`<nav aria-label="Pages" class="pages">${page > 1 ? html`<a href="${keep({ page: page - 1 })}" rel="prev">Newer</a>` : ''} <span>Page ${page} of ${pages}</span> ${page < pages ? html`<a href="${keep({ page: page + 1 })}" rel="next">Older</a>` : ''}</nav>` : ''}`;
+}
+
+function row(e: TimelineEntry): Html {
+  const who = html`${e.actor.name} <span class="muted">(${e.actor.type})</span>`;
+  if (e.kind === 'revision') {
+    return html`<tr><td>${when(e.at)}</td><td>Revision ${e.revision} of <a href="/staff/articles/${e.articleId}">${e.title}</a></td><td>${who}</td>
+<td>${e.origin}${e.reason ? html` · “${e.reason}”` : ''}${e.restoredFrom ? html` · restored from ${e.restoredFrom}` : ''}</td></tr>`;
+  }
+  return html`<tr><td>${when(e.at)}</td><td>${e.operation} <span class="muted">(${e.source})</span></td><td>${who}</td>
+<td>status ${e.status}${e.articleId ? html` · <a href="/staff/articles/${e.articleId}">${e.articleId}</a>` : ''}${e.requestId ? html` · <code>${e.requestId}</code>` : ''}</td></tr>`;
+}
+
+const CSV_COLUMNS = [
+  'at',
+  'kind',
+  'article_id',
+  'revision',
+  'origin',
+  'operation',
+  'source',
+  'status',
+  'actor_type',
+  'actor_id',
+  'actor_name',
+  'reason',
+  'title',
+  'request_id',
+] as const;
+
+/** A CSV field: quoted when needed; a leading = + - @ is prefixed so a spreadsheet never runs it. */
+export function csvField(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  let text = String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+function flat(e: TimelineEntry): Record<(typeof CSV_COLUMNS)[number], unknown> {
+  const base = {
+    at: e.at.toISOString(),
+    kind: e.kind,
+    actor_type: e.actor.type,
+    actor_id: e.actor.id,
+    actor_name: e.actor.name,
+  };
+  return e.kind === 'revision'
+    ? {
+        ...base,
+        article_id: e.articleId,
+        revision: e.revision,
+        origin: e.origin,
+        operation: null,
+        source: null,
+        status: null,
+        reason: e.reason,
+        title: e.title,
+        request_id: null,
+      }
+    : {
+        ...base,
+        article_id: e.articleId,
+        revision: null,
+        origin: null,
+        operation: e.operation,
+        source: e.source,
+        status: e.status,
+        reason: null,
+        title: null,
+        request_id: e.requestId,
+      };
+}
+
+function sendExport(
+  reply: FastifyReply,
+  name: string,
+  format: Filters['format'],
+  timeline: Listed<TimelineEntry>,
+): FastifyReply {
+  const rows = timeline.data.map(flat);
+  if (format === 'json') {
+    return reply
+      .type('application/json; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${name}-timeline.json"`)
+      .send(JSON.stringify({ total: timeline.meta.total, entries: rows }));
+  }
+  const lines = [CSV_COLUMNS.join(','), ...rows.map((r) => CSV_COLUMNS.map((c) => csvField(r[c])).join(','))];
+  return reply
+    .type('text/csv; charset=utf-8')
+    .header('content-disposition', `attachment; filename="${name}-timeline.csv"`)
+    .send(`${lines.join('\r\n')}\r\n`);
+}

@@ -1,0 +1,169 @@
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli } from '../support/process.ts';
+import { expectLabelled, screenshot, startWebApp, type WebApp } from '../support/web.ts';
+
+/*
+ * Support staff in a browser (JavaScript off): they sign in on the same page, find an account, read its
+ * timeline and an article's, export them, change nothing, and every look is in the account's log.
+ */
+describe('support staff', () => {
+  let web: WebApp;
+  let staff: BrowserContext;
+  let page: Page;
+  let articleId: string;
+  const person = { name: 'Sam Support', email: 'sam.support@example.com', password: 'support password 2026' };
+  const requestId = `req-staff-${Date.now()}`;
+
+  beforeAll(async () => {
+    web = await startWebApp();
+    const made = await cli(
+      ['staff', 'create', '--name', person.name, '--email', person.email, '--password', person.password],
+      web.env,
+    );
+    expect(made.code, made.stderr).toBe(0);
+    const articles = (await (await web.api(`/sites/${web.demo.sites[0]?.id}/articles`)).json()) as {
+      data: { id: string }[];
+    };
+    articleId = articles.data[0]?.id as string;
+    // A call the customer could quote: its request id finds the account.
+    const edit = await web.api(`/articles/${articleId}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+      body: JSON.stringify({ title: 'A title support will see', reason: 'Customer asked' }),
+    });
+    expect(edit.status).toBe(200);
+    staff = await web.browser.newContext({
+      javaScriptEnabled: false,
+      viewport: { width: 1100, height: 800 },
+    });
+    page = await staff.newPage();
+  });
+  afterAll(async () => {
+    await staff?.close();
+    await web?.stop();
+  });
+
+  it('sign in on the same page and land on the search', async () => {
+    await page.goto(`${web.url}/sign-in`);
+    await page.fill('#email', person.email);
+    await page.fill('#password', person.password);
+    await Promise.all([page.waitForNavigation(), page.press('#password', 'Enter')]);
+    expect(new URL(page.url()).pathname).toBe('/staff');
+    expect(await page.textContent('header.top')).toContain('Sam Support (support)');
+    await expectLabelled(page);
+    await screenshot(page, 'staff-search');
+  });
+
+  it('find the account by part of its email, a site domain, an article id and a request id', async () => {
+    const search = async (q: string): Promise<string[]> => {
+      await page.goto(`${web.url}/staff?q=${encodeURIComponent(q)}`);
+      return page.$$eval('table tbody tr td:first-child a', (as) =>
+        as.map((a) => a.getAttribute('href') ?? ''),
+      );
+    };
+    const account = `/staff/accounts/${web.demo.account_id}`;
+    expect(await search(web.demo.email.slice(0, 10))).toContain(account);
+    expect(await search(web.demo.sites[0]?.domain ?? '')).toContain(account);
+    expect(await search(articleId)).toContain(account);
+    // The call's activity record is stored a moment after the call.
+    let found: string[] = [];
+    for (let i = 0; i < 50 && !found.includes(account); i++) {
+      found = await search(requestId);
+      if (!found.includes(account)) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(found).toContain(account);
+    await screenshot(page, 'staff-search-results');
+    expect(await search('nobody-at-all@nowhere.example')).toEqual([]);
+    expect(await page.textContent('main')).toContain('No account matches');
+  });
+
+  it("reads the account's timeline, revisions and activity interleaved, and filters it", async () => {
+    await page.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
+    const text = (await page.textContent('main')) ?? '';
+    expect(text).toContain(web.demo.email);
+    expect(text).toContain('A title support will see');
+    expect(text).toContain('update_article');
+    await expectLabelled(page);
+    await screenshot(page, 'staff-account-timeline');
+
+    await page.selectOption('#kind', 'revision');
+    await Promise.all([page.waitForNavigation(), page.click('form.filters button')]);
+    expect(new URL(page.url()).searchParams.get('kind')).toBe('revision');
+    const rows = await page.$$eval('table.timeline tbody tr td:nth-child(2)', (tds) =>
+      tds.map((t) => t.textContent ?? ''),
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((r) => r.startsWith('Revision '))).toBe(true);
+  });
+
+  it("reads an article's timeline, and exports timelines as CSV and JSON", async () => {
+    await page.goto(`${web.url}/staff/articles/${articleId}`);
+    expect(await page.textContent('h1')).toBe('A title support will see');
+    await screenshot(page, 'staff-article-timeline');
+
+    const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const csv = await fetch(`${web.url}/staff/articles/${articleId}?format=csv`, {
+      headers: { cookie: cookies },
+    });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines[0]).toBe(
+      'at,kind,article_id,revision,origin,operation,source,status,actor_type,actor_id,actor_name,reason,title,request_id',
+    );
+    expect(lines.some((l) => l.includes(',revision,') && l.includes('A title support will see'))).toBe(true);
+
+    const json = await fetch(`${web.url}/staff/accounts/${web.demo.account_id}?format=json&kind=revision`, {
+      headers: { cookie: cookies },
+    });
+    const body = (await json.json()) as { total: number; entries: { kind: string }[] };
+    expect(body.total).toBe(body.entries.length);
+    expect(body.entries.every((e) => e.kind === 'revision')).toBe(true);
+  });
+
+  it('records every staff view in the account’s own activity log', async () => {
+    let views: { operation: string; source: string; actor: { type: string; name: string } }[] = [];
+    for (let i = 0; i < 50 && views.length < 3; i++) {
+      const res = await web.api('/activity?source=system&per_page=100');
+      views = ((await res.json()) as { data: typeof views }).data.filter((r) => r.operation === 'staff_view');
+      if (views.length < 3) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(views.length).toBeGreaterThanOrEqual(3);
+    expect(views[0]?.actor).toMatchObject({ type: 'staff', name: 'Sam Support' });
+  });
+
+  it('changes nothing: account pages and forms refuse a staff session, and holders cannot open /staff', async () => {
+    const keysBefore = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
+    const connect = await page.goto(`${web.url}/connect`);
+    expect(new URL(page.url()).pathname).toBe('/sign-in');
+    expect(connect?.status()).toBe(200);
+    const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const forged = await fetch(`${web.url}/connect/keys`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: cookies, 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
+      body: 'name=staff+key&scope=write',
+    });
+    expect([303, 403]).toContain(forged.status);
+    const keysAfter = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
+    expect(keysAfter.stdout).toBe(keysBefore.stdout);
+    // Nothing on the staff pages posts anything but signing out.
+    await page.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
+    const actions = await page.$$eval('form[method=post]', (fs) => fs.map((f) => f.getAttribute('action')));
+    expect(actions).toEqual(['/sign-out']);
+
+    const holder = await web.signedIn();
+    const holderPage = await holder.newPage();
+    const refused = await holderPage.goto(`${web.url}/staff`);
+    expect(refused?.status()).toBe(403);
+  });
+
+  it('signs staff out like anyone', async () => {
+    await page.goto(`${web.url}/staff`);
+    await Promise.all([page.waitForNavigation(), page.click('header.top button[type=submit]')]);
+    const again = await page.goto(`${web.url}/staff`);
+    expect(new URL(page.url()).pathname).toBe('/sign-in');
+    expect(again?.status()).toBe(200);
+  });
+});
