@@ -194,11 +194,23 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'referrer-policy': 'same-origin',
 };
 
-/** PAGE_HEADERS, and `no-store` unless the route set its own caching, on every response of this scope. */
+/**
+ * The policy of a page that runs the service's own scripts (the rich editor): PAGE_HEADERS' policy
+ * with scripts from this origin only (no inline script, no eval).
+ */
+export const SCRIPT_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/**
+ * PAGE_HEADERS, and `no-store` unless the route set its own caching, on every response of this scope.
+ * A route that set its own Content-Security-Policy (SCRIPT_PAGE_CSP) keeps it.
+ */
 export function installPageHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (_request, reply, payload) => {
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    const policy = reply.getHeader('content-security-policy');
     reply.headers(PAGE_HEADERS);
+    if (policy !== undefined) reply.header('content-security-policy', policy);
     return payload;
   });
 }

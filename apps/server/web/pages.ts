@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
 import type { WebKit } from './kit.ts';
+import { webScripts } from './scripts.ts';
 import { staffPages } from './staff.ts';
 
 export type PagesDeps = { kit: WebKit; application: Application };
@@ -10,6 +11,7 @@ export type PagesDeps = { kit: WebKit; application: Application };
  * of its own, registered here.
  */
 export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
+  await app.register(webScripts);
   await app.register(staffPages, deps);
   // `/`: the person's sites when signed in, else sign-in (coming back to them).
   app.get('/', { schema: { hide: true } }, async (request, reply) => {
