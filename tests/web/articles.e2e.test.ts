@@ -247,6 +247,12 @@ describe('the article pages', () => {
     const now = await getArticle(article.id);
     expect(now.body).toBe((articles[0] as Article).body);
     expect(now.title).toBe((articles[0] as Article).title);
+
+    // Revision 1 again: the content is already the current one, so nothing changes.
+    await page.goto(`${web.url}/articles/${article.id}/revisions/1/restore`);
+    await Promise.all([page.waitForNavigation(), page.click('button[type=submit].primary')]);
+    expect(await page.textContent('#restored')).toContain('nothing was changed');
+    expect((await revisions(article.id)).map((r) => r.revision)).toEqual([3, 2, 1]);
   });
 
   it('refuses a restore confirmed on a version that has changed since, showing the new changes', async () => {

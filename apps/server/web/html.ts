@@ -131,6 +131,7 @@ code { font-size: .9em; overflow-wrap: anywhere; }
 .article-view th, .article-view td { text-align: left; vertical-align: top; padding: .45rem .6rem; border-bottom: 1px solid var(--line); }
 .article-view th { color: var(--muted); font-weight: 600; }
 .article-view td code { word-break: break-all; }
+.article-view td time { white-space: nowrap; }
 .article-view .article-body { overflow-wrap: anywhere; line-height: 1.6; }
 .article-view .article-body img { max-width: 100%; height: auto; }
 .article-view figure.featured figcaption { margin-top: .25rem; }
