@@ -107,6 +107,7 @@ code { font-size: .9em; overflow-wrap: anywhere; }
 /* The article pages (articles.ts): facts, the stored text, history, word diffs. */
 .article-view { display: grid; grid-template-columns: minmax(0, 1fr); gap: 1.25rem; }
 .article-view h2 { font-size: 1.15rem; margin: 0 0 .5rem; }
+.article-view .card > :first-child { margin-top: 0; }
 .article-view h4 { font-size: 1rem; margin: 1rem 0 .35rem; }
 .article-view .article-head { display: flex; flex-wrap: wrap; gap: 1rem 2rem; align-items: flex-start; }
 .article-view dl.facts { flex: 1 1 20rem; margin: 0; }
