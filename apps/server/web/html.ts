@@ -114,4 +114,45 @@ form.filters .actions { margin: 0; }
 select, input[type=date] { padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
 nav.pages { display: flex; gap: 1rem; align-items: center; }
 @media (max-width: 40rem) { table.timeline thead { display: none; } table.timeline td { display: block; border: 0; padding: .1rem .25rem; } table.timeline tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; } }
+
+/* The article pages (articles.ts): facts, the stored text, history, word diffs. */
+.article-view { display: grid; grid-template-columns: minmax(0, 1fr); gap: 1.25rem; }
+.article-view h2 { font-size: 1.15rem; margin: 0 0 .5rem; }
+.article-view .card > :first-child { margin-top: 0; }
+.article-view h4 { font-size: 1rem; margin: 1rem 0 .35rem; }
+.article-view .article-head { display: flex; flex-wrap: wrap; gap: 1rem 2rem; align-items: flex-start; }
+.article-view dl.facts { flex: 1 1 20rem; margin: 0; }
+.article-view figure.featured { flex: 0 1 18rem; min-width: 0; max-width: 24rem; margin: 0 0 1rem; }
+.article-view figure.featured img { display: block; width: 100%; height: auto; border-radius: .35rem; border: 1px solid var(--line); background: var(--bg); }
+.article-view a.button { display: inline-block; padding: .55rem 1rem; border-radius: .35rem; border: 1px solid var(--line); background: var(--card); color: inherit; text-decoration: none; }
+.article-view a.button.primary { background: var(--accent); border-color: var(--accent); color: var(--accent-fg); font-weight: 600; }
+.article-view td a.button { padding: .25rem .6rem; font-size: .92rem; white-space: nowrap; }
+.article-view .actions { flex-wrap: wrap; align-items: center; }
+.article-view .actions p { margin: 0; }
+.article-view nav.jump, .article-view nav.pager { display: flex; flex-wrap: wrap; gap: .5rem 1.25rem; margin-top: 1rem; }
+.article-view .tag { display: inline-block; font-size: .8rem; font-weight: 600; padding: 0 .45rem; border: 1px solid var(--line); border-radius: 1rem; vertical-align: middle; }
+.article-view .scroll { overflow-x: auto; position: relative; }
+@media (max-width: 40rem) {
+  .article-view table.history thead th { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  .article-view table.history, .article-view table.history tbody, .article-view table.history tr, .article-view table.history td { display: block; }
+  .article-view table.history tr { padding: .5rem 0; border-bottom: 1px solid var(--line); }
+  .article-view table.history td { border: 0; padding: .1rem 0; }
+  .article-view table.history td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
+}
+.article-view table { width: 100%; border-collapse: collapse; font-size: .95rem; }
+.article-view th, .article-view td { text-align: left; vertical-align: top; padding: .45rem .6rem; border-bottom: 1px solid var(--line); }
+.article-view th { color: var(--muted); font-weight: 600; }
+.article-view td code { word-break: break-all; }
+.article-view td time { white-space: nowrap; }
+.article-view .article-body { overflow-wrap: anywhere; line-height: 1.6; }
+.article-view .article-body img { max-width: 100%; height: auto; }
+.article-view figure.featured figcaption { margin-top: .25rem; }
+.article-view .article-body a[data-service-protected] { outline: 1px dashed var(--muted); outline-offset: 1px; }
+.article-view .diff { white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.7; padding: .75rem; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+.article-view ins { text-decoration: underline; text-decoration-thickness: 2px; background: color-mix(in srgb, var(--ok) 18%, transparent); }
+.article-view del { text-decoration: line-through; text-decoration-thickness: 2px; background: color-mix(in srgb, var(--danger) 16%, transparent); }
+.article-view .diff-gap { color: var(--muted); font-style: italic; }
+.article-view .diff-legend ins, .article-view .diff-legend del { padding: 0 .2rem; }
+.article-view .error p { margin: .25rem 0; }
+.article-view .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 `;

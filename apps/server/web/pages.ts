@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
+import { articlePages } from './articles.ts';
 import type { WebKit } from './kit.ts';
 import { webScripts } from './scripts.ts';
 import { staffPages } from './staff.ts';
@@ -20,4 +21,5 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
       .header('cache-control', 'no-store')
       .redirect(session ? '/sites' : deps.kit.signInUrl('/sites'), 303);
   });
+  await app.register(articlePages, deps);
 };

@@ -1,0 +1,481 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { REASON_MAX } from '../../../domain/article/events.ts';
+import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import type { Actor, Origin } from '../../../domain/event.ts';
+import type { ProtectedChange } from '../../../domain/html/protected.ts';
+import { ID_PATTERN } from '../../../domain/input.ts';
+import { PAGE_MAX } from '../../../domain/vocabulary.ts';
+import type { Application } from '../../application/index.ts';
+import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../application/wire.ts';
+import { statusOf } from '../errors.ts';
+import { webCall } from './call.ts';
+import { type Html, html, raw } from './html.ts';
+import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import { sendRefusal } from './refusal.ts';
+import type { WebSession } from './sessions.ts';
+import { DIFF_LEGEND, diffBodies, diffText, renderDiff } from './word-diff.ts';
+
+/*
+ * The article pages:
+ * - `/articles/{id}`: the article (its facts, featured image, the stored body rendered, its protected
+ *   links) and its history, each revision linking to its page and, but the current, to Restore;
+ * - `/articles/{id}/revisions/{n}`: revision n by replay, its word diff against n-1 and against the
+ *   current version, and Restore;
+ * - `/articles/{id}/revisions/{n}/restore`: what restoring n would change, a reason, and the POST that
+ *   restores it (a new revision with `restored_from: n`), refused as the API refuses it.
+ * The stored body is sanitised by the domain when written, so it is rendered with `raw`; the page's
+ * Content-Security-Policy allows no script besides.
+ */
+
+/** Revisions per page of an article's history. */
+const HISTORY_PER_PAGE = 50;
+const REVISION_MAX = 1_000_000;
+
+const RestoreForm = z.object({
+  reason: z.string().max(4096).optional(),
+  expected_revision: z.string().max(20).optional(),
+  csrf: z.string().max(256).optional(),
+});
+
+/** A positive whole number from a path or query value, or null. */
+export function wholeNumber(value: unknown, max: number): number | null {
+  if (typeof value !== 'string' || !/^[1-9][0-9]{0,9}$/.test(value)) return null;
+  const n = Number(value);
+  return n <= max ? n : null;
+}
+
+const ORIGINS: Record<Origin, string> = {
+  api: 'API',
+  mcp: 'AI assistant (MCP)',
+  editor: 'Editor',
+  rewrite: 'Content pipeline',
+};
+const ACTOR_TYPES: Record<Actor['type'], string> = {
+  api_key: 'API key',
+  oauth_client: 'assistant',
+  user: 'person',
+  staff: 'support staff',
+  system: 'service',
+};
+const STATUSES: Record<ArticleOut['status'], string> = {
+  draft: 'Draft',
+  scheduled: 'Scheduled',
+  published: 'Published',
+  archived: 'Archived',
+};
+
+function originLabel(origin: string): string {
+  return ORIGINS[origin as Origin] ?? origin;
+}
+
+function actorLabel(actor: { type: string; name: string }): Html {
+  const type = ACTOR_TYPES[actor.type as Actor['type']] ?? actor.type;
+  return html`${actor.name} <span class="muted">(${type})</span>`;
+}
+
+/** An RFC 3339 time as a person reads it, in UTC, in a <time> element. */
+function when(iso: string | null): Html {
+  if (!iso) return html`<span class="muted">none</span>`;
+  return html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
+}
+
+const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}`;
+const revisionPath = (id: string, n: number): string => `${articlePath(id)}/revisions/${n}`;
+
+function featuredImage(image: ArticleOut['featured_image']): Html {
+  if (!image) return html`<p class="muted">No featured image.</p>`;
+  return html`<figure class="featured"><img src="${image.url}" alt="${image.alt}"${
+    image.width && image.height ? raw(` width="${image.width}" height="${image.height}"`) : ''
+  }><figcaption class="muted">${image.alt}</figcaption></figure>`;
+}
+
+/** The body as stored: sanitised by the domain when it was written (no script, no handler, no style). */
+function storedBody(body: string): Html {
+  return html`<article class="article-body">${raw(body)}</article>`;
+}
+
+type Diffable = { title: string; body: string; featured_image: ArticleOut['featured_image'] };
+
+/** What changes from `before` to `after`: the title and the text word by word, and the featured image. */
+function changes(before: Diffable, after: Diffable, id: string): Html {
+  const title =
+    before.title === after.title
+      ? html`<p class="muted">The title is the same: ${after.title}</p>`
+      : html`<h4>Title</h4>${diffOrNote(diffText(before.title, after.title))}`;
+  const body = diffBodies(before.body, after.body);
+  const text =
+    body && body.added === 0 && body.removed === 0 && before.body === after.body
+      ? html`<p class="muted">The text is the same.</p>`
+      : html`<h4>Text <span class="muted">(${body ? `${body.added} words added, ${body.removed} removed` : 'too different to compare'})</span></h4>
+${body && body.added === 0 && body.removed === 0 ? html`<p class="muted">The words are the same; only the markup differs (links, emphasis or layout).</p>` : diffOrNote(body)}`;
+  const beforeImage = before.featured_image;
+  const afterImage = after.featured_image;
+  const image =
+    JSON.stringify(beforeImage) === JSON.stringify(afterImage)
+      ? ''
+      : html`<h4>Featured image</h4><p>${beforeImage ? html`<code>${beforeImage.url}</code>` : 'none'} → ${
+          afterImage ? html`<code>${afterImage.url}</code>` : 'none'
+        }</p>`;
+  return html`<div class="changes" id="${id}">${title}${text}${image}</div>`;
+}
+
+function diffOrNote(diff: ReturnType<typeof diffText>): Html {
+  if (!diff) return html`<p class="muted">The two versions are too different to compare word by word.</p>`;
+  return html`${diff.byLine ? html`<p class="muted">Compared line by line (too many changes for words).</p>` : ''}${renderDiff(diff)}`;
+}
+
+function historyTable(id: string, revisions: RevisionOut[], current: number): Html {
+  return html`<div class="scroll"><table class="history">
+<thead><tr><th scope="col">Revision</th><th scope="col">When</th><th scope="col">Origin</th><th scope="col">By</th><th scope="col">Reason</th><th scope="col"><span class="visually-hidden">Restore</span></th></tr></thead>
+<tbody>
+${revisions.map(
+  (r) => html`<tr id="revision-${r.revision}">
+<td><a href="${revisionPath(id, r.revision)}">Revision ${r.revision}</a>${r.revision === current ? html` <span class="tag">current</span>` : ''}${
+    r.restored_from
+      ? html`<br><span class="muted restored-from">restores revision ${r.restored_from}</span>`
+      : ''
+  }</td>
+<td data-label="When">${when(r.created_at)}</td>
+<td data-label="Origin">${originLabel(r.origin)}</td>
+<td data-label="By">${actorLabel(r.actor)}</td>
+<td data-label="Reason">${r.reason ?? html`<span class="muted">none given</span>`}</td>
+<td>${r.revision === current ? '' : html`<a class="button" href="${revisionPath(id, r.revision)}/restore">Restore<span class="visually-hidden"> revision ${r.revision}</span></a>`}</td>
+</tr>`,
+)}
+</tbody></table></div>`;
+}
+
+function pager(id: string, page: number, totalPages: number): Html {
+  if (totalPages <= 1) return html``;
+  const link = (p: number, label: string, rel: string) =>
+    html`<a href="${articlePath(id)}?page=${p}#history" rel="${rel}">${label}</a>`;
+  return html`<nav class="pager" aria-label="History pages">${page > 1 ? link(page - 1, 'Newer revisions', 'prev') : ''}
+<span class="muted">Page ${page} of ${totalPages}</span>
+${page < totalPages ? link(page + 1, 'Older revisions', 'next') : ''}</nav>`;
+}
+
+export const articlePages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
+  app,
+  { kit, application },
+) => {
+  installFormParser(app);
+  installPageHeaders(app);
+
+  const notFound = (what: string) => new DomainError('not_found', what);
+
+  /** The article id of the path, or a 404 page. */
+  function articleIdOf(request: FastifyRequest): string {
+    const { id } = request.params as { id?: string };
+    if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw notFound(`No article ${id ?? ''}`);
+    return id;
+  }
+  function revisionOf(request: FastifyRequest): number {
+    const n = wholeNumber((request.params as { n?: string }).n, REVISION_MAX);
+    if (n === null) throw notFound('No such revision');
+    return n;
+  }
+
+  /** Runs a page; an application refusal becomes its page (404 for another account's article). */
+  async function page(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    render: (session: WebSession) => Promise<FastifyReply>,
+  ): Promise<FastifyReply> {
+    const session = await kit.signedIn(request, reply);
+    if (!session) return reply;
+    try {
+      return await render(session);
+    } catch (error) {
+      return sendRefusal(kit, request, reply, session, error);
+    }
+  }
+
+  app.get('/articles/:id', { schema: { hide: true } }, (request, reply) =>
+    page(request, reply, async (session) => {
+      const id = articleIdOf(request);
+      const query = request.query as { page?: string; restored?: string; unchanged?: string };
+      const historyPage = wholeNumber(query.page, PAGE_MAX) ?? 1;
+      const call = webCall(request, session);
+      const article = await application.articles.get(call, id);
+      const history = await application.revisions.list(call, id, {
+        page: historyPage,
+        per_page: HISTORY_PER_PAGE,
+      });
+      const restored = wholeNumber(query.restored, REVISION_MAX);
+      const restoredRecord = history.data.find((r) => r.revision === restored && r.restored_from);
+      const unchanged = wholeNumber(query.unchanged, REVISION_MAX);
+      const notice = restoredRecord
+        ? html`<p class="notice" role="status" id="restored">Restored: revision ${restoredRecord.revision} has the content of revision ${restoredRecord.restored_from}. The history keeps every earlier revision.</p>`
+        : unchanged
+          ? html`<p class="notice" role="status" id="restored">Revision ${unchanged} has the same content as the current version: nothing was changed.</p>`
+          : '';
+      const links = article.protected_links;
+      const body = html`<div class="article-view">
+${notice}
+<div class="card">
+<h1>${article.title}</h1>
+<div class="article-head">
+<dl class="facts">
+<dt>Status</dt><dd><span class="tag">${STATUSES[article.status]}</span>${article.published_at ? html` <span class="muted">${article.status === 'scheduled' ? 'for' : 'on'} ${when(article.published_at)}</span>` : ''}</dd>
+<dt>URL</dt><dd><a href="${article.url}" rel="noopener noreferrer">${article.url}</a></dd>
+<dt>Target keyword</dt><dd>${article.target_keyword ?? html`<span class="muted">none</span>`}</dd>
+<dt>Word count</dt><dd>${article.word_count}</dd>
+<dt>Revision</dt><dd>${article.revision} <span class="muted">(updated ${when(article.updated_at)})</span></dd>
+</dl>
+${featuredImage(article.featured_image)}
+</div>
+<div class="actions"><a class="button primary" href="${articlePath(id)}/edit">Edit article</a>
+<a class="button" href="${revisionPath(id, article.revision)}">Current revision and its changes</a></div>
+<nav class="jump" aria-label="On this page"><a href="#body">Text</a> <a href="#protected-links">Protected links (${links.length})</a> <a href="#history">History (${history.meta.total})</a></nav>
+</div>
+<section class="card" aria-labelledby="body">
+<h2 id="body">Text</h2>
+${storedBody(article.body)}
+</section>
+<section class="card" aria-labelledby="protected-links">
+<h2 id="protected-links">Protected links</h2>
+<p class="muted">Links the service placed in the text: an edit or a restore must keep them.</p>
+${
+  links.length === 0
+    ? html`<p class="muted">This article has no protected links.</p>`
+    : html`<div class="scroll"><table class="links"><thead><tr><th scope="col">Kind</th><th scope="col">Text</th><th scope="col">Address</th></tr></thead><tbody>
+${links.map((l) => html`<tr><td>${l.kind}</td><td>${l.text}</td><td><code>${l.href}</code></td></tr>`)}
+</tbody></table></div>`
+}
+</section>
+<section class="card" aria-labelledby="history">
+<h2 id="history">History</h2>
+<p class="muted">Every change is a revision; restoring one adds a new revision with its content.</p>
+${historyTable(id, history.data, article.revision)}
+${pager(id, historyPage, history.meta.total_pages)}
+</section>
+</div>`;
+      return kit.send(reply, { title: article.title, body, session, request, wide: true });
+    }),
+  );
+
+  app.get('/articles/:id/revisions/:n', { schema: { hide: true } }, (request, reply) =>
+    page(request, reply, async (session) => {
+      const id = articleIdOf(request);
+      const n = revisionOf(request);
+      const call = webCall(request, session);
+      const article = await application.articles.get(call, id);
+      const at = await application.revisions.get(call, id, n);
+      const previous = n > 1 ? await application.revisions.get(call, id, n - 1) : null;
+      const isCurrent = n === article.revision;
+      const body = html`<div class="article-view">
+<div class="card">
+<p class="muted"><a href="${articlePath(id)}">${article.title}</a> › history</p>
+<h1>Revision ${n}${isCurrent ? html` <span class="tag">current</span>` : ''}</h1>
+<dl class="facts">
+<dt>When</dt><dd>${when(at.created_at)}</dd>
+<dt>Origin</dt><dd>${originLabel(at.origin)}</dd>
+<dt>By</dt><dd>${actorLabel(at.actor)}</dd>
+<dt>Reason</dt><dd>${at.reason ?? html`<span class="muted">none given</span>`}</dd>
+${at.restored_from ? html`<dt>Restores</dt><dd><a href="${revisionPath(id, at.restored_from)}">revision ${at.restored_from}</a></dd>` : ''}
+<dt>Status then</dt><dd>${STATUSES[at.status]}</dd>
+<dt>Word count</dt><dd>${at.word_count}</dd>
+</dl>
+<div class="actions">${
+        isCurrent
+          ? html`<p class="muted">This is the current version.</p>`
+          : html`<a class="button primary" href="${revisionPath(id, n)}/restore">Restore revision ${n}…</a>`
+      }
+<a class="button" href="${articlePath(id)}#history">Back to the article</a></div>
+<nav class="pager" aria-label="Revisions">${n > 1 ? html`<a href="${revisionPath(id, n - 1)}" rel="prev">Revision ${n - 1}</a>` : ''}
+${n < article.revision ? html`<a href="${revisionPath(id, n + 1)}" rel="next">Revision ${n + 1}</a>` : ''}</nav>
+</div>
+<section class="card" aria-labelledby="against-previous">
+<h2 id="against-previous">${previous ? `Changes from revision ${n - 1}` : 'The first revision'}</h2>
+${previous ? html`${DIFF_LEGEND}${changes(previous, at, 'diff-previous')}` : html`<p class="muted">The article was created with this content.</p>`}
+</section>
+${
+  isCurrent
+    ? ''
+    : html`<section class="card" aria-labelledby="against-current">
+<h2 id="against-current">Changes from revision ${n} to the current version (revision ${article.revision})</h2>
+${DIFF_LEGEND}${changes(at, article, 'diff-current')}
+</section>`
+}
+<section class="card" aria-labelledby="content">
+<h2 id="content">Content at revision ${n}</h2>
+<h3 class="revision-title">${at.title}</h3>
+${featuredImage(at.featured_image)}
+${storedBody(at.body)}
+</section>
+</div>`;
+      return kit.send(reply, {
+        title: `Revision ${n} · ${article.title}`,
+        body,
+        session,
+        request,
+        wide: true,
+      });
+    }),
+  );
+
+  /** The confirmation page: what restoring n changes in the current version, a reason, the button. */
+  function restorePage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: WebSession,
+    opts: {
+      article: ArticleOut;
+      at: RevisionContentOut;
+      reason?: string;
+      status?: number;
+      refusal?: Html;
+    },
+  ): FastifyReply {
+    const { article, at } = opts;
+    const id = article.id;
+    const n = at.revision;
+    const current = article.revision === n;
+    const body = html`<div class="article-view">
+<div class="card">
+<p class="muted"><a href="${articlePath(id)}">${article.title}</a> › <a href="${revisionPath(id, n)}">revision ${n}</a></p>
+<h1>Restore revision ${n}?</h1>
+${opts.refusal ?? ''}
+${
+  current
+    ? html`<p id="nothing-to-restore">Revision ${n} is the current version: there is nothing to restore.</p>
+<div class="actions"><a class="button" href="${articlePath(id)}">Back to the article</a></div>`
+    : html`<p>This adds revision ${article.revision + 1} with the title, text and featured image of revision ${n} (from ${when(at.created_at)}). Revision ${article.revision} and every earlier one stay in the history.</p>
+<form method="post" action="${revisionPath(id, n)}/restore">
+${kit.csrfField(request, reply, session)}
+<input type="hidden" name="expected_revision" value="${article.revision}">
+<label for="reason">Reason <span class="muted">(optional, kept in the history)</span></label>
+<input type="text" id="reason" name="reason" maxlength="${REASON_MAX}" value="${opts.reason ?? ''}" placeholder="Back to the version before the rewrite">
+<div class="actions"><button class="primary" type="submit">Restore revision ${n}</button>
+<a class="button" href="${revisionPath(id, n)}">Cancel</a></div>
+</form>`
+}
+</div>
+${
+  current
+    ? ''
+    : html`<section class="card" aria-labelledby="what-changes">
+<h2 id="what-changes">What will change</h2>
+<p class="muted">From the current version (revision ${article.revision}) to revision ${n}.</p>
+${DIFF_LEGEND}${changes(article, at, 'diff-restore')}
+</section>`
+}
+</div>`;
+    return kit.send(reply, {
+      status: opts.status ?? 200,
+      title: `Restore revision ${n} · ${article.title}`,
+      body,
+      session,
+      request,
+      wide: true,
+    });
+  }
+
+  app.get('/articles/:id/revisions/:n/restore', { schema: { hide: true } }, (request, reply) =>
+    page(request, reply, async (session) => {
+      const id = articleIdOf(request);
+      const n = revisionOf(request);
+      const call = webCall(request, session);
+      const article = await application.articles.get(call, id);
+      const at = await application.revisions.get(call, id, n);
+      return restorePage(request, reply, session, { article, at });
+    }),
+  );
+
+  app.post('/articles/:id/revisions/:n/restore', { schema: { hide: true } }, async (request, reply) => {
+    const session = await kit.signedIn(request, reply);
+    if (!session || !kit.checkForm(request, reply, session)) return reply;
+    const parsed = RestoreForm.safeParse(request.body ?? {});
+    const form = parsed.success ? parsed.data : {};
+    const reason = (form.reason ?? '').trim();
+    try {
+      const id = articleIdOf(request);
+      const n = revisionOf(request);
+      const call = webCall(request, session);
+      const refused = async (status: number, refusal: Html) => {
+        const [article, at] = await Promise.all([
+          application.articles.get(webCall(request, session), id),
+          application.revisions.get(webCall(request, session), id, n),
+        ]);
+        return restorePage(request, reply, session, { article, at, reason, status, refusal });
+      };
+      const expectedRevision = wholeNumber(form.expected_revision, REVISION_MAX);
+      if (expectedRevision === null) {
+        return refused(
+          400,
+          html`<div class="error" role="alert"><p>The form did not say which version it was opened on. Look at the changes below and confirm again.</p></div>`,
+        );
+      }
+      if (reason.length > REASON_MAX) {
+        return refused(
+          400,
+          html`<div class="error" role="alert"><p>The reason is ${reason.length} characters long; at most ${REASON_MAX} are kept.</p></div>`,
+        );
+      }
+      let result: Awaited<ReturnType<Application['revisions']['restore']>>;
+      try {
+        result = await application.revisions.restore(call, {
+          articleId: id,
+          revision: n,
+          reason: reason === '' ? null : reason,
+          expectedRevision,
+        });
+      } catch (error) {
+        if (!isDomainError(error) || error.code === 'not_found') throw error;
+        if (error.code === 'edit_limit_reached' && call.edits) {
+          reply.header('retry-after', String(call.edits.resetSeconds));
+        }
+        const current = await application.articles.get(webCall(request, session), id);
+        return refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
+      }
+      const { change } = result;
+      return reply.redirect(
+        change.changed
+          ? `${articlePath(id)}?restored=${change.revision}`
+          : `${articlePath(id)}?unchanged=${n}`,
+        303,
+      );
+    } catch (error) {
+      return sendRefusal(kit, request, reply, session, error);
+    }
+  });
+};
+
+/** Why a restore was refused, in words, with what the person can do. */
+function refusalOf(error: DomainError, current: ArticleOut, expected: number): Html {
+  const alert = (title: string, detail: Html) =>
+    html`<div class="error" role="alert" id="refusal"><p><strong>${title}</strong></p>${detail}</div>`;
+  switch (error.code) {
+    case 'revision_mismatch':
+      return alert(
+        'The article changed since you opened this page.',
+        html`<p>You confirmed on revision ${expected}; it is now at revision ${current.revision}. The changes below are against the version as it is now: look at them and confirm again.</p>`,
+      );
+    case 'protected_links_modified': {
+      const byId = new Map(current.protected_links.map((l) => [l.id, l]));
+      const blocks = (error.errors ?? []).filter((e): e is ProtectedChange => 'change' in e);
+      return alert(
+        'This restore would remove protected links.',
+        html`<p>These links were placed after that revision and must stay:</p><ul id="protected-refused">${blocks.map(
+          (b) => {
+            const link = byId.get(b.id);
+            return html`<li>${link ? html`${link.kind} link “${link.text}” to <code>${link.href}</code>` : html`<code>${b.id}</code>`} (would be ${b.change})</li>`;
+          },
+        )}</ul><p>Restore a later revision, or edit the article instead.</p>`,
+      );
+    }
+    case 'edit_limit_reached':
+      return alert("Today's edits are used up.", html`<p>${sentence(error.message)}</p>`);
+    default:
+      return alert('That did not work.', html`<p>${sentence(error.message)}</p>`);
+  }
+}
+
+/** A message as a sentence: a capital first and a full stop last. */
+export function sentence(message: string): string {
+  const text = message.trim();
+  if (text === '') return text;
+  const capital = text[0]?.toUpperCase() + text.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
+}
