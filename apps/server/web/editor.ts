@@ -82,6 +82,17 @@ export function draftOf(body: unknown, fallbackRevision: number): Draft {
   };
 }
 
+/**
+ * The notice the article page shows after the editor saved (`/articles/{id}?saved=<revision>`), or
+ * nothing when the query has no such flag.
+ */
+export function savedNotice(query: unknown): Html {
+  const saved =
+    typeof query === 'object' && query !== null ? (query as Record<string, unknown>).saved : undefined;
+  if (typeof saved !== 'string' || !/^[1-9][0-9]{0,9}$/.test(saved)) return html``;
+  return html`<p class="notice" role="status" id="saved-notice">Saved as revision ${saved}.</p>`;
+}
+
 function when(iso: string): string {
   return `${iso.slice(0, 16).replace('T', ' ')} UTC`;
 }
