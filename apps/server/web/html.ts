@@ -155,4 +155,30 @@ nav.pages { display: flex; gap: 1rem; align-items: center; }
 .article-view .diff-legend ins, .article-view .diff-legend del { padding: 0 .2rem; }
 .article-view .error p { margin: .25rem 0; }
 .article-view .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+/* The editor (/articles/{id}/edit) and word diffs. */
+.editor { display: grid; grid-template-columns: minmax(0, 1fr) 18rem; gap: 1rem; align-items: start; }
+@media (max-width: 760px) { .editor { grid-template-columns: minmax(0, 1fr); } }
+.editor textarea { width: 100%; min-height: 24rem; padding: .55rem .6rem; font: .9rem/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; resize: vertical; }
+.editor p#body-help { margin: 0 0 .4rem; }
+.editor .actions { align-items: center; }
+.protected-links ul { list-style: none; padding: 0; margin: 0; }
+.protected-links li { border-top: 1px solid var(--line); padding: .6rem 0; display: grid; gap: .15rem; }
+.protected-links li.refused { border-left: 3px solid var(--danger); padding-left: .6rem; }
+.protected-links .link-text { font-weight: 600; }
+.protected-links .refused-mark { color: var(--danger); font-size: .92rem; }
+.protected-links h2, .stale h2, .saved h2 { font-size: 1.15rem; margin: 0 0 .75rem; }
+.stale { border: 1px solid var(--line); border-radius: .35rem; padding: .75rem 1rem; margin: 1rem 0; }
+.stale h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
+.error ul { margin: .25rem 0 0; padding-left: 1.2rem; }
+.error p { margin: 0; }
+.notice-box { color: var(--ok); border: 1px solid currentColor; border-radius: .35rem; padding: .5rem .75rem; margin-bottom: 1rem; }
+.notice-box p { margin: .25rem 0; }
+.notice-box h2, .notice-box table { color: var(--fg); }
+.diff { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; padding: .6rem .75rem; max-height: 24rem; overflow-y: auto; }
+ins { color: var(--ok); background: color-mix(in srgb, var(--ok) 14%, transparent); text-decoration: underline; }
+del { color: var(--danger); background: color-mix(in srgb, var(--danger) 12%, transparent); text-decoration: line-through; }
+.elided { color: var(--muted); }
+.table-scroll { overflow-x: auto; }
+.table-scroll table { border-collapse: collapse; width: 100%; font-size: .92rem; }
+.table-scroll th, .table-scroll td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }
 `;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
 import { articlePages } from './articles.ts';
+import { editorRoutes } from './editor.ts';
 import type { WebKit } from './kit.ts';
 import { webScripts } from './scripts.ts';
 import { staffPages } from './staff.ts';
@@ -22,4 +23,5 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
       .redirect(session ? '/sites' : deps.kit.signInUrl('/sites'), 303);
   });
   await app.register(articlePages, deps);
+  await app.register(editorRoutes, deps);
 };

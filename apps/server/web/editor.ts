@@ -1,0 +1,361 @@
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../domain/article/events.ts';
+import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import { ID_PATTERN } from '../../../domain/input.ts';
+import type { Application } from '../../application/index.ts';
+import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
+import { statusOf } from '../errors.ts';
+import { webCall } from './call.ts';
+import { bodyTextChanges, renderWordChanges } from './diff.ts';
+import { type Html, html } from './html.ts';
+import { installPageHeaders, type WebKit } from './kit.ts';
+import { sendRefusal } from './refusal.ts';
+import type { WebSession } from './sessions.ts';
+
+/*
+ * The editor without JavaScript (`/articles/{id}/edit`): a form with the title, the body's HTML in a
+ * textarea and a reason, the article's protected links beside it. Saving is `articles.edit` with
+ * origin `editor` and the person as actor, through the same command as the API's PUT:
+ * - saved: to the article page (`?saved=<revision>`), or, when the sanitiser removed something, a
+ *   page that lists what it removed;
+ * - nothing changed: the form again, saying so (no revision is made);
+ * - refused (protected links, a stale revision, the title or body rules, the edit limit): the form
+ *   again with the person's text, the status the API answers and what went wrong; a stale save also
+ *   shows what changed since the revision the person started from, and offers to save on top of the
+ *   current one.
+ */
+
+/**
+ * Form bodies of this page: a body of BODY_MAX_MIB of HTML, url-encoded (a byte may take three
+ * characters), with room for the other fields. Anything the domain would refuse for its size gets
+ * the domain's message on the form; only bodies past this limit are cut off by the parser.
+ */
+export const EDITOR_FORM_LIMIT = 4 * BODY_MAX_BYTES;
+
+/** What the person typed: kept in the form when a save is refused. */
+export type Draft = { title: string; body: string; reason: string; expectedRevision: number };
+
+/** Sanitiser reasons in words. */
+const REMOVED_BECAUSE: Record<string, string> = {
+  element_not_allowed: 'element not allowed (its text was kept)',
+  unsafe_element: 'unsafe element (removed with its content)',
+  invalid_nesting: 'element in a place HTML does not allow (its text was kept)',
+  misplaced_text: 'text inside a table but outside any cell',
+  attribute_not_allowed: 'attribute not allowed',
+  event_handler: 'script event handler',
+  unsafe_url: 'unsafe link address',
+  invalid_protection_marker: 'invalid protection marker',
+  comment: 'HTML comment',
+  unstable_markup: 'markup that could not be kept (its text was kept)',
+};
+
+/** The most characters of a removed item shown on a page. */
+const REMOVED_SHOWN = 200;
+
+function shorten(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/** What the sanitiser removed, as a table; nothing when it removed nothing. */
+export function removedList(items: readonly { path: string; removed: string; reason: string }[]): Html {
+  if (items.length === 0) return html``;
+  return html`<h2 id="removed-heading">Removed when saving</h2>
+<p>These are not allowed in an article's HTML and were taken out of what you sent:</p>
+<div class="table-scroll"><table id="removed" aria-labelledby="removed-heading"><thead><tr><th>Removed</th><th>Why</th><th>Where</th></tr></thead><tbody>
+${items.map(
+  (item) =>
+    html`<tr><td><code>${shorten(item.removed, REMOVED_SHOWN)}</code></td><td>${REMOVED_BECAUSE[item.reason] ?? item.reason}</td><td><code>${item.path}</code></td></tr>`,
+)}
+</tbody></table></div>`;
+}
+
+/** The form's fields as text; anything missing or not a string is empty. */
+export function draftOf(body: unknown, fallbackRevision: number): Draft {
+  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const text = (name: string): string => (typeof fields[name] === 'string' ? (fields[name] as string) : '');
+  const expected = text('expected_revision');
+  return {
+    title: text('title'),
+    body: text('body'),
+    reason: text('reason'),
+    expectedRevision: /^[1-9][0-9]{0,9}$/.test(expected) ? Number(expected) : fallbackRevision,
+  };
+}
+
+/**
+ * The notice the article page shows after the editor saved (`/articles/{id}?saved=<revision>`), or
+ * nothing when the query has no such flag.
+ */
+export function savedNotice(query: unknown): Html {
+  const saved =
+    typeof query === 'object' && query !== null ? (query as Record<string, unknown>).saved : undefined;
+  if (typeof saved !== 'string' || !/^[1-9][0-9]{0,9}$/.test(saved)) return html``;
+  return html`<p class="notice" role="status" id="saved-notice">Saved as revision ${saved}.</p>`;
+}
+
+function when(iso: string): string {
+  return `${iso.slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}`;
+
+export const editorRoutes: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
+  app,
+  { kit, application },
+) => {
+  installPageHeaders(app);
+  // Large bodies, in this plugin's scope only (the other pages keep the 16 KiB parser).
+  if (app.hasContentTypeParser('application/x-www-form-urlencoded')) {
+    app.removeContentTypeParser('application/x-www-form-urlencoded');
+  }
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: EDITOR_FORM_LIMIT },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(String(body))));
+    },
+  );
+
+  // A form past even the parser's limit: the domain's words on a page, not a JSON 413.
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error;
+    const session = await kit.sessions.current(request);
+    const back = request.url.split('?')[0] ?? '/sites';
+    return kit.send(reply, {
+      status: 413,
+      title: 'Body too large',
+      session,
+      request,
+      body: html`<div class="card"><h1>The body is too large</h1>
+<p role="alert">The body is larger than ${BODY_MAX_MIB} MiB, the most an article can have. Nothing was saved, and the text could not be kept: go back in your browser to get it.</p>
+<p><a href="${back}">Open the editor again</a></p></div>`,
+    });
+  });
+
+  /** The article, or a refusal page (not found, another account's) and null. */
+  async function load(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: WebSession,
+    id: string,
+  ): Promise<ArticleOut | null> {
+    try {
+      if (!ID_PATTERN.test(id)) throw new DomainError('not_found', `No article ${id}`);
+      return await application.articles.get(webCall(request, session), id);
+    } catch (error) {
+      sendRefusal(kit, request, reply, session, error);
+      return null;
+    }
+  }
+
+  function editorPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: WebSession,
+    article: ArticleOut,
+    opts: {
+      status?: number;
+      draft?: Draft;
+      notice?: Html;
+      error?: Html;
+      stale?: Html;
+      refused?: Set<string>;
+    } = {},
+  ): FastifyReply {
+    const draft: Draft = opts.draft ?? {
+      title: article.title,
+      body: article.body,
+      reason: '',
+      expectedRevision: article.revision,
+    };
+    const path = articlePath(article.id);
+    const links = article.protected_links;
+    const body = html`<div class="editor">
+<div class="card editor-main">
+<h1>Edit “${article.title}”</h1>
+<p class="muted">Revision ${article.revision} · <a href="${path}">Back to the article</a></p>
+${opts.notice ?? ''}
+${opts.error ?? ''}
+${opts.stale ?? ''}
+<form method="post" action="${path}/edit" class="editor-form">
+${kit.csrfField(request, reply, session)}
+<input type="hidden" name="expected_revision" value="${draft.expectedRevision}">
+<label for="title">Title</label>
+<input type="text" id="title" name="title" maxlength="${TITLE_MAX}" required value="${draft.title}">
+<label for="body">Body (HTML)</label>
+<p class="muted" id="body-help">The article's HTML. When you save, anything not allowed in an article (scripts, event handlers, unsafe links) is removed and listed. The <a href="#protected-heading">protected links</a> must stay as they are.</p>
+<textarea id="body" name="body" rows="22" aria-describedby="body-help">
+${draft.body}</textarea>
+<label for="reason">Reason for the change <span class="muted">(optional, shown in the history)</span></label>
+<input type="text" id="reason" name="reason" maxlength="${REASON_MAX}" value="${draft.reason}">
+<div class="actions"><button class="primary" type="submit">${opts.stale ? `Save on top of revision ${draft.expectedRevision}` : 'Save'}</button><a class="cancel" href="${path}">Cancel</a></div>
+</form>
+</div>
+<aside class="card protected-links" aria-labelledby="protected-heading">
+<h2 id="protected-heading">Protected links</h2>
+${
+  links.length === 0
+    ? html`<p class="muted">This article has no protected links.</p>`
+    : html`<p>These links must stay as they are: you may move them within the body, but not remove or change them (each is an element with <code>data-service-protected</code> in the HTML).</p>
+<ul id="protected-links">
+${links.map(
+  (
+    link,
+  ) => html`<li${opts.refused?.has(link.id) ? html` class="refused"` : ''}><span class="link-text">${link.text}</span>
+<span class="muted">${link.kind === 'backlink' ? 'backlink' : 'internal link'} · <code>${link.id}</code></span>
+<code class="link-href">${link.href}</code>${opts.refused?.has(link.id) ? html`<strong class="refused-mark">changed in your text</strong>` : ''}</li>`,
+)}
+</ul>`
+}
+</aside>
+</div>`;
+    return kit.send(reply, {
+      status: opts.status ?? 200,
+      title: `Edit ${article.title}`,
+      body,
+      session,
+      request,
+      wide: true,
+    });
+  }
+
+  /** The protected blocks a refused edit removed or rewrote, named with their text. */
+  function protectedError(error: DomainError, article: ArticleOut): { error: Html; refused: Set<string> } {
+    const changes = (error.errors ?? []).flatMap((e) =>
+      'change' in e && 'id' in e ? [{ id: e.id, change: e.change }] : [],
+    );
+    const byId = new Map(article.protected_links.map((l) => [l.id, l]));
+    const words = { removed: 'removed', rewritten: 'changed', forged: 'added (only the service adds them)' };
+    return {
+      refused: new Set(changes.map((c) => c.id)),
+      error: html`<div class="error" role="alert" id="editor-error">
+<p><strong>Not saved: protected links must stay as they are.</strong> Put these back exactly as they were (you may move them); your text is kept below.</p>
+<ul>${changes.map((c) => {
+        const link = byId.get(c.id);
+        return html`<li>${link ? html`“${link.text}” ` : ''}<code>${c.id}</code>: ${words[c.change]}${link ? html` (<code>${link.href}</code>)` : ''}</li>`;
+      })}</ul></div>`,
+    };
+  }
+
+  /** What changed between the revision the person started from and the current one. */
+  async function staleView(
+    request: FastifyRequest,
+    session: WebSession,
+    article: ArticleOut,
+    from: number,
+  ): Promise<Html> {
+    const call = webCall(request, session);
+    let before: RevisionContentOut | null = null;
+    let now: RevisionContentOut | null = null;
+    try {
+      [before, now] = await Promise.all([
+        application.revisions.get(call, article.id, from),
+        application.revisions.get(call, article.id, article.revision),
+      ]);
+    } catch (error) {
+      if (!isDomainError(error) || error.code !== 'not_found') throw error;
+    }
+    const intro = html`<p>You started from revision ${from}; the article is now at revision ${article.revision}${
+      now ? html` (last saved ${when(now.created_at)} by ${now.actor.name}, ${now.origin})` : ''
+    }. Your text is kept in the form below. Saving it now replaces revision ${article.revision}: bring the changes shown here into your text if they should stay.</p>`;
+    if (!before || !now) {
+      return html`<section class="stale" aria-labelledby="stale-heading" id="stale"><h2 id="stale-heading">Changed since you opened it</h2>${intro}</section>`;
+    }
+    const changes = await bodyTextChanges(before.body, now.body);
+    return html`<section class="stale" aria-labelledby="stale-heading" id="stale">
+<h2 id="stale-heading">Changed since you opened it</h2>
+${intro}
+<h3>Title</h3>
+${
+  before.title === now.title
+    ? html`<p class="muted" id="stale-title">The title is the same: “${now.title}”.</p>`
+    : html`<p id="stale-title"><del>${before.title}</del> → <ins>${now.title}</ins></p>`
+}
+<h3>Text of the body</h3>
+<p class="muted">Words added since revision ${from} are <ins>underlined</ins>, words removed are <del>struck through</del>.</p>
+${changes ? renderWordChanges(changes) : html`<p class="muted">The texts differ too much to show word by word; open the article to compare.</p>`}
+</section>`;
+  }
+
+  app.get<{ Params: { id: string } }>(
+    '/articles/:id/edit',
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const session = await kit.signedIn(request, reply);
+      if (!session) return reply;
+      const article = await load(request, reply, session, request.params.id);
+      if (!article) return reply;
+      return editorPage(request, reply, session, article);
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/articles/:id/edit',
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const id = request.params.id;
+      const session = await kit.signedIn(request, reply, `${articlePath(id)}/edit`);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const article = await load(request, reply, session, id);
+      if (!article) return reply;
+      const draft = draftOf(request.body, article.revision);
+      let saved: Awaited<ReturnType<Application['articles']['edit']>>;
+      try {
+        saved = await application.articles.edit(webCall(request, session), {
+          articleId: id,
+          title: draft.title,
+          body: draft.body,
+          reason: draft.reason.trim() === '' ? null : draft.reason,
+          expectedRevision: draft.expectedRevision,
+        });
+      } catch (error) {
+        if (!isDomainError(error) || error.code === 'not_found') {
+          return sendRefusal(kit, request, reply, session, error);
+        }
+        // Every other refusal: the form again with the person's text and the API's status.
+        const latest = await load(request, reply, session, id);
+        if (!latest) return reply;
+        const status = statusOf[error.code];
+        if (error.code === 'revision_mismatch') {
+          const stale = await staleView(request, session, latest, draft.expectedRevision);
+          return editorPage(request, reply, session, latest, {
+            status,
+            draft: { ...draft, expectedRevision: latest.revision },
+            stale,
+            error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> the article changed since you opened it. Nothing was overwritten.</p>`,
+          });
+        }
+        if (error.code === 'protected_links_modified') {
+          const named = protectedError(error, latest);
+          return editorPage(request, reply, session, latest, { status, draft, ...named });
+        }
+        return editorPage(request, reply, session, latest, {
+          status,
+          draft,
+          error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> ${error.message}.</p>`,
+        });
+      }
+      const { change } = saved;
+      if (!change.changed) {
+        return editorPage(request, reply, session, change, {
+          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>Nothing changed:</strong> the title and body are the same as revision ${change.revision}, so no new revision was made.</p>${removedList(change.sanitized)}</div>`,
+        });
+      }
+      if (change.sanitized.length === 0) {
+        return reply.redirect(`${articlePath(id)}?saved=${change.revision}`, 303);
+      }
+      return kit.send(reply, {
+        title: `Saved ${change.title}`,
+        session,
+        request,
+        wide: true,
+        body: html`<div class="card saved">
+<h1>Saved “${change.title}”</h1>
+<p class="notice" role="status" id="editor-notice">Saved as revision ${change.revision}, with some of what you sent removed.</p>
+${removedList(change.sanitized)}
+<div class="actions"><a href="${articlePath(id)}">Open the article</a><a href="${articlePath(id)}/edit">Edit again</a></div>
+</div>`,
+      });
+    },
+  );
+};

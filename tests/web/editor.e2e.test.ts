@@ -1,0 +1,279 @@
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectLabelled, screenshot, startWebApp, type WebApp } from '../support/web.ts';
+
+/*
+ * The editor without JavaScript (`/articles/{id}/edit`) through a real server in headless Chromium:
+ * typing with the keyboard, saving (a revision of origin `editor` by the person), what the sanitiser
+ * removed, a refused edit that keeps the text, a stale save that shows what changed and then saves
+ * on top, and the body-size limit.
+ */
+
+type ProtectedLink = { id: string; kind: string; href: string; text: string };
+type Article = {
+  id: string;
+  title: string;
+  body: string;
+  revision: number;
+  protected_links: ProtectedLink[];
+};
+type RevisionItem = {
+  revision: number;
+  origin: string;
+  actor: { type: string; id: string; name: string };
+  reason: string | null;
+};
+
+describe('the editor, JavaScript off', () => {
+  let web: WebApp;
+  /** The seeded articles that have protected links, each test taking its own. */
+  let articles: Article[];
+
+  async function article(id: string): Promise<Article> {
+    const res = await web.api(`/articles/${id}`);
+    expect(res.status).toBe(200);
+    return (await res.json()) as Article;
+  }
+
+  async function revisions(id: string): Promise<RevisionItem[]> {
+    const res = await web.api(`/articles/${id}/revisions`);
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { data: RevisionItem[] }).data;
+  }
+
+  function take(): Article {
+    const next = articles.shift();
+    if (!next) throw new Error('the seed has too few articles with protected links');
+    return next;
+  }
+
+  /** Opens the editor of an article in a signed-in page. */
+  async function openEditor(id: string, width?: number): Promise<Page> {
+    const context = await web.signedIn(width ? { width } : {});
+    const page = await context.newPage();
+    const response = await page.goto(`${web.url}/articles/${id}/edit`);
+    expect(response?.status()).toBe(200);
+    return page;
+  }
+
+  /** Sends the form with Enter in the title field; the answer to the POST. */
+  async function submit(page: Page): Promise<{ status: number; location: string | null }> {
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.waitForNavigation(),
+      page.press('#title', 'Enter'),
+    ]);
+    return { status: response.status(), location: (await response.allHeaders()).location ?? null };
+  }
+
+  beforeAll(async () => {
+    web = await startWebApp({ articles: 8 });
+    articles = [];
+    for (const site of web.demo.sites) {
+      const res = await web.api(`/sites/${site.id}/articles?per_page=100`);
+      const { data } = (await res.json()) as { data: { id: string }[] };
+      for (const item of data) {
+        const full = await article(item.id);
+        if (full.protected_links.length > 0) articles.push(full);
+      }
+    }
+    expect(articles.length).toBeGreaterThanOrEqual(6);
+  });
+  afterAll(async () => {
+    await web?.stop();
+  });
+
+  it('shows the title, the stored HTML and a reason, every field labelled, the protected links beside them', async () => {
+    const a = take();
+    const page = await openEditor(a.id);
+    expect(await page.textContent('h1')).toBe(`Edit “${a.title}”`);
+    expect(await page.inputValue('#title')).toBe(a.title);
+    expect(await page.inputValue('#body')).toBe(a.body);
+    expect(await page.inputValue('#reason')).toBe('');
+    expect(await page.getAttribute('input[name=expected_revision]', 'value')).toBe(String(a.revision));
+    await expectLabelled(page);
+    const listed = await page.$$eval('#protected-links li', (lis) => lis.map((li) => li.textContent ?? ''));
+    expect(listed).toHaveLength(a.protected_links.length);
+    for (const [i, link] of a.protected_links.entries()) {
+      expect(listed[i]).toContain(link.text);
+      expect(listed[i]).toContain(link.href);
+      expect(listed[i]).toContain(link.id);
+    }
+    expect(await page.textContent('.protected-links')).toContain('must stay as they are');
+    expect(await page.$$eval('h1, h2, h3', (hs) => hs.map((h) => h.tagName))).toEqual(['H1', 'H2']);
+    const res = await fetch(`${web.url}/articles/${a.id}/edit`, { redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe(
+      `/sign-in?return_to=${encodeURIComponent(`/articles/${a.id}/edit`)}`,
+    );
+    await screenshot(page, 'editor');
+    const phone = await openEditor(a.id, 390);
+    await screenshot(phone, 'editor-phone');
+    // The form is one column on a phone: nothing is wider than the window.
+    expect(await phone.$eval('html', (root) => root.scrollWidth)).toBeLessThanOrEqual(390);
+  });
+
+  it('saves what the person types as a new revision of origin editor by the person, then goes to the article', async () => {
+    const a = take();
+    const page = await openEditor(a.id);
+    const headers = (await page.request.get(`${web.url}/articles/${a.id}/edit`)).headers();
+    expect(headers['cache-control']).toBe('no-store');
+    expect(headers['content-security-policy']).toContain("style-src 'self'");
+    await page.focus('#title');
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('A title typed in the editor');
+    await page.focus('#body');
+    await page.keyboard.press('ControlOrMeta+End');
+    await page.keyboard.type('\n<p>A paragraph typed in the editor.</p>');
+    await page.focus('#reason');
+    await page.keyboard.type('Typed by hand');
+    const sent = await submit(page);
+    expect(sent.status).toBe(303);
+    expect(sent.location).toBe(`/articles/${a.id}?saved=${a.revision + 1}`);
+    const now = await article(a.id);
+    expect(now.revision).toBe(a.revision + 1);
+    expect(now.title).toBe('A title typed in the editor');
+    expect(now.body).toContain('<p>A paragraph typed in the editor.</p>');
+    const [latest] = await revisions(a.id);
+    expect(latest).toMatchObject({ revision: a.revision + 1, origin: 'editor', reason: 'Typed by hand' });
+    expect(latest?.actor.type).toBe('user');
+    expect(latest?.actor.name.length).toBeGreaterThan(0);
+  });
+
+  it('lists what the sanitiser removed after saving, and says when nothing changed', async () => {
+    const a = take();
+    const page = await openEditor(a.id);
+    await page.focus('#body');
+    await page.keyboard.press('ControlOrMeta+End');
+    await page.keyboard.type('\n<p onclick="steal()">Kept text<script>alert(1)</script></p>');
+    const sent = await submit(page);
+    expect(sent.status).toBe(200);
+    expect(await page.textContent('h1')).toContain('Saved');
+    expect(await page.textContent('#editor-notice')).toContain(`revision ${a.revision + 1}`);
+    const removed = await page.textContent('#removed');
+    expect(removed).toContain('onclick="steal()"');
+    expect(removed).toContain('script event handler');
+    expect(removed).toContain('<script>');
+    await screenshot(page, 'editor-saved-sanitised');
+    const now = await article(a.id);
+    expect(now.revision).toBe(a.revision + 1);
+    expect(now.body).toContain('<p>Kept text</p>');
+    expect(now.body).not.toContain('steal');
+
+    // Saving the same again: no revision, and the page says so.
+    const again = await openEditor(a.id);
+    const unchanged = await submit(again);
+    expect(unchanged.status).toBe(200);
+    expect(await again.textContent('#editor-notice')).toContain('Nothing changed');
+    expect((await article(a.id)).revision).toBe(a.revision + 1);
+    await screenshot(again, 'editor-nothing-changed');
+  });
+
+  it('refuses an edit that removes a protected link with 422, naming the block and keeping the text', async () => {
+    const a = take();
+    const link = a.protected_links[0] as ProtectedLink;
+    const page = await openEditor(a.id);
+    // The person deletes the protected link's markup, keeping its words, and types on.
+    const element = new RegExp(`<a[^>]*data-service-id="${link.id}"[^>]*>(.*?)</a>`, 's');
+    expect(a.body).toMatch(element);
+    const without = a.body.replace(element, '$1');
+    await page.fill('#body', without);
+    await page.focus('#body');
+    await page.keyboard.press('ControlOrMeta+End');
+    await page.keyboard.type('\n<p>My unsaved words.</p>');
+    await page.focus('#title');
+    await page.keyboard.press('End');
+    await page.keyboard.type(' (edited)');
+    const sent = await submit(page);
+    expect(sent.status).toBe(422);
+    const error = await page.textContent('#editor-error');
+    expect(error).toContain('protected links must stay');
+    expect(error).toContain(link.id);
+    expect(error).toContain(link.text);
+    expect(error).toContain('removed');
+    expect(await page.inputValue('#body')).toBe(`${without}\n<p>My unsaved words.</p>`);
+    expect(await page.inputValue('#title')).toBe(`${a.title} (edited)`);
+    expect(await page.textContent('#protected-links li.refused')).toContain(link.text);
+    await screenshot(page, 'editor-refused-protected');
+    expect((await article(a.id)).revision).toBe(a.revision);
+  });
+
+  it('refuses a save over a newer revision with 412, shows what changed since, keeps the text, then saves on top', async () => {
+    const a = take();
+    const page = await openEditor(a.id);
+    // Meanwhile the API changes the title and a word of the body.
+    const firstWords = /<p>([A-Za-z]+)/.exec(a.body);
+    expect(firstWords).not.toBeNull();
+    const word = firstWords?.[1] as string;
+    const apiBody = a.body.replace(`<p>${word}`, `<p>Meanwhile ${word}`);
+    const put = await web.api(`/articles/${a.id}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Changed through the API', body: apiBody, reason: 'Elsewhere' }),
+    });
+    expect(put.status).toBe(200);
+
+    await page.focus('#body');
+    await page.keyboard.press('ControlOrMeta+End');
+    await page.keyboard.type('\n<p>Written in the stale tab.</p>');
+    const mine = await page.inputValue('#body');
+    const sent = await submit(page);
+    expect(sent.status).toBe(412);
+    expect(await page.textContent('#editor-error')).toContain('Nothing was overwritten');
+    expect(await page.textContent('#stale')).toContain(`You started from revision ${a.revision}`);
+    expect(await page.textContent('#stale-title del')).toBe(a.title);
+    expect(await page.textContent('#stale-title ins')).toBe('Changed through the API');
+    expect(await page.$$eval('#stale .diff ins', (ins) => ins.map((i) => i.textContent?.trim()))).toContain(
+      'Meanwhile',
+    );
+    expect(await page.inputValue('#body')).toBe(mine);
+    expect(await page.inputValue('#title')).toBe(a.title);
+    expect(await page.getAttribute('input[name=expected_revision]', 'value')).toBe(String(a.revision + 1));
+    expect(await page.textContent('button[type=submit].primary')).toBe(
+      `Save on top of revision ${a.revision + 1}`,
+    );
+    expect((await article(a.id)).revision).toBe(a.revision + 1);
+    await screenshot(page, 'editor-stale');
+
+    const onTop = await submit(page);
+    expect(onTop.status).toBe(303);
+    expect(onTop.location).toBe(`/articles/${a.id}?saved=${a.revision + 2}`);
+    const now = await article(a.id);
+    expect(now.revision).toBe(a.revision + 2);
+    expect(now.title).toBe(a.title);
+    expect(now.body).toContain('Written in the stale tab.');
+    expect((await revisions(a.id))[0]).toMatchObject({ revision: a.revision + 2, origin: 'editor' });
+  });
+
+  it("gives a body over the domain's limit the domain's message on the form, with the text kept", async () => {
+    const a = take();
+    const page = await openEditor(a.id);
+    // 2.25 MB of HTML, about 5 MB url-encoded: past the server's usual 3 MiB, within the editor's parser.
+    const huge = `<p>${'<b>x</b> '.repeat(250_000)}</p>`;
+    await page.fill('#body', huge);
+    const sent = await submit(page);
+    expect(sent.status).toBe(400);
+    expect(await page.textContent('#editor-error')).toContain('larger than 2 MiB');
+    expect((await page.inputValue('#body')).length).toBe(huge.length);
+    expect((await article(a.id)).revision).toBe(a.revision);
+    await screenshot(page, 'editor-too-large');
+
+    // Past the form parser's own limit (8 MiB): a page with the domain's limit, not a JSON 413.
+    const past = await fetch(`${web.url}/articles/${a.id}/edit`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `body=${'a'.repeat(9 * 1024 * 1024)}`,
+    });
+    expect(past.status).toBe(413);
+    expect(past.headers.get('content-type')).toContain('text/html');
+    expect(await past.text()).toContain('larger than 2 MiB');
+  });
+
+  it('answers an unknown article with a page, not JSON', async () => {
+    const context = await web.signedIn();
+    const page = await context.newPage();
+    const response = await page.goto(`${web.url}/articles/art_unknown/edit`);
+    expect(response?.status()).toBe(404);
+    expect(await page.textContent('h1')).toBe('Not found');
+  });
+});

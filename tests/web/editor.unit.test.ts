@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { draftOf, removedList, savedNotice } from '../../apps/server/web/editor.ts';
+import { htmlText } from '../../apps/server/web/html.ts';
+
+describe('editor helpers', () => {
+  it('reads the form, anything missing empty, a bad expected revision replaced by the current one', () => {
+    expect(draftOf({ title: 'T', body: '<p>B</p>', reason: 'R', expected_revision: '7' }, 9)).toEqual({
+      title: 'T',
+      body: '<p>B</p>',
+      reason: 'R',
+      expectedRevision: 7,
+    });
+    expect(draftOf({ expected_revision: '0x7', title: ['a'] }, 9)).toEqual({
+      title: '',
+      body: '',
+      reason: '',
+      expectedRevision: 9,
+    });
+    expect(draftOf(undefined, 3).expectedRevision).toBe(3);
+  });
+
+  it('names what the sanitiser removed in words, escaped and shortened', () => {
+    expect(htmlText(removedList([]))).toBe('');
+    const out = htmlText(
+      removedList([
+        { path: 'p[1]', removed: 'onclick="x()"', reason: 'event_handler' },
+        { path: 'p[2]', removed: `<script>${'a'.repeat(300)}`, reason: 'a_new_reason' },
+      ]),
+    );
+    expect(out).toContain('<code>onclick=&quot;x()&quot;</code></td><td>script event handler</td>');
+    expect(out).toContain(`&lt;script&gt;${'a'.repeat(192)}…</code></td><td>a_new_reason</td>`);
+  });
+
+  it('shows the saved notice only for a revision number', () => {
+    expect(htmlText(savedNotice({ saved: '4' }))).toBe(
+      '<p class="notice" role="status" id="saved-notice">Saved as revision 4.</p>',
+    );
+    expect(htmlText(savedNotice({ saved: '<b>' }))).toBe('');
+    expect(htmlText(savedNotice({}))).toBe('');
+    expect(htmlText(savedNotice(undefined))).toBe('');
+  });
+});
