@@ -6,11 +6,11 @@ import type { Application } from '../../application/index.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
 import { webCall } from './call.ts';
-import { bodyTextChanges, renderWordChanges } from './diff.ts';
 import { type Html, html } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
+import { diffBodies, renderDiff } from './word-diff.ts';
 
 /*
  * The editor without JavaScript (`/articles/{id}/edit`): a form with the title, the body's HTML in a
@@ -261,7 +261,7 @@ ${links.map(
     if (!before || !now) {
       return html`<section class="stale" aria-labelledby="stale-heading" id="stale"><h2 id="stale-heading">Changed since you opened it</h2>${intro}</section>`;
     }
-    const changes = await bodyTextChanges(before.body, now.body);
+    const changes = diffBodies(before.body, now.body);
     return html`<section class="stale" aria-labelledby="stale-heading" id="stale">
 <h2 id="stale-heading">Changed since you opened it</h2>
 ${intro}
@@ -273,7 +273,7 @@ ${
 }
 <h3>Text of the body</h3>
 <p class="muted">Words added since revision ${from} are <ins>underlined</ins>, words removed are <del>struck through</del>.</p>
-${changes ? renderWordChanges(changes) : html`<p class="muted">The texts differ too much to show word by word; open the article to compare.</p>`}
+${changes ? renderDiff(changes) : html`<p class="muted">The texts differ too much to show word by word; open the article to compare.</p>`}
 </section>`;
   }
 
