@@ -1,6 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
 import type { WebKit } from './kit.ts';
+import { reportPages } from './report.ts';
+import { sitePages } from './sites.ts';
 
 export type PagesDeps = { kit: WebKit; application: Application };
 
@@ -16,4 +18,6 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
       .header('cache-control', 'no-store')
       .redirect(session ? '/sites' : deps.kit.signInUrl('/sites'), 303);
   });
+  await app.register(sitePages, deps);
+  await app.register(reportPages, deps);
 };
