@@ -130,7 +130,7 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 #filter-errors, #period-error { margin: 0 0 1rem; }
 @media (max-width: 40rem) {
   .site-table thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-  .site-table, .site-table tbody, .site-table tr, .site-table td, .site-table tbody th { display: block; }
+  .site-table, .site-table caption, .site-table tbody, .site-table tr, .site-table td, .site-table tbody th { display: block; }
   .site-table tr { border-bottom: 1px solid var(--line); padding: .5rem 0; }
   .site-table td, .site-table tbody th { border: 0; padding: .1rem 0; }
   .site-table td { display: flex; justify-content: space-between; gap: 1rem; text-align: right; }
