@@ -258,3 +258,68 @@ export async function siteStats(db: Db, scope: SiteScope, period: Period): Promi
     backlinks_local: Number(row.backlinks_local),
   }));
 }
+
+/** The dates of a period, first to last (inclusive, UTC). Pure. */
+export function periodDays(period: Pick<Period, 'from' | 'to'>): string[] {
+  const days: string[] = [];
+  const last = Date.parse(`${period.to}T00:00:00Z`);
+  for (let t = Date.parse(`${period.from}T00:00:00Z`); t <= last; t += 86_400_000) {
+    days.push(new Date(t).toISOString().slice(0, 10));
+  }
+  return days;
+}
+
+/**
+ * The period just before: the calendar month before a month's period, the same number of days before
+ * any other. Pure; its key is `previous`.
+ */
+export function previousPeriod(period: Period): Period {
+  const iso = (t: number): string => new Date(t).toISOString().slice(0, 10);
+  const from = Date.parse(`${period.from}T00:00:00Z`);
+  if (period.grain === 'month') {
+    const start = new Date(from);
+    return {
+      key: 'previous',
+      from: iso(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() - 1, 1)),
+      to: iso(from - 86_400_000),
+      grain: 'month',
+    };
+  }
+  const length = periodDays(period).length;
+  return {
+    key: 'previous',
+    from: iso(from - length * 86_400_000),
+    to: iso(from - 86_400_000),
+    grain: 'day',
+  };
+}
+
+export type DailyStats = SiteStats & { day: string };
+
+/**
+ * The daily counters of one site of the account over a period, one entry per day that has any (at most
+ * 31 rows), oldest first. Undefined for a site that is not the account's.
+ */
+export async function siteDailyStats(
+  db: Db,
+  scope: SiteScope,
+  period: Pick<Period, 'from' | 'to'>,
+): Promise<DailyStats[] | undefined> {
+  const row = await db
+    .selectFrom('stats_buckets')
+    .select([
+      sql<DailyStats[]>`coalesce(json_agg(json_build_object(
+          'day', bucket::text,
+          'articles_published', articles_published,
+          'backlinks_industry', backlinks_industry,
+          'backlinks_local', backlinks_local) order by bucket), '[]'::json)`.as('days'),
+      siteOwner(scope),
+      keyLive(scope.liveKey),
+    ])
+    .where('site_id', '=', scope.siteId)
+    .where('grain', '=', 'day')
+    .where('bucket', '>=', period.from)
+    .where('bucket', '<=', period.to)
+    .executeTakeFirstOrThrow();
+  return inScope(scope, row, () => row.days);
+}

@@ -63,6 +63,59 @@ export async function listSites(db: Db, accountId: string, q: PageQuery): Promis
   return { rows, total: Number(count.n) };
 }
 
+export type SiteOverviewRow = SiteRow & {
+  /** Articles of every status. */
+  articles: number;
+  /** Articles published and backlinks acquired in the month of `month`. */
+  articles_published_in_month: number;
+  backlinks_in_month: number;
+};
+
+/**
+ * A page of the account's sites (in `listSites`' order), each with its article count (article_counts)
+ * and what its monthly stats bucket of `month` (its first day, YYYY-MM-01) holds.
+ */
+export async function listSiteOverview(
+  db: Db,
+  accountId: string,
+  q: PageQuery,
+  month: string,
+): Promise<Page<SiteOverviewRow>> {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('sites as s')
+      .select(siteColumns.map((c) => `s.${c}` as const))
+      .select([
+        sql<string>`(select coalesce(sum(n), 0) from article_counts c where c.site_id = s.id)`.as('articles'),
+        sql<string>`coalesce(m.articles_published, 0)`.as('articles_published_in_month'),
+        sql<string>`coalesce(m.backlinks_industry + m.backlinks_local, 0)`.as('backlinks_in_month'),
+      ])
+      .leftJoin('stats_buckets as m', (join) =>
+        join.onRef('m.site_id', '=', 's.id').on('m.grain', '=', 'month').on('m.bucket', '=', month),
+      )
+      .where('s.account_id', '=', accountId)
+      .orderBy('s.created_at', 'asc')
+      .orderBy('s.id', 'asc')
+      .limit(q.perPage)
+      .offset(offsetOf(q))
+      .execute(),
+    db
+      .selectFrom('sites')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return {
+    rows: rows.map((r) => ({
+      ...r,
+      articles: Number(r.articles),
+      articles_published_in_month: Number(r.articles_published_in_month),
+      backlinks_in_month: Number(r.backlinks_in_month),
+    })),
+    total: Number(count.n),
+  };
+}
+
 /** A site of the account, or undefined for an unknown id and for another account's id alike. */
 export async function findSite(db: Db, accountId: string, siteId: string): Promise<SiteRow | undefined> {
   return db

@@ -1,12 +1,71 @@
+import { DomainError } from '../../domain/errors.ts';
 import { listBacklinks } from '../../projections/backlinks.ts';
-import { resolvePeriod, siteStats } from '../../projections/site-stats.ts';
-import { listSites, ofOwnSite, type SiteScope } from '../../projections/sites.ts';
+import {
+  type DailyStats,
+  type Period,
+  periodDays,
+  previousPeriod,
+  resolvePeriod,
+  siteDailyStats,
+  siteStats,
+} from '../../projections/site-stats.ts';
+import { findSite, listSiteOverview, listSites, ofOwnSite, type SiteScope } from '../../projections/sites.ts';
 import type { Call } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type BacklinkListQuery, type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { type BacklinkOut, backlinkOut, type SiteOut, type StatsOut, siteOut, statsOut } from './wire.ts';
 
 export type Sites = ReturnType<typeof createSites>;
+
+/** A site with its counts: articles (every status), and this month's published articles and backlinks. */
+export type SiteOverviewOut = SiteOut & {
+  articles: number;
+  this_month: { from: string; to: string; articles_published: number; backlinks: number };
+};
+
+/** One day of a report: what its stats bucket holds (zeros for a day without one). */
+export type ReportDayOut = {
+  date: string;
+  articles_published: number;
+  backlinks_industry: number;
+  backlinks_local: number;
+};
+
+/** A period's report: the site, every day of the period, its totals and those of the period before. */
+export type ReportOut = {
+  site: SiteOut;
+  days: ReportDayOut[];
+  /** The period's totals: the sums of `days`. */
+  stats: StatsOut;
+  /** The period just before (the calendar month before a month, the same number of days otherwise). */
+  previous: StatsOut;
+};
+
+/** The period of a key, or `invalid_request` naming the key. */
+function periodOf(key: string, today: Date): Period {
+  try {
+    return resolvePeriod(key, today);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new DomainError('invalid_request', error.message, [
+      { field: 'period', message: 'must be this_month, last_month, last_30_days or a month YYYY-MM' },
+    ]);
+  }
+}
+
+/** Every day of the period with its counters, zeros where the read model has no bucket. Pure. */
+export function everyDay(period: Pick<Period, 'from' | 'to'>, rows: readonly DailyStats[]): ReportDayOut[] {
+  const byDay = new Map(rows.map((r) => [r.day, r]));
+  return periodDays(period).map((date) => {
+    const r = byDay.get(date);
+    return {
+      date,
+      articles_published: r?.articles_published ?? 0,
+      backlinks_industry: r?.backlinks_industry ?? 0,
+      backlinks_local: r?.backlinks_local ?? 0,
+    };
+  });
+}
 
 /** The account's sites, a site's backlinks and its statistics for a period. */
 export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
@@ -17,6 +76,58 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
     return { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
   };
   return {
+    /** One site of the account; `not_found` otherwise. */
+    async get(call: Call, siteId: string): Promise<SiteOut> {
+      call.touched.siteId = siteId;
+      const row = await findSite(db, call.principal.accountId, siteId);
+      if (!row) throw new DomainError('not_found', `No site ${siteId}`);
+      return siteOut(row);
+    },
+
+    /** A page of the account's sites, oldest first, each with its counts (see SiteOverviewOut). */
+    async overview(call: Call, query: ListQuery): Promise<Listed<SiteOverviewOut>> {
+      const month = periodOf('this_month', deps.now());
+      const page = await listSiteOverview(db, call.principal.accountId, pageOf(query), month.from);
+      return listed(page, query, (row) => ({
+        ...siteOut(row),
+        articles: row.articles,
+        this_month: {
+          from: month.from,
+          to: month.to,
+          articles_published: row.articles_published_in_month,
+          backlinks: row.backlinks_in_month,
+        },
+      }));
+    },
+
+    /**
+     * A period's report (this_month, last_month, last_30_days, YYYY-MM): per day articles published and
+     * backlinks acquired, the totals, and the totals of the period before.
+     */
+    async report(call: Call, siteId: string, periodKey: string): Promise<ReportOut> {
+      const scope = scopeOf(call, siteId);
+      const period = periodOf(periodKey, deps.now());
+      const before = previousPeriod(period);
+      const [site, rows, previous] = await Promise.all([
+        findSite(db, scope.accountId, siteId),
+        ofOwnSite(scope, siteDailyStats(db, scope, period)),
+        ofOwnSite(scope, siteStats(db, scope, before)),
+      ]);
+      if (!site) throw new DomainError('not_found', `No site ${siteId}`);
+      const days = everyDay(period, rows);
+      const sum = (pick: (d: ReportDayOut) => number): number => days.reduce((n, d) => n + pick(d), 0);
+      return {
+        site: siteOut(site),
+        days,
+        stats: statsOut(siteId, period, {
+          articles_published: sum((d) => d.articles_published),
+          backlinks_industry: sum((d) => d.backlinks_industry),
+          backlinks_local: sum((d) => d.backlinks_local),
+        }),
+        previous: statsOut(siteId, before, previous),
+      };
+    },
+
     /** A page of the account's sites, oldest first. */
     async list(call: Call, query: ListQuery): Promise<Listed<SiteOut>> {
       return listed(await listSites(db, call.principal.accountId, pageOf(query)), query, siteOut);
@@ -33,7 +144,7 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
     /** Articles published and backlinks acquired in a period (this_month, last_month, last_30_days, YYYY-MM). */
     async stats(call: Call, siteId: string, period: string): Promise<StatsOut> {
       const scope = scopeOf(call, siteId);
-      const resolved = resolvePeriod(period, deps.now());
+      const resolved = periodOf(period, deps.now());
       return statsOut(siteId, resolved, await ofOwnSite(scope, siteStats(db, scope, resolved)));
     },
   };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resolvePeriod } from '../../projections/site-stats.ts';
+import { periodDays, previousPeriod, resolvePeriod } from '../../projections/site-stats.ts';
 
 const today = new Date('2026-03-15T23:30:00Z');
 
@@ -43,5 +43,37 @@ describe('stats periods (UTC, inclusive dates)', () => {
 
   it.each(['2026-13', '2026-00', '26-01', 'yesterday', '2026-1', ''])('refuses %j', (key) => {
     expect(() => resolvePeriod(key, today)).toThrow(RangeError);
+  });
+});
+
+describe('the days of a period and the period before', () => {
+  it('lists every day, inclusive, across a leap day', () => {
+    expect(periodDays({ from: '2024-02-27', to: '2024-03-02' })).toEqual([
+      '2024-02-27',
+      '2024-02-28',
+      '2024-02-29',
+      '2024-03-01',
+      '2024-03-02',
+    ]);
+    expect(periodDays(resolvePeriod('2026-03', today))).toHaveLength(31);
+  });
+
+  it('puts the calendar month before a month, and as many days before a rolling window', () => {
+    expect(previousPeriod(resolvePeriod('2026-03', today))).toEqual({
+      key: 'previous',
+      from: '2026-02-01',
+      to: '2026-02-28',
+      grain: 'month',
+    });
+    expect(previousPeriod(resolvePeriod('2026-01', today))).toMatchObject({
+      from: '2025-12-01',
+      to: '2025-12-31',
+    });
+    expect(previousPeriod(resolvePeriod('last_30_days', today))).toEqual({
+      key: 'previous',
+      from: '2026-01-15',
+      to: '2026-02-13',
+      grain: 'day',
+    });
   });
 });

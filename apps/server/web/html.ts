@@ -181,4 +181,67 @@ del { color: var(--danger); background: color-mix(in srgb, var(--danger) 12%, tr
 .table-scroll { overflow-x: auto; }
 .table-scroll table { border-collapse: collapse; width: 100%; font-size: .92rem; }
 .table-scroll th, .table-scroll td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }
+/* Sites, a site and its period report (/sites, /sites/{id}, /sites/{id}/report) */
+:root { --chart-2: #b4530b; }
+@media (prefers-color-scheme: dark) { :root { --chart-2: #f59e4b; } }
+.site-stack { display: grid; gap: 1.25rem; margin-top: 1.25rem; }
+.site-stack > * { min-width: 0; }
+.site-stack h2 { font-size: 1.15rem; margin: 0 0 .75rem; }
+.site-stack a, .site-crumbs a, .site-links a, .site-table a, .site-filters a, .site-pager a, #no-sites a { color: var(--accent); }
+.site-crumbs ol { list-style: none; display: flex; flex-wrap: wrap; gap: .25rem; margin: 0 0 .75rem; padding: 0; font-size: .92rem; }
+.site-crumbs li + li::before { content: "›"; margin-right: .25rem; color: var(--muted); }
+table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
+.site-table caption { text-align: left; color: var(--muted); font-size: .92rem; padding-bottom: .5rem; }
+.site-table th, .site-table td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+.site-table thead th { font-size: .85rem; color: var(--muted); font-weight: 600; vertical-align: bottom; }
+.site-table .num { text-align: right; font-variant-numeric: tabular-nums; }
+.site-table td { overflow-wrap: anywhere; }
+.site-filters { display: flex; flex-wrap: wrap; gap: .75rem 1rem; align-items: flex-end; margin: 0 0 1rem; }
+.site-filters label { margin: 0 0 .25rem; }
+.site-filters input, .site-filters select { min-height: 2.6rem; padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+.site-filter-actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; }
+.site-pager { display: flex; justify-content: space-between; align-items: center; gap: 1rem; margin-top: 1rem; }
+.site-status { font-size: .85rem; padding: .05rem .5rem; border-radius: 1rem; border: 1px solid var(--line); white-space: nowrap; }
+.site-status-published { color: var(--ok); border-color: currentColor; }
+#filter-errors ul { margin: .25rem 0 0; padding-left: 1.2rem; }
+#filter-errors p, #period-error p { margin: 0; }
+#filter-errors, #period-error { margin: 0 0 1rem; }
+@media (max-width: 40rem) {
+  .site-table thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  .site-table, .site-table caption, .site-table tbody, .site-table tr, .site-table td, .site-table tbody th { display: block; }
+  .site-table tr { border-bottom: 1px solid var(--line); padding: .5rem 0; }
+  .site-table td, .site-table tbody th { border: 0; padding: .1rem 0; }
+  .site-table td { display: flex; justify-content: space-between; gap: 1rem; text-align: right; }
+  .site-table td::before { content: attr(data-label); color: var(--muted); font-size: .85rem; text-align: left; flex: none; }
+  .site-table td:first-child { display: block; text-align: left; font-weight: 600; }
+  .site-table td:first-child::before { content: none; }
+  .site-stack .card { padding: 1rem; }
+}
+.report-range { display: block; font-weight: 400; font-size: .8rem; white-space: nowrap; }
+.report-totals td.up { color: var(--ok); }
+.report-totals td.down { color: var(--danger); }
+.report-figure { margin: 0 0 1.5rem; overflow-x: auto; }
+.report-figure svg.chart { display: block; width: 100%; min-width: 32rem; max-width: 52rem; height: auto; }
+.report-figure figcaption { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; font-size: .92rem; color: var(--muted); margin-top: .25rem; }
+.swatch { display: inline-block; width: .9rem; height: .9rem; border-radius: .15rem; }
+.swatch.bar-articles, .swatch.bar-industry { background: var(--accent); }
+.swatch.bar-local { background: var(--chart-2); }
+.chart .bar-articles, .chart .bar-industry { fill: var(--accent); }
+.chart .bar-local { fill: var(--chart-2); }
+.chart rect { stroke: var(--card); stroke-width: .5; }
+.chart-grid { stroke: var(--line); stroke-width: 1; }
+.chart-axis { stroke: var(--muted); stroke-width: 1; }
+.chart-tick { fill: var(--muted); font-size: 13px; }
+.chart-axis-label { fill: var(--fg); font-size: 13px; }
+.report-numbers summary { cursor: pointer; color: var(--accent); margin: .25rem 0 .75rem; }
+@media print {
+  :root:has(.report) { color-scheme: light; --fg: #1d1f23; --muted: #5b606b; --bg: #fff; --card: #fff; --line: #d9dce2; --accent: #2456c9; --chart-2: #b4530b; --ok: #17663a; --danger: #b42318; }
+  body:has(.report) header.top, .report .report-controls, main:has(.report) .site-crumbs { display: none; }
+  body:has(.report) { font-size: 11pt; }
+  main.wide:has(.report) { max-width: none; margin: 0; padding: 0; }
+  .report .card { border: 0; padding: 0; break-inside: avoid; }
+  .report-figure { overflow: visible; break-inside: avoid; }
+  .report-figure svg.chart { min-width: 0; max-width: 100%; }
+  .report-numbers:not([open]) { display: none; }
+}
 `;

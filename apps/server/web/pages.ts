@@ -3,7 +3,9 @@ import type { Application } from '../../application/index.ts';
 import { articlePages } from './articles.ts';
 import { editorRoutes } from './editor.ts';
 import type { WebKit } from './kit.ts';
+import { reportPages } from './report.ts';
 import { webScripts } from './scripts.ts';
+import { sitePages } from './sites.ts';
 import { staffPages } from './staff.ts';
 
 export type PagesDeps = { kit: WebKit; application: Application };
@@ -24,4 +26,6 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   });
   await app.register(articlePages, deps);
   await app.register(editorRoutes, deps);
+  await app.register(sitePages, deps);
+  await app.register(reportPages, deps);
 };
