@@ -181,3 +181,39 @@ export async function listActivity(db: Db, accountId: string, q: ActivityQuery):
   ]);
   return { rows, total: Number(count.n) };
 }
+
+/** What a page of activity names, by id: the sites' names and the articles' titles. */
+export type ActivitySubjects = { sites: Map<string, string>; articles: Map<string, string> };
+
+/**
+ * The names of the account's sites and the titles of its articles among the ids given, for showing a
+ * page of activity; another account's ids and unknown ones are left out.
+ */
+export async function activitySubjects(
+  db: Db,
+  accountId: string,
+  ids: { siteIds: readonly string[]; articleIds: readonly string[] },
+): Promise<ActivitySubjects> {
+  const [sites, articles] = await Promise.all([
+    ids.siteIds.length === 0
+      ? []
+      : db
+          .selectFrom('sites')
+          .select(['id', 'name'])
+          .where('account_id', '=', accountId)
+          .where('id', 'in', [...ids.siteIds])
+          .execute(),
+    ids.articleIds.length === 0
+      ? []
+      : db
+          .selectFrom('articles')
+          .select(['id', 'title'])
+          .where('account_id', '=', accountId)
+          .where('id', 'in', [...ids.articleIds])
+          .execute(),
+  ]);
+  return {
+    sites: new Map(sites.map((s) => [s.id, s.name])),
+    articles: new Map(articles.map((a) => [a.id, a.title])),
+  };
+}
