@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
+import { activityPage } from './activity.ts';
 import type { WebKit } from './kit.ts';
 
 export type PagesDeps = { kit: WebKit; application: Application };
@@ -16,4 +17,5 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
       .header('cache-control', 'no-store')
       .redirect(session ? '/sites' : deps.kit.signInUrl('/sites'), 303);
   });
+  await app.register(activityPage, { kit: deps.kit, application: deps.application });
 };
