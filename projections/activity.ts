@@ -91,6 +91,7 @@ async function rowsOf(
         operation: d.operation,
         site_id: d.siteId,
         article_id: d.articleId,
+        revision: d.revision ?? null,
         status: d.status,
         request_id: d.requestId,
         duration_ms: d.durationMs,
@@ -111,6 +112,7 @@ async function rowsOf(
       operation: operationOf[event.type],
       site_id: event.type === 'ArticleCreated' ? event.data.siteId : (owner?.site_id ?? null),
       article_id: d.articleId,
+      revision: event.version,
       status: 200,
       request_id: event.metadata.requestId ?? null,
       duration_ms: 0,
@@ -129,10 +131,10 @@ type ActivityInsert = Omit<Insertable<ActivityTable>, 'actor' | 'at'> & { at: st
 async function insertRows(trx: Trx, rows: readonly ActivityInsert[]): Promise<void> {
   for (let i = 0; i < rows.length; i += INSERT_ROWS) {
     await sql`
-      insert into activity (id, account_id, at, source, actor, operation, site_id, article_id, status, request_id, duration_ms)
+      insert into activity (id, account_id, at, source, actor, operation, site_id, article_id, revision, status, request_id, duration_ms)
       select * from jsonb_to_recordset(${JSON.stringify(rows.slice(i, i + INSERT_ROWS))}::jsonb) as r (
         id text, account_id text, at timestamptz, source text, actor jsonb, operation text, site_id text,
-        article_id text, status integer, request_id text, duration_ms integer)
+        article_id text, revision integer, status integer, request_id text, duration_ms integer)
       on conflict (id) do nothing`.execute(trx);
   }
 }
@@ -165,6 +167,7 @@ export async function listActivity(db: Db, accountId: string, q: ActivityQuery):
         'operation',
         'site_id',
         'article_id',
+        'revision',
         'status',
         'request_id',
         'duration_ms',
@@ -177,4 +180,40 @@ export async function listActivity(db: Db, accountId: string, q: ActivityQuery):
     base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
+}
+
+/** What a page of activity names, by id: the sites' names and the articles' titles. */
+export type ActivitySubjects = { sites: Map<string, string>; articles: Map<string, string> };
+
+/**
+ * The names of the account's sites and the titles of its articles among the ids given, for showing a
+ * page of activity; another account's ids and unknown ones are left out.
+ */
+export async function activitySubjects(
+  db: Db,
+  accountId: string,
+  ids: { siteIds: readonly string[]; articleIds: readonly string[] },
+): Promise<ActivitySubjects> {
+  const [sites, articles] = await Promise.all([
+    ids.siteIds.length === 0
+      ? []
+      : db
+          .selectFrom('sites')
+          .select(['id', 'name'])
+          .where('account_id', '=', accountId)
+          .where('id', 'in', [...ids.siteIds])
+          .execute(),
+    ids.articleIds.length === 0
+      ? []
+      : db
+          .selectFrom('articles')
+          .select(['id', 'title'])
+          .where('account_id', '=', accountId)
+          .where('id', 'in', [...ids.articleIds])
+          .execute(),
+  ]);
+  return {
+    sites: new Map(sites.map((s) => [s.id, s.name])),
+    articles: new Map(articles.map((a) => [a.id, a.title])),
+  };
 }

@@ -1,4 +1,4 @@
-import { listActivity } from '../../projections/activity.ts';
+import { type ActivitySubjects, activitySubjects, listActivity } from '../../projections/activity.ts';
 import type { Call } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type ActivityListQuery, type Listed, listed, pageOf } from './lists.ts';
@@ -16,6 +16,15 @@ export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
       const filters = { from, to, source, siteId: query.site_id, articleId: query.article_id };
       const page = await listActivity(db, call.principal.accountId, { ...pageOf(query), ...filters });
       return listed(page, query, activityOut);
+    },
+    /**
+     * The names of what records name: the sites' names and the articles' titles, of the call's
+     * account only (another account's ids and unknown ones are left out).
+     */
+    async subjects(call: Call, records: readonly ActivityOut[]): Promise<ActivitySubjects> {
+      const siteIds = [...new Set(records.flatMap((r) => (r.site_id ? [r.site_id] : [])))];
+      const articleIds = [...new Set(records.flatMap((r) => (r.article_id ? [r.article_id] : [])))];
+      return activitySubjects(db, call.principal.accountId, { siteIds, articleIds });
     },
     /** Stores one call's record (batched; resolves once stored). */
     record: commands.recordCall,

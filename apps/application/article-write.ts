@@ -51,7 +51,10 @@ export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimi
             `The account has made its ${decision.policy.quota} article edits for today (UTC); more are possible after midnight UTC`,
           );
         }
-        return changeOut(await change());
+        const result = await change();
+        // A change that changed nothing made no revision: its record names none.
+        if (result.changed) call.touched.revision = result.revision;
+        return changeOut(result);
       };
       if (!idempotency) return { change: await work(), replayed: false };
       const { response, replayed } = await idempotent(

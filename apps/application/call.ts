@@ -18,8 +18,11 @@ export type Principal = {
   liveKey?: string | undefined;
 };
 
-/** The site and article a call touched, for its activity record: use cases fill in what they learn. */
-export type Touched = { siteId: string | null; articleId: string | null };
+/**
+ * The site and article a call touched, and the revision it created (null when it created none), for
+ * its activity record: use cases fill in what they learn.
+ */
+export type Touched = { siteId: string | null; articleId: string | null; revision: number | null };
 
 /** The outcome of counting one unit against a limit: the adapter states it (HTTP: the RateLimit fields). */
 export type LimitDecision = {
@@ -44,7 +47,14 @@ export type Call = {
 
 /** A call that has touched nothing yet (adapters that know the subject from the path fill it in). */
 export function callOf(principal: Principal, touched: Partial<Touched> = {}): Call {
-  return { principal, touched: { siteId: touched.siteId ?? null, articleId: touched.articleId ?? null } };
+  return {
+    principal,
+    touched: {
+      siteId: touched.siteId ?? null,
+      articleId: touched.articleId ?? null,
+      revision: touched.revision ?? null,
+    },
+  };
 }
 
 /** Writes need a write grant; the adapters refuse earlier, this keeps every face to the same rule. */

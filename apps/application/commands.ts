@@ -586,25 +586,28 @@ export function createCommands(deps: CommandDeps) {
      * resolves once the record is stored.
      */
     async recordCall(
-      input: Omit<CallRecorded['data'], 'activityId'> & { at?: Date },
+      input: Omit<CallRecorded['data'], 'activityId' | 'revision'> & { revision?: number | null; at?: Date },
     ): Promise<{ activityId: string }> {
       // Field by field rather than spread: this runs on every call.
       const activityId = newId('act');
       const at = (input.at ?? now()).toISOString();
+      const data: CallRecorded['data'] = {
+        activityId,
+        accountId: input.accountId,
+        source: input.source,
+        actor: input.actor,
+        operation: input.operation,
+        siteId: input.siteId,
+        articleId: input.articleId,
+        status: input.status,
+        requestId: input.requestId,
+        durationMs: input.durationMs,
+      };
+      // Only a call that created a revision names one: the others' records keep their shape.
+      if (typeof input.revision === 'number') data.revision = input.revision;
       await calls.add({
         type: 'CallRecorded',
-        data: {
-          activityId,
-          accountId: input.accountId,
-          source: input.source,
-          actor: input.actor,
-          operation: input.operation,
-          siteId: input.siteId,
-          articleId: input.articleId,
-          status: input.status,
-          requestId: input.requestId,
-          durationMs: input.durationMs,
-        },
+        data,
         metadata: input.requestId ? { at, requestId: input.requestId } : { at },
       });
       return { activityId };

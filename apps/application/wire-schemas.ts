@@ -198,6 +198,10 @@ export const ActivityRecord = z
       .meta({ description: 'What was done: the MCP tool names (`list_sites`, `get_article`, ...).' }),
     site_id: z.string().nullable(),
     article_id: z.string().nullable(),
+    revision: z.number().int().min(1).nullable().meta({
+      description:
+        'The article revision the call created (open it at /articles/{article_id}/revisions/{revision}); null when it created none.',
+    }),
     status: z.number().int().meta({ description: 'The HTTP status answered (499 when the client hung up).' }),
     request_id: z.string().nullable(),
     duration_ms: z.number().int().min(0),
@@ -214,6 +218,7 @@ export const ActivityRecord = z
       operation: 'list_articles',
       site_id: 'site_06h014k26k323kar2chmr6p5jr',
       article_id: null,
+      revision: null,
       status: 200,
       request_id: 'req_06h017my4x3zamww4jk51y2p4c',
       duration_ms: 14,

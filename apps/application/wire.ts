@@ -94,6 +94,7 @@ export function activityOut(row: ActivityRow): ActivityOut {
     operation: row.operation,
     site_id: row.site_id,
     article_id: row.article_id,
+    revision: row.revision,
     status: row.status,
     request_id: row.request_id,
     duration_ms: row.duration_ms,

@@ -14,6 +14,8 @@ export const CallRecordedData = z.object({
   operation: z.string().min(1).max(200),
   siteId: z.string().nullable(),
   articleId: z.string().nullable(),
+  /** The article revision the call created; absent when it created none (and in records older than the field). */
+  revision: z.number().int().min(1).optional(),
   status: z.number().int().min(100).max(599),
   requestId: z.string().nullable(),
   durationMs: z.number().int().min(0),

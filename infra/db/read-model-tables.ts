@@ -121,6 +121,8 @@ export interface ActivityTable {
   operation: string;
   site_id: string | null;
   article_id: string | null;
+  /** The revision the call created (a pipeline change: its own); null when it created none. */
+  revision: number | null;
   status: number;
   request_id: string | null;
   duration_ms: number;

@@ -335,6 +335,65 @@ describe('write API v1 through a real server', () => {
       expect(r.status).toBe(422);
       expect((r.body as Problem).errors).toEqual([{ id: 'il_new', change: 'removed' }]);
     });
+
+    it('names in the activity log the revision each call created, and none for the calls that created none', async () => {
+      const art = fresh();
+      const tag = `act-${next}`;
+      const as = (name: string) => ({ 'x-request-id': `${tag}-${name}` });
+      expect((await put(art.id, { title: 'Activity two' }, as('edit'))).status).toBe(200);
+      expect((await put(art.id, { title: 'Activity two' }, as('same'))).body).toMatchObject({
+        changed: false,
+      });
+      expect((await client.get(`/api/v1/articles/${art.id}`, a.api_key, as('read'))).status).toBe(200);
+      const restore = await client.call('POST', `/api/v1/articles/${art.id}/revisions/1/restore`, {
+        key: a.api_key,
+        body: {},
+        headers: as('restore'),
+      });
+      expect(restore.body).toMatchObject({ revision: 3 });
+      expect((await put(art.id, { title: 'Stale' }, { ...as('stale'), 'if-match': 'W/"1"' })).status).toBe(
+        412,
+      );
+      const once = { 'idempotency-key': `${tag}-idem` };
+      expect((await put(art.id, { title: 'Once' }, { ...once, ...as('first') })).status).toBe(200);
+      const replay = await put(art.id, { title: 'Once' }, { ...once, ...as('replay') });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      // A change of the content pipeline is a revision of its own.
+      const file = `/tmp/rewrite-${art.id}.jsonl`;
+      await import('node:fs/promises').then((fs) =>
+        fs.writeFile(
+          file,
+          JSON.stringify({ account_id: a.account_id, article_id: art.id, body: `${art.body}<p>piped</p>` }),
+        ),
+      );
+      expect((await cli(['ingest', 'rewrites', '--file', file], env)).code).toBe(0);
+
+      type Record = { request_id: string | null; source: string; revision: number | null };
+      const mine = (r: Record): boolean => r.request_id?.startsWith(`${tag}-`) ?? false;
+      let records: Record[] = [];
+      // The calls' records are stored in batches, a moment after their answers.
+      for (let i = 0; i < 100 && records.filter(mine).length < 7; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 100));
+        records = (
+          (await client.get(`/api/v1/activity?article_id=${art.id}&per_page=100`, a.api_key))
+            .body as List<Record>
+        ).data;
+      }
+      const byCall = Object.fromEntries(
+        records.filter(mine).map((r) => [r.request_id?.slice(tag.length + 1), r.revision]),
+      );
+      expect(byCall).toEqual({
+        edit: 2,
+        same: null,
+        read: null,
+        restore: 3,
+        stale: null,
+        first: 4,
+        replay: null,
+      });
+      // The pipeline's changes, newest first: its rewrite, and the article's creation (revision 1).
+      expect(records.filter((r) => r.source === 'rewrite').map((r) => r.revision)).toEqual([5, 1]);
+    });
   });
 
   describe('concurrency', () => {

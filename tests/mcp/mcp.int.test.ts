@@ -666,7 +666,23 @@ describe('/mcp through the SDK client', () => {
       const statuses = new Set(rows.map((r) => r.status));
       for (const status of [200, 400, 403, 404, 412, 422]) expect(statuses, String(status)).toContain(status);
       const listArticles = rows.find((r) => r.operation === 'list_articles' && r.status === 200);
-      expect(listArticles).toMatchObject({ site_id: t.a.siteId, article_id: null });
+      expect(listArticles).toMatchObject({ site_id: t.a.siteId, article_id: null, revision: null });
+      // A write that changed the article names the revision it created; a read, a refusal and an edit
+      // that changed nothing name none.
+      const firstEdits = updates.filter((r) => r.article_id === t.a.articleIds[0]);
+      expect(firstEdits.map((r) => r.revision).sort()).toEqual([2, null]);
+      for (const operation of ['replace_featured_image', 'restore_revision']) {
+        const done = rows.filter((r) => r.operation === operation && r.status === 200);
+        expect(done.length, operation).toBeGreaterThan(0);
+        expect(
+          done.every((r) => typeof r.revision === 'number' && r.revision > 1),
+          operation,
+        ).toBe(true);
+      }
+      expect(rows.filter((r) => r.status !== 200).every((r) => r.revision === null)).toBe(true);
+      expect(rows.filter((r) => !WRITE_TOOLS.includes(r.operation)).every((r) => r.revision === null)).toBe(
+        true,
+      );
       // The refused tool call of account C is recorded with 429.
       const c = await listActivity(t.runtime.db, t.c.accountId, { page: 1, perPage: 100, source: 'mcp' });
       expect(c.rows.map((r) => r.status).sort()).toEqual([200, 200, 200, 429]);

@@ -2,12 +2,16 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivitySource } from '../../../domain/activity/events.ts';
 import { isId } from '../../../domain/input.ts';
 import type { Activity } from '../../application/activity.ts';
+import type { Touched } from '../../application/call.ts';
 import type { AuthState } from './auth.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The site and article a call touched, for its activity record (routes fill in what params do not say). */
-    activity: { siteId: string | null; articleId: string | null };
+    /**
+     * The site and article a call touched and the revision it created, for its activity record
+     * (routes and use cases fill in what params do not say).
+     */
+    activity: Touched;
   }
 }
 
@@ -57,6 +61,7 @@ export function createActivityLog(
       request.activity = {
         siteId: subject === 'site' ? (id as string) : null,
         articleId: subject === 'article' ? (id as string) : null,
+        revision: null,
       };
       reply.raw.once('close', () => {
         const operation = request.routeOptions.config.operation;
@@ -76,6 +81,7 @@ export function createActivityLog(
             operation,
             siteId: request.activity.siteId,
             articleId: request.activity.articleId,
+            revision: request.activity.revision,
             status,
             requestId: String(request.id),
             durationMs,

@@ -74,6 +74,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         operation: call.operation,
         siteId: call.siteId,
         articleId: call.articleId,
+        revision: call.revision,
         status: call.status,
         requestId: call.requestId,
         durationMs: call.durationMs,

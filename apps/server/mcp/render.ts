@@ -154,7 +154,8 @@ export function renderActivity(out: z.infer<typeof ActivityList>): string {
     out.data.map(
       (a) =>
         `${a.at} — ${a.source} — ${a.operation} — ${a.status} — by ${a.actor.name} (${a.actor.type})` +
-        `${a.site_id ? ` — site ${a.site_id}` : ''}${a.article_id ? ` — article ${a.article_id}` : ''}`,
+        `${a.site_id ? ` — site ${a.site_id}` : ''}${a.article_id ? ` — article ${a.article_id}` : ''}` +
+        `${a.revision !== null ? ` — created revision ${a.revision}` : ''}`,
     ),
     pageFooter('list_activity', out.meta, out.next_page, 'records'),
   );

@@ -59,6 +59,8 @@ export type RecordedCall = {
   operation: string;
   siteId: string | null;
   articleId: string | null;
+  /** The revision the call created, null when it created none. */
+  revision: number | null;
   status: number;
   requestId: string;
   durationMs: number;
@@ -130,7 +132,11 @@ export function createMcpServer(
         origin: 'mcp',
         requestId: request.requestId,
       },
-      touched: { siteId: idArgument(args, 'site_id'), articleId: idArgument(args, 'article_id') },
+      touched: {
+        siteId: idArgument(args, 'site_id'),
+        articleId: idArgument(args, 'article_id'),
+        revision: null,
+      },
     };
     const ctx: ToolContext = { call, application: services.application };
     let status = 200;
@@ -164,6 +170,7 @@ export function createMcpServer(
       operation: tool.name,
       siteId: call.touched.siteId,
       articleId: call.touched.articleId,
+      revision: call.touched.revision,
       status,
       requestId: request.requestId,
       durationMs: Math.round(performance.now() - started),

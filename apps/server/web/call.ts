@@ -15,6 +15,6 @@ export function webCall(request: FastifyRequest, session: WebSession): Call {
       scope: 'write',
       requestId: String(request.id),
     },
-    touched: { siteId: null, articleId: null },
+    touched: { siteId: null, articleId: null, revision: null },
   };
 }

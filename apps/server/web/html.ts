@@ -243,5 +243,34 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
   .report-figure { overflow: visible; break-inside: avoid; }
   .report-figure svg.chart { min-width: 0; max-width: 100%; }
   .report-numbers:not([open]) { display: none; }
+
+/* The activity log (/activity): its filters, its table (stacked on a phone), its pages. */
+form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: 0 1rem; align-items: start; }
+form.filters label { margin-top: .5rem; }
+form.filters input, form.filters select { width: 100%; min-height: 2.75rem; padding: .5rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+form.filters [aria-invalid=true] { border-color: var(--danger); }
+form.filters .actions { grid-column: 1 / -1; align-items: center; margin-top: 1rem; }
+.field-error { color: var(--danger); font-size: .9rem; margin: .25rem 0 0; }
+.activity-results { margin-top: 1.25rem; }
+.activity-page a { color: var(--accent); }
+.activity-page h2 { font-size: 1.1rem; margin: 1.25rem 0 .5rem; }
+.activity-page .card > h2:first-child { margin-top: 0; }
+.log-scroll { overflow-x: auto; }
+table.activity-log { width: 100%; border-collapse: collapse; font-size: .92rem; }
+table.activity-log caption { text-align: left; color: var(--muted); padding-bottom: .5rem; }
+table.activity-log th, table.activity-log td { text-align: left; vertical-align: top; padding: .45rem .5rem; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+table.activity-log th { font-weight: 600; white-space: nowrap; border-bottom-width: 2px; }
+table.activity-log time, table.activity-log td[data-label=Revision], table.activity-log td[data-label=Status] { white-space: nowrap; }
+table.activity-log .refused { color: var(--danger); }
+table.activity-log .ok { color: var(--ok); }
+nav.pager { display: flex; flex-wrap: wrap; justify-content: space-between; align-items: center; gap: .5rem 1rem; margin-top: 1rem; }
+nav.pager span { color: var(--muted); }
+@media (max-width: 40rem) {
+  table.activity-log thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  table.activity-log, table.activity-log tbody, table.activity-log tr, table.activity-log td { display: block; }
+  table.activity-log caption { display: block; }
+  table.activity-log tr { border-bottom: 2px solid var(--line); padding: .5rem 0; }
+  table.activity-log td { display: grid; grid-template-columns: 6.5rem 1fr; gap: .5rem; border: 0; padding: .2rem 0; }
+  table.activity-log td::before { content: attr(data-label); color: var(--muted); }
 }
 `;

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
+import { activityPage } from './activity.ts';
 import { articlePages } from './articles.ts';
 import { editorRoutes } from './editor.ts';
 import type { WebKit } from './kit.ts';
@@ -28,4 +29,5 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   await app.register(editorRoutes, deps);
   await app.register(sitePages, deps);
   await app.register(reportPages, deps);
+  await app.register(activityPage, { kit: deps.kit, application: deps.application });
 };

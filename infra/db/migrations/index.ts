@@ -11,6 +11,7 @@ import * as snapshotsWithoutBody from './2026-11-22-009-snapshots-without-body.t
 import * as lz4Bodies from './2026-11-22-010-lz4-bodies.ts';
 import * as credentials from './2026-11-23-011-credentials.ts';
 import * as featuredImageReferences from './2026-11-23-012-featured-image-references.ts';
+import * as activityRevision from './2026-11-23-013-activity-revision.ts';
 import * as staff from './2026-11-23-014-staff.ts';
 
 /*
@@ -31,6 +32,7 @@ const all: Record<string, Migration> = {
   '2026-11-22-010-lz4-bodies': lz4Bodies,
   '2026-11-23-011-credentials': credentials,
   '2026-11-23-012-featured-image-references': featuredImageReferences,
+  '2026-11-23-013-activity-revision': activityRevision,
   '2026-11-23-014-staff': staff,
 };
 

@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callOf, type Principal } from '../../apps/application/call.ts';
+import { type Application, createApplication } from '../../apps/application/index.ts';
+import type { Runtime } from '../../apps/runtime.ts';
+import { createDirectoryMediaStore } from '../../infra/media/store.ts';
+import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../support/runtime.ts';
+
+/*
+ * The activity use cases: a write notes the revision it created on its call, the log stores and lists
+ * it, and a page of records gets the names of what it names (the account's own only).
+ */
+describe('the activity use cases', () => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  let app: Application;
+  let mine: { accountId: string; siteId: string };
+  let theirs: { accountId: string; siteId: string };
+  let articleId: string;
+  let theirArticleId: string;
+
+  const principal = (accountId: string): Principal => ({
+    accountId,
+    actor: apiKeyActor,
+    origin: 'api',
+    scope: 'write',
+  });
+  const article = (siteId: string, title: string) => ({
+    siteId,
+    title,
+    body: protectedBody(1),
+    url: `https://northside.example/${title.toLowerCase()}`,
+    status: 'published' as const,
+    publishedAt: '2026-11-01T09:00:00.000Z',
+    targetKeyword: null,
+    featuredImage: null,
+  });
+
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime('postgres'));
+    app = createApplication({
+      db: runtime.db,
+      commands: runtime.commands,
+      publicUrl: 'https://content.example',
+      now: () => new Date('2026-11-05T12:00:00Z'),
+      editLimit: {
+        take: async () => ({
+          policy: { name: 'edits', quota: 100, window: 'utc-day' },
+          allowed: true,
+          remaining: 99,
+          resetSeconds: 3600,
+        }),
+      },
+      media: createDirectoryMediaStore('/nonexistent'),
+      fetchImage: async () => new Uint8Array(),
+    });
+    mine = await setUpAccount(runtime);
+    theirs = await setUpAccount(runtime, 'Rival Ltd');
+    const origin = { origin: 'rewrite' as const, actor: apiKeyActor };
+    ({ articleId } = await runtime.commands.createArticle(
+      mine.accountId,
+      article(mine.siteId, 'Boilers'),
+      origin,
+    ));
+    ({ articleId: theirArticleId } = await runtime.commands.createArticle(
+      theirs.accountId,
+      article(theirs.siteId, 'Secret'),
+      origin,
+    ));
+  });
+  afterAll(async () => {
+    await drop?.();
+  });
+
+  it('notes on the call the revision a write created, and none for a write that changed nothing or a read', async () => {
+    const edit = callOf(principal(mine.accountId));
+    expect(edit.touched.revision).toBeNull();
+    await app.articles.edit(edit, { articleId, title: 'Boilers, serviced' });
+    expect(edit.touched).toEqual({ siteId: mine.siteId, articleId, revision: 2 });
+
+    const same = callOf(principal(mine.accountId));
+    const unchanged = await app.articles.edit(same, { articleId, title: 'Boilers, serviced' });
+    expect(unchanged.change.changed).toBe(false);
+    expect(same.touched.revision).toBeNull();
+
+    const restore = callOf(principal(mine.accountId));
+    await app.revisions.restore(restore, { articleId, revision: 1 });
+    expect(restore.touched.revision).toBe(3);
+
+    const read = callOf(principal(mine.accountId));
+    await app.articles.get(read, articleId);
+    expect(read.touched.revision).toBeNull();
+  });
+
+  it('stores the revision with the record and lists it; a record without one lists null', async () => {
+    const base = {
+      accountId: mine.accountId,
+      source: 'api' as const,
+      actor: apiKeyActor,
+      siteId: mine.siteId,
+      articleId,
+      status: 200,
+      durationMs: 3,
+    };
+    await app.activity.record({ ...base, operation: 'update_article', revision: 2, requestId: 'req_w' });
+    await app.activity.record({ ...base, operation: 'get_article', revision: null, requestId: 'req_r' });
+    const listed = await app.activity.list(callOf(principal(mine.accountId)), {
+      page: 1,
+      per_page: 100,
+      source: 'api',
+    });
+    const byRequest = Object.fromEntries(listed.data.map((r) => [r.request_id, r.revision]));
+    expect(byRequest).toEqual({ req_w: 2, req_r: null });
+    // The pipeline's own change (the article's creation) is revision 1.
+    const pipeline = await app.activity.list(callOf(principal(mine.accountId)), {
+      page: 1,
+      per_page: 100,
+      source: 'rewrite',
+    });
+    expect(pipeline.data.map((r) => [r.operation, r.article_id, r.revision])).toEqual([
+      ['create_article', articleId, 1],
+    ]);
+  });
+
+  it("names the account's own sites and articles only", async () => {
+    const record = (siteId: string, articleId: string | null) => ({
+      id: 'act_x',
+      at: '2026-11-05T12:00:00Z',
+      source: 'api' as const,
+      actor: apiKeyActor,
+      operation: 'get_article',
+      site_id: siteId,
+      article_id: articleId,
+      revision: null,
+      status: 200,
+      request_id: null,
+      duration_ms: 1,
+    });
+    const names = await app.activity.subjects(callOf(principal(mine.accountId)), [
+      record(mine.siteId, articleId),
+      record(mine.siteId, null),
+      record(theirs.siteId, theirArticleId),
+    ]);
+    expect(Object.fromEntries(names.sites)).toEqual({ [mine.siteId]: 'Northside Plumbing' });
+    expect(Object.fromEntries(names.articles)).toEqual({ [articleId]: 'Boilers' });
+    expect(await app.activity.subjects(callOf(principal(mine.accountId)), [])).toEqual({
+      sites: new Map(),
+      articles: new Map(),
+    });
+  });
+});
