@@ -34,6 +34,19 @@ export function keepsEvery(before: Map<string, number>, after: Map<string, numbe
 
 const guardKey = new PluginKey('protected-blocks-guard');
 
+/** Whether the document range from..to holds a protected block. */
+function holdsProtected(doc: PmNode, from: number, to: number): boolean {
+  let found = false;
+  const start = Math.max(0, Math.min(from, to));
+  const end = Math.min(doc.content.size, Math.max(from, to));
+  if (start >= end) return false;
+  doc.nodesBetween(start, end, (node) => {
+    if (node.type.name === 'protectedBlock') found = true;
+    return !found;
+  });
+  return found;
+}
+
 export const ProtectedBlock = Node.create({
   name: 'protectedBlock',
   group: 'inline',
@@ -63,23 +76,38 @@ export const ProtectedBlock = Node.create({
     return element ?? ['span', {}];
   },
 
-  addNodeView() {
-    return ({ node }) => {
-      const template = document.createElement('template');
-      template.innerHTML = String(node.attrs.html);
-      const dom =
-        (template.content.firstElementChild as HTMLElement | null) ?? document.createElement('span');
-      dom.classList.add('protected-block');
-      dom.setAttribute('contenteditable', 'false');
-      dom.setAttribute('title', 'Protected link: it can be moved, not edited or removed');
-      return { dom };
-    };
-  },
-
   addProseMirrorPlugins() {
     return [
       new Plugin({
         key: guardKey,
+        props: {
+          // Keys, cuts and typing that would take a block are stopped before they change anything;
+          // the transaction filter below is the rule for every other way (paste, drop, commands).
+          handleKeyDown(view, event) {
+            if (event.key !== 'Backspace' && event.key !== 'Delete') return false;
+            const { from, to, empty } = view.state.selection;
+            if (!empty) return holdsProtected(view.state.doc, from, to);
+            return event.key === 'Backspace'
+              ? holdsProtected(view.state.doc, from - 1, from)
+              : holdsProtected(view.state.doc, from, from + 1);
+          },
+          handleTextInput(view, from, to) {
+            return holdsProtected(view.state.doc, from, to);
+          },
+          handleDOMEvents: {
+            // A click selects a block (to move it); it never follows the link out of the editor.
+            click(_view, event) {
+              if ((event.target as Element | null)?.closest?.(PROTECTED_SELECTOR)) event.preventDefault();
+              return false;
+            },
+            cut(view, event) {
+              const { from, to } = view.state.selection;
+              if (!holdsProtected(view.state.doc, from, to)) return false;
+              event.preventDefault();
+              return true;
+            },
+          },
+        },
         filterTransaction(transaction, state) {
           if (!transaction.docChanged) return true;
           return keepsEvery(protectedIds(state.doc), protectedIds(transaction.doc));

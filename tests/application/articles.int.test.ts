@@ -108,12 +108,12 @@ describe('the application layer', () => {
     expect(await refusal(app().articles.get(callOf(principal(mine.accountId)), 'art_missing'))).toBe(
       'not_found',
     );
-    expect(call.touched).toEqual({ siteId: null, articleId });
+    expect(call.touched).toEqual({ siteId: null, articleId, revision: null });
 
     const own = callOf(principal(mine.accountId));
     const article = await app().articles.get(own, articleId);
     expect(article).toMatchObject({ id: articleId, site_id: mine.siteId, title: 'Boilers' });
-    expect(own.touched).toEqual({ siteId: mine.siteId, articleId });
+    expect(own.touched).toEqual({ siteId: mine.siteId, articleId, revision: null });
   });
 
   it("makes an edit a revision of the principal's origin and puts the edit limit's decision on the call", async () => {

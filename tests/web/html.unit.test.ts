@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { html, htmlText, raw } from '../../apps/server/web/html.ts';
+import { html, htmlText, raw, STYLESHEET } from '../../apps/server/web/html.ts';
 import { safeReturnTo } from '../../apps/server/web/kit.ts';
 import { delayAfter, EMAIL_POLICY } from '../../apps/server/web/throttle.ts';
 
@@ -39,5 +39,17 @@ describe('sign-in slowing', () => {
       0, 0, 0, 1000, 2000, 4000, 8000,
     ]);
     expect(delayAfter(40, EMAIL_POLICY)).toBe(EMAIL_POLICY.maxDelayMs);
+  });
+});
+
+describe('the stylesheet', () => {
+  it('closes every block it opens (one unclosed brace silently drops every rule after it)', () => {
+    let depth = 0;
+    for (const ch of STYLESHEET.replace(/\/\*[\s\S]*?\*\//g, '')) {
+      if (ch === '{') depth++;
+      if (ch === '}') depth--;
+      expect(depth).toBeGreaterThanOrEqual(0);
+    }
+    expect(depth).toBe(0);
   });
 });

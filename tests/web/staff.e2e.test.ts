@@ -88,7 +88,7 @@ describe('support staff', () => {
     await screenshot(page, 'staff-account-timeline');
 
     await page.selectOption('#kind', 'revision');
-    await Promise.all([page.waitForNavigation(), page.click('form.filters button')]);
+    await Promise.all([page.waitForNavigation(), page.click('form.timeline-filters button')]);
     expect(new URL(page.url()).searchParams.get('kind')).toBe('revision');
     const rows = await page.$$eval('table.timeline tbody tr td:nth-child(2)', (tds) =>
       tds.map((t) => t.textContent ?? ''),

@@ -7,7 +7,7 @@ import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
 import { webCall } from './call.ts';
 import { type Html, html } from './html.ts';
-import { installPageHeaders, type WebKit } from './kit.ts';
+import { installPageHeaders, SCRIPT_PAGE_CSP, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 import { diffBodies, renderDiff } from './word-diff.ts';
@@ -184,7 +184,7 @@ ${kit.csrfField(request, reply, session)}
 <input type="text" id="title" name="title" maxlength="${TITLE_MAX}" required value="${draft.title}">
 <label for="body">Body (HTML)</label>
 <p class="muted" id="body-help">The article's HTML. When you save, anything not allowed in an article (scripts, event handlers, unsafe links) is removed and listed. The <a href="#protected-heading">protected links</a> must stay as they are.</p>
-<textarea id="body" name="body" rows="22" aria-describedby="body-help">
+<textarea id="body" name="body" rows="22" aria-describedby="body-help" data-rich-editor>
 ${draft.body}</textarea>
 <label for="reason">Reason for the change <span class="muted">(optional, shown in the history)</span></label>
 <input type="text" id="reason" name="reason" maxlength="${REASON_MAX}" value="${draft.reason}">
@@ -208,7 +208,10 @@ ${links.map(
 </ul>`
 }
 </aside>
-</div>`;
+</div>
+<script type="module" src="/web/editor.js"></script>`;
+    // The one page that runs a script: the rich editor, from this origin only.
+    reply.header('content-security-policy', SCRIPT_PAGE_CSP);
     return kit.send(reply, {
       status: opts.status ?? 200,
       title: `Edit ${article.title}`,

@@ -103,16 +103,16 @@ dt { color: var(--muted); }
 dd { margin: 0; overflow-wrap: anywhere; }
 ul.access { padding-left: 1.2rem; }
 code { font-size: .9em; overflow-wrap: anywhere; }
-/* tables and filter forms (staff timeline) */
-table { width: 100%; border-collapse: collapse; margin: 1rem 0; font-size: .95rem; }
-caption { text-align: left; font-weight: 600; margin-bottom: .5rem; }
-th, td { text-align: left; vertical-align: top; padding: .4rem .5rem; border-bottom: 1px solid var(--line); }
-td { overflow-wrap: anywhere; }
-form.filters { display: flex; flex-wrap: wrap; align-items: end; gap: .25rem 1rem; }
-form.filters label { margin: 0; }
-form.filters .actions { margin: 0; }
-select, input[type=date] { padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
-nav.pages { display: flex; gap: 1rem; align-items: center; }
+/* The support staff's timeline (staff.ts). */
+table.timeline { width: 100%; border-collapse: collapse; margin: 1rem 0; font-size: .95rem; }
+table.timeline caption { text-align: left; font-weight: 600; margin-bottom: .5rem; }
+table.timeline th, table.timeline td, table.staff-results th, table.staff-results td { text-align: left; vertical-align: top; padding: .4rem .5rem; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+table.staff-results { width: 100%; border-collapse: collapse; margin: 1rem 0; }
+form.timeline-filters { display: flex; flex-wrap: wrap; align-items: end; gap: .25rem 1rem; }
+form.timeline-filters label { margin: 0; }
+form.timeline-filters .actions { margin: 0; }
+form.timeline-filters select, form.timeline-filters input[type=date] { padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+nav.timeline-pages { display: flex; gap: 1rem; align-items: center; }
 @media (max-width: 40rem) { table.timeline thead { display: none; } table.timeline td { display: block; border: 0; padding: .1rem .25rem; } table.timeline tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; } }
 
 /* The article pages (articles.ts): facts, the stored text, history, word diffs. */
@@ -243,6 +243,7 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
   .report-figure { overflow: visible; break-inside: avoid; }
   .report-figure svg.chart { min-width: 0; max-width: 100%; }
   .report-numbers:not([open]) { display: none; }
+}
 
 /* The activity log (/activity): its filters, its table (stacked on a phone), its pages. */
 form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: 0 1rem; align-items: start; }
@@ -273,4 +274,10 @@ nav.pager span { color: var(--muted); }
   table.activity-log td { display: grid; grid-template-columns: 6.5rem 1fr; gap: .5rem; border: 0; padding: .2rem 0; }
   table.activity-log td::before { content: attr(data-label); color: var(--muted); }
 }
+/* The rich editor (apps/web-client/editor.ts), when its script runs. */
+.rich-editor-content { min-height: 18rem; padding: .6rem .75rem; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; white-space: pre-wrap; overflow-wrap: anywhere; }
+.rich-editor-content:focus { outline: 2px solid var(--accent); outline-offset: 1px; }
+.rich-editor-content p { margin: 0 0 .75rem; }
+.rich-editor-content [data-service-protected] { outline: 1px dashed var(--muted); outline-offset: 1px; cursor: grab; }
+.rich-editor-content [data-service-protected].ProseMirror-selectednode { outline: 2px solid var(--accent); }
 `;

@@ -73,7 +73,7 @@ export const staffPages: FastifyPluginAsync<{ kit: WebKit; application: Applicat
     const results = q
       ? found.length === 0
         ? html`<p>No account matches <strong>${q}</strong>.</p>`
-        : html`<table><caption>Accounts matching ${q}</caption><thead><tr><th scope="col">Account</th><th scope="col">Email</th><th scope="col">Matched by</th></tr></thead><tbody>
+        : html`<table class="staff-results"><caption>Accounts matching ${q}</caption><thead><tr><th scope="col">Account</th><th scope="col">Email</th><th scope="col">Matched by</th></tr></thead><tbody>
 ${found.map((a) => html`<tr><td><a href="/staff/accounts/${a.id}">${a.name}</a></td><td>${a.email}</td><td>${a.matched}</td></tr>`)}
 </tbody></table>`
       : '';
@@ -179,7 +179,7 @@ function timelineSection(path: string, f: Filters, timeline: Listed<TimelineEntr
   };
   const { page, total_pages: pages, total } = timeline.meta;
   return html`<h2>Timeline</h2>
-<form method="get" action="${path}" class="filters">
+<form method="get" action="${path}" class="timeline-filters">
 <label for="from">From</label><input type="date" id="from" name="from" value="${f.from ?? ''}">
 <label for="to">To</label><input type="date" id="to" name="to" value="${f.to ?? ''}">
 <label for="kind">Show</label><select id="kind" name="kind">
@@ -197,7 +197,7 @@ ${
 ${timeline.data.map(row)}
 </tbody></table>`
 }
-${pages > 1 ? html`<nav aria-label="Pages" class="pages">${page > 1 ? html`<a href="${keep({ page: page - 1 })}" rel="prev">Newer</a>` : ''} <span>Page ${page} of ${pages}</span> ${page < pages ? html`<a href="${keep({ page: page + 1 })}" rel="next">Older</a>` : ''}</nav>` : ''}`;
+${pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${page > 1 ? html`<a href="${keep({ page: page - 1 })}" rel="prev">Newer</a>` : ''} <span>Page ${page} of ${pages}</span> ${page < pages ? html`<a href="${keep({ page: page + 1 })}" rel="next">Older</a>` : ''}</nav>` : ''}`;
 }
 
 function row(e: TimelineEntry): Html {
