@@ -21,13 +21,15 @@ export type Application = {
 
 export function createApplication(deps: ApplicationDeps): Application {
   const writer = createArticleWriter(deps);
+  const articles = createArticles(deps, writer);
+  const revisions = createRevisions(deps, writer);
   return {
-    articles: createArticles(deps, writer),
-    revisions: createRevisions(deps, writer),
+    articles,
+    revisions,
     sites: createSites(deps),
     activity: createActivity(deps),
     keys: createKeys(deps),
     accounts: createAccounts(deps),
-    support: createSupport(deps),
+    support: createSupport(deps, { articles, revisions }),
   };
 }

@@ -9,9 +9,12 @@ import {
   type TimelineEntry,
   type TimelineQuery,
 } from '../../projections/timeline.ts';
+import type { Articles } from './articles.ts';
+import type { Call } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, listed } from './lists.ts';
-import { type SiteOut, siteOut } from './wire.ts';
+import type { Revisions } from './revisions.ts';
+import { type ArticleOut, type RevisionContentOut, type SiteOut, siteOut } from './wire.ts';
 
 export type { TimelineEntry } from '../../projections/timeline.ts';
 
@@ -26,7 +29,10 @@ export type Support = ReturnType<typeof createSupport>;
  * Every view of an account is recorded in that account's activity log (source `system`, the staff
  * member as actor, operation `staff_view`), so the account holder can see who looked.
  */
-export function createSupport(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
+export function createSupport(
+  deps: Pick<ApplicationDeps, 'db' | 'commands'>,
+  reads: { articles: Articles; revisions: Revisions },
+) {
   const { db, commands } = deps;
 
   const actorOf = (staff: StaffMember): Actor => ({ type: 'staff', id: staff.id, name: staff.name });
@@ -47,6 +53,16 @@ export function createSupport(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
       durationMs: 0,
     });
   }
+
+  /**
+   * A read of an account's data on a staff member's behalf: the account's principal with the staff
+   * member as actor and a read grant, so that no write could go through it. (Reads carry no origin of
+   * their own; `editor` is the web's.)
+   */
+  const readCall = (accountId: string, staff: StaffMember, requestId?: string): Call => ({
+    principal: { accountId, actor: actorOf(staff), origin: 'editor', scope: 'read', requestId },
+    touched: { siteId: null, articleId: null, revision: null },
+  });
 
   return {
     /** Accounts by (part of) an email, a site's domain, an article id or a request id. */
@@ -95,6 +111,30 @@ export function createSupport(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
         article: { id: articleId, accountId: owner.accountId, title: owner.title },
         timeline: listed(timeline, { page: query.page, per_page: query.perPage }, (e) => e),
       };
+    },
+
+    /** An article at revision n (by replay), the revision before it and the current version; recorded. */
+    async revision(
+      staff: StaffMember,
+      articleId: string,
+      n: number,
+      requestId?: string,
+    ): Promise<{
+      at: RevisionContentOut;
+      before: RevisionContentOut | null;
+      current: ArticleOut;
+      accountId: string;
+    }> {
+      const owner = await findArticleOwner(db, articleId);
+      if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
+      const call = readCall(owner.accountId, staff, requestId);
+      const [at, before, current] = await Promise.all([
+        reads.revisions.get(call, articleId, n),
+        n > 1 ? reads.revisions.get(call, articleId, n - 1) : Promise.resolve(null),
+        reads.articles.get(call, articleId),
+      ]);
+      await recordView(staff, { accountId: owner.accountId, articleId, ...(requestId ? { requestId } : {}) });
+      return { at, before, current, accountId: owner.accountId };
     },
   };
 }

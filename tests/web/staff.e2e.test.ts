@@ -122,14 +122,27 @@ describe('support staff', () => {
     expect(body.entries.every((e) => e.kind === 'revision')).toBe(true);
   });
 
+  it('opens a revision from the timeline with its diff against the one before and the current one', async () => {
+    await page.goto(`${web.url}/staff/articles/${articleId}`);
+    await Promise.all([page.waitForNavigation(), page.click('table.timeline a:has-text("Revision 2")')]);
+    expect(new URL(page.url()).pathname).toBe(`/staff/articles/${articleId}/revisions/2`);
+    expect(await page.textContent('h1')).toBe('Revision 2 of “A title support will see”');
+    const added = await page.$$eval('#changes-before ins', (es) => es.map((e) => e.textContent ?? '').join(' '));
+    expect(added).toContain('support');
+    expect(await page.textContent('main')).toContain('This is the current revision.');
+    const actions = await page.$$eval('form[method=post]', (fs) => fs.map((f) => f.getAttribute('action')));
+    expect(actions).toEqual(['/sign-out']);
+    await screenshot(page, 'staff-revision');
+  });
+
   it('records every staff view in the account’s own activity log', async () => {
     let views: { operation: string; source: string; actor: { type: string; name: string } }[] = [];
-    for (let i = 0; i < 50 && views.length < 3; i++) {
+    for (let i = 0; i < 50 && views.length < 4; i++) {
       const res = await web.api('/activity?source=system&per_page=100');
       views = ((await res.json()) as { data: typeof views }).data.filter((r) => r.operation === 'staff_view');
-      if (views.length < 3) await new Promise((r) => setTimeout(r, 100));
+      if (views.length < 4) await new Promise((r) => setTimeout(r, 100));
     }
-    expect(views.length).toBeGreaterThanOrEqual(3);
+    expect(views.length).toBeGreaterThanOrEqual(4);
     expect(views[0]?.actor).toMatchObject({ type: 'staff', name: 'Sam Support' });
   });
 

@@ -91,14 +91,15 @@ function featuredImage(image: ArticleOut['featured_image']): Html {
 }
 
 /** The body as stored: sanitised by the domain when it was written (no script, no handler, no style). */
-function storedBody(body: string): Html {
+/** An article's stored (sanitised) body, as the page shows it. */
+export function storedBody(body: string): Html {
   return html`<article class="article-body">${raw(body)}</article>`;
 }
 
-type Diffable = { title: string; body: string; featured_image: ArticleOut['featured_image'] };
+export type Diffable = { title: string; body: string; featured_image: ArticleOut['featured_image'] };
 
 /** What changes from `before` to `after`: the title and the text word by word, and the featured image. */
-function changes(before: Diffable, after: Diffable, id: string): Html {
+export function changes(before: Diffable, after: Diffable, id: string): Html {
   const title =
     before.title === after.title
       ? html`<p class="muted">The title is the same: ${after.title}</p>`

@@ -6,6 +6,7 @@ import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { StaffMember, TimelineEntry } from '../../application/staff.ts';
+import { changes, storedBody } from './articles.ts';
 import { type Html, html } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
@@ -35,6 +36,7 @@ const TimelineFilters = z.object({
   format: z.enum(['html', 'csv', 'json']).default('html'),
 });
 const IdParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
+const RevisionParams = IdParams.extend({ n: z.coerce.number().int().min(1).max(1_000_000) });
 const SearchQuery = z.object({ q: z.string().max(320).optional() });
 
 export const staffPages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
@@ -155,6 +157,44 @@ ${timelineSection(`/staff/articles/${article.id}`, f, view.timeline)}</div>`,
       }
     },
   );
+
+  app.get(
+    '/staff/articles/:id/revisions/:n',
+    { schema: { hide: true, params: RevisionParams } },
+    async (request, reply) => {
+      const staff = await staffOf(request, reply);
+      if (!staff) return reply;
+      const { id, n } = request.params;
+      try {
+        const { at, before, current, accountId } = await support.revision(
+          member(staff),
+          id,
+          n,
+          String(request.id),
+        );
+        return kit.send(reply, {
+          title: `Revision ${n} of ${at.title}`,
+          session: null,
+          staff,
+          request,
+          wide: true,
+          body: html`<div class="article-view">
+<div class="card"><h1>Revision ${n} of “${at.title}”</h1>
+<dl><dt>Made</dt><dd>${at.created_at} by ${at.actor.name} (${at.actor.type}), ${at.origin}</dd>
+${at.reason ? html`<dt>Reason</dt><dd>${at.reason}</dd>` : ''}
+${at.restored_from ? html`<dt>Restores</dt><dd>revision ${at.restored_from}</dd>` : ''}
+<dt>Article</dt><dd><a href="/staff/articles/${id}">its timeline</a> · account <a href="/staff/accounts/${accountId}">${accountId}</a> · now at revision ${current.revision}</dd></dl>
+<p class="muted">Your view of this revision is recorded in its account's activity log. Support staff cannot restore or change it.</p></div>
+<div class="card"><h2>Changes from revision ${n - 1}</h2>${before ? changes(before, at, 'changes-before') : html`<p class="muted">Revision 1 is the article as it was created.</p>`}</div>
+<div class="card"><h2>From this revision to the current one (${current.revision})</h2>${current.revision === n ? html`<p class="muted">This is the current revision.</p>` : changes(at, current, 'changes-current')}</div>
+<div class="card"><h2>The text at revision ${n}</h2>${storedBody(at.body)}</div>
+</div>`,
+        });
+      } catch (error) {
+        return sendRefusal(kit, request, reply, null, error);
+      }
+    },
+  );
 };
 
 function paging(page: number, exporting: boolean): { page: number; perPage: number } {
@@ -203,7 +243,7 @@ ${pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${page > 1 ? h
 function row(e: TimelineEntry): Html {
   const who = html`${e.actor.name} <span class="muted">(${e.actor.type})</span>`;
   if (e.kind === 'revision') {
-    return html`<tr><td>${when(e.at)}</td><td>Revision ${e.revision} of <a href="/staff/articles/${e.articleId}">${e.title}</a></td><td>${who}</td>
+    return html`<tr><td>${when(e.at)}</td><td><a href="/staff/articles/${e.articleId}/revisions/${e.revision}">Revision ${e.revision}</a> of <a href="/staff/articles/${e.articleId}">${e.title}</a></td><td>${who}</td>
 <td>${e.origin}${e.reason ? html` · “${e.reason}”` : ''}${e.restoredFrom ? html` · restored from ${e.restoredFrom}` : ''}</td></tr>`;
   }
   return html`<tr><td>${when(e.at)}</td><td>${e.operation} <span class="muted">(${e.source})</span></td><td>${who}</td>
