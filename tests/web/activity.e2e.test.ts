@@ -104,6 +104,11 @@ describe('the activity log page', () => {
     expect(times).toEqual([...times].sort().reverse());
     await expectLabelled(page);
     await screenshot(page, 'activity');
+    // The record opens the revision it created.
+    await Promise.all([page.waitForNavigation(), page.click(`a[href="/articles/${articleId}/revisions/2"]`)]);
+    expect(new URL(page.url()).pathname).toBe(`/articles/${articleId}/revisions/2`);
+    expect(await page.textContent('h1')).toContain('Revision 2');
+    expect(await page.textContent('main')).toContain('Boilers, serviced every year');
 
     const phone = await (await web.signedIn({ width: 390 })).newPage();
     await phone.goto(`${web.url}/activity`);

@@ -127,7 +127,9 @@ describe('support staff', () => {
     await Promise.all([page.waitForNavigation(), page.click('table.timeline a:has-text("Revision 2")')]);
     expect(new URL(page.url()).pathname).toBe(`/staff/articles/${articleId}/revisions/2`);
     expect(await page.textContent('h1')).toBe('Revision 2 of “A title support will see”');
-    const added = await page.$$eval('#changes-before ins', (es) => es.map((e) => e.textContent ?? '').join(' '));
+    const added = await page.$$eval('#changes-before ins', (es) =>
+      es.map((e) => e.textContent ?? '').join(' '),
+    );
     expect(added).toContain('support');
     expect(await page.textContent('main')).toContain('This is the current revision.');
     const actions = await page.$$eval('form[method=post]', (fs) => fs.map((f) => f.getAttribute('action')));
