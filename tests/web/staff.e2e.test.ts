@@ -174,6 +174,23 @@ describe('support staff', () => {
     expect(refused?.status()).toBe(403);
   });
 
+  it('holds its layout on a phone: nothing wider than the screen', async () => {
+    const phone = await staff.newPage();
+    await phone.setViewportSize({ width: 390, height: 800 });
+    for (const path of [
+      '/staff',
+      `/staff/accounts/${web.demo.account_id}`,
+      `/staff/articles/${articleId}/revisions/2`,
+    ]) {
+      await phone.goto(`${web.url}${path}`);
+      expect(await phone.evaluate(() => document.documentElement.scrollWidth), path).toBeLessThanOrEqual(390);
+    }
+    await screenshot(phone, 'staff-revision-phone');
+    await phone.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
+    await screenshot(phone, 'staff-account-timeline-phone');
+    await phone.close();
+  });
+
   it('signs staff out like anyone', async () => {
     await page.goto(`${web.url}/staff`);
     await Promise.all([page.waitForNavigation(), page.click('header.top button[type=submit]')]);
