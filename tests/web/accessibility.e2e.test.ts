@@ -66,7 +66,10 @@ describe('accessibility (axe-core)', () => {
     for (const path of paths) {
       const response = await page.goto(`${web.url}${path}`);
       expect(response?.status(), path).toBe(200);
-      const name = `a11y-${tag}-${path.replace(/[a-z]{3,4}_[0-9a-z]{26}/g, 'id').replace(/[^a-z0-9]+/gi, '-').replace(/^-|-+$/g, '')}`;
+      const name = `a11y-${tag}-${path
+        .replace(/[a-z]{3,4}_[0-9a-z]{26}/g, 'id')
+        .replace(/[^a-z0-9]+/gi, '-')
+        .replace(/^-|-+$/g, '')}`;
       await expectAccessible(page, `${path} (${tag})`);
       if (tag.startsWith('1100-light') || tag.startsWith('390-dark')) await screenshot(page, name);
     }
