@@ -103,19 +103,19 @@ export function changes(before: Diffable, after: Diffable, id: string): Html {
   const title =
     before.title === after.title
       ? html`<p class="muted">The title is the same: ${after.title}</p>`
-      : html`<h4>Title</h4>${diffOrNote(diffText(before.title, after.title))}`;
+      : html`<h3 class="change-part">Title</h3>${diffOrNote(diffText(before.title, after.title))}`;
   const body = diffBodies(before.body, after.body);
   const text =
     body && body.added === 0 && body.removed === 0 && before.body === after.body
       ? html`<p class="muted">The text is the same.</p>`
-      : html`<h4>Text <span class="muted">(${body ? `${body.added} words added, ${body.removed} removed` : 'too different to compare'})</span></h4>
+      : html`<h3 class="change-part">Text <span class="muted">(${body ? `${body.added} words added, ${body.removed} removed` : 'too different to compare'})</span></h3>
 ${body && body.added === 0 && body.removed === 0 ? html`<p class="muted">The words are the same; only the markup differs (links, emphasis or layout).</p>` : diffOrNote(body)}`;
   const beforeImage = before.featured_image;
   const afterImage = after.featured_image;
   const image =
     JSON.stringify(beforeImage) === JSON.stringify(afterImage)
       ? ''
-      : html`<h4>Featured image</h4><p>${beforeImage ? html`<code>${beforeImage.url}</code>` : 'none'} → ${
+      : html`<h3 class="change-part">Featured image</h3><p>${beforeImage ? html`<code>${beforeImage.url}</code>` : 'none'} → ${
           afterImage ? html`<code>${afterImage.url}</code>` : 'none'
         }</p>`;
   return html`<div class="changes" id="${id}">${title}${text}${image}</div>`;

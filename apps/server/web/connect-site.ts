@@ -71,7 +71,7 @@ ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 ${
   assistants.length === 0
     ? html`<p class="muted" id="no-assistants">No assistant is connected.</p>`
-    : html`<table id="assistants"><thead><tr><th>Assistant</th><th>Returns to</th><th>Access</th><th>Connected</th><th>Last used</th><th></th></tr></thead><tbody>
+    : html`<table id="assistants"><thead><tr><th>Assistant</th><th>Returns to</th><th>Access</th><th>Connected</th><th>Last used</th><th><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
 ${assistants.map(
   (
     a,
@@ -96,7 +96,7 @@ ${csrf}
 ${
   keys.length === 0
     ? html`<p class="muted" id="no-keys">No keys yet.</p>`
-    : html`<table id="keys"><thead><tr><th>Name</th><th>Key</th><th>Access</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody>
+    : html`<table id="keys"><thead><tr><th>Name</th><th>Key</th><th>Access</th><th>Created</th><th>Last used</th><th><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
 ${keys.map(
   (
     k,

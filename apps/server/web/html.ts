@@ -119,7 +119,7 @@ nav.timeline-pages { display: flex; gap: 1rem; align-items: center; }
 .article-view { display: grid; grid-template-columns: minmax(0, 1fr); gap: 1.25rem; }
 .article-view h2 { font-size: 1.15rem; margin: 0 0 .5rem; }
 .article-view .card > :first-child { margin-top: 0; }
-.article-view h4 { font-size: 1rem; margin: 1rem 0 .35rem; }
+.article-view h3.change-part { font-size: 1rem; margin: 1rem 0 .35rem; }
 .article-view .article-head { display: flex; flex-wrap: wrap; gap: 1rem 2rem; align-items: flex-start; }
 .article-view dl.facts { flex: 1 1 20rem; margin: 0; }
 .article-view figure.featured { flex: 0 1 18rem; min-width: 0; max-width: 24rem; margin: 0 0 1rem; }
@@ -280,4 +280,7 @@ nav.pager span { color: var(--muted); }
 .rich-editor-content p { margin: 0 0 .75rem; }
 .rich-editor-content [data-service-protected] { outline: 1px dashed var(--muted); outline-offset: 1px; cursor: grab; }
 .rich-editor-content [data-service-protected].ProseMirror-selectednode { outline: 2px solid var(--accent); }
+/* Accessibility (axe-core): text for screen readers only; the report's scrollable charts take focus. */
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+.report-figure:focus-visible { outline: 2px solid var(--accent); outline-offset: 2px; }
 `;

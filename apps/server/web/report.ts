@@ -149,7 +149,7 @@ ${totalsTable(report.stats, report.previous)}
 </section>
 <section class="card" aria-labelledby="charts-heading">
 <h2 id="charts-heading">Per day</h2>
-<figure class="report-figure">
+<figure class="report-figure" tabindex="0">
 ${barChart({
   id: 'chart-articles',
   title: 'Articles published per day',
@@ -161,7 +161,7 @@ ${barChart({
 })}
 <figcaption><span class="swatch bar-articles"></span> Articles published</figcaption>
 </figure>
-<figure class="report-figure">
+<figure class="report-figure" tabindex="0">
 ${barChart({
   id: 'chart-backlinks',
   title: 'Backlinks acquired per day',
