@@ -40,7 +40,9 @@ export type WebApp = {
  * A real server on a free port over a fresh PostgreSQL database, seeded with a demo account
  * (`seed-demo`: two sites, articles with protected links, backlinks), and headless Chromium.
  */
-export async function startWebApp(opts: { articles?: number; backlinks?: number } = {}): Promise<WebApp> {
+export async function startWebApp(
+  opts: { articles?: number; backlinks?: number; env?: Record<string, string> } = {},
+): Promise<WebApp> {
   await mkdir(SHOTS, { recursive: true });
   const dir = await mkdtemp(join(tmpdir(), 'cs-web-e2e-'));
   const db: TestDatabase = await createTestDatabase('postgres');
@@ -64,7 +66,7 @@ export async function startWebApp(opts: { articles?: number; backlinks?: number 
   const demo = JSON.parse(seeded.stdout) as DemoAccount;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = await startServer({ ...env, PORT: String(port), PUBLIC_URL: url });
+  const server = await startServer({ ...env, ...opts.env, PORT: String(port), PUBLIC_URL: url });
   const browser = await launchBrowser();
   const contexts: BrowserContext[] = [];
   return {

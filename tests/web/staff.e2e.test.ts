@@ -183,7 +183,9 @@ describe('support staff', () => {
       `/staff/articles/${articleId}/revisions/2`,
     ]) {
       await phone.goto(`${web.url}${path}`);
-      expect(await phone.evaluate(() => document.documentElement.scrollWidth), path).toBeLessThanOrEqual(390);
+      expect(await phone.evaluate<number>('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(
+        390,
+      );
     }
     await screenshot(phone, 'staff-revision-phone');
     await phone.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
