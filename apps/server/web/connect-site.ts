@@ -88,7 +88,7 @@ ${assistants.map(
 <form method="post" action="/connect/keys">
 ${csrf}
 <label for="key-name">Name</label>
-<input id="key-name" name="name" maxlength="200" required placeholder="Monthly report">
+<input type="text" id="key-name" name="name" maxlength="200" required placeholder="Monthly report">
 <label for="key-scope">Access</label>
 <select id="key-scope" name="scope"><option value="read">Read</option><option value="write">Read and write</option></select>
 <div class="actions"><button class="primary" type="submit">Create key</button></div>
@@ -111,7 +111,14 @@ ${keys.map(
 </tbody></table>`
 }
 </div>`;
-    return kit.send(reply, { status: opts.status ?? 200, title: 'Connect Site', body, session, request });
+    return kit.send(reply, {
+      status: opts.status ?? 200,
+      title: 'Connect Site',
+      body,
+      session,
+      request,
+      wide: true,
+    });
   }
 
   app.get('/connect', { schema: { hide: true } }, async (request, reply) => {

@@ -88,6 +88,10 @@ nav.site a[aria-current=page] { font-weight: 600; text-decoration: none; }
 .brand { color: inherit; text-decoration: none; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: 1.5rem; }
 h1 { font-size: 1.4rem; margin: 0 0 1rem; }
+h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
+.card + .card { margin-top: 1rem; }
+.card > h2:first-child { margin-top: 0; }
+.card select#key-scope { width: 100%; padding: .55rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
 label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
 input[type=email], input[type=password], input[type=text] { width: 100%; padding: .55rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
 button { font: inherit; padding: .55rem 1rem; border-radius: .35rem; border: 1px solid var(--line); background: var(--card); color: inherit; cursor: pointer; }
