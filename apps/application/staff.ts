@@ -16,7 +16,7 @@ import { type Listed, listed } from './lists.ts';
 import type { Revisions } from './revisions.ts';
 import { type ArticleOut, type RevisionContentOut, type SiteOut, siteOut } from './wire.ts';
 
-export type { TimelineEntry } from '../../projections/timeline.ts';
+export type { TimelineEntry, TimelineQuery } from '../../projections/timeline.ts';
 
 /** A support staff member, signed in: reads any account, changes none. */
 export type StaffMember = { id: string; name: string; email: string };

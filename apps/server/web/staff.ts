@@ -5,7 +5,7 @@ import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
-import type { StaffMember, TimelineEntry } from '../../application/staff.ts';
+import type { StaffMember, TimelineEntry, TimelineQuery } from '../../application/staff.ts';
 import { changes, storedBody } from './articles.ts';
 import { type Html, html } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
@@ -95,68 +95,62 @@ ${results}</div>`,
     });
   });
 
-  app.get(
-    '/staff/accounts/:id',
-    { schema: { hide: true, params: IdParams, querystring: TimelineFilters } },
-    async (request, reply) => {
-      const staff = await staffOf(request, reply);
-      if (!staff) return reply;
-      const f = request.query;
-      const exporting = f.format !== 'html';
-      const query = { from: f.from, to: f.to, kind: f.kind, ...paging(f.page, exporting) };
-      try {
-        const view = await support.account(member(staff), request.params.id, query, String(request.id));
-        if (exporting) return sendExport(reply, `account-${request.params.id}`, f.format, view.timeline);
-        const { account, sites } = view;
-        return kit.send(reply, {
-          title: `Account ${account.name}`,
-          session: null,
-          staff,
-          request,
-          wide: true,
-          body: html`<div class="card"><h1>${account.name}</h1>
+  /**
+   * A timeline page (an account's or an article's): the staff member, the filters, the view loaded
+   * (and recorded) by the application, then the page or its export.
+   */
+  function timelineRoute<V extends { timeline: Listed<TimelineEntry> }>(
+    path: string,
+    load: (staff: StaffMember, id: string, query: TimelineQuery, requestId: string) => Promise<V>,
+    page: (view: V) => { name: string; title: string; head: Html },
+  ): void {
+    app.get(
+      `${path}/:id`,
+      { schema: { hide: true, params: IdParams, querystring: TimelineFilters } },
+      async (request, reply) => {
+        const staff = await staffOf(request, reply);
+        if (!staff) return reply;
+        const f = request.query;
+        const exporting = f.format !== 'html';
+        const query = { from: f.from, to: f.to, kind: f.kind, ...paging(f.page, exporting) };
+        try {
+          const view = await load(member(staff), request.params.id, query, String(request.id));
+          const { name, title, head } = page(view);
+          if (exporting) return sendExport(reply, `${name}-${request.params.id}`, f.format, view.timeline);
+          return kit.send(reply, {
+            title,
+            session: null,
+            staff,
+            request,
+            wide: true,
+            body: html`<div class="card">${head}
+${timelineSection(`${path}/${request.params.id}`, f, view.timeline)}</div>`,
+          });
+        } catch (error) {
+          return sendRefusal(kit, request, reply, null, error);
+        }
+      },
+    );
+  }
+
+  timelineRoute('/staff/accounts', support.account, ({ account, sites }) => ({
+    name: 'account',
+    title: `Account ${account.name}`,
+    head: html`<h1>${account.name}</h1>
 <dl><dt>Email</dt><dd>${account.email}</dd><dt>Account id</dt><dd><code>${account.id}</code></dd>
 <dt>Opened</dt><dd>${when(account.created_at)}</dd>
 <dt>Sites</dt><dd>${sites.length === 0 ? 'none' : sites.map((s, i) => html`${i > 0 ? ', ' : ''}${s.name} (${s.domain})`)}</dd></dl>
-<p class="muted">Your view of this account is recorded in its activity log.</p>
-${timelineSection(`/staff/accounts/${account.id}`, f, view.timeline)}</div>`,
-        });
-      } catch (error) {
-        return sendRefusal(kit, request, reply, null, error);
-      }
-    },
-  );
+<p class="muted">Your view of this account is recorded in its activity log.</p>`,
+  }));
 
-  app.get(
-    '/staff/articles/:id',
-    { schema: { hide: true, params: IdParams, querystring: TimelineFilters } },
-    async (request, reply) => {
-      const staff = await staffOf(request, reply);
-      if (!staff) return reply;
-      const f = request.query;
-      const exporting = f.format !== 'html';
-      const query = { from: f.from, to: f.to, kind: f.kind, ...paging(f.page, exporting) };
-      try {
-        const view = await support.article(member(staff), request.params.id, query, String(request.id));
-        if (exporting) return sendExport(reply, `article-${request.params.id}`, f.format, view.timeline);
-        const { article } = view;
-        return kit.send(reply, {
-          title: `Article ${article.title}`,
-          session: null,
-          staff,
-          request,
-          wide: true,
-          body: html`<div class="card"><h1>${article.title}</h1>
+  timelineRoute('/staff/articles', support.article, ({ article }) => ({
+    name: 'article',
+    title: `Article ${article.title}`,
+    head: html`<h1>${article.title}</h1>
 <dl><dt>Article id</dt><dd><code>${article.id}</code></dd>
 <dt>Account</dt><dd><a href="/staff/accounts/${article.accountId}">${article.accountId}</a></dd></dl>
-<p class="muted">Your view of this article is recorded in its account's activity log.</p>
-${timelineSection(`/staff/articles/${article.id}`, f, view.timeline)}</div>`,
-        });
-      } catch (error) {
-        return sendRefusal(kit, request, reply, null, error);
-      }
-    },
-  );
+<p class="muted">Your view of this article is recorded in its account's activity log.</p>`,
+  }));
 
   app.get(
     '/staff/articles/:id/revisions/:n',
