@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Call, callOf, type EditLimit, type Principal } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import type { Runtime } from '../../apps/runtime.ts';
-import { DomainError } from '../../domain/errors.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
+import { refusal } from '../support/errors.ts';
 import { mediaFiles } from '../support/media.ts';
 import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../support/runtime.ts';
 
@@ -15,16 +15,6 @@ import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../
  * The use cases on their own, as every face calls them: a principal and plain inputs in, wire objects
  * or typed errors out, the edit limit's decision on the call.
  */
-
-async function refusal(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof DomainError) return error.code;
-    throw error;
-  }
-  return 'accepted';
-}
 
 /** An edit limit of `quota` a day for every account, counted here. */
 function quotaOf(quota: number): EditLimit & { taken: number } {

@@ -3,8 +3,8 @@ import { callOf, type Principal } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import { everyDay } from '../../apps/application/sites.ts';
 import type { Runtime } from '../../apps/runtime.ts';
-import { DomainError } from '../../domain/errors.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
+import { refusal } from '../support/errors.ts';
 import {
   apiKeyActor,
   catchUpAll,
@@ -17,16 +17,6 @@ import {
  * The sites' use cases of the web pages: the overview with its counts and the period report, as the
  * application answers them for any face.
  */
-
-async function refusal(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof DomainError) return error.code;
-    throw error;
-  }
-  return 'accepted';
-}
 
 describe('the sites use cases', () => {
   let runtime: Runtime;
