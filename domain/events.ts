@@ -4,6 +4,7 @@ import { type ActivityEvent, ActivityEventSchemas } from './activity/events.ts';
 import { type ArticleEvent, ArticleEventSchemas } from './article/events.ts';
 import { type BacklinkEvent, BacklinkEventSchemas } from './backlink/events.ts';
 import { DomainError } from './errors.ts';
+import { type ReportEvent, ReportEventSchemas } from './report/events.ts';
 import { type SiteEvent, SiteEventSchemas } from './site/events.ts';
 
 /** Every event the service stores, with the schema the event store validates it by on append. */
@@ -13,9 +14,16 @@ const EventSchemas = {
   ...BacklinkEventSchemas,
   ...ArticleEventSchemas,
   ...ActivityEventSchemas,
+  ...ReportEventSchemas,
 } as const;
 
-export type DomainEvent = AccountEvent | SiteEvent | BacklinkEvent | ArticleEvent | ActivityEvent;
+export type DomainEvent =
+  | AccountEvent
+  | SiteEvent
+  | BacklinkEvent
+  | ArticleEvent
+  | ActivityEvent
+  | ReportEvent;
 export type EventType = DomainEvent['type'];
 
 // The inferred schema type and the hand-written union must agree, in both directions.

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
-import { EDIT_LIMIT_PER_DAY } from '../domain/vocabulary.ts';
+import { EDIT_LIMIT_PER_DAY, WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../domain/vocabulary.ts';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -41,10 +41,11 @@ export const ConfigSchema = z.object({
     .refine(isPemCertificateFile, 'expected a readable PEM certificate file')
     .optional(),
   /**
-   * Private networks image URLs may be fetched from, besides public addresses (comma-separated CIDRs,
-   * e.g. `10.20.0.0/16`): for an internal image host. Unset: public addresses only.
+   * Private networks that image URLs, OAuth client metadata documents and webhooks may reach, besides
+   * public addresses (comma-separated CIDRs, e.g. `10.20.0.0/16`): for internal hosts. A webhook URL in
+   * these networks may be http. Unset: public addresses only.
    */
-  MEDIA_FETCH_ALLOW_NETWORKS: z
+  OUTBOUND_ALLOW_NETWORKS: z
     .string()
     .transform((v) =>
       v
@@ -92,10 +93,41 @@ export const ConfigSchema = z.object({
   /** Run the async projectors and job workers inside the server process (the embedded default is complete). */
   RUN_WORKERS: boolish.default(true),
   /**
-   * Run the periodic jobs (infra/jobs: idempotency records and unreferenced images collected) inside
-   * the server process. `npm run worker` runs them whatever this says.
+   * Run the job workers (webhook deliveries, scheduled publishing, monthly reports, housekeeping) and
+   * the subscriptions that feed them inside the server process. `npm run worker` runs them whatever
+   * this says.
    */
   RUN_JOBS: boolish.default(true),
+  /** The prefix of the job queues' keys in Redis (CONTRACT "Jobs"). */
+  JOBS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'expected 1 to 64 letters, digits or . _ -')
+    .default('cs'),
+  /**
+   * How long a worker's lock on a BullMQ job lasts unless renewed, in seconds: a job whose worker died
+   * runs again after about this long.
+   */
+  JOBS_LOCK_SECONDS: z.coerce.number().int('expected a whole number').min(1).max(3_600).default(30),
+  /** The delays, in seconds, before each retry of a failed webhook delivery (CONTRACT "Webhooks"). */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .transform((v, ctx) => {
+      const parts = v.split(',').map((x) => x.trim());
+      const seconds = parts.map(Number);
+      if (
+        parts.length > 50 ||
+        seconds.some((n, i) => parts[i] === '' || !Number.isInteger(n) || n < 0 || n > 604_800)
+      ) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'expected up to 50 comma-separated whole numbers of seconds (0 to 604800), like 5,300,1800',
+        });
+        return z.NEVER;
+      }
+      return seconds;
+    })
+    .default(() => WEBHOOK_RETRY_SCHEDULE_SECONDS.split(',').map(Number)),
   /** Requests per minute per account (and per client address without a key). CONTRACT: 60. Raised only for benchmarks. */
   RATE_LIMIT_PER_MINUTE: z.coerce
     .number()

@@ -128,15 +128,24 @@ export async function applyNextBatch<E extends NewEvent>(
   db: Db,
   projector: Projector<E>,
   batchSize = BATCH,
+  onAfterCommitError?: (error: unknown) => void,
 ): Promise<number> {
-  return db.transaction().execute(async (trx) => {
+  const events = await db.transaction().execute(async (trx) => {
     await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
     const { events, through } = await readBatch<E>(trx, after, batchSize, projector.handles);
     await applyEvents(projector, events, trx);
     if (isAfter(through, after)) await writeCheckpoint(trx, projector.name, through);
-    return events.length;
+    return events;
   });
+  if (events.length > 0 && projector.mode === 'async' && projector.afterCommit) {
+    try {
+      await projector.afterCommit(events);
+    } catch (error) {
+      onAfterCommitError?.(error);
+    }
+  }
+  return events.length;
 }
 
 /** Events of the projector's types after its checkpoint. */
@@ -339,7 +348,10 @@ export function startAsyncProjections<E extends NewEvent = DomainEvent>(opts: {
         for (const p of due) {
           if (stopped) break;
           // A batch short of full means the projector is caught up with what was visible.
-          if ((await applyNextBatch(handle.db, p)) === BATCH) {
+          const n = await applyNextBatch(handle.db, p, BATCH, (error) =>
+            logger?.error({ err: error, projector: p.name }, 'after-commit step failed; the sweep takes it'),
+          );
+          if (n === BATCH) {
             full = true;
             dirty.add(p);
           }

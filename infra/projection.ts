@@ -73,9 +73,19 @@ export interface InlineProjector<E extends NewEvent = DomainEvent> extends Proje
   ): InlineStatement[] | InTransaction;
 }
 
-/** A read model that follows the log from a checkpoint stored in the same transaction as its rows. */
+/**
+ * A read model that follows the log from a checkpoint stored in the same transaction as its rows; also
+ * a subscription that turns events into work (webhook deliveries, planned jobs): rows written with its
+ * checkpoint, then `afterCommit`.
+ */
 export interface AsyncProjector<E extends NewEvent = DomainEvent> extends ProjectorBase<E> {
   readonly mode: 'async';
+  /**
+   * Called with a batch's events once its transaction has committed (to hand the rows it wrote to a
+   * queue, say). A failure is logged and not retried: the batch is done, so whatever this does must
+   * also be done by a sweep that reads the rows.
+   */
+  afterCommit?(events: readonly Stored<E>[]): Promise<void>;
 }
 
 /** A read model: the events it handles and how one event changes its rows. */

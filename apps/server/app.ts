@@ -34,7 +34,7 @@ import { webPages } from './web/pages.ts';
 type AppDeps = {
   runtime: Runtime;
   config: Pick<Config, 'PUBLIC_URL' | 'LOG_LEVEL' | 'MEDIA_DIR'> &
-    Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS' | 'TRUST_PROXY'>>;
+    Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'OUTBOUND_ALLOW_NETWORKS' | 'TRUST_PROXY'>>;
   /** The clock (periods such as this_month); tests fix it. */
   now?: () => Date;
   /** The web pages' clock (sessions, the sign-in throttle); tests move it. */
@@ -221,9 +221,9 @@ function defaultRequestLimit(app: FastifyInstance): LimitHook {
   return limiter.hook;
 }
 
-/** What outgoing fetches of user-given URLs trust besides public hosts: MEDIA_FETCH_CA_FILE, MEDIA_FETCH_ALLOW_NETWORKS. */
+/** What outgoing fetches of user-given URLs trust besides public hosts: MEDIA_FETCH_CA_FILE, OUTBOUND_ALLOW_NETWORKS. */
 function fetchTrustOf(config: AppDeps['config']): { ca?: Buffer; allowAddresses?: (ip: string) => boolean } {
-  const networks = config.MEDIA_FETCH_ALLOW_NETWORKS ?? [];
+  const networks = config.OUTBOUND_ALLOW_NETWORKS ?? [];
   return {
     ...(config.MEDIA_FETCH_CA_FILE ? { ca: readFileSync(config.MEDIA_FETCH_CA_FILE) } : {}),
     ...(networks.length > 0 ? { allowAddresses: allowNetworks(networks) } : {}),

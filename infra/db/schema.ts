@@ -131,7 +131,68 @@ export interface CredentialsTable {
   updated_at: ColumnType<Date, Date, Date>;
 }
 
+/** An account's webhook endpoints (migration 015); `secret` (`whsec_...`) signs every delivery. */
+export interface WebhookEndpointsTable {
+  id: string;
+  account_id: string;
+  url: string;
+  /** The event types it receives (domain/vocabulary.ts WEBHOOK_EVENT_TYPES). */
+  events: string[];
+  description: string | null;
+  secret: string;
+  enabled: boolean;
+  /** Why it was disabled: `gone` (it answered 410), `failing` (3 days of failures), `account` (turned off). */
+  disabled_reason: string | null;
+  disabled_at: Date | null;
+  /** The first failure since its last success; null while it succeeds. */
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** One message to send to an endpoint (migration 015); an endpoint's go out one at a time, by `seq`. */
+export interface WebhookDeliveriesTable {
+  seq: ColumnType<string, never, never>;
+  id: string;
+  endpoint_id: string;
+  account_id: string;
+  /** The message id: the log's event id; `webhook-id` and the body's `id`, the same on every attempt. */
+  event_id: string;
+  event_type: string;
+  /** The body sent: `{id, type, created_at, data}`. */
+  payload: ColumnType<unknown, string, string>;
+  /** `live` (the subscription, once per event and endpoint), `replay` or `redelivery`. */
+  source: 'live' | 'replay' | 'redelivery';
+  /** The replay's id, or the delivery redelivered. */
+  source_id: string | null;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  next_attempt_at: Date;
+  /** Set while a worker sends it; a claim past this time was lost with its worker. */
+  claimed_until: Date | null;
+  last_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_duration_ms: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
+/** Every attempt of a delivery (migration 015). */
+export interface WebhookAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  at: Date;
+  /** The endpoint's HTTP status; null when it did not answer (timeout, refused, ...). */
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
 export interface Database extends ReadModelTables {
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   credentials: CredentialsTable;
   api_key_usage: ApiKeyUsageTable;
   idempotency_keys: IdempotencyKeysTable;

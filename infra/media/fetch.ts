@@ -26,7 +26,7 @@ type ImageFetcherOptions = {
   /**
    * Which resolved addresses may be connected to. Default: `isPublicAddress` (public unicast only).
    * Exists for private deployments that must fetch from an internal image host
-   * (`MEDIA_FETCH_ALLOW_NETWORKS`, see `allowNetworks`) and for tests that serve images locally. Unset,
+   * (`OUTBOUND_ALLOW_NETWORKS`, see `allowNetworks`) and for tests that serve images locally. Unset,
    * only public addresses are reachable.
    */
   allowAddresses?: (ip: string) => boolean;

@@ -167,7 +167,7 @@ function canonical(ip: string): string {
 
 /**
  * Public addresses, plus the given networks (CIDR, e.g. `10.20.0.0/16`): for a deployment whose hosts
- * are internal (`MEDIA_FETCH_ALLOW_NETWORKS`). Every other check (https, redirects, caps, pinning) still
+ * are internal (`OUTBOUND_ALLOW_NETWORKS`). Every other check (https, redirects, caps, pinning) still
  * applies. Throws on a malformed CIDR.
  */
 export function allowNetworks(list: readonly string[]): (ip: string) => boolean {

@@ -18,7 +18,7 @@ type Change = {
   featured_image: { url: string; alt: string; width: number; height: number } | null;
 };
 
-/** The image host: a local HTTPS server on 127.0.0.2, trusted by the service through MEDIA_FETCH_CA_FILE and MEDIA_FETCH_ALLOW_NETWORKS. */
+/** The image host: a local HTTPS server on 127.0.0.2, trusted by the service through MEDIA_FETCH_CA_FILE and OUTBOUND_ALLOW_NETWORKS. */
 const IMAGE_HOST = '127.0.0.2';
 
 async function listFiles(dir: string): Promise<string[]> {
@@ -103,7 +103,7 @@ describe('featured images through a real server', () => {
       PUBLIC_URL: 'https://content.example.test',
       RATE_LIMIT_PER_MINUTE: '100000',
       MEDIA_FETCH_CA_FILE: join(dir, 'cert.pem'),
-      MEDIA_FETCH_ALLOW_NETWORKS: `${IMAGE_HOST}/32`,
+      OUTBOUND_ALLOW_NETWORKS: `${IMAGE_HOST}/32`,
     });
     client = recordingClient(server.url);
     const list = (await client.get(`/api/v1/sites/${a.sites[0]?.id}/articles`, a.api_key)).body as {

@@ -38,7 +38,7 @@ export type TestApp = {
 export async function startTestApp(
   opts: {
     logs?: string[];
-    config?: Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'MEDIA_FETCH_ALLOW_NETWORKS'>>;
+    config?: Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'OUTBOUND_ALLOW_NETWORKS'>>;
     /** PostgreSQL by default; `pglite` for the embedded database. */
     backend?: Backend;
   } = {},
@@ -173,7 +173,7 @@ export async function startCallback(): Promise<{
   };
 }
 
-/** The client metadata documents' host: 127.0.0.2, trusted through MEDIA_FETCH_CA_FILE and MEDIA_FETCH_ALLOW_NETWORKS. */
+/** The client metadata documents' host: 127.0.0.2, trusted through MEDIA_FETCH_CA_FILE and OUTBOUND_ALLOW_NETWORKS. */
 const DOC_HOST = '127.0.0.2';
 
 export type DocumentServer = {
@@ -186,7 +186,7 @@ export type DocumentServer = {
   /** Every path requested, in order. */
   hits: string[];
   /** The config that makes the app trust this server (its CA file, its address). */
-  config: { MEDIA_FETCH_CA_FILE: string; MEDIA_FETCH_ALLOW_NETWORKS: string[] };
+  config: { MEDIA_FETCH_CA_FILE: string; OUTBOUND_ALLOW_NETWORKS: string[] };
   close(): Promise<void>;
 };
 
@@ -233,7 +233,7 @@ export async function startDocumentServer(): Promise<DocumentServer> {
     documents,
     headers,
     hits,
-    config: { MEDIA_FETCH_CA_FILE: join(dir, 'cert.pem'), MEDIA_FETCH_ALLOW_NETWORKS: [`${DOC_HOST}/32`] },
+    config: { MEDIA_FETCH_CA_FILE: join(dir, 'cert.pem'), OUTBOUND_ALLOW_NETWORKS: [`${DOC_HOST}/32`] },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -13,6 +13,7 @@ import * as credentials from './2026-11-23-011-credentials.ts';
 import * as featuredImageReferences from './2026-11-23-012-featured-image-references.ts';
 import * as activityRevision from './2026-11-23-013-activity-revision.ts';
 import * as staff from './2026-11-23-014-staff.ts';
+import * as webhooks from './2026-11-24-015-webhooks.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -34,6 +35,7 @@ const all: Record<string, Migration> = {
   '2026-11-23-012-featured-image-references': featuredImageReferences,
   '2026-11-23-013-activity-revision': activityRevision,
   '2026-11-23-014-staff': staff,
+  '2026-11-24-015-webhooks': webhooks,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(

@@ -1,0 +1,198 @@
+import { type Job, Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { closeRedis, openRedis } from '../redis.ts';
+import {
+  type AddOptions,
+  BACKOFF_JITTER,
+  DEFAULT_ATTEMPTS,
+  DEFAULT_BACKOFF_MS,
+  type FailedJob,
+  type JobKind,
+  type Jobs,
+  type JobsLogger,
+  kindsByName,
+  QUEUE_NAMES,
+  QUEUES,
+  type QueueName,
+  type QueueStatus,
+} from './queue.ts';
+
+/*
+ * The job queues on BullMQ (Redis): every process that adds jobs and every worker share them, so a job
+ * runs once across processes (a job id is taken once), a worker that dies mid-job has its job handed to
+ * another once its lock expires (stalled-job recovery), and failed jobs wait in BullMQ's failed set, the
+ * dead letters, until `jobs retry` runs them again. Retries: BullMQ's exponential backoff with jitter,
+ * the same rule as the in-process queue.
+ */
+
+/** How long finished jobs are kept: a completed job id is not taken again within the hour. */
+const KEEP_COMPLETED = { age: 3_600, count: 10_000 };
+/** Failed jobs (the dead letters) are kept for 30 days, at most 10 000 per queue. */
+const KEEP_FAILED = { age: 30 * 24 * 3_600, count: 10_000 };
+
+export type BullJobsOptions = {
+  redisUrl: string;
+  /** The keys' prefix in Redis (JOBS_PREFIX): deployments, or test runs, sharing one Redis each take their own. */
+  prefix: string;
+  kinds: readonly JobKind<never>[];
+  logger: JobsLogger;
+  /**
+   * How long a worker's lock on a job lasts unless renewed, and how often stalled jobs are looked for
+   * (milliseconds; BullMQ's defaults, 30 s, unless given): a job of a worker that died is run again
+   * after about this long. Tests shorten it.
+   */
+  lockMs?: number;
+};
+
+export function createBullJobs(opts: BullJobsOptions): Jobs {
+  const kinds = kindsByName(opts.kinds);
+  const { logger, prefix } = opts;
+  const connection: Redis = openRedis(opts.redisUrl, {
+    name: 'content-service:jobs',
+    logger,
+    // Queue commands wait for a reconnect rather than fail: an add during a Redis blip is not lost.
+    redisOptions: { maxRetriesPerRequest: null, enableOfflineQueue: true },
+  });
+  const queues = new Map<QueueName, Queue>(
+    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix, skipWaitingForReady: true })]),
+  );
+  for (const queue of queues.values()) {
+    queue.on('error', (error) => logger.warn({ err: error, queue: queue.name }, 'job queue error'));
+  }
+  const workers: Worker[] = [];
+
+  const kindOf = (name: string): JobKind<never> => {
+    const kind = kinds.get(name);
+    if (!kind) throw new Error(`no job kind named ${name}`);
+    return kind;
+  };
+  const queueOf = (name: QueueName): Queue => queues.get(name) as Queue;
+  const jobOptions = (kind: JobKind<never>) => ({
+    attempts: kind.attempts ?? DEFAULT_ATTEMPTS,
+    backoff: { type: 'exponential', delay: kind.backoffMs ?? DEFAULT_BACKOFF_MS, jitter: BACKOFF_JITTER },
+    removeOnComplete: KEEP_COMPLETED,
+    removeOnFail: KEEP_FAILED,
+  });
+
+  const findFailed = async (id: string): Promise<Job | undefined> => {
+    for (const queue of queues.values()) {
+      const job = await queue.getJob(id);
+      if (job && (await job.isFailed())) return job;
+    }
+    return undefined;
+  };
+
+  return {
+    kind: 'bullmq',
+    async add(name, data, addOpts: AddOptions = {}) {
+      const kind = kindOf(name);
+      await queueOf(kind.queue).add(name, data, {
+        ...jobOptions(kind),
+        ...(addOpts.jobId ? { jobId: addOpts.jobId } : {}),
+        ...(addOpts.delayMs ? { delay: Math.max(0, Math.round(addOpts.delayMs)) } : {}),
+      });
+    },
+    async repeat(id, name, repeat, data = {}) {
+      const kind = kindOf(name);
+      await queueOf(kind.queue).upsertJobScheduler(
+        id,
+        'everyMs' in repeat ? { every: repeat.everyMs } : { pattern: repeat.cron, tz: 'UTC' },
+        { name, data, opts: jobOptions(kind) },
+      );
+    },
+    startWorkers() {
+      for (const name of QUEUE_NAMES) {
+        const worker = new Worker(
+          name,
+          async (job: Job) => {
+            const kind = kindOf(job.name);
+            const attempts = job.opts.attempts ?? 1;
+            return kind.run(job.data as never, {
+              id: job.id ?? '',
+              attempt: job.attemptsMade + 1,
+              lastAttempt: job.attemptsMade + 1 >= attempts,
+            });
+          },
+          {
+            connection,
+            prefix,
+            concurrency: QUEUES[name].concurrency,
+            ...(opts.lockMs ? { lockDuration: opts.lockMs, stalledInterval: opts.lockMs } : {}),
+          },
+        );
+        worker.on('error', (error) => logger.warn({ err: error, queue: name }, 'job worker error'));
+        worker.on('failed', (job, error) => {
+          if (!job) return;
+          const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+          logger[final ? 'error' : 'warn'](
+            { job: job.name, id: job.id, attempt: job.attemptsMade, err: error },
+            final ? 'job failed for good' : 'job failed; retrying',
+          );
+        });
+        workers.push(worker);
+      }
+    },
+    async status() {
+      const now = Date.now();
+      return Promise.all(
+        QUEUE_NAMES.map(async (name): Promise<QueueStatus> => {
+          const queue = queueOf(name);
+          const counts = await queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed');
+          const [oldest] = await queue.getJobs(['waiting', 'prioritized'], 0, 0, true);
+          return {
+            queue: name,
+            waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+            active: counts.active ?? 0,
+            delayed: counts.delayed ?? 0,
+            failed: counts.failed ?? 0,
+            oldestWaitingMs: oldest ? Math.max(0, now - (oldest.timestamp + (oldest.delay ?? 0))) : null,
+          };
+        }),
+      );
+    },
+    async failed(limit = 50) {
+      const out: FailedJob[] = [];
+      for (const name of QUEUE_NAMES) {
+        for (const job of await queueOf(name).getFailed(0, limit - 1)) {
+          out.push({
+            queue: name,
+            id: job.id ?? '',
+            name: job.name,
+            data: job.data,
+            attempts: job.attemptsMade,
+            reason: job.failedReason,
+            failedAt: job.finishedOn ? new Date(job.finishedOn) : null,
+          });
+        }
+      }
+      out.sort((a, b) => (b.failedAt?.getTime() ?? 0) - (a.failedAt?.getTime() ?? 0));
+      return out.slice(0, limit);
+    },
+    async retry(id) {
+      const job = await findFailed(id);
+      if (!job) return false;
+      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+      return true;
+    },
+    async close(graceMs = 10_000) {
+      // Stop taking jobs and let the running ones finish; past the grace, let go of them (their locks
+      // expire and another worker runs them again).
+      let timer: NodeJS.Timeout | undefined;
+      const graceful = Promise.all(workers.map((w) => w.close()));
+      const finished = await Promise.race([
+        graceful.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), graceMs);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!finished) {
+        logger.warn({ grace_ms: graceMs }, 'jobs still running at shutdown are given back to the queue');
+        await Promise.all(workers.map((w) => w.close(true)));
+      }
+      await Promise.all([...queues.values()].map((q) => q.close()));
+      await closeRedis(connection);
+    },
+  };
+}
