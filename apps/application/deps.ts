@@ -1,4 +1,5 @@
 import type { Db } from '../../infra/db/schema.ts';
+import type { JobSink } from '../../infra/jobs/queue.ts';
 import type { FetchImage } from '../../infra/media/fetch.ts';
 import type { MediaStore } from '../../infra/media/store.ts';
 import type { EditLimit } from './call.ts';
@@ -15,4 +16,14 @@ export type ApplicationDeps = {
   editLimit: EditLimit;
   media: MediaStore;
   fetchImage: FetchImage;
+  /**
+   * Where use cases add background jobs (a webhook delivery to send now). Without one, the workers'
+   * sweep finds the work in the database a little later.
+   */
+  jobs?: JobSink;
+  /**
+   * Private addresses outgoing requests may reach besides public ones (OUTBOUND_ALLOW_NETWORKS): a
+   * webhook URL whose host is such an address may be http. Default: none.
+   */
+  allowOutbound?: (ip: string) => boolean;
 };
