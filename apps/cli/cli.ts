@@ -13,6 +13,7 @@ import { createAccounts } from '../application/accounts.ts';
 import { PASSWORD_MIN_LENGTH } from '../application/commands.ts';
 import { createKeys } from '../application/keys.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
+import { openJobs } from '../worker/background.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';
@@ -44,8 +45,13 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   media gc [--dry-run] [--grace-hours N]    remove stored images no revision refers to, stored more
                                             than N hours ago (default 24)
   idempotency purge                         delete Idempotency-Key records older than 24 hours
+  jobs status [--json]                      queue depth, failures, the oldest waiting job; the
+                                            subscriptions' lag and the webhook backlog
+  jobs failed [--limit N] [--json]          the jobs that failed every attempt (newest first)
+  jobs retry ID                             run a failed job again
 
-Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), MEDIA_DIR, LOG_LEVEL.`;
+Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), MEDIA_DIR, LOG_LEVEL,
+REDIS_URL and JOBS_PREFIX (the job queues; unset REDIS_URL: they live in the server process).`;
 
 class UsageError extends Error {}
 
@@ -363,6 +369,8 @@ export async function runCli(
         out(JSON.stringify(summary));
         return 0;
       }
+      case 'jobs':
+        return await jobsCommand(rest, config, open, out, err);
       default:
         throw new UsageError(`unknown command ${command}`);
     }
@@ -383,4 +391,119 @@ export async function runCli(
   } finally {
     await runtime?.close();
   }
+}
+
+const quietJobsLog = { info() {}, warn() {}, error() {}, debug() {} };
+
+/** `jobs status|failed|retry`: the queues on Redis (REDIS_URL) and what the database says of the work. */
+async function jobsCommand(
+  args: string[],
+  config: Config,
+  open: () => Promise<Runtime>,
+  out: (text: string) => void,
+  err: (text: string) => void,
+): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parse(rest, { json: { type: 'boolean' }, limit: { type: 'string' } });
+  if (sub !== 'status' && sub !== 'failed' && sub !== 'retry') {
+    throw new UsageError('jobs: expected status, failed or retry');
+  }
+  const jobs = config.REDIS_URL ? openJobs(config, [], quietJobsLog) : undefined;
+  try {
+    if (sub === 'retry') {
+      const id = positionals[0];
+      if (!id) throw new UsageError('jobs retry: expected the id of a failed job (see `jobs failed`)');
+      if (!jobs) return noQueues(err);
+      if (!(await jobs.retry(id))) {
+        err(`no failed job ${id}; \`jobs failed\` lists them`);
+        return 1;
+      }
+      err(`job ${id} queued again; its attempts start over`);
+      return 0;
+    }
+    if (sub === 'failed') {
+      const limit = count('limit', 50, values.limit as string | undefined);
+      if (!jobs) return noQueues(err);
+      const failed = await jobs.failed(limit);
+      if (values.json) out(JSON.stringify(failed));
+      else if (failed.length === 0) err('no failed jobs');
+      else {
+        for (const job of failed) {
+          out(
+            `${job.failedAt?.toISOString() ?? '-'}  ${job.queue.padEnd(11)} ${job.name.padEnd(24)} ${job.id}  ` +
+              `after ${job.attempts} attempt(s): ${job.reason}`,
+          );
+        }
+      }
+      return 0;
+    }
+    const rt = await open();
+    const backlog = await workBacklog(rt);
+    const queues = jobs ? await jobs.status() : null;
+    if (values.json) {
+      out(JSON.stringify({ queues, ...backlog }));
+      return 0;
+    }
+    if (queues) {
+      out('queue        waiting  active  delayed  failed  oldest waiting');
+      for (const q of queues) {
+        const oldest = q.oldestWaitingMs === null ? '-' : `${(q.oldestWaitingMs / 1000).toFixed(1)} s`;
+        out(
+          `${q.queue.padEnd(12)} ${String(q.waiting).padStart(7)} ${String(q.active).padStart(7)} ` +
+            `${String(q.delayed).padStart(8)} ${String(q.failed).padStart(7)}  ${oldest}`,
+        );
+      }
+    } else {
+      out('queues: in the server process (no REDIS_URL); its /readyz shows them');
+    }
+    const w = backlog.webhooks;
+    out(
+      `webhooks: ${w.pending} pending (oldest due ${w.oldest_due ?? '-'}), ${w.failed} failed for good, ` +
+        `${w.disabled_endpoints} endpoint(s) disabled`,
+    );
+    out(`scheduled articles: ${backlog.scheduled_articles} (next due ${backlog.next_publication ?? '-'})`);
+    return 0;
+  } finally {
+    await jobs?.close(0);
+  }
+}
+
+function noQueues(err: (text: string) => void): number {
+  err(
+    'jobs: no REDIS_URL: the queues live in the server process, and its failed jobs are in its log and /readyz',
+  );
+  return 1;
+}
+
+/** What waits in the database: webhook deliveries and scheduled articles. */
+async function workBacklog(rt: Runtime) {
+  const deliveries = await rt.db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => [
+      eb.fn.count<string>('id').filterWhere('status', '=', 'pending').as('pending'),
+      eb.fn.count<string>('id').filterWhere('status', '=', 'failed').as('failed'),
+      eb.fn.min('next_attempt_at').filterWhere('status', '=', 'pending').as('oldest'),
+    ])
+    .executeTakeFirstOrThrow();
+  const disabled = await rt.db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('enabled', '=', false)
+    .executeTakeFirstOrThrow();
+  const scheduled = await rt.db
+    .selectFrom('articles')
+    .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.min('published_at').as('next')])
+    .where('status', '=', 'scheduled')
+    .executeTakeFirstOrThrow();
+  const iso = (d: unknown): string | null => (d instanceof Date ? d.toISOString() : null);
+  return {
+    webhooks: {
+      pending: Number(deliveries.pending),
+      failed: Number(deliveries.failed),
+      oldest_due: iso(deliveries.oldest),
+      disabled_endpoints: Number(disabled.n),
+    },
+    scheduled_articles: Number(scheduled.n),
+    next_publication: iso(scheduled.next),
+  };
 }

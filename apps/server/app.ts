@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import Fastify, {
+  type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -11,6 +12,7 @@ import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
 import type { Config } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
 import { newId } from '../../infra/ids.ts';
+import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
 import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
 import { projectionStatus } from '../../infra/projection-runner.ts';
@@ -48,6 +50,10 @@ type AppDeps = {
   fetchImage?: FetchImage;
   /** A pino instance or options; tests pass `false` to keep quiet. */
   logger?: boolean | object;
+  /** The job queues, for /readyz. */
+  jobs?: Jobs;
+  /** Where use cases add jobs (a webhook delivery to send now); without one the workers' sweep finds the work. */
+  jobSink?: JobSink;
   /** Resolves the OAuth access tokens presented to /mcp; without one, /mcp answers 401 to everything. */
   verifyToken?: McpTokenVerifier;
   /** Named in /mcp's 401 `WWW-Authenticate`; default PUBLIC_URL/.well-known/oauth-protected-resource/mcp. */
@@ -126,6 +132,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       projections: z.array(
         z.object({ name: z.string(), mode: z.string(), lag: z.number(), lagging: z.boolean() }),
       ),
+      jobs: z.object({
+        ok: z.boolean(),
+        kind: z.string(),
+        error: z.string().optional(),
+        queues: z.array(
+          z.object({
+            queue: z.string(),
+            waiting: z.number(),
+            active: z.number(),
+            delayed: z.number(),
+            failed: z.number(),
+            oldest_waiting_ms: z.number().nullable(),
+          }),
+        ),
+      }),
     }),
   });
   app.get(
@@ -149,10 +170,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         request.log.warn({ err: error }, 'readiness check: the database did not answer');
         database = { ok: false, kind, error: 'the database did not answer; the server log says why' };
       }
+      const jobs = await jobsCheck(deps.jobs, request.log);
+      // The queues are reported, not judged: requests are served while Redis is away (jobs wait).
       const ready = database.ok && pending.length === 0;
       return reply.status(ready ? 200 : 503).send({
         status: ready ? 'ready' : 'not_ready',
-        checks: { database, migrations: { ok: pending.length === 0, pending }, projections: lag },
+        checks: { database, migrations: { ok: pending.length === 0, pending }, projections: lag, jobs },
       });
     },
   );
@@ -173,6 +196,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     editLimit: deps.editLimit ?? defaultEditLimit(app),
     media,
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
+    ...(deps.jobSink ? { jobs: deps.jobSink } : {}),
   });
   await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
   // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
@@ -212,6 +236,43 @@ function defaultEditLimit(app: FastifyInstance): EditLimit {
   const limiter = createEditLimiter({ perDay: EDIT_LIMIT_PER_DAY, logger: app.log });
   app.addHook('onClose', async () => limiter.close());
   return limiter.limit;
+}
+
+/** The queues' depth, failures and oldest waiting job, within a second; Redis's own words stay in the log. */
+async function jobsCheck(
+  jobs: Jobs | undefined,
+  log: FastifyBaseLogger,
+): Promise<{
+  ok: boolean;
+  kind: string;
+  error?: string;
+  queues: Array<Omit<QueueStatus, 'oldestWaitingMs'> & { oldest_waiting_ms: number | null }>;
+}> {
+  if (!jobs) return { ok: true, kind: 'none', queues: [] };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const status = await Promise.race([
+      jobs.status(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('the job queues did not answer within 1 s')), 1_000);
+      }),
+    ]);
+    return {
+      ok: true,
+      kind: jobs.kind,
+      queues: status.map(({ oldestWaitingMs, ...q }) => ({ ...q, oldest_waiting_ms: oldestWaitingMs })),
+    };
+  } catch (error) {
+    log.warn({ err: error }, 'readiness check: the job queues did not answer');
+    return {
+      ok: false,
+      kind: jobs.kind,
+      error: 'the job queues did not answer; the server log says why',
+      queues: [],
+    };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Without a limiter given, this process counts the CONTRACT's 60 requests a minute alone, in memory. */

@@ -1,11 +1,12 @@
 import pino from 'pino';
 import { loadConfigOrExit } from '../../infra/config.ts';
-import { housekeepingJobs, startJobs } from '../../infra/jobs/scheduler.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { projectors } from '../../projections/index.ts';
 import { openRuntime } from '../runtime.ts';
+import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
+import { backgroundModules } from '../worker/modules.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import { buildApp } from './app.ts';
@@ -33,15 +34,40 @@ const edits = createEditLimiter({
   logger: limitsLog,
   ...(redis ? { redis } : {}),
 });
-const app = await buildApp({ runtime, config, limit: limiter.hook, editLimit: edits.limit });
+// Background jobs (docs/jobs.md): BullMQ queues shared through Redis with REDIS_URL, else in process.
+// Every process can add jobs; RUN_JOBS=false leaves running them to `npm run worker`.
+const jobsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'jobs' });
+const media = createDirectoryMediaStore(config.MEDIA_DIR);
+const { jobs, modules } = createJobs(
+  config,
+  (sink) =>
+    backgroundModules({
+      db: runtime.db,
+      commands: runtime.commands,
+      media,
+      jobs: sink,
+      publicUrl: config.PUBLIC_URL,
+      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+      allowOutbound: config.OUTBOUND_ALLOW_NETWORKS,
+      now: () => new Date(),
+      logger: jobsLog,
+    }),
+  jobsLog,
+);
+const app = await buildApp({
+  runtime,
+  config,
+  limit: limiter.hook,
+  editLimit: edits.limit,
+  media,
+  jobs,
+  jobSink: boundedSink(jobs, jobsLog),
+});
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
   : null;
-// The housekeeping jobs (docs/operations.md, "Jobs"); RUN_JOBS=false leaves them to `npm run worker`.
-const jobs = config.RUN_JOBS
-  ? startJobs(housekeepingJobs({ db: runtime.db, media: createDirectoryMediaStore(config.MEDIA_DIR) }), {
-      logger: app.log.child({ component: 'jobs' }),
-    })
+const background = config.RUN_JOBS
+  ? await startBackground({ jobs, modules, handle: runtime.handle, logger: jobsLog })
   : null;
 
 let shuttingDown = false;
@@ -56,7 +82,8 @@ async function shutdown(signal: string): Promise<void> {
   force.unref();
   try {
     await app.close();
-    await jobs?.stop();
+    if (background) await background.stop();
+    else await jobs.close();
     await limiter.close();
     edits.close();
     if (redis) await closeRedis(redis);
@@ -78,7 +105,7 @@ try {
       database: runtime.handle.kind,
       public_url: config.PUBLIC_URL,
       workers: Boolean(workers),
-      jobs: Boolean(jobs),
+      jobs: background ? `${jobs.kind}, workers here` : `${jobs.kind}, workers elsewhere`,
       limits: redis
         ? redisReady
           ? 'redis'
@@ -91,7 +118,8 @@ try {
   app.log.error({ err: error }, 'could not start');
   await limiter.close();
   if (redis) await closeRedis(redis);
-  await jobs?.stop();
+  if (background) await background.stop();
+  else await jobs.close();
   await workers?.stop();
   await runtime.close();
   process.exitCode = 1;

@@ -1,16 +1,18 @@
 import pino from 'pino';
 import { loadConfigOrExit } from '../../infra/config.ts';
-import { housekeepingJobs, startJobs } from '../../infra/jobs/scheduler.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { projectors } from '../../projections/index.ts';
 import { openRuntime } from '../runtime.ts';
+import { createJobs, startBackground } from './background.ts';
+import { backgroundModules } from './modules.ts';
 
 /**
- * The async projectors and the housekeeping jobs apart from the HTTP processes, for scale-out: run with
- * RUN_WORKERS=false and RUN_JOBS=false on the API processes. Several workers may run; each batch of a
- * projector holds an advisory lock, so they take turns and never apply an event twice, and the jobs'
- * deletes are safe to run side by side.
+ * The async projectors and the background jobs apart from the HTTP processes, for scale-out: run the
+ * API processes with RUN_WORKERS=false and RUN_JOBS=false. Several workers may run: each batch of a
+ * projector or subscription holds an advisory lock, so they take turns and never apply an event twice;
+ * with REDIS_URL the job queues are shared, each job runs once, and a worker that dies has its jobs run
+ * by another (docs/jobs.md).
  */
 const config = loadConfigOrExit();
 const log = pino({ level: config.LOG_LEVEL, base: { app: 'worker' } });
@@ -19,14 +21,35 @@ if (!config.DATABASE_URL) {
     'no DATABASE_URL: the embedded database serves one process; use `npm start`, which runs the workers too',
   );
 }
+if (!config.REDIS_URL) {
+  log.warn("no REDIS_URL: the job queues are this process's own; the API processes cannot add to them");
+}
 const runtime = await openRuntime(config, { migrate: true, logger: log });
 const workers = startAsyncProjections({ handle: runtime.handle, projectors, logger: log });
-const jobs = startJobs(
-  housekeepingJobs({ db: runtime.db, media: createDirectoryMediaStore(config.MEDIA_DIR) }),
-  { logger: log.child({ component: 'jobs' }) },
+const jobsLog = log.child({ component: 'jobs' });
+const { jobs, modules } = createJobs(
+  config,
+  (sink) =>
+    backgroundModules({
+      db: runtime.db,
+      commands: runtime.commands,
+      media: createDirectoryMediaStore(config.MEDIA_DIR),
+      jobs: sink,
+      publicUrl: config.PUBLIC_URL,
+      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+      allowOutbound: config.OUTBOUND_ALLOW_NETWORKS,
+      now: () => new Date(),
+      logger: jobsLog,
+    }),
+  jobsLog,
 );
+const background = await startBackground({ jobs, modules, handle: runtime.handle, logger: jobsLog });
 log.info(
-  { projectors: projectors.filter((p) => p.mode === 'async').map((p) => p.name), jobs: true },
+  {
+    projectors: projectors.filter((p) => p.mode === 'async').map((p) => p.name),
+    jobs: jobs.kind,
+    kinds: modules.flatMap((m) => m.kinds.map((k) => k.name)),
+  },
   'worker running',
 );
 
@@ -34,8 +57,8 @@ let stopping = false;
 async function stop(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  log.info({ signal }, 'stopping after the current batch');
-  await jobs.stop();
+  log.info({ signal }, 'stopping: running jobs finish or are given back, then the current batch');
+  await background.stop();
   await workers.stop();
   await runtime.close();
 }

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { NODE, run } from '../support/process.ts';
@@ -31,10 +32,13 @@ describe('server on the embedded default', () => {
           database: { kind: string };
           migrations: { pending: string[] };
           projections: { name: string; lag: number }[];
+          jobs: { ok: boolean; kind: string; queues: { queue: string; waiting: number }[] };
         };
       };
       expect(body.status).toBe('ready');
       expect(body.checks.database.kind).toBe('pglite');
+      expect(body.checks.jobs).toMatchObject({ ok: true, kind: 'in-process' });
+      expect(body.checks.jobs.queues.map((q) => q.queue)).toEqual(['webhooks', 'publishing', 'maintenance']);
       expect(body.checks.migrations.pending).toEqual([]);
       expect(body.checks.projections.map((p) => p.name)).toContain('site_stats@1');
 
@@ -99,6 +103,65 @@ describe('server on PostgreSQL', () => {
     expect(await answered).toBe(404);
     expect(await code).toBe(0);
     await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+  });
+});
+
+describe('readiness and the job queues', () => {
+  let test: TestDatabase;
+  beforeAll(async () => {
+    test = await createTestDatabase('postgres');
+  });
+  afterAll(async () => {
+    await test.drop();
+    const redis = new Redis('redis://127.0.0.1:6379');
+    const keys = await redis.keys(`test-readyz-${process.pid}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  type Jobs = { ok: boolean; kind: string; error?: string; queues: { queue: string; failed: number }[] };
+
+  it('reports the BullMQ queues with REDIS_URL', async () => {
+    const server = await startServer({
+      DATABASE_URL: test.databaseUrl,
+      DATA_DIR: '/nonexistent',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      JOBS_PREFIX: `test-readyz-${process.pid}`,
+    });
+    try {
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(200);
+      const jobs = ((await ready.json()) as { checks: { jobs: Jobs } }).checks.jobs;
+      expect(jobs).toMatchObject({ ok: true, kind: 'bullmq' });
+      expect(jobs.queues).toHaveLength(3);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  it('stays ready when Redis does not answer, and says the queues did not', async () => {
+    const server = await startServer({
+      DATABASE_URL: test.databaseUrl,
+      DATA_DIR: '/nonexistent',
+      // Nothing listens there: the queues wait for a Redis that never comes.
+      REDIS_URL: 'redis://127.0.0.1:1',
+      RUN_JOBS: 'false',
+    });
+    try {
+      const started = Date.now();
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(ready.status).toBe(200);
+      const jobs = ((await ready.json()) as { checks: { jobs: Jobs } }).checks.jobs;
+      expect(jobs).toEqual({
+        ok: false,
+        kind: 'bullmq',
+        error: 'the job queues did not answer; the server log says why',
+        queues: [],
+      });
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
   });
 });
 

@@ -1,0 +1,125 @@
+import type { Config } from '../../infra/config.ts';
+import type { DbHandle } from '../../infra/db/open.ts';
+import { createBullJobs } from '../../infra/jobs/bullmq.ts';
+import { createInProcessJobs } from '../../infra/jobs/in-process.ts';
+import type { JobKind, JobSink, Jobs, JobsLogger } from '../../infra/jobs/queue.ts';
+import { startAsyncProjections } from '../../infra/projection-runner.ts';
+import type { JobModule } from './jobs/module.ts';
+
+/*
+ * The background side of a process: the job queues (BullMQ when REDIS_URL is set, else in process),
+ * and, where workers run (the server with RUN_JOBS, `npm run worker`), the workers, the subscriptions
+ * that turn the log into jobs, the repeatable jobs and the start-up sweep.
+ */
+
+/** The queues for this process: shared through Redis when REDIS_URL is set, else this process's own. */
+export function openJobs(
+  config: Pick<Config, 'REDIS_URL' | 'JOBS_PREFIX' | 'JOBS_LOCK_SECONDS'>,
+  kinds: readonly JobKind<never>[],
+  logger: JobsLogger,
+): Jobs {
+  return config.REDIS_URL
+    ? createBullJobs({
+        redisUrl: config.REDIS_URL,
+        prefix: config.JOBS_PREFIX,
+        kinds,
+        logger,
+        lockMs: config.JOBS_LOCK_SECONDS * 1000,
+      })
+    : createInProcessJobs({ kinds, logger });
+}
+
+/**
+ * The queues with the job kinds of `build`'s modules, which are given a sink into these very queues
+ * (a job that adds jobs). The modules are returned for `startBackground`.
+ */
+export function createJobs(
+  config: Pick<Config, 'REDIS_URL' | 'JOBS_PREFIX' | 'JOBS_LOCK_SECONDS'>,
+  build: (sink: JobSink) => JobModule[],
+  logger: JobsLogger,
+): { jobs: Jobs; modules: JobModule[] } {
+  let jobs: Jobs | undefined;
+  const sink: JobSink = {
+    add(name, data, opts) {
+      if (!jobs) throw new Error('a job was added before the queues were open');
+      return jobs.add(name, data, opts);
+    },
+  };
+  const modules = build(sink);
+  jobs = openJobs(
+    config,
+    modules.flatMap((m) => m.kinds),
+    logger,
+  );
+  return { jobs, modules };
+}
+
+/**
+ * A sink for requests: an add that Redis does not take within `timeoutMs` is given up and logged,
+ * never left hanging on a request (the sweep finds the work in the database later).
+ */
+export function boundedSink(jobs: JobSink, logger: JobsLogger, timeoutMs = 2_000): JobSink {
+  return {
+    async add(name, data, opts) {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          jobs.add(name, data, opts),
+          new Promise((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`the job queue did not take ${name} within ${timeoutMs} ms`)),
+              timeoutMs,
+            );
+          }),
+        ]);
+      } catch (error) {
+        logger.warn({ err: error, job: name }, 'job not queued; the sweep will find the work');
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+export type Background = {
+  /** Stops the subscriptions, then the workers (jobs running finish or are given back), then the queues. */
+  stop(): Promise<void>;
+  /** Resolves once the subscriptions have turned every visible event into jobs (tests, the CLI). */
+  idle(): Promise<void>;
+};
+
+/**
+ * Starts the workers of every queue, declares the modules' repeatable jobs, runs their sweeps once and
+ * starts their subscriptions to the log. The returned `stop` takes everything down in order.
+ */
+export async function startBackground(opts: {
+  jobs: Jobs;
+  modules: readonly JobModule[];
+  handle: Pick<DbHandle, 'db' | 'onAppended'>;
+  logger: JobsLogger;
+}): Promise<Background> {
+  const { jobs, modules, logger } = opts;
+  jobs.startWorkers();
+  for (const module of modules) {
+    for (const r of module.repeats ?? []) await jobs.repeat(r.id, r.name, r.repeat, r.data);
+  }
+  const subscriptions = startAsyncProjections({
+    handle: opts.handle,
+    projectors: modules.flatMap((m) => m.subscriptions ?? []),
+    logger,
+  });
+  for (const module of modules) {
+    try {
+      await module.sweep?.();
+    } catch (error) {
+      logger.error({ err: error }, 'start-up sweep failed; the repeatable sweep runs it again');
+    }
+  }
+  return {
+    async stop() {
+      await subscriptions.stop();
+      await jobs.close();
+    },
+    idle: () => subscriptions.idle(),
+  };
+}

@@ -1,0 +1,14 @@
+import type { JobDeps, JobModule } from './jobs/module.ts';
+
+/** What the areas need besides JobDeps: the webhook settings of the configuration. */
+export type BackgroundDeps = JobDeps & {
+  /** WEBHOOK_RETRY_SCHEDULE: seconds before each retry of a failed delivery. */
+  retrySchedule: number[];
+  /** OUTBOUND_ALLOW_NETWORKS: private networks webhooks may reach. */
+  allowOutbound?: string[] | undefined;
+};
+
+/** Every area of the background side, for the server (RUN_JOBS) and the worker. */
+export function backgroundModules(_deps: BackgroundDeps): JobModule[] {
+  return [];
+}
