@@ -556,6 +556,7 @@ export function createCommands(deps: CommandDeps) {
         status: ArticleStatus;
         publishedAt?: string | null | undefined;
         reason?: string | null | undefined;
+        expectedRevision?: number | undefined;
       },
       caller: Caller,
     ): Promise<EditResult> {
@@ -566,6 +567,7 @@ export function createCommands(deps: CommandDeps) {
           status: input.status,
           publishedAt: input.publishedAt !== undefined ? input.publishedAt : state.publishedAt,
           reason: input.reason ?? null,
+          expectedRevision: input.expectedRevision,
           origin: caller.origin,
           actor: caller.actor,
         },
