@@ -148,7 +148,7 @@ describe('scheduled publishing', () => {
     });
 
     it('publishes a scheduled article once its time comes, and not before', async () => {
-      const at = new Date(Date.now() + 1_000);
+      const at = new Date(Date.now() + 2_000);
       const articleId = await article('scheduled', at);
       await plan();
       await plan(); // planned again (a second runner, a restart): still one job
@@ -177,10 +177,10 @@ describe('scheduled publishing', () => {
     });
 
     it('follows a re-planned time: the old job does nothing, the new one publishes', async () => {
-      const first = new Date(Date.now() + 300);
+      const first = new Date(Date.now() + 1_000);
       const articleId = await article('scheduled', first);
       await plan();
-      const second = new Date(Date.now() + 1_200);
+      const second = new Date(Date.now() + 3_000);
       await runtime.commands.changeArticleStatus(
         accountId,
         articleId,
@@ -189,7 +189,13 @@ describe('scheduled publishing', () => {
       );
       await plan();
 
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, first.getTime() + 300 - Date.now())));
+      // The first job has run (only the second waits) and left the article as it was.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, first.getTime() - Date.now())));
+      await eventually(async () => {
+        const q = (await background.jobs.status()).find((s) => s.queue === 'publishing');
+        return q && q.delayed === 1 && q.waiting + q.active === 0 ? true : undefined;
+      });
+      expect(Date.now()).toBeLessThan(second.getTime());
       expect(await row(articleId)).toMatchObject({ status: 'scheduled', published_at: second, revision: 2 });
       await eventually(async () => ((await row(articleId)).status === 'published' ? true : undefined));
       expect(await row(articleId)).toEqual({ status: 'published', published_at: second, revision: 3 });
@@ -198,7 +204,7 @@ describe('scheduled publishing', () => {
     });
 
     it('leaves an article unscheduled before its time as it is', async () => {
-      const at = new Date(Date.now() + 300);
+      const at = new Date(Date.now() + 1_500);
       const articleId = await article('scheduled', at);
       await plan();
       await runtime.commands.changeArticleStatus(accountId, articleId, { status: 'draft' }, api);
