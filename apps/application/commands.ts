@@ -31,6 +31,8 @@ import type { Actor, EventMetadata, Origin } from '../../domain/event.ts';
 import type { DomainEvent } from '../../domain/events.ts';
 import type { HtmlMemory } from '../../domain/html/memory.ts';
 import type { SanitizedItem } from '../../domain/html/sanitized-item.ts';
+import { decideReport, evolveReport, initialReportState } from '../../domain/report/decider.ts';
+import { type MonthlyReportReady, reportStream } from '../../domain/report/events.ts';
 import { decideSite, evolveSite, initialSiteState } from '../../domain/site/decider.ts';
 import { siteStream } from '../../domain/site/events.ts';
 import { createBatcher } from '../../infra/batcher.ts';
@@ -189,6 +191,7 @@ const accountFold = { initial: initialAccountState, evolve: evolveAccount };
 const staffFold = { initial: initialStaffState, evolve: evolveStaff };
 const siteFold = { initial: initialSiteState, evolve: evolveSite };
 const backlinkFold = { initial: initialBacklinkState, evolve: evolveBacklink };
+const reportFold = { initial: initialReportState, evolve: evolveReport };
 
 export type Commands = ReturnType<typeof createCommands>;
 
@@ -556,6 +559,7 @@ export function createCommands(deps: CommandDeps) {
         status: ArticleStatus;
         publishedAt?: string | null | undefined;
         reason?: string | null | undefined;
+        expectedRevision?: number | undefined;
       },
       caller: Caller,
     ): Promise<EditResult> {
@@ -566,11 +570,24 @@ export function createCommands(deps: CommandDeps) {
           status: input.status,
           publishedAt: input.publishedAt !== undefined ? input.publishedAt : state.publishedAt,
           reason: input.reason ?? null,
+          expectedRevision: input.expectedRevision,
           origin: caller.origin,
           actor: caller.actor,
         },
         metadata: meta(caller),
       }));
+    },
+
+    /**
+     * Records a site's report of a month in its own stream (`reportStream`), once: when the report
+     * exists already (made by an earlier run, or by another process just now) nothing is appended and
+     * `made` is false.
+     */
+    async makeMonthlyReport(data: MonthlyReportReady['data']): Promise<{ made: boolean }> {
+      const result = await run(reportStream(data.siteId, data.period), reportFold, (state) =>
+        decideReport({ type: 'MakeMonthlyReport', data, metadata: meta() }, state),
+      );
+      return { made: result.events.length > 0 };
     },
 
     /** The article as it was at revision n, by replaying its stream up to n. */

@@ -3,10 +3,10 @@ import type { Db } from '../db/schema.ts';
 import type { MediaEntry, MediaStore } from '../media/store.ts';
 
 /*
- * The housekeeping jobs: plain functions of their dependencies that return a summary. The scheduler
- * (infra/jobs/scheduler.ts) runs them every so often in the server and the worker; the CLI runs them by
- * hand (`media gc`, `idempotency purge`). Several processes may run them at once: every delete is
- * idempotent and decided on the state of the moment (see each function).
+ * The housekeeping jobs: plain functions of their dependencies that return a summary. The background
+ * side runs them as repeatable jobs (apps/worker/jobs/housekeeping.ts); the CLI runs some by hand
+ * (`media gc`, `idempotency purge`). Several processes may run them at once: every delete is
+ * idempotent and decided on the state of the moment, in the statement that deletes (see each function).
  */
 
 const HOUR_MS = 3_600_000;
@@ -141,4 +141,96 @@ export async function purgeIdempotency(deps: { db: Db; now: () => Date }): Promi
     purged += n;
     if (n < PURGE_BATCH) return { purged };
   }
+}
+
+/** How long a registered OAuth client that was never allowed by anyone is kept. */
+export const UNUSED_OAUTH_CLIENT_DAYS = 30;
+
+/**
+ * Removes the OAuth clients registered (dynamic client registration) more than `unusedDays` (30) ago
+ * that nobody ever connected: no grant was ever made for them (`oauth_grants` keeps every grant made,
+ * revoked ones included) and no authorization is under way for them (a live interaction names them).
+ * Clients known by a metadata document (an https client_id) are never stored, so never removed here.
+ * One statement decides and deletes, so two runs at once remove each client once.
+ */
+export async function removeUnusedOAuthClients(deps: {
+  db: Db;
+  now: () => Date;
+  unusedDays?: number;
+}): Promise<{ removed: number }> {
+  const at = deps.now();
+  const cutoffSeconds =
+    Math.floor(at.getTime() / 1000) - (deps.unusedDays ?? UNUSED_OAUTH_CLIENT_DAYS) * 86_400;
+  const clientId = sql<string>`c.payload ->> 'client_id'`;
+  const result = await deps.db
+    .deleteFrom('oauth_models as c')
+    .where('c.kind', '=', 'Client')
+    .where(sql<boolean>`(c.payload ->> 'client_id_issued_at')::bigint < ${cutoffSeconds}`)
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('oauth_grants as g')
+            .select(sql<number>`1`.as('one'))
+            .where('g.client_id', '=', clientId),
+        ),
+      ),
+    )
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('oauth_models as i')
+            .select(sql<number>`1`.as('one'))
+            .where('i.kind', '=', 'Interaction')
+            .where(sql<string>`i.payload -> 'params' ->> 'client_id'`, '=', clientId)
+            .where((w) => w.or([w('i.expires_at', 'is', null), w('i.expires_at', '>', at)])),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return { removed: Number(result.numDeletedRows) };
+}
+
+/**
+ * How long a sign-in failure count is kept after its last failure (unless its lock lasts longer): as
+ * long as the longest window of the sign-in throttle's policies (apps/server/web/throttle.ts, 15
+ * minutes), after which the count would start again anyway.
+ */
+export const SIGN_IN_FAILURES_KEPT_MS = 15 * 60_000;
+
+/**
+ * How long an expired OAuth row is kept: a consumed authorization code stays a little, so that its
+ * replay is recognised (and the grant it made revoked) rather than answered as an unknown code.
+ */
+export const EXPIRED_OAUTH_ROWS_KEPT_MS = HOUR_MS;
+
+/**
+ * Deletes what sign-ins and connections leave behind once it is of no use: web sessions that have
+ * ended, sign-in failure counts older than the throttle's window and not locked any more, and OAuth
+ * rows (tokens, codes, interactions, provider sessions, grants) expired more than an hour ago. Each
+ * read honours expiry already; this only keeps the tables small. Plain deletes of what has expired:
+ * two runs at once delete each row once.
+ */
+export async function purgeExpiredSessions(deps: { db: Db; now: () => Date }): Promise<{
+  webSessions: number;
+  signInFailures: number;
+  oauthRows: number;
+}> {
+  const at = deps.now();
+  const sessions = await deps.db.deleteFrom('web_sessions').where('expires_at', '<=', at).executeTakeFirst();
+  const failures = await deps.db
+    .deleteFrom('sign_in_failures')
+    .where('last_failed_at', '<', new Date(at.getTime() - SIGN_IN_FAILURES_KEPT_MS))
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
+    .executeTakeFirst();
+  const oauth = await deps.db
+    .deleteFrom('oauth_models')
+    .where('expires_at', '<', new Date(at.getTime() - EXPIRED_OAUTH_ROWS_KEPT_MS))
+    .executeTakeFirst();
+  return {
+    webSessions: Number(sessions.numDeletedRows),
+    signInFailures: Number(failures.numDeletedRows),
+    oauthRows: Number(oauth.numDeletedRows),
+  };
 }

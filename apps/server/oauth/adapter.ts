@@ -12,7 +12,7 @@ import type { Db } from '../../../infra/db/schema.ts';
  * up by `uid`/`userCode`, where the caller does not know the id: theirs stays in the payload.
  *
  * Expiry is honoured on every read (an expired row is as good as absent) and expired rows are deleted by
- * `deleteExpiredOAuthRows`, which the server calls every few minutes.
+ * the housekeeping job `housekeeping.sessions` (infra/jobs/housekeeping.ts `purgeExpiredSessions`).
  */
 
 const KEEP_ID_IN_PAYLOAD = new Set(['Session', 'DeviceCode', 'BackchannelAuthenticationRequest']);
@@ -99,13 +99,4 @@ export function createOAuthAdapter(db: Db, now: () => Date = () => new Date()): 
       },
     };
   };
-}
-
-/** Deletes rows that expired more than `graceMs` ago (a consumed code is kept a little, for replay detection). */
-export async function deleteExpiredOAuthRows(db: Db, at: Date, graceMs = 60 * 60 * 1000): Promise<number> {
-  const result = await db
-    .deleteFrom('oauth_models')
-    .where('expires_at', '<', new Date(at.getTime() - graceMs))
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
 }

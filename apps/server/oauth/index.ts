@@ -5,7 +5,6 @@ import type { GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
 import { createWebKit, type WebKit } from '../web/kit.ts';
 import { webRoutes } from '../web/sign-in.ts';
-import { deleteExpiredOAuthRows } from './adapter.ts';
 import type { MetadataFetchLimits } from './fetch-limits.ts';
 import { interactionRoutes } from './interactions.ts';
 import { loadOAuthSecrets } from './keys.ts';
@@ -53,9 +52,6 @@ declare module 'fastify' {
   }
 }
 
-/** How often expired tokens, codes, sessions and sign-in failure counts are deleted. */
-const CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
-
 /**
  * Registers the authorization server and the web pages on `app` (the root instance) and returns what
  * the rest of the app needs; also available as `app.oauth`.
@@ -93,19 +89,9 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
   await app.register(protectedResourceMetadata, { publicUrl, resource });
   await app.register(interactionRoutes, { provider, kit: web, db, resource });
 
-  const cleanup = setInterval(() => {
-    const at = now();
-    Promise.all([
-      deleteExpiredOAuthRows(db, at),
-      web.sessions.deleteExpired(),
-      web.throttle.deleteStale(),
-    ]).catch((error: unknown) =>
-      app.log.warn({ err: error, component: 'oauth' }, 'cleaning up expired rows failed'),
-    );
-  }, CLEANUP_INTERVAL_MS);
-  cleanup.unref();
+  // Expired tokens, codes, sessions and sign-in failure counts are deleted by the housekeeping job
+  // `housekeeping.sessions` (infra/jobs/housekeeping.ts), not by each server process.
   app.addHook('onClose', async () => {
-    clearInterval(cleanup);
     await connections.stop();
   });
 

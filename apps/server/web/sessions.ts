@@ -46,8 +46,6 @@ export type WebSessions = {
   currentStaff(request: FastifyRequest): Promise<StaffSession | null>;
   /** Signs the browser out: the row is deleted and the cookie cleared. */
   end(request: FastifyRequest, reply: FastifyReply): Promise<void>;
-  /** Deletes sessions that ended; returns how many. */
-  deleteExpired(): Promise<number>;
 };
 
 /** What the database keeps of a session's cookie value (`web_sessions.id_hash`). */
@@ -151,10 +149,6 @@ export function createWebSessions(deps: {
       cached.set(request, Promise.resolve(null));
       staffCache.set(request, Promise.resolve(null));
       clearCookie(reply, SESSION_COOKIE, { secure });
-    },
-    async deleteExpired() {
-      const result = await db.deleteFrom('web_sessions').where('expires_at', '<=', now()).executeTakeFirst();
-      return Number(result.numDeletedRows);
     },
   };
 }

@@ -81,8 +81,6 @@ export const ADDRESS_POLICY: ThrottlePolicy = {
   windowMs: 15 * MINUTE,
 };
 
-const POLICIES = [EMAIL_POLICY, CLIENT_POLICY, ADDRESS_POLICY];
-
 export type ThrottleKey = { key: string; policy: ThrottlePolicy };
 
 export type ThrottleRefusal = { allowed: false; reason: 'slowed' | 'locked'; retryAfterMs: number };
@@ -100,7 +98,6 @@ export type SignInThrottle = {
   reserve(keys: readonly ThrottleKey[]): Promise<ThrottleVerdict>;
   /** The reserved attempt succeeded: `forget` keys are deleted, the others' count is taken back. */
   succeeded(reservation: Reservation, forget: readonly string[]): Promise<void>;
-  deleteStale(): Promise<number>;
 };
 
 export function delayAfter(failures: number, policy: ThrottlePolicy): number {
@@ -231,17 +228,6 @@ export function createSignInThrottle(db: Db, now: () => Date = () => new Date())
           .where('key', '=', key)
           .execute();
       }
-    },
-
-    async deleteStale() {
-      const at = now();
-      const horizon = new Date(at.getTime() - Math.max(...POLICIES.map((p) => p.windowMs)));
-      const result = await db
-        .deleteFrom('sign_in_failures')
-        .where('last_failed_at', '<', horizon)
-        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
-        .executeTakeFirst();
-      return Number(result.numDeletedRows);
     },
   };
 }

@@ -1,0 +1,53 @@
+import {
+  collectMedia,
+  purgeExpiredSessions,
+  purgeIdempotency,
+  removeUnusedOAuthClients,
+} from '../../../infra/jobs/housekeeping.ts';
+import type { JobKind, Repeat } from '../../../infra/jobs/queue.ts';
+import type { JobDeps, JobModule } from './module.ts';
+
+/*
+ * Housekeeping as a background area: repeatable jobs on the `maintenance` queue, each a function of
+ * infra/jobs/housekeeping.ts that decides what to delete in the statement that deletes it, so that two
+ * processes running one at once delete each row (or file) once.
+ */
+
+const HOUR_MS = 3_600_000;
+
+/** Idempotency records older than 24 hours: hourly. */
+export const PURGE_IDEMPOTENCY = 'housekeeping.idempotency';
+/** Stored images no revision refers to, after the grace period: every 6 hours. */
+export const COLLECT_MEDIA = 'housekeeping.media';
+/** OAuth clients registered over 30 days ago and never connected: daily. */
+export const REMOVE_UNUSED_OAUTH_CLIENTS = 'housekeeping.oauth-clients';
+/** Ended web sessions, stale sign-in failure counts, expired OAuth rows: hourly. */
+export const PURGE_EXPIRED_SESSIONS = 'housekeeping.sessions';
+
+/** The housekeeping jobs and their schedules. */
+export function housekeepingJobs(deps: JobDeps): JobModule {
+  const jobs: { name: string; every: Repeat; work: () => Promise<object> }[] = [
+    { name: PURGE_IDEMPOTENCY, every: { everyMs: HOUR_MS }, work: () => purgeIdempotency(deps) },
+    { name: COLLECT_MEDIA, every: { everyMs: 6 * HOUR_MS }, work: () => collectMedia(deps) },
+    {
+      name: REMOVE_UNUSED_OAUTH_CLIENTS,
+      every: { everyMs: 24 * HOUR_MS },
+      work: () => removeUnusedOAuthClients(deps),
+    },
+    { name: PURGE_EXPIRED_SESSIONS, every: { everyMs: HOUR_MS }, work: () => purgeExpiredSessions(deps) },
+  ];
+  return {
+    kinds: jobs.map(
+      ({ name, work }): JobKind<unknown> => ({
+        name,
+        queue: 'maintenance',
+        async run() {
+          const summary = await work();
+          deps.logger.info({ job: name, summary }, 'housekeeping done');
+          return summary;
+        },
+      }),
+    ),
+    repeats: jobs.map(({ name, every }) => ({ id: name, name, repeat: every })),
+  };
+}
