@@ -12,6 +12,7 @@ import { asyncProjectors, findProjector, projectors } from '../../projections/in
 import { createAccounts } from '../application/accounts.ts';
 import { PASSWORD_MIN_LENGTH } from '../application/commands.ts';
 import { createKeys } from '../application/keys.ts';
+import { makeMonthlyReports } from '../application/reports.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { openJobs } from '../worker/background.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
@@ -45,6 +46,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   media gc [--dry-run] [--grace-hours N]    remove stored images no revision refers to, stored more
                                             than N hours ago (default 24)
   idempotency purge                         delete Idempotency-Key records older than 24 hours
+  reports make [--period YYYY-MM]           each site's monthly report (default: last month) and its
+                                            report.ready webhook; a report made already is kept
   jobs status [--json]                      queue depth, failures, the oldest waiting job; the
                                             subscriptions' lag and the webhook backlog
   jobs failed [--limit N] [--json]          the jobs that failed every attempt (newest first)
@@ -371,6 +374,22 @@ export async function runCli(
       }
       case 'jobs':
         return await jobsCommand(rest, config, open, out, err);
+      case 'reports': {
+        const [sub, ...args] = rest;
+        if (sub !== 'make') throw new UsageError('reports: expected make');
+        const { values } = parse(args, { period: { type: 'string' } });
+        const rt = await open();
+        const summary = await makeMonthlyReports(
+          { db: rt.db, commands: rt.commands, now: () => new Date() },
+          values.period as string | undefined,
+        );
+        err(
+          `${summary.period}: ${summary.made} report(s) made, ${summary.skipped} made already, ` +
+            `of ${summary.sites} site(s)`,
+        );
+        out(JSON.stringify(summary));
+        return 0;
+      }
       default:
         throw new UsageError(`unknown command ${command}`);
     }

@@ -1,4 +1,7 @@
+import { housekeepingJobs } from './jobs/housekeeping.ts';
 import type { JobDeps, JobModule } from './jobs/module.ts';
+import { publishingJobs } from './jobs/publishing.ts';
+import { reportJobs } from './jobs/reports.ts';
 
 /** What the areas need besides JobDeps: the webhook settings of the configuration. */
 export type BackgroundDeps = JobDeps & {
@@ -9,6 +12,6 @@ export type BackgroundDeps = JobDeps & {
 };
 
 /** Every area of the background side, for the server (RUN_JOBS) and the worker. */
-export function backgroundModules(_deps: BackgroundDeps): JobModule[] {
-  return [];
+export function backgroundModules(deps: BackgroundDeps): JobModule[] {
+  return [publishingJobs(deps), reportJobs(deps), housekeepingJobs(deps)];
 }

@@ -110,4 +110,15 @@ describe('CLI jobs', () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('jobs: expected status, failed or retry');
   });
+
+  it('makes the monthly reports by hand, and refuses a month that is not one', async () => {
+    const r = await cli(['reports', 'make'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout) as { period: string; sites: number; made: number };
+    expect(summary.period).toMatch(/^\d{4}-\d{2}$/);
+    expect(r.stderr).toContain(`${summary.period}: `);
+    const bad = await cli(['reports', 'make', '--period', '2026-13'], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/2026-13/);
+  });
 });
