@@ -173,6 +173,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     editLimit: deps.editLimit ?? defaultEditLimit(app),
     media,
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
+    allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
   });
   await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
   // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
