@@ -185,7 +185,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     fetchTrust: fetchTrustOf(deps.config),
     ...(deps.webNow ? { webNow: deps.webNow } : {}),
   });
-  await app.register(connectSiteRoutes, { kit: oauth.web, keys: application.keys, connections: oauth });
+  await app.register(connectSiteRoutes, {
+    kit: oauth.web,
+    keys: application.keys,
+    connections: oauth,
+    webhooks: application.webhooks,
+  });
   await app.register(accountPasswordRoutes, { kit: oauth.web, accounts: application.accounts });
   await app.register(webPages, { kit: oauth.web, application });
   await app.register(mcpRoutes, {
