@@ -288,6 +288,16 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       for (const call of calls) expect(await refusal(call)).toBe('insufficient_scope');
       expect((await app.webhooks.get(as(account), endpoint.id)).enabled).toBe(true);
     });
+    it('confirms an API key the adapter left unconfirmed, refusing a revoked one', async () => {
+      const account = await openAccount('Key Ltd');
+      const { keyId } = await runtime.commands.createApiKey(account, { name: 'Hooks', scope: 'write' });
+      const withKey = (): Call => callOf({ ...principal(account), liveKey: keyId });
+      expect(await refusal(app.webhooks.create(withKey(), hook))).toBe('accepted');
+      await runtime.commands.revokeApiKey(account, keyId);
+      expect(await refusal(app.webhooks.list(withKey(), { page: 1, per_page: 20 }))).toBe('unauthenticated');
+      expect(await refusal(app.webhooks.create(withKey(), hook))).toBe('unauthenticated');
+      expect((await app.webhooks.list(as(account), { page: 1, per_page: 20 })).meta.total).toBe(1);
+    });
   });
 
   describe('changing (PATCH)', () => {
