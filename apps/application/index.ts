@@ -7,6 +7,7 @@ import { createKeys, type Keys } from './keys.ts';
 import { createRevisions, type Revisions } from './revisions.ts';
 import { createSites, type Sites } from './sites.ts';
 import { createSupport, type Support } from './staff.ts';
+import { createWebhooks, type Webhooks } from './webhooks.ts';
 
 /** The use cases every face calls: the API's routes, the MCP tools, the web pages and the CLI. */
 export type Application = {
@@ -17,6 +18,7 @@ export type Application = {
   keys: Keys;
   accounts: Accounts;
   support: Support;
+  webhooks: Webhooks;
 };
 
 export function createApplication(deps: ApplicationDeps): Application {
@@ -31,5 +33,6 @@ export function createApplication(deps: ApplicationDeps): Application {
     keys: createKeys(deps),
     accounts: createAccounts(deps),
     support: createSupport(deps, { articles, revisions }),
+    webhooks: createWebhooks(deps),
   };
 }

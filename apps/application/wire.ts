@@ -1,5 +1,11 @@
+import type { Selectable } from 'kysely';
 import type { z } from 'zod';
 import { extractProtectedLinks } from '../../domain/html/facts.ts';
+import type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+} from '../../infra/db/schema.ts';
 import type { ActivityRow } from '../../projections/activity.ts';
 import type { ArticleDetailRow, ArticleRow } from '../../projections/articles.ts';
 import type { BacklinkRow } from '../../projections/backlinks.ts';
@@ -17,6 +23,9 @@ import type {
   RevisionContent,
   Site,
   Stats,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookReplay,
 } from './wire-schemas.ts';
 
 /** Read-model rows to the CONTRACT's wire shapes: every use case answers with these. */
@@ -30,6 +39,9 @@ export type StatsOut = z.infer<typeof Stats>;
 export type RevisionOut = z.infer<typeof Revision>;
 export type RevisionContentOut = z.infer<typeof RevisionContent>;
 export type ArticleChangeOut = z.infer<typeof ArticleChange>;
+export type WebhookEndpointOut = z.infer<typeof WebhookEndpoint>;
+export type WebhookDeliveryOut = z.infer<typeof WebhookDelivery>;
+export type WebhookReplayOut = z.infer<typeof WebhookReplay>;
 
 /** RFC 3339 UTC without milliseconds, as CONTRACT writes them (`2026-11-02T09:30:00Z`). */
 export function rfc3339(date: Date): string {
@@ -128,5 +140,52 @@ export function revisionOut(row: RevisionRow): RevisionOut {
     title: row.title,
     word_count: row.word_count,
     restored_from: row.restored_from,
+  };
+}
+
+/** A webhook endpoint as the account sees it: never its secret (only the answer that creates it has that). */
+export function webhookEndpointOut(
+  row: Omit<Selectable<WebhookEndpointsTable>, 'secret'>,
+): WebhookEndpointOut {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events as WebhookEndpointOut['events'],
+    description: row.description,
+    enabled: row.enabled,
+    disabled_reason: row.disabled_reason as WebhookEndpointOut['disabled_reason'],
+    disabled_at: row.disabled_at ? rfc3339(row.disabled_at) : null,
+    created_at: rfc3339(row.created_at),
+    updated_at: rfc3339(row.updated_at),
+  };
+}
+
+/** A delivery with its latest attempts (newest first), as the deliveries list shows it. */
+export function webhookDeliveryOut(
+  row: Omit<Selectable<WebhookDeliveriesTable>, 'payload' | 'seq' | 'claimed_until'>,
+  attempts: readonly Selectable<WebhookAttemptsTable>[],
+): WebhookDeliveryOut {
+  const at = (date: Date | null): string | null => (date ? rfc3339(date) : null);
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    event_type: row.event_type as WebhookDeliveryOut['event_type'],
+    source: row.source,
+    status: row.status,
+    attempts: row.attempts,
+    next_attempt_at: rfc3339(row.next_attempt_at),
+    last_attempt_at: at(row.last_attempt_at),
+    last_status_code: row.last_status_code,
+    last_duration_ms: row.last_duration_ms,
+    last_error: row.last_error,
+    delivered_at: at(row.delivered_at),
+    created_at: rfc3339(row.created_at),
+    attempt_log: attempts.map((a) => ({
+      attempt: a.attempt,
+      at: rfc3339(a.at),
+      status_code: a.status_code,
+      duration_ms: a.duration_ms,
+      error: a.error,
+    })),
   };
 }

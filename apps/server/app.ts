@@ -197,6 +197,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     media,
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
     ...(deps.jobSink ? { jobs: deps.jobSink } : {}),
+    allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
   });
   await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
   // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
@@ -208,7 +209,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     fetchTrust: fetchTrustOf(deps.config),
     ...(deps.webNow ? { webNow: deps.webNow } : {}),
   });
-  await app.register(connectSiteRoutes, { kit: oauth.web, keys: application.keys, connections: oauth });
+  await app.register(connectSiteRoutes, {
+    kit: oauth.web,
+    keys: application.keys,
+    connections: oauth,
+    webhooks: application.webhooks,
+  });
   await app.register(accountPasswordRoutes, { kit: oauth.web, accounts: application.accounts });
   await app.register(webPages, { kit: oauth.web, application });
   await app.register(mcpRoutes, {

@@ -542,6 +542,10 @@ export async function registerOpenApi(app: FastifyInstance, opts: { publicUrl: s
           name: 'activity',
           description: 'Every call through the API and MCP, and the changes the content pipeline made.',
         },
+        {
+          name: 'webhooks',
+          description: 'Endpoints the account’s events are POSTed to, and their deliveries.',
+        },
       ],
       components: {
         securitySchemes: {

@@ -16,6 +16,7 @@ import {
 } from './auth.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { readRoutes } from './read-routes.ts';
+import { webhookRoutes } from './webhook-routes.ts';
 import { writeRoutes } from './write-routes.ts';
 
 /** An onRequest hook that enforces request limits (between authentication and refusal, so floods of bad keys count too). */
@@ -84,4 +85,5 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   await app.register(readRoutes, { application, publicUrl });
   await app.register(multipart, { limits: { fileSize: MAX_IMAGE_BYTES, files: 1, fields: 4, parts: 5 } });
   await app.register(writeRoutes, { application, publicUrl });
+  await app.register(webhookRoutes, { application, publicUrl });
 };

@@ -3,10 +3,23 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDomainError } from '../../../domain/errors.ts';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
+import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Keys } from '../../application/keys.ts';
+import type { Webhooks } from '../../application/webhooks.ts';
 import type { OAuthConnections } from '../oauth/verify.ts';
+import { webCall } from './call.ts';
+import {
+  doneNotice,
+  endpointPage,
+  eventFieldName,
+  formTimeAsRfc3339,
+  newEndpointNotice,
+  type WebhookFormState,
+  webhooksSection,
+} from './connect-webhooks.ts';
 import { type Html, html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 
 /*
@@ -14,8 +27,11 @@ import type { WebSession } from './sessions.ts';
  * - the address to give an AI assistant (`PUBLIC_URL/mcp`), and the assistants connected, each with a
  *   Disconnect button (its tokens stop working at once);
  * - API keys: create one (shown once), list them (prefix, scope, created, last used), revoke one.
- * Every change goes through the same command handlers as the API and the CLI; every form is a POST
- * with the session's CSRF token.
+ * - webhooks: the endpoints with their state, a form to add one (its secret shown once), Enable,
+ *   Disable and Delete; a page per endpoint (`/connect/webhooks/{id}`) with its deliveries, Redeliver
+ *   and Replay (templates in connect-webhooks.ts).
+ * Every change goes through the same command handlers and use cases as the API and the CLI; every form
+ * is a POST with the session's CSRF token.
  */
 
 const CreateKeyBody = z.object({
@@ -26,6 +42,53 @@ const CreateKeyBody = z.object({
 const FormBody = z.object({ csrf: z.string().max(256).optional() });
 const KeyParams = z.object({ keyId: z.string().regex(ID_PATTERN, ID_RULE) });
 const ClientParams = z.object({ clientId: z.string().min(1).max(2048) });
+/** The add form: url, description, one checkbox per event type (`event.<type>`), the CSRF field. */
+const WebhookFormBody = z.record(z.string().max(100), z.string().max(4096));
+const WebhookParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
+const WebhookToggleBody = z.object({
+  csrf: z.string().max(256).optional(),
+  back: z.string().max(20).optional(),
+});
+const DeliveryParams = z.object({
+  id: z.string().regex(ID_PATTERN, ID_RULE),
+  deliveryId: z.string().regex(ID_PATTERN, ID_RULE),
+});
+const ReplayFormBody = z.object({
+  csrf: z.string().max(256).optional(),
+  from: z.string().max(64).optional(),
+});
+const EndpointQuery = z.object({
+  page: z.coerce.number().int().min(1).max(1_000_000).optional().catch(undefined),
+  done: z.string().max(20).optional(),
+  queued: z.coerce.number().int().min(0).optional().catch(undefined),
+});
+/** Deliveries per page of an endpoint's page. */
+const DELIVERIES_PER_PAGE = 20;
+
+/** The form's values as the person sent them: the URL, the checked event types, the description. */
+function webhookFormOf(body: Record<string, string>): WebhookFormState {
+  return {
+    url: (body.url ?? '').trim(),
+    events: WEBHOOK_EVENT_TYPES.filter((type) => body[eventFieldName(type)] !== undefined),
+    description: (body.description ?? '').trim(),
+  };
+}
+
+/** A refusal of the add form as the form shows it: the field named, in the words of its label. */
+function formErrorOf(error: unknown): WebhookFormState['error'] | null {
+  if (!isDomainError(error)) return null;
+  const first = error.errors?.[0];
+  const field = first && 'field' in first ? first.field : null;
+  if (
+    error.code === 'invalid_request' &&
+    (field === 'url' || field === 'events' || field === 'description')
+  ) {
+    const label = { url: 'The URL', events: 'The events', description: 'The description' }[field];
+    return { field, message: `${label} ${first && 'message' in first ? first.message : 'is not valid'}.` };
+  }
+  if (error.code === 'conflict') return { field: null, message: error.message };
+  return null;
+}
 
 function when(date: Date | null | undefined): string {
   return date ? `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC` : 'never';
@@ -35,7 +98,8 @@ export const connectSiteRoutes: FastifyPluginAsync<{
   kit: WebKit;
   keys: Keys;
   connections: OAuthConnections;
-}> = async (plain, { kit, keys: apiKeys, connections }) => {
+  webhooks: Webhooks;
+}> = async (plain, { kit, keys: apiKeys, connections, webhooks }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app);
   installPageHeaders(app);
@@ -54,11 +118,12 @@ export const connectSiteRoutes: FastifyPluginAsync<{
     request: FastifyRequest,
     reply: FastifyReply,
     session: WebSession,
-    opts: { status?: number; notice?: Html; error?: string } = {},
+    opts: { status?: number; notice?: Html; error?: string; webhookForm?: WebhookFormState } = {},
   ): Promise<FastifyReply> {
-    const [keys, assistants] = await Promise.all([
+    const [keys, assistants, endpoints] = await Promise.all([
       apiKeys.list(session.accountId),
       connections.listConnectedClients(session.accountId),
+      webhooks.list(webCall(request, session), { page: 1, per_page: WEBHOOK_ENDPOINTS_MAX }),
     ]);
     const csrf = kit.csrfField(request, reply, session);
     const body = html`${opts.notice ?? ''}
@@ -110,7 +175,8 @@ ${keys.map(
 )}
 </tbody></table>`
 }
-</div>`;
+</div>
+${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     return kit.send(reply, {
       status: opts.status ?? 200,
       title: 'Connect Site',
@@ -183,6 +249,164 @@ ${keys.map(
       if (!session || !kit.checkForm(request, reply, session)) return reply;
       await connections.disconnectClient(session.accountId, request.params.clientId);
       return reply.redirect('/connect', 303);
+    },
+  );
+
+  app.post('/connect/webhooks', { schema: { hide: true, body: WebhookFormBody } }, async (request, reply) => {
+    const session = await signedIn(request, reply);
+    if (!session || !kit.checkForm(request, reply, session)) return reply;
+    const form = webhookFormOf(request.body);
+    try {
+      const endpoint = await webhooks.create(webCall(request, session), {
+        url: form.url,
+        events: form.events,
+        description: form.description === '' ? null : form.description,
+      });
+      return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
+    } catch (error) {
+      const refused = formErrorOf(error);
+      if (!refused) throw error;
+      const status = isDomainError(error) && error.code === 'conflict' ? 409 : 400;
+      return connectPage(request, reply, session, { status, webhookForm: { ...form, error: refused } });
+    }
+  });
+
+  /** Enable or Disable, back to the list or to the endpoint's page (`back`). */
+  for (const action of ['enable', 'disable'] as const) {
+    app.post(
+      `/connect/webhooks/:id/${action}`,
+      { schema: { hide: true, params: WebhookParams, body: WebhookToggleBody } },
+      async (request, reply) => {
+        const session = await signedIn(request, reply);
+        if (!session || !kit.checkForm(request, reply, session)) return reply;
+        const { id } = request.params;
+        try {
+          await webhooks.update(webCall(request, session), id, { enabled: action === 'enable' });
+        } catch (error) {
+          return sendRefusal(kit, request, reply, session, error);
+        }
+        const done = action === 'enable' ? 'enabled' : 'disabled';
+        return reply.redirect(
+          request.body.back === 'endpoint'
+            ? `/connect/webhooks/${id}?done=${done}`
+            : `/connect#webhook-${id}`,
+          303,
+        );
+      },
+    );
+  }
+
+  app.post(
+    '/connect/webhooks/:id/delete',
+    { schema: { hide: true, params: WebhookParams, body: FormBody } },
+    async (request, reply) => {
+      const session = await signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      try {
+        await webhooks.remove(webCall(request, session), request.params.id);
+      } catch (error) {
+        return sendRefusal(kit, request, reply, session, error);
+      }
+      return reply.redirect('/connect#webhooks', 303);
+    },
+  );
+
+  /** The page of one endpoint: its state, its deliveries (newest first, 20 a page), Replay. */
+  async function endpointView(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: WebSession,
+    id: string,
+    opts: { page?: number; notice?: Html; status?: number; replay?: { from: string; error?: string } } = {},
+  ): Promise<FastifyReply> {
+    const call = webCall(request, session);
+    let body: Html;
+    try {
+      const [endpoint, deliveries] = await Promise.all([
+        webhooks.get(call, id),
+        webhooks.deliveries(call, id, { page: opts.page ?? 1, per_page: DELIVERIES_PER_PAGE }),
+      ]);
+      const csrf = kit.csrfField(request, reply, session);
+      body = endpointPage({
+        endpoint,
+        deliveries,
+        csrf,
+        notice: opts.notice ?? html``,
+        ...(opts.replay ? { replay: opts.replay } : {}),
+      });
+    } catch (error) {
+      return sendRefusal(kit, request, reply, session, error);
+    }
+    return kit.send(reply, {
+      status: opts.status ?? 200,
+      title: 'Webhook endpoint',
+      body,
+      session,
+      request,
+      wide: true,
+    });
+  }
+
+  app.get(
+    '/connect/webhooks/:id',
+    { schema: { hide: true, params: WebhookParams, querystring: EndpointQuery } },
+    async (request, reply) => {
+      const session = await kit.signedIn(request, reply);
+      if (!session) return reply;
+      const { page, done, queued } = request.query;
+      return endpointView(request, reply, session, request.params.id, {
+        ...(page ? { page } : {}),
+        notice: doneNotice(done, queued),
+      });
+    },
+  );
+
+  app.post(
+    '/connect/webhooks/:id/deliveries/:deliveryId/redeliver',
+    { schema: { hide: true, params: DeliveryParams, body: FormBody } },
+    async (request, reply) => {
+      const session = await kit.signedIn(request, reply, `/connect/webhooks/${request.params.id}`);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const { id, deliveryId } = request.params;
+      try {
+        await webhooks.redeliver(webCall(request, session), id, deliveryId);
+      } catch (error) {
+        return sendRefusal(kit, request, reply, session, error);
+      }
+      return reply.redirect(`/connect/webhooks/${id}?done=redelivered`, 303);
+    },
+  );
+
+  app.post(
+    '/connect/webhooks/:id/replay',
+    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const session = await kit.signedIn(request, reply, `/connect/webhooks/${id}`);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const given = request.body.from ?? '';
+      const from = formTimeAsRfc3339(given);
+      if (from === null) {
+        return endpointView(request, reply, session, id, {
+          status: 400,
+          replay: { from: given, error: 'Give the time to replay from, as a date and a time (UTC).' },
+        });
+      }
+      let queued: number;
+      try {
+        ({ queued } = await webhooks.replay(webCall(request, session), id, { from }));
+      } catch (error) {
+        if (isDomainError(error) && error.code === 'invalid_request') {
+          const first = error.errors?.[0];
+          const problem = first && 'message' in first ? first.message : 'is not valid';
+          return endpointView(request, reply, session, id, {
+            status: 400,
+            replay: { from: given, error: `The time to replay from ${problem}.` },
+          });
+        }
+        return sendRefusal(kit, request, reply, session, error);
+      }
+      return reply.redirect(`/connect/webhooks/${id}?done=replayed&queued=${queued}`, 303);
     },
   );
 };

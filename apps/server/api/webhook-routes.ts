@@ -1,0 +1,207 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
+import type { Application } from '../../application/index.ts';
+import { apiCall } from './call.ts';
+import { sendList } from './lists.ts';
+import { listOf, PageQuery, Problem } from './schemas.ts';
+import {
+  CreateWebhookBody,
+  DeliveryParams,
+  NewWebhookEndpoint,
+  ReplayBody,
+  UpdateWebhookBody,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookParams,
+  WebhookReplay,
+} from './webhook-schemas.ts';
+
+type WebhookRouteDeps = { application: Application; publicUrl: string };
+
+/** Every webhook route needs a write key (403 for a read key), reads included (CONTRACT "Webhooks"). */
+const accountErrors = { 400: Problem, 401: Problem, 403: Problem, 429: Problem } as const;
+const endpointErrors = { ...accountErrors, 404: Problem } as const;
+
+const exampleEndpoint = 'whe_06h01a8m0qhs7q1n0x1d4c3b2a';
+const WebhookEndpointList = listOf(WebhookEndpoint, 'WebhookEndpointList', {
+  of: 'webhook endpoints',
+  examplePath: '/api/v1/webhooks',
+});
+const WebhookDeliveryList = listOf(WebhookDelivery, 'WebhookDeliveryList', {
+  of: 'deliveries, newest first',
+  examplePath: `/api/v1/webhooks/${exampleEndpoint}/deliveries`,
+});
+
+const URL_RULES =
+  'The URL is absolute https, without a user name or password; http only for an internal address the ' +
+  'service is configured to reach (OUTBOUND_ALLOW_NETWORKS), and an address written as an IP must be ' +
+  'public or such an internal one.';
+
+/** The path of an endpoint, its parts escaped. */
+const endpointPath = (id: string): string => `/api/v1/webhooks/${encodeURIComponent(id)}`;
+
+/**
+ * `/webhooks`: the account's webhook endpoints, their deliveries, redelivery and replay. Sending is the
+ * delivery engine's; these store what the account asks for (apps/application/webhooks.ts).
+ */
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
+  app,
+  { application, publicUrl },
+) => {
+  const { webhooks } = application;
+
+  app.post(
+    '/webhooks',
+    {
+      config: { operation: 'create_webhook', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Register a webhook endpoint',
+        description:
+          `The account's events of the types named are POSTed to the URL, signed (Standard Webhooks). ${URL_RULES} ` +
+          `The answer carries the signing secret (\`whsec_...\`): it is shown this once. At most ` +
+          `${WEBHOOK_ENDPOINTS_MAX} endpoints per account: one more is a 409 \`conflict\` (delete one first). ` +
+          `Event types: ${WEBHOOK_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}.`,
+        body: CreateWebhookBody,
+        response: { 201: NewWebhookEndpoint, ...accountErrors, 409: Problem },
+      },
+    },
+    async (req, reply) => reply.status(201).send(await webhooks.create(apiCall(req), req.body)),
+  );
+
+  app.get(
+    '/webhooks',
+    {
+      config: { operation: 'list_webhooks', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: "List the account's webhook endpoints",
+        description:
+          'Oldest first (ties by id), without their secrets. Paginated with `page` and `per_page`.',
+        querystring: PageQuery,
+        response: { 200: WebhookEndpointList, ...accountErrors },
+      },
+    },
+    async (req, reply) => {
+      const result = await webhooks.list(apiCall(req), req.query);
+      return sendList(reply, { publicUrl, path: '/api/v1/webhooks', query: req.query }, result);
+    },
+  );
+
+  app.get(
+    '/webhooks/:id',
+    {
+      config: { operation: 'get_webhook', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Get one webhook endpoint',
+        description: 'Whether it is enabled, and if not, why (`gone`, `failing`, `account`) and since when.',
+        params: WebhookParams,
+        response: { 200: WebhookEndpoint, ...endpointErrors },
+      },
+    },
+    async (req) => webhooks.get(apiCall(req), req.params.id),
+  );
+
+  app.patch(
+    '/webhooks/:id',
+    {
+      config: { operation: 'update_webhook', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Change a webhook endpoint, or enable or disable it',
+        description:
+          `Any of \`url\`, \`events\`, \`description\` (null clears it) and \`enabled\`. ${URL_RULES} ` +
+          '`enabled: false` stops deliveries (reason `account`; they wait, pending). `enabled: true` enables a ' +
+          'disabled endpoint again, whatever disabled it, and its pending deliveries go out in their order.',
+        params: WebhookParams,
+        body: UpdateWebhookBody,
+        response: { 200: WebhookEndpoint, ...endpointErrors },
+      },
+    },
+    async (req) => webhooks.update(apiCall(req), req.params.id, req.body),
+  );
+
+  app.delete(
+    '/webhooks/:id',
+    {
+      config: { operation: 'delete_webhook', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Delete a webhook endpoint',
+        description: 'Its deliveries, sent or pending, go with it.',
+        params: WebhookParams,
+        response: {
+          204: z.null().meta({ description: 'Deleted' }),
+          ...endpointErrors,
+        },
+      },
+    },
+    async (req, reply) => {
+      await webhooks.remove(apiCall(req), req.params.id);
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.get(
+    '/webhooks/:id/deliveries',
+    {
+      config: { operation: 'list_webhook_deliveries', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: "List a webhook endpoint's deliveries",
+        description:
+          'Newest first, each with its status, the last answer (status code, duration, error) and its latest ' +
+          '10 attempts. Paginated with `page` and `per_page`.',
+        params: WebhookParams,
+        querystring: PageQuery,
+        response: { 200: WebhookDeliveryList, ...endpointErrors },
+      },
+    },
+    async (req, reply) => {
+      const result = await webhooks.deliveries(apiCall(req), req.params.id, req.query);
+      const path = `${endpointPath(req.params.id)}/deliveries`;
+      return sendList(reply, { publicUrl, path, query: req.query }, result);
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/deliveries/:delivery_id/redeliver',
+    {
+      config: { operation: 'redeliver_webhook', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send a delivery again',
+        description:
+          'A new delivery (`source: redelivery`) of the same message: the same `webhook-id` and body, so a receiver ' +
+          'that deduplicates by `webhook-id` sees it as the message it had. It is sent after the endpoint’s ' +
+          'pending deliveries (when the endpoint is enabled).',
+        params: DeliveryParams,
+        response: { 202: WebhookDelivery, ...endpointErrors },
+      },
+    },
+    async (req, reply) =>
+      reply.status(202).send(await webhooks.redeliver(apiCall(req), req.params.id, req.params.delivery_id)),
+  );
+
+  app.post(
+    '/webhooks/:id/replay',
+    {
+      config: { operation: 'replay_webhook', scope: 'write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send the events since a time again',
+        description:
+          'Every event of the endpoint’s types recorded at or after `from` (RFC 3339, not in the future) is ' +
+          'queued again, in log order, as `replay` deliveries after the endpoint’s pending ones. The answer ' +
+          'says how many.',
+        params: WebhookParams,
+        body: ReplayBody,
+        response: { 202: WebhookReplay, ...endpointErrors },
+      },
+    },
+    async (req, reply) =>
+      reply.status(202).send(await webhooks.replay(apiCall(req), req.params.id, req.body)),
+  );
+};
