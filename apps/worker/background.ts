@@ -31,7 +31,7 @@ export function openJobs(
 
 /**
  * The queues with the job kinds of `build`'s modules, which are given a sink into these very queues
- * (a job that adds jobs). The modules are returned for `startBackground`.
+ * (a job that adds jobs; bounded, see below). The modules are returned for `startBackground`.
  */
 export function createJobs(
   config: Pick<Config, 'REDIS_URL' | 'JOBS_PREFIX' | 'JOBS_LOCK_SECONDS'>,
@@ -39,13 +39,15 @@ export function createJobs(
   logger: JobsLogger,
 ): { jobs: Jobs; modules: JobModule[] } {
   let jobs: Jobs | undefined;
-  const sink: JobSink = {
+  const forward: JobSink = {
     add(name, data, opts) {
       if (!jobs) throw new Error('a job was added before the queues were open');
       return jobs.add(name, data, opts);
     },
   };
-  const modules = build(sink);
+  // A subscription or a job adding a job never hangs on an absent Redis: past 5 s the add is given up
+  // and logged, and the sweeps add it again from the database.
+  const modules = build(boundedSink(forward, logger, 5_000));
   jobs = openJobs(
     config,
     modules.flatMap((m) => m.kinds),
@@ -100,21 +102,35 @@ export async function startBackground(opts: {
 }): Promise<Background> {
   const { jobs, modules, logger } = opts;
   jobs.startWorkers();
-  for (const module of modules) {
-    for (const r of module.repeats ?? []) await jobs.repeat(r.id, r.name, r.repeat, r.data);
-  }
   const subscriptions = startAsyncProjections({
     handle: opts.handle,
     projectors: modules.flatMap((m) => m.subscriptions ?? []),
     logger,
   });
-  for (const module of modules) {
-    try {
-      await module.sweep?.();
-    } catch (error) {
-      logger.error({ err: error }, 'start-up sweep failed; the repeatable sweep runs it again');
+  // Declaring the schedules and sweeping talk to the queues: with Redis away they wait for it, and the
+  // process must start (and serve) meanwhile. So they go on in the background; a failure is logged,
+  // and the repeatable sweeps do the sweeping again later.
+  void (async () => {
+    for (const module of modules) {
+      for (const r of module.repeats ?? []) {
+        try {
+          await jobs.repeat(r.id, r.name, r.repeat, r.data);
+        } catch (error) {
+          logger.error(
+            { err: error, job: r.name },
+            'could not declare a repeatable job; it is declared at the next start',
+          );
+        }
+      }
     }
-  }
+    for (const module of modules) {
+      try {
+        await module.sweep?.();
+      } catch (error) {
+        logger.error({ err: error }, 'start-up sweep failed; the repeatable sweep runs it again');
+      }
+    }
+  })();
   return {
     async stop() {
       await subscriptions.stop();

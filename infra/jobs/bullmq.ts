@@ -44,6 +44,25 @@ export type BullJobsOptions = {
   lockMs?: number;
 };
 
+/** Whether `work` settled within `ms` (its outcome, success or failure, is not asked). */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), ms);
+        timer.unref();
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function createBullJobs(opts: BullJobsOptions): Jobs {
   const kinds = kindsByName(opts.kinds);
   const { logger, prefix } = opts;
@@ -53,11 +72,19 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
     // Queue commands wait for a reconnect rather than fail: an add during a Redis blip is not lost.
     redisOptions: { maxRetriesPerRequest: null, enableOfflineQueue: true },
   });
+  // Connection errors repeat every few seconds while Redis is away, and the shared connection has
+  // said so once already (infra/redis.ts): debug. Anything else: a warning.
+  const logError = (error: Error, queue: string, msg: string): void => {
+    const connectionError = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|Connection is closed/.test(
+      error.message,
+    );
+    logger[connectionError ? 'debug' : 'warn']({ err: error, queue }, msg);
+  };
   const queues = new Map<QueueName, Queue>(
     QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix, skipWaitingForReady: true })]),
   );
   for (const queue of queues.values()) {
-    queue.on('error', (error) => logger.warn({ err: error, queue: queue.name }, 'job queue error'));
+    queue.on('error', (error) => logError(error, queue.name, 'job queue error'));
   }
   const workers: Worker[] = [];
 
@@ -82,6 +109,41 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
     return undefined;
   };
 
+  let closing = false;
+  const makeWorkers = (): void => {
+    if (closing || workers.length > 0) return;
+    for (const name of QUEUE_NAMES) {
+      const worker = new Worker(
+        name,
+        async (job: Job) => {
+          const kind = kindOf(job.name);
+          const attempts = job.opts.attempts ?? 1;
+          return kind.run(job.data as never, {
+            id: job.id ?? '',
+            attempt: job.attemptsMade + 1,
+            lastAttempt: job.attemptsMade + 1 >= attempts,
+          });
+        },
+        {
+          connection,
+          prefix,
+          concurrency: QUEUES[name].concurrency,
+          ...(opts.lockMs ? { lockDuration: opts.lockMs, stalledInterval: opts.lockMs } : {}),
+        },
+      );
+      worker.on('error', (error) => logError(error, name, 'job worker error'));
+      worker.on('failed', (job, error) => {
+        if (!job) return;
+        const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+        logger[final ? 'error' : 'warn'](
+          { job: job.name, id: job.id, attempt: job.attemptsMade, err: error },
+          final ? 'job failed for good' : 'job failed; retrying',
+        );
+      });
+      workers.push(worker);
+    }
+  };
+
   return {
     kind: 'bullmq',
     async add(name, data, addOpts: AddOptions = {}) {
@@ -101,36 +163,10 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
       );
     },
     startWorkers() {
-      for (const name of QUEUE_NAMES) {
-        const worker = new Worker(
-          name,
-          async (job: Job) => {
-            const kind = kindOf(job.name);
-            const attempts = job.opts.attempts ?? 1;
-            return kind.run(job.data as never, {
-              id: job.id ?? '',
-              attempt: job.attemptsMade + 1,
-              lastAttempt: job.attemptsMade + 1 >= attempts,
-            });
-          },
-          {
-            connection,
-            prefix,
-            concurrency: QUEUES[name].concurrency,
-            ...(opts.lockMs ? { lockDuration: opts.lockMs, stalledInterval: opts.lockMs } : {}),
-          },
-        );
-        worker.on('error', (error) => logger.warn({ err: error, queue: name }, 'job worker error'));
-        worker.on('failed', (job, error) => {
-          if (!job) return;
-          const final = job.attemptsMade >= (job.opts.attempts ?? 1);
-          logger[final ? 'error' : 'warn'](
-            { job: job.name, id: job.id, attempt: job.attemptsMade, err: error },
-            final ? 'job failed for good' : 'job failed; retrying',
-          );
-        });
-        workers.push(worker);
-      }
+      // Workers are made once Redis answers: a worker made before keeps a connection of its own
+      // retrying, which nothing can close until it has connected once.
+      if (connection.status === 'ready') makeWorkers();
+      else connection.once('ready', makeWorkers);
     },
     async status() {
       const now = Date.now();
@@ -175,23 +211,17 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
       return true;
     },
     async close(graceMs = 10_000) {
+      closing = true;
+      connection.off('ready', makeWorkers);
       // Stop taking jobs and let the running ones finish; past the grace, let go of them (their locks
-      // expire and another worker runs them again).
-      let timer: NodeJS.Timeout | undefined;
-      const graceful = Promise.all(workers.map((w) => w.close()));
-      const finished = await Promise.race([
-        graceful.then(() => true),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), graceMs);
-          timer.unref();
-        }),
-      ]);
-      clearTimeout(timer);
-      if (!finished) {
+      // expire and another worker runs them). Every step is bounded: with Redis away, BullMQ's closes
+      // wait for a connection that may never come, and a process must still stop.
+      const reachable = connection.status === 'ready';
+      if (!(await within(Promise.all(workers.map((w) => w.close())), reachable ? graceMs : 1_000))) {
         logger.warn({ grace_ms: graceMs }, 'jobs still running at shutdown are given back to the queue');
-        await Promise.all(workers.map((w) => w.close(true)));
+        await within(Promise.all(workers.map((w) => w.close(true))), 1_000);
       }
-      await Promise.all([...queues.values()].map((q) => q.close()));
+      await within(Promise.all([...queues.values()].map((q) => q.close())), 1_000);
       await closeRedis(connection);
     },
   };
