@@ -10,6 +10,7 @@ import type { SendOutcome, SendWebhook } from '../../infra/webhooks/send.ts';
 import { asyncProjector } from '../../projections/projector.ts';
 import {
   createMessageMaker,
+  inDocumentedOrder,
   type Located,
   sourceTypesOf,
   WEBHOOK_SOURCE_TYPES,
@@ -398,12 +399,7 @@ async function whyUnclaimed(
 /** The body as sent: the stored message with its fields in the documented order. */
 export function messageBody(payload: unknown): string {
   const message = (typeof payload === 'string' ? JSON.parse(payload) : payload) as WebhookMessage;
-  return JSON.stringify({
-    id: message.id,
-    type: message.type,
-    created_at: message.created_at,
-    data: message.data,
-  });
+  return JSON.stringify(inDocumentedOrder(message));
 }
 
 /** Records an attempt and its decision; false when the claim had lapsed and another worker took over. */

@@ -18,6 +18,7 @@ import {
   type StatsOut,
   statsOut,
 } from './wire.ts';
+import { ArticleListItem, Backlink, Stats } from './wire-schemas.ts';
 
 /*
  * Webhook messages from the log (CONTRACT "Webhooks"): which event makes which message type, and the
@@ -161,6 +162,53 @@ export function messageOf(
     type: webhookTypeOf(event),
     created_at: rfc3339(new Date(event.metadata.at)),
     data,
+  };
+}
+
+/** The order of the fields of nested objects, as the API shows them. */
+const NESTED_ORDER: Readonly<Record<string, readonly string[]>> = {
+  featured_image: ['url', 'alt', 'width', 'height'],
+  actor: ['type', 'id', 'name'],
+  period: ['key', 'from', 'to'],
+  articles: ['published'],
+  backlinks: ['total', 'industry', 'local'],
+};
+const ARTICLE_ORDER = [...Object.keys(ArticleListItem.shape), 'origin', 'actor'];
+const BACKLINK_ORDER = Object.keys(Backlink.shape);
+const REPORT_ORDER = [...Object.keys(Stats.shape), 'report_url'];
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The object with the keys of `order` first, in that order (nested objects likewise), then any others. */
+function reorder(value: unknown, order: readonly string[]): unknown {
+  if (!isObject(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const key of order) {
+    if (!Object.hasOwn(value, key)) continue;
+    const nested = NESTED_ORDER[key];
+    out[key] = nested ? reorder(value[key], nested) : value[key];
+  }
+  for (const [key, inner] of Object.entries(value)) if (!Object.hasOwn(out, key)) out[key] = inner;
+  return out;
+}
+
+/**
+ * A message with its fields in the order the documentation and the API show them. The stored message
+ * (jsonb) keeps its keys in the database's order; JSON does not care, people reading one do.
+ */
+export function inDocumentedOrder(message: WebhookMessage): WebhookMessage {
+  const order = message.type.startsWith('article.')
+    ? ARTICLE_ORDER
+    : message.type === 'backlink.acquired'
+      ? BACKLINK_ORDER
+      : REPORT_ORDER;
+  return {
+    id: message.id,
+    type: message.type,
+    created_at: message.created_at,
+    data: reorder(message.data, order) as WebhookMessage['data'],
   };
 }
 

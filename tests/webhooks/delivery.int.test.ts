@@ -108,6 +108,10 @@ describe.each(combinations)('webhook delivery on %s with the %s queue', (backend
     expect(verified.data).toMatchObject({ id: articleId, revision: 1 });
     // The body's fields in the documented order.
     expect(Object.keys(JSON.parse(request.body))).toEqual(['id', 'type', 'created_at', 'data']);
+    expect(Object.keys(JSON.parse(request.body).data)).toEqual([
+      ...['id', 'site_id', 'title', 'url', 'status', 'published_at', 'target_keyword', 'word_count'],
+      ...['featured_image', 'revision', 'updated_at', 'origin', 'actor'],
+    ]);
     // Another secret does not verify it.
     expect(() =>
       new Webhook(`whsec_${Buffer.alloc(24, 7).toString('base64')}`).verify(request.body, {

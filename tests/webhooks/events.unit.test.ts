@@ -198,6 +198,63 @@ describe('the message body', () => {
     expect(messageBody(fromJsonb)).toBe(
       '{"id":"e1","type":"report.ready","created_at":"2026-11-02T09:30:00Z","data":{"b":1}}',
     );
+    // jsonb keeps keys shortest first: an article's data comes back as the API orders it.
+    const article = {
+      id: 'e2',
+      type: 'article.updated',
+      created_at: '2026-11-02T09:30:00Z',
+      data: {
+        id: 'art_1',
+        url: 'https://northside.example/x',
+        actor: { id: 'key_1', name: 'Key', type: 'api_key' },
+        title: 'T',
+        origin: 'api',
+        status: 'draft',
+        site_id: 'site_1',
+        revision: 2,
+        updated_at: '2026-11-02T09:30:00Z',
+        word_count: 3,
+        published_at: null,
+        featured_image: { alt: 'A', url: 'https://cdn.example/a.jpg', width: 1, height: 1 },
+        target_keyword: null,
+      },
+    };
+    const sent = JSON.parse(messageBody(article));
+    expect(Object.keys(sent.data)).toEqual([
+      'id',
+      'site_id',
+      'title',
+      'url',
+      'status',
+      'published_at',
+      'target_keyword',
+      'word_count',
+      'featured_image',
+      'revision',
+      'updated_at',
+      'origin',
+      'actor',
+    ]);
+    expect(Object.keys(sent.data.featured_image)).toEqual(['url', 'alt', 'width', 'height']);
+    expect(Object.keys(sent.data.actor)).toEqual(['type', 'id', 'name']);
+    expect(sent).toEqual(article);
+    const report = JSON.parse(
+      messageBody({
+        id: 'e3',
+        type: 'report.ready',
+        created_at: '2026-11-02T09:30:00Z',
+        data: {
+          period: { to: '2026-10-31', key: '2026-10', from: '2026-10-01' },
+          site_id: 's',
+          articles: { published: 1 },
+          backlinks: { local: 1, total: 2, industry: 1 },
+          report_url: 'https://content.example/sites/s/report?period=2026-10',
+        },
+      }),
+    );
+    expect(Object.keys(report.data)).toEqual(['site_id', 'period', 'articles', 'backlinks', 'report_url']);
+    expect(Object.keys(report.data.period)).toEqual(['key', 'from', 'to']);
+    expect(Object.keys(report.data.backlinks)).toEqual(['total', 'industry', 'local']);
   });
 });
 
