@@ -70,10 +70,18 @@ const INSERT_ROWS = 500;
 /**
  * The job id of an attempt of a delivery: one job per delivery and attempt, so kicking an endpoint
  * again (the sweep, a new event) adds nothing while its job waits. By delivery, not event: a
- * redelivery or replay of a message shares its event id and needs jobs of its own.
+ * redelivery or replay of a message shares its event id and needs jobs of its own. With the
+ * endpoint's version (its `updated_at`): a queue keeps the ids of finished jobs a while (BullMQ: an
+ * hour), so a job that found its endpoint disabled would otherwise hold the id the endpoint's
+ * re-enabling asks for.
  */
-export function deliverJobId(endpointId: string, deliveryId: string, attempt: number): string {
-  return jobIdOf('webhook', endpointId, deliveryId, attempt);
+export function deliverJobId(
+  endpointId: string,
+  deliveryId: string,
+  attempt: number,
+  endpointVersion: Date,
+): string {
+  return jobIdOf('webhook', endpointId, deliveryId, attempt, endpointVersion.getTime());
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -214,14 +222,26 @@ export function webhookSubscription(deps: DeliveryDeps & { publicUrl: string }) 
 // ---------------------------------------------------------------------------------------------------
 // Kicking and sweeping
 
-type Head = { id: string; attempts: number; next_attempt_at: Date; claimed_until: Date | null };
+type Head = {
+  id: string;
+  attempts: number;
+  next_attempt_at: Date;
+  claimed_until: Date | null;
+  endpoint_updated_at: Date;
+};
 
 /** The endpoint's oldest pending delivery, when the endpoint is enabled. */
 async function headOf(db: Db, endpointId: string): Promise<Head | undefined> {
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select(['d.id', 'd.attempts', 'd.next_attempt_at', 'd.claimed_until'])
+    .select([
+      'd.id',
+      'd.attempts',
+      'd.next_attempt_at',
+      'd.claimed_until',
+      'e.updated_at as endpoint_updated_at',
+    ])
     .where('d.endpoint_id', '=', endpointId)
     .where('d.status', '=', 'pending')
     .where('e.enabled', '=', true)
@@ -242,7 +262,7 @@ export async function kickEndpoint(deps: DeliveryDeps, endpointId: string): Prom
   if (head.claimed_until !== null && head.claimed_until.getTime() > now) return;
   const data: DeliverJobData = { deliveryId: head.id };
   await deps.jobs.add(DELIVER_JOB, data, {
-    jobId: deliverJobId(endpointId, head.id, head.attempts + 1),
+    jobId: deliverJobId(endpointId, head.id, head.attempts + 1, head.endpoint_updated_at),
     delayMs: Math.max(0, head.next_attempt_at.getTime() - now),
   });
 }

@@ -293,6 +293,38 @@ describe.each(combinations)('webhook delivery on %s with the %s queue', (backend
     ]);
   });
 
+  it('sends again at once when an endpoint is enabled again, though its job found it disabled', async () => {
+    engine = await startEngine(runtime, queue, { retrySchedule: [1] });
+    const { accountId, siteId } = await newAccount(runtime);
+    receiver.on('/paused', (before) => (before === 0 ? 500 : 204));
+    const endpoint = await addEndpoint(runtime.db, {
+      accountId,
+      url: receiver.url('/paused'),
+      events: ['article.created'],
+    });
+    await newArticle(runtime, accountId, siteId);
+    await until(async () => (await deliveriesOf(endpoint.id))[0]?.attempts === 1, 'the first failure');
+    // Turned off by the account before the retry: the retry's job runs and sends nothing.
+    const setEnabled = (enabled: boolean) =>
+      runtime.db
+        .updateTable('webhook_endpoints')
+        .set({ enabled, disabled_reason: enabled ? null : 'account', updated_at: new Date() })
+        .where('id', '=', endpoint.id)
+        .execute();
+    await setEnabled(false);
+    await sleep(1_500);
+    expect(at('/paused')).toHaveLength(1);
+    // On again: the kick the endpoint use case makes sends it now, not when the queue forgets the old job.
+    await setEnabled(true);
+    await kickEndpoint({ db: runtime.db, now: engine.now, jobs: engine.jobs }, endpoint.id);
+    await until(
+      async () => (await deliveriesOf(endpoint.id))[0]?.status === 'succeeded',
+      'the delivery',
+      5_000,
+    );
+    expect(at('/paused')).toHaveLength(2);
+  });
+
   it('delivers, once, what a crash between the subscription and its kick left: the sweep kicks it', async () => {
     engine = await startEngine(runtime, queue, { subscription: false });
     const { accountId, siteId } = await newAccount(runtime);
@@ -313,7 +345,7 @@ describe.each(combinations)('webhook delivery on %s with the %s queue', (backend
     await Promise.all([
       engine.sweep(),
       engine.sweep(),
-      kickEndpoint({ db: runtime.db, now: engine.now }, endpoint.id),
+      kickEndpoint({ db: runtime.db, now: engine.now, jobs: engine.jobs }, endpoint.id),
     ]);
     await until(async () => (await deliveriesOf(endpoint.id))[0]?.status === 'succeeded', 'the delivery');
     await engine.sweep();

@@ -320,8 +320,12 @@ describe('what an attempt decides', () => {
 });
 
 describe('deliver job ids', () => {
-  it('are one per delivery and attempt, as both queues accept them', () => {
-    expect(deliverJobId('wh_1', 'dlv_2', 3)).toBe('webhook.wh_1.dlv_2.3');
-    expect(deliverJobId('wh_1', 'dlv_2', 3)).not.toBe(deliverJobId('wh_1', 'dlv_2', 4));
+  it('are one per delivery, attempt and version of the endpoint, as both queues accept them', () => {
+    const v1 = new Date('2026-11-02T09:30:00.000Z');
+    const v2 = new Date('2026-11-02T09:31:00.000Z');
+    expect(deliverJobId('wh_1', 'dlv_2', 3, v1)).toBe(`webhook.wh_1.dlv_2.3.${v1.getTime()}`);
+    expect(deliverJobId('wh_1', 'dlv_2', 3, v1)).not.toBe(deliverJobId('wh_1', 'dlv_2', 4, v1));
+    // Enabled again (the endpoint changed): a new job, whatever the queue remembers of the old one.
+    expect(deliverJobId('wh_1', 'dlv_2', 3, v1)).not.toBe(deliverJobId('wh_1', 'dlv_2', 3, v2));
   });
 });
