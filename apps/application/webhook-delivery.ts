@@ -51,6 +51,7 @@ export type SendDeps = DeliveryDeps & {
 
 /** The job that sends an endpoint's next delivery (queue `webhooks`), with data `DeliverJobData`. */
 export const DELIVER_JOB = 'webhook.deliver';
+/** A deliver job's data: the delivery it was added for (it goes on with the endpoint's next ones). */
 export type DeliverJobData = { deliveryId: string };
 /** The job that kicks every endpoint with pending deliveries (queue `maintenance`). */
 export const SWEEP_JOB = 'webhook.sweep';
@@ -59,6 +60,7 @@ export const SWEEP_JOB = 'webhook.sweep';
 export const CLAIM_SECONDS = 30;
 /** A job sends at most this many deliveries of its endpoint in a row, or for this long, then hands over. */
 export const CHAIN_MAX_DELIVERIES = 100;
+/** See CHAIN_MAX_DELIVERIES: a long run of one endpoint leaves the queue's other endpoints their turn. */
 export const CHAIN_MAX_MS = 10_000;
 /** Share of a retry's delay taken off at random, so that deliveries failed together do not retry together. */
 export const RETRY_JITTER = 0.1;

@@ -37,6 +37,7 @@ export const WEBHOOK_SOURCE_TYPES = [
   'BacklinkAcquired',
   'MonthlyReportReady',
 ] as const;
+/** The type of an event that makes a webhook message. */
 export type WebhookSourceType = (typeof WEBHOOK_SOURCE_TYPES)[number];
 
 /** An event that makes a webhook message. */

@@ -459,6 +459,7 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
   };
 }
 
+/** How a guarded POST words its failures, what it may reach, how much it reads and how long it waits. */
 export type GuardedPostOptions = {
   /** What is posted to, in the messages: `endpoint` gives "The endpoint host refused the connection." */
   noun: string;
@@ -486,6 +487,7 @@ export type GuardedPostOptions = {
  */
 export type PostAnswer = { statusCode: number | null; body: Uint8Array; error: string | null };
 
+/** What a guarded POST sends: its headers (besides accept-encoding and user-agent) and its body. */
 export type PostRequest = { headers: Readonly<Record<string, string>>; body: string };
 
 /** Reads a body up to `max` bytes, then drops the rest unread; a deadline reached meanwhile ends it early. */

@@ -45,6 +45,7 @@ export function signatureHeaders(
   };
 }
 
+/** What the sender may reach and how long it waits (the composition root passes OUTBOUND_ALLOW_NETWORKS). */
 export type WebhookSenderOptions = {
   /**
    * Which resolved addresses may be reached (default: public ones only); an http URL only when every
