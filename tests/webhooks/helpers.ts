@@ -14,6 +14,7 @@ import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { allowNetworks } from '../../infra/net/guarded-fetch.ts';
 import type { AsyncProjector } from '../../infra/projection.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
+import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { createWebhookSender, type SendWebhook } from '../../infra/webhooks/send.ts';
 import { apiKeyActor } from '../support/runtime.ts';
 
@@ -196,6 +197,22 @@ export type Engine = {
   stop(): Promise<void>;
 };
 
+/** Removes this test's own keys from the shared Redis (never anything else: no flush). */
+async function removeKeys(pattern: string): Promise<void> {
+  const redis = openRedis(REDIS_URL, { name: 'cs-test-cleanup' });
+  try {
+    if (!(await waitForRedis(redis, 5_000))) throw new Error(`Redis at ${REDIS_URL} is unreachable`);
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    await closeRedis(redis);
+  }
+}
+
 export async function startEngine(
   runtime: Runtime,
   kind: QueueKind,
@@ -225,11 +242,12 @@ export async function startEngine(
     retrySchedule: opts.retrySchedule ?? [1, 1],
     send: opts.send ?? loopbackSender(),
   });
+  const prefix = `test-${randomUUID()}`;
   jobs =
     kind === 'bullmq'
       ? createBullJobs({
           redisUrl: REDIS_URL,
-          prefix: `test-${randomUUID()}`,
+          prefix,
           kinds: webhooks.kinds,
           logger: quietLogger,
           lockMs: 5_000,
@@ -260,6 +278,7 @@ export async function startEngine(
     async stop() {
       await runner?.stop();
       await started.close(2_000);
+      if (kind === 'bullmq') await removeKeys(`${prefix}:*`);
     },
   };
 }
