@@ -1,17 +1,590 @@
+import { performance } from 'node:perf_hooks';
+import { sql } from 'kysely';
+import { WEBHOOK_DISABLE_AFTER_DAYS } from '../../domain/vocabulary.ts';
 import type { Db } from '../../infra/db/schema.ts';
-import type { JobSink } from '../../infra/jobs/queue.ts';
+import { type LogPosition, START, storedColumns, toStoredEvent } from '../../infra/event-store.ts';
+import { newId } from '../../infra/ids.ts';
+import { type JobSink, jobIdOf } from '../../infra/jobs/queue.ts';
+import type { Stored, Trx } from '../../infra/projection.ts';
+import type { SendOutcome, SendWebhook } from '../../infra/webhooks/send.ts';
+import { asyncProjector } from '../../projections/projector.ts';
+import {
+  createMessageMaker,
+  inDocumentedOrder,
+  type Located,
+  sourceTypesOf,
+  WEBHOOK_SOURCE_TYPES,
+  type WebhookMessage,
+  type WebhookSource,
+} from './webhook-events.ts';
 
 /*
- * Webhook deliveries: the subscription that makes them from the log, the job that sends them, the
- * sweep, and replays. (Signatures fixed here for the endpoint use cases; the bodies are being built.)
+ * Webhook deliveries (CONTRACT "Webhooks", docs/webhooks.md "Deliveries"): the subscription that makes
+ * them from the log, the job that sends them, the sweep, and replays.
+ *
+ * - The subscription (`webhooks@1`) follows the log like an async projector: per batch, one `live`
+ *   delivery per (event, subscribed endpoint), written in the batch's transaction with its checkpoint
+ *   (the unique index makes a second one impossible), then a kick of each endpoint that got some.
+ * - An endpoint's deliveries go out one at a time, in `seq` order (log order for live ones): a job
+ *   claims the endpoint's oldest pending delivery with one conditional update (`claimed_until`), sends
+ *   it, records the attempt, and goes on with the next one while one is due, or plans the retry.
+ * - Every step can be lost (a process dies, a queue forgets its jobs): the sweep kicks every enabled
+ *   endpoint with pending deliveries, at start and every minute, and a claim lapses after 30 s. What a
+ *   receiver may see is a message twice (at least once), never out of order on one endpoint.
  */
 
-export type DeliveryDeps = { db: Db; jobs?: JobSink | undefined; now: () => Date };
+/** What kicking and replaying need. `publicUrl` makes report.ready's `report_url` (a replay of one needs it). */
+export type DeliveryDeps = {
+  db: Db;
+  jobs?: JobSink | undefined;
+  now: () => Date;
+  publicUrl?: string | undefined;
+};
 
-/** Adds the job that sends the endpoint's next pending delivery, if it has one and is enabled. */
-export async function kickEndpoint(_deps: DeliveryDeps, _endpointId: string): Promise<void> {
-  throw new Error('not built yet');
+/** What sending needs besides: the sender, the retry schedule (seconds before retry 1, 2, ...), randomness for jitter. */
+export type SendDeps = DeliveryDeps & {
+  send: SendWebhook;
+  retrySchedule: readonly number[];
+  random?: () => number;
+  logger?: { warn(obj: object, msg: string): void };
+};
+
+/** The job that sends an endpoint's next delivery (queue `webhooks`), with data `DeliverJobData`. */
+export const DELIVER_JOB = 'webhook.deliver';
+/** A deliver job's data: the delivery it was added for (it goes on with the endpoint's next ones). */
+export type DeliverJobData = { deliveryId: string };
+/** The job that kicks every endpoint with pending deliveries (queue `maintenance`). */
+export const SWEEP_JOB = 'webhook.sweep';
+
+/** How long a claim lasts: longer than a send (WEBHOOK_TIMEOUT_SECONDS) and its recording. */
+export const CLAIM_SECONDS = 30;
+/** A job sends at most this many deliveries of its endpoint in a row, or for this long, then hands over. */
+export const CHAIN_MAX_DELIVERIES = 100;
+/** See CHAIN_MAX_DELIVERIES: a long run of one endpoint leaves the queue's other endpoints their turn. */
+export const CHAIN_MAX_MS = 10_000;
+/** Share of a retry's delay taken off at random, so that deliveries failed together do not retry together. */
+export const RETRY_JITTER = 0.1;
+/** Events read per step of a replay. */
+const REPLAY_BATCH = 500;
+/** Rows per multi-row insert. */
+const INSERT_ROWS = 500;
+
+/**
+ * The job id of an attempt of a delivery: one job per delivery and attempt, so kicking an endpoint
+ * again (the sweep, a new event) adds nothing while its job waits. By delivery, not event: a
+ * redelivery or replay of a message shares its event id and needs jobs of its own. With the
+ * endpoint's version (its `updated_at`): a queue keeps the ids of finished jobs a while (BullMQ: an
+ * hour), so a job that found its endpoint disabled would otherwise hold the id the endpoint's
+ * re-enabling asks for.
+ */
+export function deliverJobId(
+  endpointId: string,
+  deliveryId: string,
+  attempt: number,
+  endpointVersion: Date,
+): string {
+  return jobIdOf('webhook', endpointId, deliveryId, attempt, endpointVersion.getTime());
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The subscription
+
+/** A delivery row as the subscription and replays insert it. */
+type NewDelivery = {
+  id: string;
+  endpoint_id: string;
+  account_id: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  source: 'live' | 'replay';
+  source_id: string | null;
+  status: 'pending';
+  attempts: number;
+  next_attempt_at: Date;
+  created_at: Date;
+};
+
+type EndpointOfAccount = { id: string; account_id: string; events: string[]; created_at: Date };
+
+/**
+ * The live deliveries of a batch: for each event in log order, one per enabled endpoint of its account
+ * that subscribes to its type and existed when it happened (earlier events come by replay). Written in
+ * `trx`, the batch's transaction; the messages are made only for events some endpoint wants.
+ */
+async function makeLiveDeliveries(
+  deps: DeliveryDeps & { publicUrl: string },
+  events: readonly Stored<WebhookSource>[],
+  trx: Trx,
+): Promise<void> {
+  const maker = createMessageMaker(trx, deps.publicUrl);
+  const located = await maker.locate(events);
+  const accounts = [...new Set(located.map((l) => l.accountId))];
+  if (accounts.length === 0) return;
+  const endpoints = await trx
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'account_id', 'events', 'created_at'])
+    .where('enabled', '=', true)
+    .where('account_id', 'in', accounts)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  if (endpoints.length === 0) return;
+  const byAccount = Map.groupBy(endpoints, (e) => e.account_id);
+  const pairs = located.flatMap((l) =>
+    (byAccount.get(l.accountId) ?? [])
+      .filter((e) => receives(e, l))
+      .map((endpoint) => ({ located: l, endpoint })),
+  );
+  if (pairs.length === 0) return;
+  const messages = await maker.messages([...new Set(pairs.map((p) => p.located))]);
+  const now = deps.now();
+  const rows = pairs.map(({ located: l, endpoint }) =>
+    deliveryRow(endpoint, l, messages, { source: 'live', sourceId: null, now }),
+  );
+  for (let i = 0; i < rows.length; i += INSERT_ROWS) {
+    await trx
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(i, i + INSERT_ROWS))
+      // The live-once index's predicate, as a literal: a parameter cannot prove the partial index applies.
+      .onConflict((oc) =>
+        oc.columns(['endpoint_id', 'event_id']).where(sql<boolean>`source = 'live'`).doNothing(),
+      )
+      .execute();
+  }
+}
+
+/** Whether an endpoint gets a live message of an event: its type, and the event no older than the endpoint. */
+function receives(endpoint: EndpointOfAccount, l: Located): boolean {
+  return endpoint.events.includes(l.type) && Date.parse(l.event.metadata.at) >= endpoint.created_at.getTime();
+}
+
+function deliveryRow(
+  endpoint: Pick<EndpointOfAccount, 'id' | 'account_id'>,
+  l: Located,
+  messages: ReadonlyMap<string, WebhookMessage>,
+  opts: { source: 'live' | 'replay'; sourceId: string | null; now: Date },
+): NewDelivery {
+  const message = messages.get(l.event.eventId);
+  if (!message) throw new Error(`no message made for event ${l.event.eventId}`);
+  return {
+    id: newId('dlv', opts.now.getTime()),
+    endpoint_id: endpoint.id,
+    account_id: endpoint.account_id,
+    event_id: l.event.eventId,
+    event_type: l.type,
+    payload: JSON.stringify(message),
+    source: opts.source,
+    source_id: opts.sourceId,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: opts.now,
+    created_at: opts.now,
+  };
+}
+
+/**
+ * The subscription that makes live webhook deliveries from the log: an async projector with no tables
+ * (never rebuilt: its rows are work, not a read model), run by the projection runner. Its rows and its
+ * checkpoint commit together, so a crash loses nothing and the unique index makes nothing twice; once
+ * committed, each endpoint that got deliveries is kicked (and should that be lost, the sweep kicks it).
+ */
+export function webhookSubscription(deps: DeliveryDeps & { publicUrl: string }) {
+  return asyncProjector({
+    name: 'webhooks@1',
+    mode: 'async',
+    handles: WEBHOOK_SOURCE_TYPES,
+    tables: [],
+    async apply(event, trx) {
+      await makeLiveDeliveries(deps, [event], trx);
+    },
+    async applyBatch(events, trx) {
+      await makeLiveDeliveries(deps, events, trx);
+    },
+    async afterCommit(events) {
+      if (!deps.jobs) return;
+      const ids = events.map((e) => e.eventId);
+      const endpoints = new Set<string>();
+      for (let i = 0; i < ids.length; i += INSERT_ROWS) {
+        const rows = await deps.db
+          .selectFrom('webhook_deliveries')
+          .select('endpoint_id')
+          .distinct()
+          .where('source', '=', 'live')
+          .where('status', '=', 'pending')
+          .where('event_id', 'in', ids.slice(i, i + INSERT_ROWS))
+          .execute();
+        for (const row of rows) endpoints.add(row.endpoint_id);
+      }
+      for (const endpointId of endpoints) await kickEndpoint(deps, endpointId);
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Kicking and sweeping
+
+type Head = {
+  id: string;
+  attempts: number;
+  next_attempt_at: Date;
+  claimed_until: Date | null;
+  endpoint_updated_at: Date;
+};
+
+/** The endpoint's oldest pending delivery, when the endpoint is enabled. */
+async function headOf(db: Db, endpointId: string): Promise<Head | undefined> {
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select([
+      'd.id',
+      'd.attempts',
+      'd.next_attempt_at',
+      'd.claimed_until',
+      'e.updated_at as endpoint_updated_at',
+    ])
+    .where('d.endpoint_id', '=', endpointId)
+    .where('d.status', '=', 'pending')
+    .where('e.enabled', '=', true)
+    .orderBy('d.seq')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/**
+ * Adds the job that sends the endpoint's next pending delivery, if it has one and is enabled, delayed
+ * until the delivery is due. Nothing when a worker is sending it now: that worker goes on or kicks.
+ */
+export async function kickEndpoint(deps: DeliveryDeps, endpointId: string): Promise<void> {
+  if (!deps.jobs) return;
+  const head = await headOf(deps.db, endpointId);
+  if (!head) return;
+  const now = deps.now().getTime();
+  if (head.claimed_until !== null && head.claimed_until.getTime() > now) return;
+  const data: DeliverJobData = { deliveryId: head.id };
+  await deps.jobs.add(DELIVER_JOB, data, {
+    jobId: deliverJobId(endpointId, head.id, head.attempts + 1, head.endpoint_updated_at),
+    delayMs: Math.max(0, head.next_attempt_at.getTime() - now),
+  });
+}
+
+/**
+ * Kicks every enabled endpoint with a pending delivery: what a lost kick, a lost job or a claim lost
+ * with its worker left waiting is planned again. Returns how many endpoints it kicked.
+ */
+export async function sweepWebhooks(deps: DeliveryDeps): Promise<number> {
+  const endpoints = await deps.db
+    .selectFrom('webhook_endpoints as e')
+    .select('e.id')
+    .where('e.enabled', '=', true)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('webhook_deliveries as d')
+          .select(sql`1`.as('one'))
+          .whereRef('d.endpoint_id', '=', 'e.id')
+          .where('d.status', '=', 'pending'),
+      ),
+    )
+    .orderBy('e.id')
+    .execute();
+  for (const endpoint of endpoints) await kickEndpoint(deps, endpoint.id);
+  return endpoints.length;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sending
+
+/** What an attempt's outcome does to its delivery and its endpoint. */
+export type AttemptDecision = {
+  delivery: {
+    status: 'succeeded' | 'pending' | 'failed';
+    nextAttemptAt: Date | null;
+    deliveredAt: Date | null;
+  };
+  /** `ok`: the endpoint answered 2xx (it is failing no more); `disable`: why it is turned off now, if it is. */
+  endpoint: { ok: boolean; disable: 'gone' | 'failing' | null };
+};
+
+/**
+ * What an attempt's outcome decides. Pure. A 2xx succeeds. Anything else is a failure: retry n (n =
+ * the attempts made so far) waits the schedule's n-th delay less up to RETRY_JITTER of it, and once
+ * the schedule is used up the delivery has failed. A 410 disables the endpoint at once; so does a
+ * failure when the endpoint has been failing (every attempt since its last success) for
+ * WEBHOOK_DISABLE_AFTER_DAYS.
+ */
+export function decideAttempt(input: {
+  statusCode: number | null;
+  /** Attempts made before this one. */
+  attemptsBefore: number;
+  retrySchedule: readonly number[];
+  failingSince: Date | null;
+  now: Date;
+  random: () => number;
+}): AttemptDecision {
+  const { statusCode, now } = input;
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
+    return {
+      delivery: { status: 'succeeded', nextAttemptAt: null, deliveredAt: now },
+      endpoint: { ok: true, disable: null },
+    };
+  }
+  const delaySeconds = input.retrySchedule[input.attemptsBefore];
+  const delivery: AttemptDecision['delivery'] =
+    delaySeconds === undefined
+      ? { status: 'failed', nextAttemptAt: null, deliveredAt: null }
+      : {
+          status: 'pending',
+          nextAttemptAt: new Date(now.getTime() + delaySeconds * 1000 * (1 - input.random() * RETRY_JITTER)),
+          deliveredAt: null,
+        };
+  const failingFor = input.failingSince === null ? 0 : now.getTime() - input.failingSince.getTime();
+  const disable =
+    statusCode === 410 ? 'gone' : failingFor >= WEBHOOK_DISABLE_AFTER_DAYS * 86_400_000 ? 'failing' : null;
+  return { delivery, endpoint: { ok: false, disable } };
+}
+
+/** A delivery claimed for sending, with what sending it needs. */
+type Claim = {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  payload: unknown;
+  attempts: number;
+  url: string;
+  secret: string;
+  failing_since: Date | null;
+  /** The claim's own mark: recording checks it still holds. */
+  claimed_until: Date;
+};
+
+/**
+ * Claims a delivery with one conditional update: it is pending and due, its endpoint enabled, no
+ * earlier delivery of the endpoint is pending, and no one holds it (or their claim lapsed).
+ */
+async function claim(deps: DeliveryDeps, deliveryId: string): Promise<Claim | undefined> {
+  const now = deps.now();
+  const until = new Date(now.getTime() + CLAIM_SECONDS * 1000);
+  const { rows } = await sql<Claim>`
+    update webhook_deliveries d set claimed_until = ${until}
+    from webhook_endpoints e
+    where d.id = ${deliveryId}
+      and e.id = d.endpoint_id and e.enabled
+      and d.status = 'pending'
+      and d.next_attempt_at <= ${now}
+      and (d.claimed_until is null or d.claimed_until <= ${now})
+      and not exists (
+        select from webhook_deliveries p
+        where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.seq < d.seq
+      )
+    returning d.id, d.endpoint_id, d.event_id, d.payload, d.attempts, e.url, e.secret, e.failing_since,
+      d.claimed_until`.execute(deps.db);
+  return rows[0];
+}
+
+/** Why a delivery could not be claimed. */
+type Unclaimed = 'done' | 'endpoint_off' | 'not_head' | 'busy' | 'not_due';
+
+async function whyUnclaimed(
+  deps: DeliveryDeps,
+  deliveryId: string,
+): Promise<{ why: Unclaimed; endpointId?: string; until?: Date }> {
+  const row = await deps.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select(['d.endpoint_id', 'd.status', 'd.claimed_until', 'd.next_attempt_at', 'e.enabled'])
+    .select(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('webhook_deliveries as p')
+          .select(sql`1`.as('one'))
+          .whereRef('p.endpoint_id', '=', 'd.endpoint_id')
+          .where('p.status', '=', 'pending')
+          .whereRef('p.seq', '<', 'd.seq'),
+      ).as('behind'),
+    )
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+  if (row?.status !== 'pending') return { why: 'done' };
+  if (!row.enabled) return { why: 'endpoint_off' };
+  if (row.behind) return { why: 'not_head', endpointId: row.endpoint_id };
+  const now = deps.now().getTime();
+  if (row.claimed_until !== null && row.claimed_until.getTime() > now) {
+    return { why: 'busy', endpointId: row.endpoint_id, until: row.claimed_until };
+  }
+  if (row.next_attempt_at.getTime() > now) {
+    return { why: 'not_due', endpointId: row.endpoint_id, until: row.next_attempt_at };
+  }
+  // Free and due a moment ago: claimed by someone else meanwhile, or free again; try again.
+  return { why: 'busy', endpointId: row.endpoint_id, until: new Date(now) };
+}
+
+/** The body as sent: the stored message with its fields in the documented order. */
+export function messageBody(payload: unknown): string {
+  const message = (typeof payload === 'string' ? JSON.parse(payload) : payload) as WebhookMessage;
+  return JSON.stringify(inDocumentedOrder(message));
+}
+
+/** Records an attempt and its decision; false when the claim had lapsed and another worker took over. */
+async function record(
+  deps: SendDeps,
+  held: Claim,
+  outcome: SendOutcome,
+  at: Date,
+): Promise<{ recorded: boolean; decision: AttemptDecision }> {
+  const attempt = held.attempts + 1;
+  const decision = decideAttempt({
+    statusCode: outcome.statusCode,
+    attemptsBefore: held.attempts,
+    retrySchedule: deps.retrySchedule,
+    failingSince: held.failing_since,
+    now: at,
+    random: deps.random ?? Math.random,
+  });
+  const recorded = await deps.db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable('webhook_deliveries')
+      .set({
+        status: decision.delivery.status,
+        attempts: attempt,
+        next_attempt_at: decision.delivery.nextAttemptAt ?? at,
+        claimed_until: null,
+        last_attempt_at: at,
+        last_status_code: outcome.statusCode,
+        last_duration_ms: outcome.durationMs,
+        last_error: outcome.error,
+        delivered_at: decision.delivery.deliveredAt,
+      })
+      .where('id', '=', held.id)
+      .where('claimed_until', '=', held.claimed_until)
+      .executeTakeFirst();
+    if (updated.numUpdatedRows === 0n) return false;
+    await trx
+      .insertInto('webhook_attempts')
+      .values({
+        delivery_id: held.id,
+        attempt,
+        at,
+        status_code: outcome.statusCode,
+        duration_ms: outcome.durationMs,
+        error: outcome.error,
+      })
+      .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+      .execute();
+    if (decision.endpoint.ok) {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: null })
+        .where('id', '=', held.endpoint_id)
+        .where('failing_since', 'is not', null)
+        .execute();
+      return true;
+    }
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: sql`coalesce(failing_since, ${at})` })
+      .where('id', '=', held.endpoint_id)
+      .execute();
+    if (decision.endpoint.disable !== null) {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ enabled: false, disabled_reason: decision.endpoint.disable, disabled_at: at, updated_at: at })
+        .where('id', '=', held.endpoint_id)
+        .where('enabled', '=', true)
+        .execute();
+    }
+    return true;
+  });
+  return { recorded, decision };
+}
+
+/** How often a job waiting on another worker's claim looks again, and how long it waits at most. */
+const BUSY_POLL_MS = 250;
+const BUSY_WAIT_MAX_MS = (CLAIM_SECONDS + 5) * 1000;
+/**
+ * A job that runs this little before its delivery is due (clocks of two machines, a timer a moment
+ * early) waits for it; one that runs earlier is not the delivery's job (the attempt it was for was
+ * made, and the retry has its own job) and ends.
+ */
+const EARLY_WAIT_MAX_MS = 5_000;
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Claims the delivery, or finds out why it cannot: done, its endpoint disabled, not the endpoint's
+ * head (the head is kicked), due later (waited for when it is a moment away), or held by another
+ * worker, in which case it waits for that claim to end (the delivery was sent, or that worker died
+ * and its claim lapses) and tries again.
+ */
+async function claimOrWait(deps: SendDeps, deliveryId: string): Promise<Claim | undefined> {
+  const started = performance.now();
+  for (;;) {
+    const held = await claim(deps, deliveryId);
+    if (held) return held;
+    const { why, endpointId, until } = await whyUnclaimed(deps, deliveryId);
+    if (why === 'not_head' && endpointId) await kickEndpoint(deps, endpointId);
+    if (why === 'not_due' && until) {
+      const wait = until.getTime() - deps.now().getTime();
+      if (wait > EARLY_WAIT_MAX_MS) return undefined;
+      await pause(Math.max(1, wait));
+      continue;
+    }
+    if (why !== 'busy') return undefined;
+    if (performance.now() - started > BUSY_WAIT_MAX_MS) {
+      throw new Error(`webhook delivery ${deliveryId} is still being sent by another worker`);
+    }
+    await pause(BUSY_POLL_MS);
+  }
+}
+
+/**
+ * The `webhook.deliver` job: claims the delivery, sends it, records the attempt; after a success or a
+ * final failure goes on with the endpoint's next delivery while one is due (at most
+ * CHAIN_MAX_DELIVERIES or CHAIN_MAX_MS, then kicks); after a failure to retry, kicks (the retry's job,
+ * delayed) and stops; after the endpoint was disabled, stops. Returns how many it sent.
+ */
+export async function deliverWebhooks(deps: SendDeps, deliveryId: string): Promise<number> {
+  const started = performance.now();
+  let sent = 0;
+  let next: string | undefined = deliveryId;
+  while (next !== undefined) {
+    const held = sent === 0 ? await claimOrWait(deps, next) : await claim(deps, next);
+    if (!held) return sent;
+    const at = deps.now();
+    const outcome = await deps.send({
+      url: held.url,
+      secret: held.secret,
+      id: held.event_id,
+      timestamp: at,
+      body: messageBody(held.payload),
+    });
+    const { recorded, decision } = await record(deps, held, outcome, at);
+    sent++;
+    if (!recorded) {
+      deps.logger?.warn(
+        { delivery_id: held.id },
+        'webhook delivery: the claim lapsed while sending; the attempt was not recorded',
+      );
+      return sent;
+    }
+    if (decision.endpoint.disable !== null) return sent;
+    if (decision.delivery.status === 'pending') {
+      await kickEndpoint(deps, held.endpoint_id);
+      return sent;
+    }
+    const head = await headOf(deps.db, held.endpoint_id);
+    if (!head) return sent;
+    const due = head.next_attempt_at.getTime() <= deps.now().getTime();
+    if (!due || sent >= CHAIN_MAX_DELIVERIES || performance.now() - started >= CHAIN_MAX_MS) {
+      await kickEndpoint(deps, held.endpoint_id);
+      return sent;
+    }
+    next = head.id;
+  }
+  return sent;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Replays
 
 /**
  * Queues again, as `replay` deliveries after the endpoint's pending ones, every event of the
@@ -19,9 +592,70 @@ export async function kickEndpoint(_deps: DeliveryDeps, _endpointId: string): Pr
  * deliveries it queued.
  */
 export async function replayEndpoint(
-  _deps: DeliveryDeps,
-  _endpoint: { id: string; account_id: string; events: readonly string[] },
-  _from: Date,
+  deps: DeliveryDeps,
+  endpoint: { id: string; account_id: string; events: readonly string[] },
+  from: Date,
 ): Promise<{ replayId: string; queued: number }> {
-  throw new Error('not built yet');
+  const now = deps.now();
+  const replayId = newId('rpl', now.getTime());
+  const sources = sourceTypesOf(endpoint.events);
+  let queued = 0;
+  let after: LogPosition = START;
+  while (sources.length > 0) {
+    const rows = await deps.db
+      .selectFrom('events')
+      .select(storedColumns)
+      .where('type', 'in', sources)
+      .where('recorded_at', '>=', from)
+      .where(
+        sql<boolean>`(transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)`,
+      )
+      .where(
+        sql<boolean>`(data->>'accountId' = ${endpoint.account_id} or stream_id in (
+          select 'article-' || id from articles where account_id = ${endpoint.account_id}))`,
+      )
+      .orderBy(sql`events.transaction_id`)
+      .orderBy(sql`events.position`)
+      .limit(REPLAY_BATCH)
+      .execute();
+    const events = rows.map((row) => toStoredEvent<WebhookSource>(row));
+    const last = events.at(-1);
+    if (!last) break;
+    queued += await queueReplayed(deps, endpoint, events, { replayId, now });
+    after = { transactionId: last.transactionId, position: last.position };
+    if (events.length < REPLAY_BATCH) break;
+  }
+  await kickEndpoint(deps, endpoint.id);
+  return { replayId, queued };
+}
+
+/** One step of a replay: the messages of `events` the endpoint subscribes to, inserted in log order. */
+async function queueReplayed(
+  deps: DeliveryDeps,
+  endpoint: { id: string; account_id: string; events: readonly string[] },
+  events: readonly Stored<WebhookSource>[],
+  opts: { replayId: string; now: Date },
+): Promise<number> {
+  return deps.db.transaction().execute(async (trx) => {
+    const publicUrl = deps.publicUrl;
+    const maker = createMessageMaker(trx, publicUrl ?? '');
+    const wanted = (await maker.locate(events)).filter(
+      (l) => l.accountId === endpoint.account_id && endpoint.events.includes(l.type),
+    );
+    if (wanted.length === 0) return 0;
+    if (publicUrl === undefined && wanted.some((l) => l.type === 'report.ready')) {
+      throw new Error('replaying report.ready messages needs DeliveryDeps.publicUrl (their report_url)');
+    }
+    const messages = await maker.messages(wanted);
+    const rows = wanted.map((l) =>
+      deliveryRow(endpoint, l, messages, { source: 'replay', sourceId: opts.replayId, now: opts.now }),
+    );
+    for (let i = 0; i < rows.length; i += INSERT_ROWS) {
+      await trx
+        .insertInto('webhook_deliveries')
+        .values(rows.slice(i, i + INSERT_ROWS))
+        .execute();
+    }
+    return rows.length;
+  });
 }

@@ -10,7 +10,8 @@ import { DomainError, type ErrorCode, invalidField } from '../../domain/errors.t
 /*
  * Fetching something from a URL a user (or a client of ours) gave us, without letting them reach anything
  * the service can reach and they cannot (SSRF). Used for featured images (infra/media/fetch.ts) and OAuth
- * client ID metadata documents (apps/server/oauth/).
+ * client ID metadata documents (apps/server/oauth/); `createGuardedPost`, at the end, sends webhook
+ * deliveries (infra/webhooks/send.ts) with the same connection checks.
  *
  * - Only `https:` URLs, parsed by the WHATWG URL parser first, so every odd spelling of a numeric host
  *   (`127.1`, `2130706433`, `0x7f.1`, `[::ffff:7f00:1]`) is already the canonical address when checked.
@@ -193,6 +194,8 @@ type Words = {
    * actually happened travels as the error's `cause`, for the server log only.
    */
   unreachable: (reason: string) => DomainError;
+  /** The detail of a failure nothing more is known of: "The image could not be fetched." */
+  generic: string;
   /** "image" */
   one: string;
   /** "Image" */
@@ -282,10 +285,7 @@ function pinnedConnector(deps: ConnectorDeps): buildConnector.connector {
         attempt(0);
       })
       .catch((error: unknown) => {
-        callback(
-          error instanceof Error ? error : words.failed(`The ${words.one} could not be fetched.`),
-          null,
-        );
+        callback(error instanceof Error ? error : words.failed(words.generic), null);
       });
   };
 }
@@ -326,7 +326,7 @@ function explain(error: unknown, words: Words): DomainError {
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return words.failed(`The ${words.one} URL did not answer in time.`);
   }
-  return words.failed(`The ${words.one} could not be fetched.`);
+  return words.failed(words.generic);
 }
 
 function sizeText(bytes: number): string {
@@ -356,6 +356,7 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
       error.cause = reason;
       return error;
     },
+    generic: `The ${opts.noun.one} could not be fetched.`,
     one: opts.noun.one,
     One: opts.noun.one.charAt(0).toUpperCase() + opts.noun.one.slice(1),
     many: opts.noun.many,
@@ -451,6 +452,143 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
         throw words.failed(`The ${words.one} URL did not answer within ${timeoutMs / 1000} s.`);
       }
       throw explain(error, words);
+    } finally {
+      clearTimeout(timer);
+      agent.destroy().catch(() => {});
+    }
+  };
+}
+
+/** How a guarded POST words its failures, what it may reach, how much it reads and how long it waits. */
+export type GuardedPostOptions = {
+  /** What is posted to, in the messages: `endpoint` gives "The endpoint host refused the connection." */
+  noun: string;
+  userAgent: string;
+  /** How much of the answer's body is read (the rest is dropped unread). */
+  maxAnswerBytes: number;
+  /** Deadline for the connection and the answer's status and headers; the body is read within it too. */
+  timeoutMs: number;
+  /** An extra trusted CA certificate (PEM), in addition to the roots Node trusts by default. */
+  ca?: string | Buffer;
+  /**
+   * Which resolved addresses may be connected to. Default: `isPublicAddress`. An `http:` URL is posted
+   * to only when every address its host resolves to is allowed here and is not public: a host of the
+   * deployment's own networks (`allowNetworks(OUTBOUND_ALLOW_NETWORKS)`); anything else must be https.
+   */
+  allowAddresses?: (ip: string) => boolean;
+  /** Hostname resolution. Default: the system resolver; whatever it answers is checked. */
+  lookup?: HostLookup;
+};
+
+/**
+ * What a guarded POST came to: the status the server answered with and the first bytes of its body,
+ * or, when no answer came (refused address, timeout, TLS, connection), `statusCode` null and why in
+ * `error`, in words the owner of the URL may read (nothing of the service's network).
+ */
+export type PostAnswer = { statusCode: number | null; body: Uint8Array; error: string | null };
+
+/** What a guarded POST sends: its headers (besides accept-encoding and user-agent) and its body. */
+export type PostRequest = { headers: Readonly<Record<string, string>>; body: string };
+
+/** Reads a body up to `max` bytes, then drops the rest unread; a deadline reached meanwhile ends it early. */
+async function readCapped(body: Readable, max: number): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  try {
+    for await (const chunk of body) {
+      const bytes = chunk as Buffer;
+      chunks.push(bytes.subarray(0, Math.max(0, max - received)));
+      received += bytes.length;
+      if (received >= max) break;
+    }
+  } catch {
+    // Cut by the deadline or the server: what arrived is kept.
+  } finally {
+    discard(body);
+  }
+  return new Uint8Array(Buffer.concat(chunks));
+}
+
+/**
+ * A function that POSTs to a URL a user gave us with the SSRF protections of `createGuardedFetch`
+ * (every resolved address checked, the socket pinned to it, no proxy, no cookies), for webhooks: the
+ * answer is taken whatever its status, a redirect is an answer like any other (never followed), at
+ * most `maxAnswerBytes` of the body are read, and everything ends at `timeoutMs`. `https:` only,
+ * unless the host is on the deployment's own allowed networks (see `allowAddresses`). Never throws:
+ * what went wrong is the answer's `error`.
+ */
+export function createGuardedPost(
+  opts: GuardedPostOptions,
+): (url: string, request: PostRequest) => Promise<PostAnswer> {
+  const allow = opts.allowAddresses ?? isPublicAddress;
+  const lookup = opts.lookup ?? defaultLookup;
+  const { noun, timeoutMs } = opts;
+  const wordsFor = (unreachable: string): Words => ({
+    // The codes are never seen: a POST reports the message.
+    failed: (detail) => new DomainError('invalid_request', detail),
+    unreachable: (reason) => {
+      const error = new DomainError('invalid_request', unreachable);
+      error.cause = reason;
+      return error;
+    },
+    generic: `The request to the ${noun} failed.`,
+    one: noun,
+    One: noun.charAt(0).toUpperCase() + noun.slice(1),
+    many: `${noun}s`,
+  });
+  const httpsWords = wordsFor(
+    `The ${noun} URL's host is not at an address the service may send to; only hosts on the public ` +
+      'internet (or on the networks the deployment allows) are reached.',
+  );
+  const httpWords = wordsFor(
+    `An http ${noun} URL is sent to only when its host is on the networks the deployment allows ` +
+      '(OUTBOUND_ALLOW_NETWORKS); use https.',
+  );
+  const failure = (error: string): PostAnswer => ({ statusCode: null, body: new Uint8Array(), error });
+
+  return async (url, message) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return failure(`The ${noun} URL is not a valid absolute URL.`);
+    }
+    if (target.protocol !== 'https:' && target.protocol !== 'http:') {
+      return failure(`Only https ${noun} URLs are sent to.`);
+    }
+    if (target.username !== '' || target.password !== '') {
+      return failure(`${httpsWords.One} URLs with a user name or password are not sent to.`);
+    }
+    const plain = target.protocol === 'http:';
+    const words = plain ? httpWords : httpsWords;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    const agent = new Agent({
+      connect: pinnedConnector({
+        allow: plain ? (ip) => allow(ip) && !isPublicAddress(ip) : allow,
+        lookup,
+        ca: opts.ca,
+        signal: deadline.signal,
+        connectTimeoutMs: timeoutMs,
+        words,
+      }),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      connections: 1,
+    });
+    try {
+      const response = await request(target, {
+        dispatcher: agent,
+        method: 'POST',
+        signal: deadline.signal,
+        headers: { ...message.headers, 'accept-encoding': 'identity', 'user-agent': opts.userAgent },
+        body: message.body,
+      });
+      const body = await readCapped(response.body, opts.maxAnswerBytes);
+      return { statusCode: response.statusCode, body, error: null };
+    } catch (error) {
+      if (deadline.signal.aborted) return failure(`The ${noun} did not answer within ${timeoutMs / 1000} s.`);
+      return failure(explain(error, words).message);
     } finally {
       clearTimeout(timer);
       agent.destroy().catch(() => {});
