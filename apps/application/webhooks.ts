@@ -223,9 +223,12 @@ async function attemptLogs(
 }
 
 /** The webhook use cases over the application's database, clock, job sink and outbound allow-list. */
-export function createWebhooks(deps: Pick<ApplicationDeps, 'db' | 'now' | 'jobs' | 'allowOutbound'>) {
+export function createWebhooks(
+  deps: Pick<ApplicationDeps, 'db' | 'now' | 'jobs' | 'allowOutbound'> &
+    Partial<Pick<ApplicationDeps, 'publicUrl'>>,
+) {
   const { db } = deps;
-  const delivery: DeliveryDeps = { db, jobs: deps.jobs, now: deps.now };
+  const delivery: DeliveryDeps = { db, jobs: deps.jobs, now: deps.now, publicUrl: deps.publicUrl };
 
   /** The grant, and the API key confirmed unrevoked when the adapter left that to the use case. */
   async function admit(call: Call): Promise<void> {
