@@ -47,7 +47,7 @@ const env = {
   RATE_LIMIT_PER_MINUTE: '1000000000',
   EDIT_LIMIT_PER_DAY: '1000000000',
   OUTBOUND_ALLOW_NETWORKS: '127.0.0.1/32',
-  LOG_LEVEL: 'warn',
+  LOG_LEVEL: 'info',
 };
 log('seeding 50 articles');
 const seeded = await cli(
