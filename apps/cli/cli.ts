@@ -7,7 +7,7 @@ import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { newPassword } from '../../infra/ids.ts';
 import { collectMedia, DEFAULT_MEDIA_GRACE_HOURS, purgeIdempotency } from '../../infra/jobs/housekeeping.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
-import { catchUp, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
+import { catchUp, lagOf, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
 import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
 import { createAccounts } from '../application/accounts.ts';
 import { PASSWORD_MIN_LENGTH } from '../application/commands.ts';
@@ -15,6 +15,7 @@ import { createKeys } from '../application/keys.ts';
 import { makeMonthlyReports } from '../application/reports.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { openJobs } from '../worker/background.ts';
+import { backgroundModules } from '../worker/modules.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';
@@ -459,8 +460,9 @@ async function jobsCommand(
     const rt = await open();
     const backlog = await workBacklog(rt);
     const queues = jobs ? await jobs.status() : null;
+    const subscriptions = await subscriptionLag(rt, config);
     if (values.json) {
-      out(JSON.stringify({ queues, ...backlog }));
+      out(JSON.stringify({ queues, subscriptions, ...backlog }));
       return 0;
     }
     if (queues) {
@@ -481,6 +483,8 @@ async function jobsCommand(
         `${w.disabled_endpoints} endpoint(s) disabled`,
     );
     out(`scheduled articles: ${backlog.scheduled_articles} (next due ${backlog.next_publication ?? '-'})`);
+    for (const sub of subscriptions)
+      out(`subscription ${sub.name}: ${sub.lag} event(s) not yet turned into jobs`);
     return 0;
   } finally {
     await jobs?.close(0);
@@ -492,6 +496,29 @@ function noQueues(err: (text: string) => void): number {
     'jobs: no REDIS_URL: the queues live in the server process, and its failed jobs are in its log and /readyz',
   );
   return 1;
+}
+
+/** The subscriptions that turn the log into jobs (webhooks@1, publishing@1), and how far behind each is. */
+async function subscriptionLag(rt: Runtime, config: Config): Promise<Array<{ name: string; lag: number }>> {
+  const modules = backgroundModules({
+    db: rt.db,
+    commands: rt.commands,
+    media: createDirectoryMediaStore(config.MEDIA_DIR),
+    jobs: {
+      add: async () => {
+        throw new Error('the CLI adds no jobs here');
+      },
+    },
+    publicUrl: config.PUBLIC_URL,
+    retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+    now: () => new Date(),
+    logger: quietJobsLog,
+  });
+  const out: Array<{ name: string; lag: number }> = [];
+  for (const sub of modules.flatMap((m) => m.subscriptions ?? [])) {
+    out.push({ name: sub.name, lag: await lagOf(rt.db, sub) });
+  }
+  return out;
 }
 
 /** What waits in the database: webhook deliveries and scheduled articles. */

@@ -79,12 +79,14 @@ describe('CLI jobs', () => {
     expect(r.code, r.stderr).toBe(0);
     const status = JSON.parse(r.stdout) as {
       queues: Array<{ queue: string; failed: number }>;
+      subscriptions: Array<{ name: string; lag: number }>;
       webhooks: { pending: number };
       scheduled_articles: number;
     };
     expect(status.queues.map((q) => q.queue)).toEqual(['webhooks', 'publishing', 'maintenance']);
     expect(status.queues.find((q) => q.queue === 'maintenance')?.failed).toBe(1);
     expect(status.webhooks.pending).toBe(0);
+    expect(status.subscriptions.map((x) => x.name)).toEqual(['webhooks@1', 'publishing@1']);
     expect(status.scheduled_articles).toBe(0);
     const text = await cli(['jobs', 'status'], env);
     expect(text.stdout).toMatch(/maintenance\s+0\s+0\s+0\s+1/);
