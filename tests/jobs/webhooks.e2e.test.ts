@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,7 +8,7 @@ import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { cli } from '../support/process.ts';
+import { cli, NODE, ROOT } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
 
 /*
@@ -201,6 +202,42 @@ describe('webhooks on PostgreSQL and Redis', () => {
       expect(await server.stop()).toBe(0);
     }
     receiver.received.length = 0;
+  }, 120_000);
+  it('runs in `npm run worker` apart from an API process that runs no jobs', async () => {
+    const account = await seed(env);
+    const api1 = await startServer({ ...env, RUN_JOBS: 'false', RUN_WORKERS: 'false' });
+    const worker = spawn(NODE, ['apps/worker/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    worker.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    worker.stderr.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    const exited = new Promise<number | null>((r) => worker.once('exit', (code) => r(code)));
+    try {
+      await until(() => output.includes('worker running'), 30_000);
+      const call = api(api1, account.api_key);
+      const created = await call('POST', '/webhooks', { url: receiver.url, events: ['article.updated'] });
+      const { secret } = created.json as { secret: string };
+      const article = await firstArticle(call, account.sites[0]?.id as string);
+      expect((await call('PUT', `/articles/${article.id}`, { title: 'Sent by the worker' })).status).toBe(
+        200,
+      );
+      await until(() => receiver.received.length >= 1);
+      expect(messages(receiver, secret)).toMatchObject([
+        { type: 'article.updated', data: { title: 'Sent by the worker' } },
+      ]);
+    } finally {
+      worker.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(await api1.stop()).toBe(0);
+      receiver.received.length = 0;
+    }
   }, 120_000);
 });
 
