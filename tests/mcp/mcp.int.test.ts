@@ -557,12 +557,14 @@ describe('/mcp through the SDK client', () => {
       const metadata = `${PLACEHOLDER_PUBLIC_URL}/.well-known/oauth-protected-resource/mcp`;
       const none = await rawMcp(initialize);
       expect(none.status).toBe(401);
-      expect(none.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadata}"`);
+      expect(none.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${metadata}", scope="content:read content:write"`,
+      );
       expect(((await none.json()) as { code: string }).code).toBe('unauthenticated');
       const bad = await rawMcp(initialize, { authorization: 'Bearer not-a-known-token' });
       expect(bad.status).toBe(401);
       expect(bad.headers.get('www-authenticate')).toBe(
-        `Bearer error="invalid_token", resource_metadata="${metadata}"`,
+        `Bearer error="invalid_token", resource_metadata="${metadata}", scope="content:read content:write"`,
       );
       const apiKey = await rawMcp(initialize, { authorization: `Bearer ${t.a.apiKey}` });
       expect(apiKey.status).toBe(401);

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../../../domain/errors.ts';
 import type { AuthState } from '../api/auth.ts';
+import { SCOPES } from '../oauth/provider.ts';
 import type { McpTokenVerifier } from '../oauth/verify.ts';
 
 /**
@@ -35,12 +36,20 @@ export function presentedToken(
 }
 
 /**
+ * The scope a 401 names (RFC 6750 section 3): what a client asks for when it signs in. Both, as every
+ * tool needs content:read and the write tools content:write; the person decides on the consent page
+ * whether to allow editing, and a read-only grant simply does not see the write tools.
+ */
+export const CHALLENGE_SCOPE = `${SCOPES.read} ${SCOPES.write}`;
+
+/**
  * `WWW-Authenticate` of a 401 from /mcp (MCP authorization, RFC 9728 section 5.1): where the
- * protected resource metadata is, and `error="invalid_token"` when a token was sent and refused.
+ * protected resource metadata is, the scope to ask for, and `error="invalid_token"` when a token was
+ * sent and refused.
  */
 export function wwwAuthenticate(resourceMetadataUrl: string, tokenSent: boolean): string {
-  const metadata = `resource_metadata="${resourceMetadataUrl}"`;
-  return tokenSent ? `Bearer error="invalid_token", ${metadata}` : `Bearer ${metadata}`;
+  const params = `resource_metadata="${resourceMetadataUrl}", scope="${CHALLENGE_SCOPE}"`;
+  return tokenSent ? `Bearer error="invalid_token", ${params}` : `Bearer ${params}`;
 }
 
 /**

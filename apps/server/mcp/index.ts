@@ -1,5 +1,8 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
@@ -7,7 +10,7 @@ import type { LimitHook } from '../api/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-body.ts';
 import { publishDecision } from '../api/limits.ts';
 import { type McpTokenVerifier, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
-import { createMcpServer, listTools, type RecordedCall } from './server.ts';
+import { createMcpServer, listTools, type McpRequest, type RecordedCall } from './server.ts';
 
 export type { McpTokenVerifier } from './auth.ts';
 
@@ -34,12 +37,33 @@ function jsonRpcError(code: number, message: string): object {
 /** A body the JSON parser could not read: answered as a JSON-RPC parse error, not a problem document. */
 const unreadable = new WeakMap<object, string>();
 
-/** Headers set through fastify (request id, RateLimit fields) onto the raw response the transport writes. */
-function syncHeaders(reply: FastifyReply): void {
-  if (reply.raw.headersSent) return;
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (value !== undefined) reply.raw.setHeader(name, value);
+/**
+ * The fetch-shaped request the SDK's handlers take, built from the fastify request: its URL, method and
+ * headers, and the body as the JSON parser read it (the handlers also get it parsed).
+ */
+function webRequestOf(request: FastifyRequest, publicUrl: string, abort: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (typeof value === 'string') headers.set(name, value);
+    else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
   }
+  headers.delete('content-length');
+  return new Request(new URL(request.url, publicUrl), {
+    method: request.method,
+    headers,
+    body: JSON.stringify(request.body),
+    signal: abort,
+  });
+}
+
+/** Writes the SDK's fetch-shaped answer through fastify (whose headers, request id and RateLimit fields, it keeps). */
+async function sendResponse(reply: FastifyReply, response: Response): Promise<FastifyReply> {
+  reply.status(response.status);
+  response.headers.forEach((value, name) => {
+    if (name !== 'content-length') reply.header(name, value);
+  });
+  const text = await response.text();
+  return reply.send(text === '' ? undefined : text);
 }
 
 function isToolCall(body: unknown): boolean {
@@ -52,8 +76,11 @@ function isToolCall(body: unknown): boolean {
 }
 
 /**
- * `/mcp`: the MCP endpoint, Streamable HTTP in stateless mode (a new server and transport per request,
- * JSON responses, no SSE, no sessions), inside the fastify app. Every request carries an OAuth access
+ * `/mcp`: the MCP endpoint, inside the fastify app, for both protocol eras of the specification. A
+ * 2026-07-28 request (its `_meta` envelope names the revision; no handshake, `server/discover`) goes to
+ * the SDK's `createMcpHandler`, which negotiates the version and answers an unsupported one with -32022;
+ * a 2025-era request (the `initialize` handshake and what follows it) to a stateless Streamable HTTP
+ * transport, as before. Either way a new server per request, JSON responses, no SSE, no sessions. Every request carries an OAuth access
  * token, checked on every call; requests count against the account's rate limit like API calls; each
  * tool call is recorded in the activity log with source `mcp` and the OAuth client as actor.
  */
@@ -61,7 +88,6 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
   const { activity } = deps.application;
   const allowedOrigin = new URL(deps.publicUrl).origin;
   const listed = listTools();
-  const validator = new AjvJsonSchemaValidator();
   const refusals = new WeakMap<FastifyRequest, DomainError>();
   const pending = new Set<Promise<unknown>>();
 
@@ -85,6 +111,33 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
   };
   app.addHook('onClose', async () => {
     await Promise.all([...pending]);
+  });
+
+  /** What each request's server shares: the use cases, its request's log, the activity recorder. */
+  const services = (request: FastifyRequest) => ({
+    application: deps.application,
+    log: request.log,
+    record,
+  });
+  /** The request a modern-era server answers, found from the fetch-shaped request the SDK hands its factory. */
+  const perRequest = new WeakMap<
+    Request,
+    { mcpRequest: McpRequest; services: ReturnType<typeof services> }
+  >();
+  const modern = createMcpHandler(
+    ({ requestInfo }) => {
+      const found = requestInfo ? perRequest.get(requestInfo) : undefined;
+      if (!found) throw new Error('MCP server factory called for a request /mcp did not pass');
+      return createMcpServer(found.services, listed, found.mcpRequest, 'modern');
+    },
+    {
+      // 2025-era requests never reach it: the route sends them to a stateless transport of their own.
+      legacy: 'reject',
+      onerror: (error) => app.log.debug({ err: error }, 'MCP request refused'),
+    },
+  );
+  app.addHook('onClose', async () => {
+    await modern.close();
   });
 
   app.decorateRequest('auth', null as never);
@@ -155,43 +208,34 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
     const principal = request.auth.principal;
     if (!principal) throw new DomainError('unauthenticated', 'Authentication required');
 
-    reply.hijack();
-    syncHeaders(reply);
-    const server = createMcpServer(
-      {
-        application: deps.application,
-        validator,
-        log: request.log,
-        record,
-      },
-      listed,
-      {
-        principal,
-        requestId: String(request.id),
-        refusal: refused,
-        publishEdits: (decision) => {
-          publishDecision(request, reply, decision);
-          syncHeaders(reply);
-        },
-      },
-    );
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    reply.raw.once('close', () => {
-      transport.close().catch(() => {});
-      server.close().catch(() => {});
-    });
+    const mcpRequest: McpRequest = {
+      principal,
+      requestId: String(request.id),
+      refusal: refused,
+      publishEdits: (decision) => publishDecision(request, reply, decision),
+    };
+    const abort = new AbortController();
+    reply.raw.once('close', () => abort.abort());
+    const web = webRequestOf(request, deps.publicUrl, abort.signal);
     try {
-      await server.connect(transport);
-      await transport.handleRequest(request.raw, reply.raw, body);
+      if (await isLegacyRequest(web, body)) {
+        const server = createMcpServer(services(request), listed, mcpRequest, 'legacy');
+        const transport = new WebStandardStreamableHTTPServerTransport({
+          sessionIdGenerator: undefined,
+          enableJsonResponse: true,
+        });
+        try {
+          await server.connect(transport);
+          return await sendResponse(reply, await transport.handleRequest(web, { parsedBody: body }));
+        } finally {
+          await server.close().catch(() => {});
+        }
+      }
+      perRequest.set(web, { mcpRequest, services: services(request) });
+      return await sendResponse(reply, await modern.fetch(web, { parsedBody: body }));
     } catch (error) {
       request.log.error({ err: error }, 'MCP request failed');
-      if (!reply.raw.headersSent) {
-        reply.raw.writeHead(500, { 'content-type': 'application/json' });
-        reply.raw.end(JSON.stringify(jsonRpcError(-32603, 'Internal error')));
-      }
+      return reply.status(500).send(jsonRpcError(-32603, 'Internal error'));
     }
   });
 

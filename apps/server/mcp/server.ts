@@ -1,13 +1,11 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
+  type CacheHint,
   type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
   type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+} from '@modelcontextprotocol/server';
 import { DomainError, parameterError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
@@ -22,12 +20,14 @@ import {
   protectedLinksRefusal,
   refusal,
   type ToolFailure,
+  withStructuredError,
 } from './tool-errors.ts';
 import { type McpTool, mcpTools, type ToolContext } from './tools.ts';
 
 /*
- * One MCP server per HTTP request (stateless Streamable HTTP). It is the SDK's low-level `Server` with
- * two handlers rather than `McpServer`: the tool set depends on the grant (a read-only grant does not
+ * One MCP server per HTTP request, for either protocol era: a 2026-07-28 request (no handshake, the
+ * per-request `_meta` envelope) or a 2025-era one (stateless Streamable HTTP after `initialize`). It is
+ * the SDK's low-level `Server` with two handlers rather than `McpServer`: the tool set depends on the grant (a read-only grant does not
  * see the write tools), arguments are validated here so that a bad one is an `invalid_request` tool
  * error naming each parameter (and recorded in the activity log like every other call), and the JSON
  * Schemas are computed once at start instead of on every tools/list.
@@ -47,8 +47,6 @@ const INSTRUCTIONS =
 /** What the tools share across requests. */
 type McpServices = {
   application: Application;
-  /** Shared by every request's server: one compiled-validator cache instead of one per request. */
-  validator: jsonSchemaValidator;
   log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Stores one call in the activity log (not tied to the connection; awaited on shutdown). */
   record(call: RecordedCall): void;
@@ -66,8 +64,23 @@ export type RecordedCall = {
   durationMs: number;
 };
 
+/** The protocol era a server instance serves: `modern` is 2026-07-28, `legacy` the 2025 handshake era. */
+export type McpEra = 'legacy' | 'modern';
+
+/**
+ * Cache hints of the 2026-07-28 revision, for the only results it makes cacheable here. server/discover
+ * (versions, capabilities, instructions) is the same for every caller: public. tools/list depends on the
+ * caller's grant (a read-only grant does not see the write tools): private, never shared across callers.
+ * Tool call results carry no hint: the revision does not make them cacheable, and every one depends on the
+ * caller's account. 2025-era answers never carry hints.
+ */
+export const CACHE_HINTS = {
+  'server/discover': { ttlMs: 60 * 60 * 1000, cacheScope: 'public' },
+  'tools/list': { ttlMs: 5 * 60 * 1000, cacheScope: 'private' },
+} as const satisfies Record<string, CacheHint>;
+
 /** The HTTP request a server answers: who calls, its id, and its per-request limits. */
-type McpRequest = {
+export type McpRequest = {
   principal: Principal;
   requestId: string;
   /** States an edit-limit decision in the response's RateLimit fields. */
@@ -99,29 +112,37 @@ function idArgument(args: Record<string, unknown> | undefined, name: string): st
   return isId(value) ? value : null;
 }
 
+/**
+ * The server of one request. `era` decides one thing the tools do differently: on the 2026-07-28 era a
+ * failed call also carries its code and detail in `structuredContent` (the specification and the SDK's
+ * 2.x client no longer check an error result against the output schema); on the 2025 era they travel in
+ * `_meta` only, as 1.x clients would reject them there.
+ */
 export function createMcpServer(
   services: McpServices,
   listed: readonly ListedTool[],
   request: McpRequest,
+  era: McpEra,
 ): Server {
   const { principal } = request;
   const visible = listed.filter(({ tool }) => tool.scope === 'read' || principal.scope === 'write');
-  const byName = new Map(listed.map((entry) => [entry.tool.name, entry.tool]));
+  const byName = new Map(listed.map((entry) => [entry.tool.name, entry]));
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false } },
     instructions: INSTRUCTIONS,
-    jsonSchemaValidator: services.validator,
+    cacheHints: CACHE_HINTS,
   });
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+  server.setRequestHandler('tools/list', async () => ({
     tools: visible.map(({ definition }) => definition),
   }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (toolCall): Promise<CallToolResult> => {
-    const tool = byName.get(toolCall.params.name);
-    if (!tool) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${toolCall.params.name}`);
+  server.setRequestHandler('tools/call', async (toolCall): Promise<CallToolResult> => {
+    const entry = byName.get(toolCall.params.name);
+    if (!entry) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${toolCall.params.name}`);
     }
+    const { tool } = entry;
     const args = toolCall.params.arguments;
     const started = performance.now();
     const call: Call = {
@@ -163,7 +184,7 @@ export function createMcpServer(
     } catch (error) {
       const failure = await failureOf(services, call, error, request.requestId);
       status = failure.status;
-      result = failure.result;
+      result = era === 'modern' ? withStructuredError(failure.result) : failure.result;
     }
     services.record({
       principal,
@@ -175,7 +196,7 @@ export function createMcpServer(
       requestId: request.requestId,
       durationMs: Math.round(performance.now() - started),
     });
-    return result;
+    return server.projectCallToolResult(result, entry.definition.outputSchema);
   });
 
   return server;

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { serializeOuter } from 'parse5';
 import type { z } from 'zod';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
@@ -13,11 +13,12 @@ import {
 import { statusOf, wireErrors } from '../errors.ts';
 
 /**
- * Where a failed call's code, detail and details travel besides its text: a namespaced `_meta` entry.
- * Not `structuredContent`: the tools declare an outputSchema, and clients built on the TypeScript SDK
- * (1.x) validate any structuredContent against it even on an `isError` result, so an error object there
- * would turn every refusal into a client-side schema failure the model never sees
- * (modelcontextprotocol/typescript-sdk#1943).
+ * Where a failed call's code, detail and details travel besides its text: a namespaced `_meta` entry, on
+ * both eras. On the 2025 era only there: the tools declare an outputSchema, and clients built on the
+ * TypeScript SDK 1.x validate any structuredContent against it even on an `isError` result, so an error
+ * object there would turn every refusal into a client-side schema failure the model never sees
+ * (modelcontextprotocol/typescript-sdk#1943). On the 2026-07-28 era also in `structuredContent`
+ * (`withStructuredError`).
  */
 export const ERROR_META_KEY = 'content-service.dev/error';
 
@@ -60,6 +61,17 @@ function failure(status: number, info: ToolErrorInfo, text: string): ToolFailure
       },
     },
   };
+}
+
+/**
+ * A failed call as the 2026-07-28 era answers it: the same result with its code, detail and details also
+ * in `structuredContent`, where that revision's clients (the SDK's 2.x client among them) read them
+ * without checking them against the tool's output schema, as an `isError` result is exempt.
+ */
+export function withStructuredError(result: CallToolResult): CallToolResult {
+  const info = result._meta?.[ERROR_META_KEY];
+  if (!result.isError || typeof info !== 'object' || info === null) return result;
+  return { ...result, structuredContent: { ...info } };
 }
 
 /** A tool's refusal: the CONTRACT code and its (safe) detail, with what to do about it. */
