@@ -1,6 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  Client as Client2,
+  type OAuthClientProvider as OAuthClientProvider2,
+  StreamableHTTPClientTransport as StreamableHTTPClientTransport2,
+  UnauthorizedError as UnauthorizedError2,
+} from '@modelcontextprotocol/client';
 import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -19,7 +25,7 @@ import { type ServerProcess, startServer } from '../support/server.ts';
 
 /*
  * An assistant no one on the team wrote: the MCP SDK's own client with its own OAuth client logic,
- * given only PUBLIC_URL/mcp. It discovers the authorization server from the 401, registers itself,
+ * given only PUBLIC_URL/mcp (the 1.x client, 2025 era; then the 2.x client on the 2026-07-28 era). It discovers the authorization server from the 401, registers itself,
  * sends the person to the authorization page; the person (headless Chromium, JavaScript off) signs in
  * and clicks Allow; the client exchanges the code and calls every tool. Then the person disconnects it
  * on the Connect Site page, and its next call is refused. The Connect Site page's API keys are used too.
@@ -39,6 +45,44 @@ function memoryProvider(redirectUrl: string, onRedirect: (url: URL) => void): OA
     get clientMetadata(): OAuthClientMetadata {
       return {
         client_name: 'SDK Test Assistant',
+        redirect_uris: [redirectUrl],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      };
+    },
+    clientInformation: () => info,
+    saveClientInformation: (i) => {
+      info = i;
+    },
+    tokens: () => tokens,
+    saveTokens: (t) => {
+      tokens = t;
+    },
+    redirectToAuthorization: (url) => onRedirect(url),
+    saveCodeVerifier: (v) => {
+      verifier = v;
+    },
+    codeVerifier: () => verifier,
+  };
+}
+
+/** The same in-memory OAuth state, for the SDK's 2.x client (whose stored types are its own). */
+function memoryProvider2(
+  name: string,
+  redirectUrl: string,
+  onRedirect: (url: URL) => void,
+): OAuthClientProvider2 {
+  let info: Parameters<NonNullable<OAuthClientProvider2['saveClientInformation']>>[0] | undefined;
+  let tokens: Parameters<OAuthClientProvider2['saveTokens']>[0] | undefined;
+  let verifier = '';
+  return {
+    get redirectUrl() {
+      return redirectUrl;
+    },
+    get clientMetadata() {
+      return {
+        client_name: name,
         redirect_uris: [redirectUrl],
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
@@ -122,18 +166,19 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
   const call = async (name: string, args: Record<string, unknown> = {}): Promise<ToolResult> =>
     (await client.callTool({ name, arguments: args })) as ToolResult;
 
-  async function signInAndAllow(page: Page, url: URL): Promise<string> {
+  /** Signs the person in and clicks Allow: the query of the redirect back to the client (code, iss, state). */
+  async function signInAndAllow(page: Page, url: URL, name = 'SDK Test Assistant'): Promise<URLSearchParams> {
     await page.goto(url.href);
     expect(new URL(page.url()).pathname).toBe('/sign-in');
     await page.fill('#email', person.email);
     await page.fill('#password', person.password);
     await page.click('button[type=submit]');
-    expect(await page.textContent('h1')).toBe('Connect SDK Test Assistant to your account?');
+    expect(await page.textContent('h1')).toBe(`Connect ${name} to your account?`);
     await page.click('button[value=allow]');
     await page.waitForURL((u) => u.href.startsWith(callback.url));
-    const code = new URL(page.url()).searchParams.get('code');
-    expect(code).toBeTruthy();
-    return code as string;
+    const params = new URL(page.url()).searchParams;
+    expect(params.get('code')).toBeTruthy();
+    return params;
   }
 
   it('discovers, registers, sends the person to sign in and Allow, and gets a token', async () => {
@@ -144,7 +189,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
     expect(authorizationUrl?.searchParams.get('code_challenge_method')).toBe('S256');
     expect(authorizationUrl?.searchParams.get('resource')).toBe(`${base}/mcp`);
     const page = await context.newPage();
-    const code = await signInAndAllow(page, authorizationUrl as URL);
+    const code = (await signInAndAllow(page, authorizationUrl as URL)).get('code') as string;
     await page.close();
     await first.finishAuth(code);
     expect((await provider.tokens())?.access_token).toBeTruthy();
@@ -312,5 +357,61 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
     expect(new URL(page.url()).pathname).toBe('/sign-in');
     expect(new URL(page.url()).searchParams.get('return_to')).toBe('/connect');
     await fresh.close();
+  });
+
+  it('a 2026-07-28 client (the SDK 2.x) signs in and is allowed the same way, then calls the tools without a handshake', async () => {
+    const name = 'SDK 2 Test Assistant';
+    let url: URL | undefined;
+    const provider2 = memoryProvider2(name, callback.url, (u) => {
+      url = u;
+    });
+    const transport2 = () =>
+      new StreamableHTTPClientTransport2(new URL(`${base}/mcp`), { authProvider: provider2 });
+    const options = { versionNegotiation: { mode: 'auto' as const } };
+    let client2 = new Client2({ name: 'sdk-2-test-assistant', version: '1.0.0' }, options);
+    const first = transport2();
+    await expect(client2.connect(first)).rejects.toBeInstanceOf(UnauthorizedError2);
+    expect(url?.origin).toBe(base);
+    expect(url?.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(url?.searchParams.get('resource')).toBe(`${base}/mcp`);
+    // The scope the 401 named (the client adds offline_access for its refresh token).
+    expect(url?.searchParams.get('scope')?.split(' ')).toEqual(
+      expect.arrayContaining(['content:read', 'content:write']),
+    );
+    const fresh = await browser.newContext({ javaScriptEnabled: false });
+    const page = await fresh.newPage();
+    // The 2.x client checks the authorization response's issuer (RFC 9207): it gets the whole query.
+    const answer = await signInAndAllow(page, url as URL, name);
+    await fresh.close();
+    expect(answer.get('iss')).toBe(base);
+    await first.finishAuth(answer);
+    client2 = new Client2({ name: 'sdk-2-test-assistant', version: '1.0.0' }, options);
+    await client2.connect(transport2());
+    try {
+      expect(client2.getProtocolEra()).toBe('modern');
+      expect(client2.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+      const { tools } = await client2.listTools();
+      expect(tools).toHaveLength(11);
+      const call2 = async (tool: string, args: Record<string, unknown> = {}) =>
+        (await client2.callTool({ name: tool, arguments: args })) as ToolResult;
+      const sites = (await call2('list_sites')).structuredContent as { data: { id: string }[] };
+      expect(sites.data.map((s) => s.id)).toEqual(person.sites.map((s) => s.id));
+      const siteId = person.sites[0]?.id as string;
+      const articles = (await call2('list_articles', { site_id: siteId })).structuredContent as {
+        data: { id: string }[];
+      };
+      const articleId = articles.data[1]?.id as string;
+      const updated = await call2('update_article', { article_id: articleId, title: 'Edited in 2026' });
+      expect(updated.isError, updated.content[0]?.text).toBeFalsy();
+      const revisions = (await call2('list_revisions', { article_id: articleId })).structuredContent as {
+        data: { origin: string; actor: { type: string; name: string } }[];
+      };
+      expect(revisions.data[0]).toMatchObject({ origin: 'mcp', actor: { type: 'oauth_client', name } });
+      const theirs = await call2('list_articles', { site_id: other.sites[0]?.id as string });
+      expect(theirs.isError).toBe(true);
+      expect(theirs.structuredContent).toMatchObject({ code: 'not_found' });
+    } finally {
+      await client2.close();
+    }
   });
 });
