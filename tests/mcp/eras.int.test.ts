@@ -226,7 +226,10 @@ describe('/mcp in both protocol eras', () => {
     });
 
     it('gives true cache hints: discover public, tools/list private to the caller, none on tool calls', async () => {
-      const discover = (await (await modernRaw('server/discover', t.tokens.aWrite)).json()) as {
+      const discovered = await modernRaw('server/discover', t.tokens.aWrite);
+      // The HTTP answer itself is never for a shared HTTP cache: the hints are MCP's, for MCP clients.
+      expect(discovered.headers.get('cache-control')).toBe('private, no-store');
+      const discover = (await discovered.json()) as {
         result: { ttlMs: number; cacheScope: string; supportedVersions: string[] };
       };
       expect(discover.result.supportedVersions).toContain(MODERN);
@@ -261,6 +264,29 @@ describe('/mcp in both protocol eras', () => {
       expect(body.error.code).toBe(-32022);
       expect(body.error.data.supported).toContain(MODERN);
       expect(body.error.data.requested).toBe('2099-01-01');
+    });
+
+    it('negotiates initialize as the 2025 revisions say: a known version is kept, an unknown one gets 2025-11-25', async () => {
+      const initialize = async (protocolVersion: string) => {
+        const res = await fetch(t.mcpUrl, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${t.tokens.aWrite}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+          }),
+        });
+        expect(res.headers.get('content-type')).toContain('application/json');
+        return ((await res.json()) as { result: { protocolVersion: string } }).result.protocolVersion;
+      };
+      expect(await initialize('2025-06-18')).toBe('2025-06-18');
+      expect(await initialize('2099-01-01')).toBe('2025-11-25');
     });
 
     it('asks for a token like the 2025 era: 401 naming the resource metadata and the scope', async () => {
