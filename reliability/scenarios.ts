@@ -1,0 +1,4 @@
+import type { Scenario } from './scenario.ts';
+
+/** Every scenario, in the order `npm run reliability` runs them. */
+export const scenarios: Scenario[] = [];
