@@ -1,5 +1,5 @@
 import { validateEvent } from '../domain/events.ts';
-import type { Config } from '../infra/config.ts';
+import { type Config, ConfigError } from '../infra/config.ts';
 import { migrateToLatest } from '../infra/db/migrate.ts';
 import { type DbHandle, type DbLogger, openDatabase } from '../infra/db/open.ts';
 import type { Db } from '../infra/db/schema.ts';
@@ -99,4 +99,23 @@ export async function openRuntime(
     throw error;
   }
   return createRuntime(handle, opts.sanitizeThreads ? { sanitizeThreads: opts.sanitizeThreads } : {});
+}
+
+/**
+ * `openRuntime` for a process entry point: a ConfigError (a data folder that cannot be written, say)
+ * is one line on stderr and exit 1, as a bad variable is; anything else is thrown.
+ */
+export async function openRuntimeOrExit(
+  config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
+  opts: Parameters<typeof openRuntime>[1] = {},
+): Promise<Runtime> {
+  try {
+    return await openRuntime(config, opts);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
 }

@@ -6,7 +6,8 @@ import type { Db } from './db/schema.ts';
 export type StoredResponse = { status: number; headers: Record<string, string>; body: unknown };
 
 const WINDOW = sql`interval '24 hours'`;
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/** An Idempotency-Key: 1 to 255 visible ASCII characters (the API's header and MCP's `idempotency_key`). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export function requestHash(parts: readonly unknown[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');

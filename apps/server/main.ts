@@ -4,7 +4,7 @@ import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { projectors } from '../../projections/index.ts';
-import { openRuntime } from '../runtime.ts';
+import { openRuntimeOrExit } from '../runtime.ts';
 import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
 import { backgroundModules } from '../worker/modules.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
@@ -13,7 +13,7 @@ import { buildApp } from './app.ts';
 
 const config = loadConfigOrExit();
 
-const runtime = await openRuntime(config, { migrate: true, sanitizeThreads: config.SANITIZE_THREADS });
+const runtime = await openRuntimeOrExit(config, { migrate: true, sanitizeThreads: config.SANITIZE_THREADS });
 // Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
 // the Redis client log through their own pino instance: they exist before the app and its logger.
 const limitsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'limits' });

@@ -3,7 +3,7 @@ import { loadConfigOrExit } from '../../infra/config.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { projectors } from '../../projections/index.ts';
-import { openRuntime } from '../runtime.ts';
+import { openRuntimeOrExit } from '../runtime.ts';
 import { createJobs, startBackground } from './background.ts';
 import { backgroundModules } from './modules.ts';
 
@@ -24,7 +24,7 @@ if (!config.DATABASE_URL) {
 if (!config.REDIS_URL) {
   log.warn("no REDIS_URL: the job queues are this process's own; the API processes cannot add to them");
 }
-const runtime = await openRuntime(config, { migrate: true, logger: log });
+const runtime = await openRuntimeOrExit(config, { migrate: true, logger: log });
 const workers = startAsyncProjections({ handle: runtime.handle, projectors, logger: log });
 const jobsLog = log.child({ component: 'jobs' });
 const { jobs, modules } = createJobs(

@@ -1,9 +1,11 @@
-import { mkdir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { ConfigError } from '../config.ts';
 import type { Database, Db } from './schema.ts';
 import { namingClient } from './statement-cache.ts';
 
@@ -371,10 +373,35 @@ async function listen(
   };
 }
 
+/**
+ * The embedded database's folder, made if missing and checked writable before PGlite opens it: a
+ * read-only or unwritable folder stops the start with a message naming DATA_DIR (a ConfigError, which
+ * the entry points print as one line), not with the database engine's abort deep inside.
+ */
+async function requireWritable(location: string): Promise<void> {
+  try {
+    await mkdir(location, { recursive: true });
+    await access(location, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
+    const why =
+      code === 'EROFS'
+        ? 'the folder is on a read-only file system'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'this process may not write there'
+          : code === 'ENOSPC'
+            ? 'the disk is full'
+            : `it cannot be written (${code})`;
+    throw new ConfigError(
+      `Invalid configuration: DATA_DIR=${JSON.stringify(location)}: the embedded database must write there, and ${why}`,
+    );
+  }
+}
+
 async function openPglite(dataDir: string, logger: DbLogger): Promise<DbHandle> {
   const inMemory = dataDir.startsWith('memory://');
   const location = inMemory ? dataDir : resolve(dataDir);
-  if (!inMemory) await mkdir(location, { recursive: true });
+  if (!inMemory) await requireWritable(location);
 
   const pglite = await PGlite.create(location);
   // Port 0: the OS picks a free loopback port. maxConnections stays at its default of 1, and the

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../infra/config.ts';
 import { migrateToLatest, pendingMigrations } from '../../infra/db/migrate.ts';
 import { migrations } from '../../infra/db/migrations/index.ts';
 import { type AppendedTypes, type DbHandle, type DbLogger, openDatabase } from '../../infra/db/open.ts';
@@ -227,6 +228,17 @@ describe('openDatabase, embedded', () => {
 
   afterAll(async () => {
     await rm(join(dataDir, '..', '..'), { recursive: true, force: true });
+  });
+
+  it('refuses a data folder it cannot write with a message naming DATA_DIR, before the engine opens it', async () => {
+    // A regular file where a folder should be: no process, root included, can make the folder there.
+    const file = join(dataDir, '..', '..', 'a-file');
+    await writeFile(file, 'not a folder');
+    const refused = openDatabase({ dataDir: join(file, 'data') });
+    await expect(refused).rejects.toBeInstanceOf(ConfigError);
+    await expect(refused).rejects.toThrow(
+      /^Invalid configuration: DATA_DIR=".*a-file\/data": the embedded database must write there, and it cannot be written \(ENOTDIR\)$/,
+    );
   });
 
   it('creates the data folder and keeps the data across a restart', async () => {

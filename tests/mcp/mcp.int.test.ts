@@ -57,6 +57,7 @@ type ListOut<T> = {
 };
 type RevisionOut = {
   revision: number;
+  title: string;
   origin: string;
   actor: { type: string; id: string; name: string };
   reason: string | null;
@@ -509,6 +510,40 @@ describe('/mcp through the SDK client', () => {
       expect(structured<Change>(body.result)).toMatchObject({ changed: true, title: 'Over raw HTTP' });
     });
 
+    it('a retry with the same idempotency_key returns the first answer and makes no second revision', async () => {
+      const articleId = t.a.articleIds[6] as string;
+      const before = structured<{ revision: number }>(
+        await call(write, 'get_article', { article_id: articleId }),
+      );
+      const args = { article_id: articleId, title: 'Retried safely', idempotency_key: 'mcp-retry-1' };
+      const first = structured<Change>(await call(write, 'update_article', args));
+      expect(first).toMatchObject({ revision: before.revision + 1, changed: true });
+      // Meanwhile the article moves on: the retry still answers what the first call did.
+      structured(await call(write, 'update_article', { article_id: articleId, title: 'Moved on' }));
+      const retried = structured<Change>(await call(write, 'update_article', args));
+      expect(retried).toEqual(first);
+      const revisions = structured<ListOut<RevisionOut>>(
+        await call(write, 'list_revisions', { article_id: articleId }),
+      );
+      expect(revisions.data.map((r) => r.revision)).toEqual(
+        [before.revision + 2, before.revision + 1, 1].slice(0, revisions.data.length),
+      );
+      expect(revisions.data.filter((r) => r.title === 'Retried safely')).toHaveLength(1);
+      // The same key for other arguments is refused, naming the argument; a malformed key too.
+      const other = await call(write, 'update_article', { ...args, title: 'Something else' });
+      expect(errorOf(other).code).toBe('invalid_request');
+      const malformed = await call(write, 'update_article', { ...args, idempotency_key: 'has space' });
+      expect(errorOf(malformed).code).toBe('invalid_request');
+      // restore_revision with a key: one new revision however often it is sent.
+      const restoreArgs = { article_id: articleId, revision: 1, idempotency_key: 'mcp-restore-1' };
+      const restored = structured<Change>(await call(write, 'restore_revision', restoreArgs));
+      expect(structured<Change>(await call(write, 'restore_revision', restoreArgs))).toEqual(restored);
+      const after = structured<ListOut<RevisionOut>>(
+        await call(write, 'list_revisions', { article_id: articleId }),
+      );
+      expect(after.data.filter((r) => r.restored_from === 1)).toHaveLength(1);
+    });
+
     it('get_revision shows an earlier version and restore_revision brings it back as a new revision', async () => {
       const articleId = t.a.articleIds[4] as string;
       const original = structured<{ body: string; title: string }>(
@@ -676,8 +711,13 @@ describe('/mcp through the SDK client', () => {
       for (const operation of ['replace_featured_image', 'restore_revision']) {
         const done = rows.filter((r) => r.operation === operation && r.status === 200);
         expect(done.length, operation).toBeGreaterThan(0);
+        // A retry answered from its idempotency key created nothing and names no revision.
         expect(
-          done.every((r) => typeof r.revision === 'number' && r.revision > 1),
+          done.some((r) => typeof r.revision === 'number' && r.revision > 1),
+          operation,
+        ).toBe(true);
+        expect(
+          done.every((r) => r.revision === null || r.revision > 1),
           operation,
         ).toBe(true);
       }

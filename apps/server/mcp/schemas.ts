@@ -8,6 +8,7 @@ import {
   TITLE_MAX,
 } from '../../../domain/article/events.ts';
 import { PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
+import { IDEMPOTENCY_KEY } from '../../../infra/idempotency.ts';
 import {
   ActivityQuery,
   ActivityRecord,
@@ -58,6 +59,17 @@ const perPage = PageQuery.shape.per_page.meta({
 });
 const from = ArticleQuery.shape.from.meta({ description: 'First day, inclusive, as a UTC date YYYY-MM-DD.' });
 const to = ArticleQuery.shape.to.meta({ description: 'Last day, inclusive, as a UTC date YYYY-MM-DD.' });
+const idempotencyKey = z
+  .string()
+  .regex(IDEMPOTENCY_KEY, 'must be 1 to 255 visible ASCII characters')
+  .optional()
+  .meta({
+    description:
+      'Optional: a key of your choosing (1 to 255 visible ASCII characters, a UUID say) that makes a retry ' +
+      'safe: the same call with the same key and arguments within 24 hours returns the first answer and ' +
+      'makes no second revision; the same key with other arguments is refused. Send one when you may retry.',
+  });
+
 const expectedRevision = z.coerce
   .number({ message: 'must be a whole number' })
   .int('must be a whole number')
@@ -121,6 +133,7 @@ export const UpdateArticleInput = z
     }),
     reason,
     expected_revision: expectedRevision,
+    idempotency_key: idempotencyKey,
   })
   .refine((b) => b.title !== undefined || b.body !== undefined, {
     message: 'give a title, a body, or both',
@@ -136,6 +149,7 @@ export const ReplaceFeaturedImageInput = z.strictObject({
     description: `Alternative text describing the image (at most ${ALT_MAX} characters).`,
   }),
   expected_revision: expectedRevision,
+  idempotency_key: idempotencyKey,
 });
 
 export const ListRevisionsInput = z.strictObject({ article_id: articleId, page, per_page: perPage });
@@ -153,6 +167,7 @@ export const RestoreRevisionInput = z.strictObject({
     description: `Optional: why the earlier version comes back (at most ${REASON_MAX} characters).`,
   }),
   expected_revision: expectedRevision,
+  idempotency_key: idempotencyKey,
 });
 
 export const ListActivityInput = z

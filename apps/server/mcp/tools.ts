@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
-import type { Call } from '../../application/call.ts';
+import type { Call, Idempotency } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import {
@@ -179,6 +179,19 @@ const getStatsTool = defineTool({
   render: (out) => renderStats(out),
 });
 
+/**
+ * The idempotency of a write tool's call (CONTRACT "MCP": the API's Idempotency-Key rules): its
+ * `idempotency_key`, and the request it names, the tool and its other arguments. A key is the account's,
+ * whichever face sent it: the same key on the API names another request.
+ */
+function idempotencyOf(
+  tool: string,
+  input: { idempotency_key?: string | undefined },
+): Idempotency | undefined {
+  const { idempotency_key: key, ...args } = input;
+  return key === undefined ? undefined : { key, request: ['mcp', tool, args] };
+}
+
 const EDIT_LIMIT = `Counts as one of the account’s ${EDIT_LIMIT_PER_DAY} article edits per UTC day.`;
 
 const updateArticleTool = defineTool({
@@ -202,13 +215,11 @@ const updateArticleTool = defineTool({
   output: ArticleChange,
   run: async (ctx, input) => {
     const { article_id: articleId, title, body, reason, expected_revision: expectedRevision } = input;
-    const write = await ctx.application.articles.edit(ctx.call, {
-      articleId,
-      title,
-      body,
-      reason,
-      expectedRevision,
-    });
+    const write = await ctx.application.articles.edit(
+      ctx.call,
+      { articleId, title, body, reason, expectedRevision },
+      idempotencyOf('update_article', input),
+    );
     return write.change;
   },
   render: (out) => renderChange(out, 'Saved'),
@@ -229,11 +240,15 @@ const replaceFeaturedImageTool = defineTool({
   input: ReplaceFeaturedImageInput,
   output: ArticleChange,
   async run(ctx, input) {
-    const write = await ctx.application.articles.replaceFeaturedImage(ctx.call, {
-      articleId: input.article_id,
-      image: { url: input.url, alt: input.alt ?? '' },
-      expectedRevision: input.expected_revision,
-    });
+    const write = await ctx.application.articles.replaceFeaturedImage(
+      ctx.call,
+      {
+        articleId: input.article_id,
+        image: { url: input.url, alt: input.alt ?? '' },
+        expectedRevision: input.expected_revision,
+      },
+      idempotencyOf('replace_featured_image', input),
+    );
     return write.change;
   },
   render: (out) => renderChange(out, 'Featured image replaced'),
@@ -282,12 +297,16 @@ const restoreRevisionTool = defineTool({
   input: RestoreRevisionInput,
   output: ArticleChange,
   async run(ctx, input) {
-    const write = await ctx.application.revisions.restore(ctx.call, {
-      articleId: input.article_id,
-      revision: input.revision,
-      reason: input.reason ?? null,
-      expectedRevision: input.expected_revision,
-    });
+    const write = await ctx.application.revisions.restore(
+      ctx.call,
+      {
+        articleId: input.article_id,
+        revision: input.revision,
+        reason: input.reason ?? null,
+        expectedRevision: input.expected_revision,
+      },
+      idempotencyOf('restore_revision', input),
+    );
     return write.change;
   },
   render: (out, input) => renderChange(out, `Restored revision ${input.revision}`),
