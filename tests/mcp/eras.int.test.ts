@@ -184,6 +184,17 @@ describe('/mcp in both protocol eras', () => {
         expect(r.origin).toBe('mcp');
         expect(r.actor).toEqual({ type: 'oauth_client', id: t.client.id, name: t.client.name });
       }
+      // idempotency_key works the same on this era: a retry answers the first call, no second revision.
+      const retried = { article_id: articleId, title: 'Retried in 2026', idempotency_key: 'eras-retry-1' };
+      const once = await call(modern, 'update_article', retried);
+      const again = await call(modern, 'update_article', retried);
+      expect(once.isError, once.content[0]?.text).toBeFalsy();
+      expect(again.structuredContent).toEqual(once.structuredContent);
+      expect(once.structuredContent).toMatchObject({ revision: before.revision + 4 });
+      const latest = (await call(modern, 'get_article', { article_id: articleId })).structuredContent as {
+        revision: number;
+      };
+      expect(latest.revision).toBe(before.revision + 4);
       const activity = await call(modern, 'list_activity', { source: 'mcp', per_page: 5 });
       expect(activity.isError, activity.content[0]?.text).toBeFalsy();
     });
