@@ -1,4 +1,5 @@
+import { postgresRestart } from './postgres-restart.ts';
 import type { Scenario } from './scenario.ts';
 
 /** Every scenario, in the order `npm run reliability` runs them. */
-export const scenarios: Scenario[] = [];
+export const scenarios: Scenario[] = [postgresRestart];
