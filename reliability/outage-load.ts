@@ -116,8 +116,8 @@ export type Load = {
 };
 
 /**
- * `clients` loops, each alternating a read and an edit (a unique title) of a random article, with
- * `pauseMs` between calls, until stopped.
+ * `clients` loops, each alternating a read and an edit (a unique title; reads only with `edits: false`)
+ * of a random article, with `pauseMs` between calls, until stopped.
  */
 export function startLoad(opts: {
   baseUrl: string;
@@ -127,12 +127,15 @@ export function startLoad(opts: {
   timeoutMs: number;
   pauseMs: number;
   label: string;
+  /** false: reads only (default: reads and edits). */
+  edits?: boolean;
 }): Load {
   const answers: Answer[] = [];
   let running = true;
   let n = 0;
   const loop = async (client: number): Promise<void> => {
-    let write = client % 2 === 0;
+    const edits = opts.edits ?? true;
+    let write = edits && client % 2 === 0;
     while (running) {
       const articleId = opts.articleIds[Math.floor(Math.random() * opts.articleIds.length)] as string;
       n += 1;
@@ -140,7 +143,7 @@ export function startLoad(opts: {
       answers.push(
         await call(opts.baseUrl, opts.key, write ? 'PUT' : 'GET', articleId, opts.timeoutMs, title),
       );
-      write = !write;
+      write = edits && !write;
       await new Promise((r) => setTimeout(r, opts.pauseMs));
     }
   };

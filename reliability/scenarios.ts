@@ -1,5 +1,6 @@
 import { postgresRestart } from './postgres-restart.ts';
+import { redisOutage } from './redis-outage.ts';
 import type { Scenario } from './scenario.ts';
 
 /** Every scenario, in the order `npm run reliability` runs them. */
-export const scenarios: Scenario[] = [postgresRestart];
+export const scenarios: Scenario[] = [postgresRestart, redisOutage];
