@@ -15,6 +15,7 @@ export const ErrorCode = z.enum([
   'image_fetch_failed',
   'rate_limited',
   'edit_limit_reached',
+  'unavailable',
   'internal',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;

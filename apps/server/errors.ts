@@ -3,7 +3,11 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type ErrorCode, type ErrorDetail, isDomainError } from '../../domain/errors.ts';
+import { isDatabaseUnavailable } from '../../infra/db/unavailable.ts';
 import { newId } from '../../infra/ids.ts';
+
+/** Retry-After of a 503: a database restart or failover is typically over within seconds. */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
 
 /** The one mapping from a semantic error code to an HTTP status. */
 export const statusOf: Record<ErrorCode, number> = {
@@ -19,6 +23,7 @@ export const statusOf: Record<ErrorCode, number> = {
   image_fetch_failed: 422,
   rate_limited: 429,
   edit_limit_reached: 429,
+  unavailable: 503,
   internal: 500,
 };
 
@@ -35,6 +40,7 @@ const titles: Record<ErrorCode, string> = {
   image_fetch_failed: 'Image fetch failed',
   rate_limited: 'Too many requests',
   edit_limit_reached: 'Daily edit limit reached',
+  unavailable: 'Service unavailable',
   internal: 'Internal error',
 };
 
@@ -82,8 +88,9 @@ function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
 
 /**
  * Every error leaves as RFC 9457 problem+json with a stable code. Domain errors carry their code;
- * schema validation becomes `invalid_request` naming each parameter; anything unknown is logged and
- * answered with a generic 500 that leaks nothing but the request id.
+ * schema validation becomes `invalid_request` naming each parameter; a database that cannot be reached
+ * for now is a 503 `unavailable` with `Retry-After`; anything unknown is logged and answered with a
+ * generic 500 that leaks nothing but the request id.
  */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -120,6 +127,20 @@ export function installErrorHandling(app: FastifyInstance): void {
       // Fastify's own client errors (malformed JSON, body too large, unsupported content type) keep
       // their status; the code says the request itself was at fault.
       return sendProblem(reply, { ...problem(request, 'invalid_request', error.message), status });
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Not the request's fault nor a bug: the database is away for a moment (a restart, a failover).
+      // The driver's words (hosts, SQL states) stay in the log; the client is told when to retry.
+      request.log.warn({ err: error }, 'the database is unavailable; answered 503');
+      reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
+      return sendProblem(
+        reply,
+        problem(
+          request,
+          'unavailable',
+          `The service is briefly unavailable; retry in ${UNAVAILABLE_RETRY_AFTER_S} s.`,
+        ),
+      );
     }
     request.log.error({ err: error }, 'unhandled error');
     return sendProblem(

@@ -13,7 +13,14 @@ import { buildApp } from './app.ts';
 
 const config = loadConfigOrExit();
 
-const runtime = await openRuntimeOrExit(config, { migrate: true, sanitizeThreads: config.SANITIZE_THREADS });
+// The database layer (pool, LISTEN connection) logs as JSON lines too, `component: "database"`: its
+// connection losses and recoveries are what an operator looks for when PostgreSQL restarts.
+const databaseLog = pino({ level: config.LOG_LEVEL }).child({ component: 'database' });
+const runtime = await openRuntimeOrExit(config, {
+  migrate: true,
+  sanitizeThreads: config.SANITIZE_THREADS,
+  logger: databaseLog,
+});
 // Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
 // the Redis client log through their own pino instance: they exist before the app and its logger.
 const limitsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'limits' });

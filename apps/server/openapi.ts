@@ -122,7 +122,7 @@ const EVERY_RESPONSE: readonly ResponseHeaderName[] = [
 ];
 
 /** Statuses any /api/v1 operation can answer, whatever the route: its hooks and the error handler give them. */
-const EVERY_OPERATION_ERRORS = [400, 401, 429, 500] as const;
+const EVERY_OPERATION_ERRORS = [400, 401, 429, 500, 503] as const;
 /** ... and any operation with a request body: fastify refuses a body too large or of another type. */
 const BODY_ERRORS = [413, 415] as const;
 
@@ -309,6 +309,24 @@ const errorResponses: Record<number, ErrorResponse> = {
           'internal',
           'Internal error',
           'Something went wrong on our side. Quote the request id if you contact support.',
+          '/api/v1/sites',
+        ),
+      },
+    },
+  },
+  503: {
+    name: 'Unavailable',
+    description:
+      'The database is briefly away (a restart, a failover: `unavailable`). Wait `Retry-After` seconds and retry. A write cut off during its commit may have been applied: retry it with the same Idempotency-Key, or with If-Match, so that it is not applied twice.',
+    // Like a 500: a failure before the limiter ran (the key lookup) leaves no RateLimit fields.
+    headers: ['X-Request-Id', 'Retry-After'],
+    examples: {
+      unavailable: {
+        summary: 'Database restarting',
+        value: problemExample(
+          'unavailable',
+          'Service unavailable',
+          'The service is briefly unavailable; retry in 5 s.',
           '/api/v1/sites',
         ),
       },

@@ -91,8 +91,8 @@ export type Background = {
 };
 
 /**
- * Starts the workers of every queue, declares the modules' repeatable jobs, runs their sweeps once and
- * starts their subscriptions to the log. The returned `stop` takes everything down in order.
+ * Starts the workers of every queue, declares the modules' repeatable jobs, runs their sweeps once (and
+ * both again each time the queues reconnect) and starts their subscriptions to the log. The returned `stop` takes everything down in order.
  */
 export async function startBackground(opts: {
   jobs: Jobs;
@@ -110,7 +110,7 @@ export async function startBackground(opts: {
   // Declaring the schedules and sweeping talk to the queues: with Redis away they wait for it, and the
   // process must start (and serve) meanwhile. So they go on in the background; a failure is logged,
   // and the repeatable sweeps do the sweeping again later.
-  void (async () => {
+  const declareAndSweep = async (): Promise<void> => {
     for (const module of modules) {
       for (const r of module.repeats ?? []) {
         try {
@@ -118,7 +118,7 @@ export async function startBackground(opts: {
         } catch (error) {
           logger.error(
             { err: error, job: r.name },
-            'could not declare a repeatable job; it is declared at the next start',
+            'could not declare a repeatable job; it is declared at the next start or reconnection',
           );
         }
       }
@@ -127,12 +127,22 @@ export async function startBackground(opts: {
       try {
         await module.sweep?.();
       } catch (error) {
-        logger.error({ err: error }, 'start-up sweep failed; the repeatable sweep runs it again');
+        logger.error({ err: error }, 'sweep failed; the repeatable sweep runs it again');
       }
     }
-  })();
+  };
+  void declareAndSweep();
+  // A Redis that comes back may have come back empty (no persistence, a failover to a fresh replica,
+  // a flush): without the repeatable jobs, nothing would sweep, publish or clean up again until the
+  // next start. So each reconnection declares them again (idempotent) and sweeps once, which also
+  // queues what was given up on while Redis was away.
+  const unsubscribe = jobs.onReconnect?.(() => {
+    logger.info({}, 'job queues reconnected: declaring the repeatable jobs again and sweeping');
+    void declareAndSweep();
+  });
   return {
     async stop() {
+      unsubscribe?.();
       await subscriptions.stop();
       await jobs.close();
     },

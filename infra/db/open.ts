@@ -173,6 +173,13 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
   pool.on('error', (err) => {
     if (!closing) logger.warn({ err: summary(err) }, 'an idle PostgreSQL connection failed');
   });
+  // A client checked out of the pool (a kysely connection, a transaction between two statements) has
+  // no listener of pg-pool's: when its server goes away (a restart, a terminated backend), its 'error'
+  // would be unhandled and end the process. The statement in flight fails by itself (and the request
+  // with it); pg-pool drops the broken client when it is released, so nothing more is needed here.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const wakeups = createWakeups(logger);
   const announcer = createAnnouncer(pool, logger);

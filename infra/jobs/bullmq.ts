@@ -109,6 +109,14 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
     return undefined;
   };
 
+  // Every 'ready' after the first is a reconnection: Redis was away, and may have lost its keys.
+  const reconnectListeners = new Set<() => void>();
+  let connectedOnce = connection.status === 'ready';
+  connection.on('ready', () => {
+    if (connectedOnce) for (const listener of [...reconnectListeners]) listener();
+    connectedOnce = true;
+  });
+
   let closing = false;
   const makeWorkers = (): void => {
     if (closing || workers.length > 0) return;
@@ -168,6 +176,13 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
       if (connection.status === 'ready') makeWorkers();
       else connection.once('ready', makeWorkers);
     },
+    onReconnect(listener) {
+      const entry = (): void => listener();
+      reconnectListeners.add(entry);
+      return () => {
+        reconnectListeners.delete(entry);
+      };
+    },
     async status() {
       const now = Date.now();
       return Promise.all(
@@ -213,6 +228,7 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
     async close(graceMs = 10_000) {
       closing = true;
       connection.off('ready', makeWorkers);
+      reconnectListeners.clear();
       // Stop taking jobs and let the running ones finish; past the grace, let go of them (their locks
       // expire and another worker runs them). Every step is bounded: with Redis away, BullMQ's closes
       // wait for a connection that may never come, and a process must still stop.

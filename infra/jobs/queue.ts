@@ -93,6 +93,12 @@ export interface Jobs extends JobSink {
   repeat(id: string, name: string, repeat: Repeat, data?: unknown): Promise<void>;
   /** Starts this process's workers for every queue. */
   startWorkers(): void;
+  /**
+   * Calls `listener` each time the queues' store is reached again after losing it (BullMQ: Redis
+   * reconnected; it may have come back empty, without the repeatable jobs). Absent where the queues
+   * cannot be lost (in process). Returns an unsubscribe.
+   */
+  onReconnect?(listener: () => void): () => void;
   status(): Promise<QueueStatus[]>;
   failed(limit?: number): Promise<FailedJob[]>;
   /** Runs a failed job again (its attempts start over); false when no failed job has that id. */
