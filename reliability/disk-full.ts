@@ -17,7 +17,7 @@ import { type Check, check, type Scenario } from './scenario.ts';
 const run = promisify(execFile);
 const MIB = 1024 * 1024;
 
-type Answer = { status: number; ms: number; type: string; body: string };
+type Answer = { status: number; ms: number; type: string; body: string; retryAfter: string | null };
 
 async function put(server: ServerProcess, key: string, articleId: string, title: string): Promise<Answer> {
   const started = performance.now();
@@ -34,9 +34,16 @@ async function put(server: ServerProcess, key: string, articleId: string, title:
       ms: Math.round(performance.now() - started),
       type: res.headers.get('content-type') ?? '',
       body,
+      retryAfter: res.headers.get('retry-after'),
     };
   } catch (error) {
-    return { status: 0, ms: Math.round(performance.now() - started), type: '', body: String(error) };
+    return {
+      status: 0,
+      ms: Math.round(performance.now() - started),
+      type: '',
+      body: String(error),
+      retryAfter: null,
+    };
   }
 }
 
@@ -126,11 +133,16 @@ export const diskFull: Scenario = {
       );
       checks.push(
         check(
-          'a refused edit is a problem document without a driver message',
-          refused.every(
-            (a) => a.type.includes('application/problem+json') && !/ENOSPC|errno|at .*\(/i.test(a.body),
-          ),
-          refused[0]?.body.slice(0, 200),
+          'a refused edit is a 503 problem document with Retry-After, without a driver message',
+          refused.length > 0 &&
+            refused.every(
+              (a) =>
+                a.status === 503 &&
+                a.retryAfter !== null &&
+                a.type.includes('application/problem+json') &&
+                !/ENOSPC|errno|space|at .*\(/i.test(a.body),
+            ),
+          refused[0] ? `${refused[0].status} ${refused[0].body.slice(0, 160)}` : 'none refused',
         ),
       );
       const health = await fetch(`${server.url}/healthz`)

@@ -7,9 +7,10 @@
 /**
  * SQLSTATEs that mean the server or the connection is going or gone: class 08 (connection exception),
  * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, shutting down,
- * recovering), 53300 too_many_connections.
+ * recovering), and class 53 (insufficient resources: 53100 disk_full, 53200 out_of_memory, 53300
+ * too_many_connections): the server cannot take the statement now, and can once space or memory return.
  */
-const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53...)$/;
 
 /** Socket errors of a connection to the database (Node's errno codes). */
 const SOCKET_CODES = new Set([

@@ -67,6 +67,10 @@ describe('a PostgreSQL connection lost while checked out', () => {
     expect(isDatabaseUnavailable(Object.assign(new Error('x'), { code: '57P01' }))).toBe(true);
     expect(isDatabaseUnavailable(Object.assign(new Error('x'), { code: '57P03' }))).toBe(true);
     expect(isDatabaseUnavailable(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }))).toBe(true);
+    // A full disk (53100) or no memory (53200): the statement can run once space returns.
+    expect(isDatabaseUnavailable(Object.assign(new Error('x'), { code: '53100' }))).toBe(true);
+    expect(isDatabaseUnavailable(Object.assign(new Error('x'), { code: '53200' }))).toBe(true);
+    expect(isDatabaseUnavailable(Object.assign(new Error('x'), { code: '23505' }))).toBe(false);
     expect(
       isDatabaseUnavailable(new Error('wrapped', { cause: new Error('Connection terminated unexpectedly') })),
     ).toBe(true);
