@@ -1,8 +1,17 @@
+import { crashWrites } from './crash-writes.ts';
 import { diskFull } from './disk-full.ts';
 import { noisyTenant } from './noisy-tenant.ts';
 import { postgresRestart } from './postgres-restart.ts';
+import { projectorCrash } from './projector-crash.ts';
 import { redisOutage } from './redis-outage.ts';
 import type { Scenario } from './scenario.ts';
 
-/** Every scenario, in the order `npm run reliability` runs them. */
-export const scenarios: Scenario[] = [postgresRestart, redisOutage, noisyTenant, diskFull];
+/** Every scenario, in the order `npm run reliability` runs them (the issue's numbering). */
+export const scenarios: Scenario[] = [
+  crashWrites,
+  projectorCrash,
+  postgresRestart,
+  redisOutage,
+  noisyTenant,
+  diskFull,
+];

@@ -2,7 +2,7 @@ import { DomainError } from '../../domain/errors.ts';
 import { idempotent, requestHash } from '../../infra/idempotency.ts';
 import { findArticleSite } from '../../projections/articles.ts';
 import { type Call, type Idempotency, requireWrite } from './call.ts';
-import type { EditResult } from './commands.ts';
+import type { EditResult, KeepAnswer } from './commands.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type ArticleChangeOut, changeOut } from './wire.ts';
 
@@ -18,12 +18,14 @@ export type ArticleWriter = {
   /**
    * Runs one change of an article the call owns (`own` first): with an idempotency key a retry
    * replays the first answer without running again; otherwise the edit is counted against the daily
-   * limit (the decision noted on the call, refused past it) just before the change runs.
+   * limit (the decision noted on the call, refused past it) just before the change runs. `change`
+   * passes `keep` on to the command (its caller's `keep`): the answer is kept by the change's own
+   * transaction.
    */
   write(
     call: Call,
     idempotency: Idempotency | undefined,
-    change: () => Promise<EditResult>,
+    change: (keep: KeepAnswer | undefined) => Promise<EditResult>,
   ): Promise<ArticleWrite>;
 };
 
@@ -42,7 +44,7 @@ export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimi
     async write(call, idempotency, change) {
       const { accountId } = call.principal;
       requireWrite(call.principal, 'This call');
-      const work = async (): Promise<ArticleChangeOut> => {
+      const work = async (keep: KeepAnswer | undefined): Promise<ArticleChangeOut> => {
         const decision = await editLimit.take(accountId);
         call.edits = decision;
         if (!decision.allowed) {
@@ -51,18 +53,22 @@ export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimi
             `The account has made its ${decision.policy.quota} article edits for today (UTC); more are possible after midnight UTC`,
           );
         }
-        const result = await change();
+        const result = await change(keep);
         // A change that changed nothing made no revision: its record names none.
         if (result.changed) call.touched.revision = result.revision;
         return changeOut(result);
       };
-      if (!idempotency) return { change: await work(), replayed: false };
+      if (!idempotency) return { change: await work(undefined), replayed: false };
       const { response, replayed } = await idempotent(
         db,
         accountId,
         idempotency.key,
         requestHash(idempotency.request),
-        async () => ({ status: 200, headers: {}, body: await work() }),
+        async (keepResponse) => ({
+          status: 200,
+          headers: {},
+          body: await work((result) => keepResponse({ status: 200, headers: {}, body: changeOut(result) })),
+        }),
       );
       return { change: response.body as ArticleChangeOut, replayed };
     },

@@ -59,7 +59,7 @@ export function createArticles(
     ): Promise<ArticleWrite> {
       const { articleId } = input;
       await writer.own(call, articleId);
-      return writer.write(call, idempotency, () =>
+      return writer.write(call, idempotency, (keep) =>
         commands.editArticle(
           call.principal.accountId,
           articleId,
@@ -69,7 +69,7 @@ export function createArticles(
             reason: input.reason,
             expectedRevision: input.expectedRevision,
           },
-          call.principal,
+          { ...call.principal, keep },
         ),
       );
     },
@@ -96,7 +96,7 @@ export function createArticles(
         idempotency && identity
           ? { ...idempotency, request: [...idempotency.request, identity] }
           : idempotency;
-      return writer.write(call, request, async () => {
+      return writer.write(call, request, async (keep) => {
         if (expectedRevision !== undefined) {
           const current = await findArticleRevision(db, accountId, articleId);
           if (current === undefined) throw new DomainError('not_found', `No article ${articleId}`);
@@ -113,7 +113,7 @@ export function createArticles(
           accountId,
           articleId,
           { featuredImage, expectedRevision },
-          call.principal,
+          { ...call.principal, keep },
         );
       });
     },

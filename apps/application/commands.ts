@@ -47,8 +47,20 @@ import { newApiKey, newId } from '../../infra/ids.ts';
 import { readArticleSnapshot, type SnapshotMemory } from '../../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../../projections/articles.ts';
 
-/** Who asks, from which face, and why: every revision carries it. */
-type Caller = { origin: Origin; actor: Actor; requestId?: string | undefined };
+/**
+ * Who asks, from which face, and why: every revision carries it. `keep`, for an article change: what
+ * is written with the change's events or not at all, given the answer the change will have (the
+ * answer an idempotent retry replays: apps/application/article-write.ts).
+ */
+type Caller = {
+  origin: Origin;
+  actor: Actor;
+  requestId?: string | undefined;
+  keep?: KeepAnswer | undefined;
+};
+
+/** Writes to commit with an article change's events, given the answer the change will have. */
+export type KeepAnswer = (result: EditResult) => (trx: Transaction<Database>) => Promise<void>;
 
 export type EditResult = {
   article: ArticleDetailRow;
@@ -251,8 +263,12 @@ export function createCommands(deps: CommandDeps) {
     accountId: string,
     articleId: string,
     build: (state: Article) => ArticleCommand,
+    caller?: Caller,
   ): Promise<EditResult> {
     let sanitized: SanitizedItem[] = [];
+    /** The answer the decided events will give once appended: what `caller.keep` writes with them. */
+    let answer: EditResult | undefined;
+    const keep = caller?.keep;
     const result = await run(
       articleStream(articleId),
       articleFold,
@@ -263,15 +279,37 @@ export function createCommands(deps: CommandDeps) {
         const events = decide(build(state), state, deps.html);
         const edited = events.find((e) => e.type === 'ArticleEdited');
         sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
+        if (keep)
+          answer = editResult(
+            articleId,
+            events.reduce(articleFold.evolve, state),
+            events.length > 0,
+            sanitized,
+          );
         return events;
       },
       () => readArticleSnapshot(db, articleId, deps.snapshots),
+      keep
+        ? (trx) => {
+            if (!answer) throw new Error('an article change is appended before it is decided');
+            return keep(answer)(trx);
+          }
+        : undefined,
     );
     // The answer is the article as this command left it (what a read of its row gives once projected,
     // which happened in the append's transaction), not whatever a later edit made of it meanwhile.
-    if (!result.state.exists) throw new DomainError('not_found', `No article ${articleId}`);
-    const article = detailOf(result.state, deps.html);
-    return { article, changed: result.events.length > 0, revision: article.revision, sanitized };
+    return editResult(articleId, result.state, result.events.length > 0, sanitized);
+  }
+
+  function editResult(
+    articleId: string,
+    state: ArticleState,
+    changed: boolean,
+    sanitized: SanitizedItem[],
+  ): EditResult {
+    if (!state.exists) throw new DomainError('not_found', `No article ${articleId}`);
+    const article = detailOf(state, deps.html);
+    return { article, changed, revision: article.revision, sanitized };
   }
 
   return {
@@ -490,19 +528,24 @@ export function createCommands(deps: CommandDeps) {
       caller: Caller,
     ): Promise<EditResult> {
       if (input.body !== undefined) await deps.sanitizeAhead?.(input.body);
-      return articleCommand(accountId, articleId, () => ({
-        type: 'EditArticle',
-        data: {
-          articleId,
-          title: input.title,
-          body: input.body,
-          reason: input.reason ?? null,
-          expectedRevision: input.expectedRevision,
-          origin: caller.origin,
-          actor: caller.actor,
-        },
-        metadata: meta(caller),
-      }));
+      return articleCommand(
+        accountId,
+        articleId,
+        () => ({
+          type: 'EditArticle',
+          data: {
+            articleId,
+            title: input.title,
+            body: input.body,
+            reason: input.reason ?? null,
+            expectedRevision: input.expectedRevision,
+            origin: caller.origin,
+            actor: caller.actor,
+          },
+          metadata: meta(caller),
+        }),
+        caller,
+      );
     },
 
     replaceFeaturedImage(
@@ -515,18 +558,23 @@ export function createCommands(deps: CommandDeps) {
       },
       caller: Caller,
     ): Promise<EditResult> {
-      return articleCommand(accountId, articleId, () => ({
-        type: 'ReplaceFeaturedImage',
-        data: {
-          articleId,
-          featuredImage: input.featuredImage,
-          reason: input.reason ?? null,
-          expectedRevision: input.expectedRevision,
-          origin: caller.origin,
-          actor: caller.actor,
-        },
-        metadata: meta(caller),
-      }));
+      return articleCommand(
+        accountId,
+        articleId,
+        () => ({
+          type: 'ReplaceFeaturedImage',
+          data: {
+            articleId,
+            featuredImage: input.featuredImage,
+            reason: input.reason ?? null,
+            expectedRevision: input.expectedRevision,
+            origin: caller.origin,
+            actor: caller.actor,
+          },
+          metadata: meta(caller),
+        }),
+        caller,
+      );
     },
 
     async restoreRevision(
@@ -536,19 +584,24 @@ export function createCommands(deps: CommandDeps) {
       caller: Caller,
     ): Promise<EditResult> {
       const snapshot = await articleAt(accountId, articleId, input.revision);
-      return articleCommand(accountId, articleId, () => ({
-        type: 'RestoreRevision',
-        data: {
-          articleId,
-          revision: input.revision,
-          snapshot,
-          reason: input.reason ?? null,
-          expectedRevision: input.expectedRevision,
-          origin: caller.origin,
-          actor: caller.actor,
-        },
-        metadata: meta(caller),
-      }));
+      return articleCommand(
+        accountId,
+        articleId,
+        () => ({
+          type: 'RestoreRevision',
+          data: {
+            articleId,
+            revision: input.revision,
+            snapshot,
+            reason: input.reason ?? null,
+            expectedRevision: input.expectedRevision,
+            origin: caller.origin,
+            actor: caller.actor,
+          },
+          metadata: meta(caller),
+        }),
+        caller,
+      );
     },
 
     changeArticleStatus(

@@ -49,12 +49,12 @@ export function createRevisions(deps: Pick<ApplicationDeps, 'db' | 'commands'>, 
     ): Promise<ArticleWrite> {
       const { articleId, revision, expectedRevision } = input;
       await writer.own(call, articleId);
-      return writer.write(call, idempotency, () =>
+      return writer.write(call, idempotency, (keep) =>
         commands.restoreRevision(
           call.principal.accountId,
           articleId,
           { revision, reason: input.reason ?? null, expectedRevision },
-          call.principal,
+          { ...call.principal, keep },
         ),
       );
     },
