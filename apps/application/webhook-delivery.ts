@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import { WEBHOOK_DISABLE_AFTER_DAYS } from '../../domain/vocabulary.ts';
+import { WEBHOOK_DISABLE_AFTER_DAYS, WEBHOOK_TIMEOUT_SECONDS } from '../../domain/vocabulary.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { type LogPosition, START, storedColumns, toStoredEvent } from '../../infra/event-store.ts';
 import { newId } from '../../infra/ids.ts';
@@ -56,8 +56,11 @@ export type DeliverJobData = { deliveryId: string };
 /** The job that kicks every endpoint with pending deliveries (queue `maintenance`). */
 export const SWEEP_JOB = 'webhook.sweep';
 
-/** How long a claim lasts: longer than a send (WEBHOOK_TIMEOUT_SECONDS) and its recording. */
-export const CLAIM_SECONDS = 30;
+/**
+ * How long a claim lasts: a send (WEBHOOK_TIMEOUT_SECONDS) and its recording, with room to spare. A
+ * claim lost with its worker holds the endpoint this long at most (then its take-over job runs).
+ */
+export const CLAIM_SECONDS = WEBHOOK_TIMEOUT_SECONDS + 5;
 /** A job sends at most this many deliveries of its endpoint in a row, or for this long, then hands over. */
 export const CHAIN_MAX_DELIVERIES = 100;
 /** See CHAIN_MAX_DELIVERIES: a long run of one endpoint leaves the queue's other endpoints their turn. */
@@ -261,13 +264,26 @@ export async function kickEndpoint(deps: DeliveryDeps, endpointId: string): Prom
   const head = await headOf(deps.db, endpointId);
   if (!head) return;
   const now = deps.now().getTime();
-  if (head.claimed_until !== null && head.claimed_until.getTime() > now) return;
   const data: DeliverJobData = { deliveryId: head.id };
+  if (head.claimed_until !== null && head.claimed_until.getTime() > now) {
+    // A worker holds it: it goes on with the endpoint when it is done. Should that worker be gone (a
+    // process killed mid-send), its claim lapses at claimed_until: a job for that moment takes over,
+    // rather than the next sweep up to a minute later. A job of its own: the claimer's id is taken.
+    const lapses = head.claimed_until.getTime();
+    await deps.jobs.add(DELIVER_JOB, data, {
+      jobId: `${deliverJobId(endpointId, head.id, head.attempts + 1, head.endpoint_updated_at)}.lapse.${lapses}`,
+      delayMs: Math.max(0, lapses - now) + CLAIM_LAPSE_MARGIN_MS,
+    });
+    return;
+  }
   await deps.jobs.add(DELIVER_JOB, data, {
     jobId: deliverJobId(endpointId, head.id, head.attempts + 1, head.endpoint_updated_at),
     delayMs: Math.max(0, head.next_attempt_at.getTime() - now),
   });
 }
+
+/** How long after a claim lapses its take-over job runs: clocks of processes differ a little. */
+const CLAIM_LAPSE_MARGIN_MS = 500;
 
 /**
  * Kicks every enabled endpoint with a pending delivery: what a lost kick, a lost job or a claim lost
