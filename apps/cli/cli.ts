@@ -15,7 +15,7 @@ import { createKeys } from '../application/keys.ts';
 import { makeMonthlyReports } from '../application/reports.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
 import { openJobs } from '../worker/background.ts';
-import { backgroundModules } from '../worker/modules.ts';
+import { modulesFor } from '../worker/modules.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';
@@ -500,19 +500,15 @@ function noQueues(err: (text: string) => void): number {
 
 /** The subscriptions that turn the log into jobs (webhooks@1, publishing@1), and how far behind each is. */
 async function subscriptionLag(rt: Runtime, config: Config): Promise<Array<{ name: string; lag: number }>> {
-  const modules = backgroundModules({
+  const modules = modulesFor(config, {
     db: rt.db,
     commands: rt.commands,
     media: createDirectoryMediaStore(config.MEDIA_DIR),
-    jobs: {
-      add: async () => {
-        throw new Error('the CLI adds no jobs here');
-      },
-    },
-    publicUrl: config.PUBLIC_URL,
-    retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
-    now: () => new Date(),
     logger: quietJobsLog,
+  })({
+    add: async () => {
+      throw new Error('the CLI adds no jobs here');
+    },
   });
   const out: Array<{ name: string; lag: number }> = [];
   for (const sub of modules.flatMap((m) => m.subscriptions ?? [])) {

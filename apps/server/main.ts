@@ -6,7 +6,7 @@ import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { projectors } from '../../projections/index.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
-import { backgroundModules } from '../worker/modules.ts';
+import { modulesFor } from '../worker/modules.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import { buildApp } from './app.ts';
@@ -47,18 +47,7 @@ const jobsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'jobs' });
 const media = createDirectoryMediaStore(config.MEDIA_DIR);
 const { jobs, modules } = createJobs(
   config,
-  (sink) =>
-    backgroundModules({
-      db: runtime.db,
-      commands: runtime.commands,
-      media,
-      jobs: sink,
-      publicUrl: config.PUBLIC_URL,
-      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
-      allowOutbound: config.OUTBOUND_ALLOW_NETWORKS,
-      now: () => new Date(),
-      logger: jobsLog,
-    }),
+  modulesFor(config, { db: runtime.db, commands: runtime.commands, media, logger: jobsLog }),
   jobsLog,
 );
 const app = await buildApp({

@@ -5,7 +5,7 @@ import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { projectors } from '../../projections/index.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { createJobs, startBackground } from './background.ts';
-import { backgroundModules } from './modules.ts';
+import { modulesFor } from './modules.ts';
 
 /**
  * The async projectors and the background jobs apart from the HTTP processes, for scale-out: run the
@@ -29,18 +29,12 @@ const workers = startAsyncProjections({ handle: runtime.handle, projectors, logg
 const jobsLog = log.child({ component: 'jobs' });
 const { jobs, modules } = createJobs(
   config,
-  (sink) =>
-    backgroundModules({
-      db: runtime.db,
-      commands: runtime.commands,
-      media: createDirectoryMediaStore(config.MEDIA_DIR),
-      jobs: sink,
-      publicUrl: config.PUBLIC_URL,
-      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
-      allowOutbound: config.OUTBOUND_ALLOW_NETWORKS,
-      now: () => new Date(),
-      logger: jobsLog,
-    }),
+  modulesFor(config, {
+    db: runtime.db,
+    commands: runtime.commands,
+    media: createDirectoryMediaStore(config.MEDIA_DIR),
+    logger: jobsLog,
+  }),
   jobsLog,
 );
 const background = await startBackground({ jobs, modules, handle: runtime.handle, logger: jobsLog });

@@ -1,3 +1,5 @@
+import type { Config } from '../../infra/config.ts';
+import type { JobSink } from '../../infra/jobs/queue.ts';
 import { allowNetworks } from '../../infra/net/guarded-fetch.ts';
 import { createWebhookSender } from '../../infra/webhooks/send.ts';
 import { housekeepingJobs } from './jobs/housekeeping.ts';
@@ -24,4 +26,23 @@ export function backgroundModules(deps: BackgroundDeps): JobModule[] {
     reportJobs(deps),
     housekeepingJobs(deps),
   ];
+}
+
+/**
+ * The modules of a process from its configuration and its parts, given the sink into its queues
+ * (createJobs' `build`): what the server, the worker and the CLI put together alike.
+ */
+export function modulesFor(
+  config: Pick<Config, 'PUBLIC_URL' | 'WEBHOOK_RETRY_SCHEDULE' | 'OUTBOUND_ALLOW_NETWORKS'>,
+  parts: Pick<JobDeps, 'db' | 'commands' | 'media' | 'logger'>,
+): (sink: JobSink) => JobModule[] {
+  return (sink) =>
+    backgroundModules({
+      ...parts,
+      jobs: sink,
+      publicUrl: config.PUBLIC_URL,
+      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+      allowOutbound: config.OUTBOUND_ALLOW_NETWORKS,
+      now: () => new Date(),
+    });
 }

@@ -103,6 +103,7 @@ describe('webhook API v1 through a real server', () => {
       '415',
       '429',
       '500',
+      '503',
     ]);
     expect(responses('/api/v1/webhooks/{id}', 'delete')).toEqual([
       '204',
@@ -112,6 +113,7 @@ describe('webhook API v1 through a real server', () => {
       '404',
       '429',
       '500',
+      '503',
     ]);
     expect(responses('/api/v1/webhooks/{id}/replay', 'post')).toContain('202');
     const schemas = (doc.components as Record<string, Record<string, Json>>).schemas ?? {};

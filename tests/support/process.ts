@@ -35,6 +35,8 @@ export function run(
     });
     child.on('error', reject);
     child.on('close', (code) => resolvePromise({ code, stdout, stderr }));
+    // A command that exits without reading its input (pg_ctl, initdb) closes the pipe: no error of ours.
+    child.stdin.on('error', () => {});
     child.stdin.end(input ?? '');
   });
 }
