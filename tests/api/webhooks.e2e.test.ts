@@ -381,8 +381,32 @@ describe('webhook API v1 through a real server', () => {
     expect(missing.status).toBe(404);
   });
 
-  // Replay's 202 answer needs the delivery engine's `replayEndpoint` (not on this branch).
-  it.todo('replays from a time: 202 with the replay id and how many deliveries it queued');
+  it('replays from a time: 202 with the replay id and how many deliveries it queued', async () => {
+    // The seeded account's one article was created before the endpoint: live delivery skips it, a
+    // replay from before it queues it.
+    const c = await seedAccount(env);
+    const endpoint = (
+      await create({ url: 'https://hooks.example.com/replay', events: ['article.created'] }, c.api_key)
+    ).body as { id: string };
+    const replayed = await client.call('POST', `/api/v1/webhooks/${endpoint.id}/replay`, {
+      key: c.api_key,
+      body: { from: '2000-01-01T00:00:00Z' },
+    });
+    expect(replayed.status).toBe(202);
+    expect(replayed.body).toEqual({ replay_id: expect.stringMatching(/^rpl_/), queued: 1 });
+    const deliveries = await client.call('GET', `/api/v1/webhooks/${endpoint.id}/deliveries`, {
+      key: c.api_key,
+    });
+    expect((deliveries.body as { data: Array<{ source: string; event_type: string }> }).data).toEqual([
+      expect.objectContaining({ source: 'replay', event_type: 'article.created' }),
+    ]);
+    // From after every event: nothing to queue.
+    const none = await client.call('POST', `/api/v1/webhooks/${endpoint.id}/replay`, {
+      key: c.api_key,
+      body: { from: new Date().toISOString() },
+    });
+    expect(none.body).toMatchObject({ queued: 0 });
+  });
 
   it('records every webhook call in the activity log under its operation', async () => {
     const marker = `wh-${Date.now()}`;

@@ -9,7 +9,7 @@ import { allowNetworks } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { backends } from '../support/db.ts';
 import { refusal } from '../support/errors.ts';
-import { apiKeyActor, createTestRuntime } from '../support/runtime.ts';
+import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';
 
 /*
  * The webhook endpoint use cases (CONTRACT "Webhooks") against the real tables: registering with its
@@ -567,8 +567,36 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       expect(parseRfc3339('2026-11-23T24:00:00Z')).toBeNull();
     });
 
-    // The replay itself (which events are queued, and how many) is the delivery engine's
-    // `replayEndpoint`, not built on this branch: its tests go with it (tests/webhooks/).
-    it.todo('queues the events since `from` as replay deliveries and answers their count');
+    it('queues the events since `from` as replay deliveries and answers their count', async () => {
+      // Which events, in which order and with which bodies: tests/webhooks/messages.int.test.ts.
+      const { accountId, siteId } = await setUpAccount(runtime, 'Replay Count Ltd');
+      for (const n of [1, 2]) {
+        await runtime.commands.createArticle(
+          accountId,
+          {
+            siteId,
+            title: `Replayed ${n}`,
+            body: `<p>Body ${n}.</p>`,
+            url: `https://northside.example/replayed-${n}`,
+            status: 'draft',
+            publishedAt: null,
+            targetKeyword: null,
+            featuredImage: null,
+          },
+          { origin: 'api', actor: apiKeyActor },
+        );
+      }
+      clock = new Date(Date.now() + 60_000);
+      const endpoint = await app.webhooks.create(as(accountId), { ...hook, events: ['article.created'] });
+      const replayed = await app.webhooks.replay(as(accountId), endpoint.id, {
+        from: '2000-01-01T00:00:00Z',
+      });
+      expect(replayed).toEqual({ replay_id: expect.stringMatching(/^rpl_/), queued: 2 });
+      const listed = await app.webhooks.deliveries(as(accountId), endpoint.id, { page: 1, per_page: 10 });
+      expect(listed.data.map((d) => [d.source, d.event_type])).toEqual([
+        ['replay', 'article.created'],
+        ['replay', 'article.created'],
+      ]);
+    });
   });
 });

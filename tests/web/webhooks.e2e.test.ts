@@ -248,8 +248,33 @@ describe('webhooks on the Connect Site page', () => {
     expect(await page.inputValue('#replay-from')).toMatch(/^3026-01-01T10:00(:00)?$/);
   });
 
-  // The replay itself is the delivery engine's `replayEndpoint` (not on this branch).
-  it.todo('replays from a time and says how many events were queued');
+  it('replays from a time and says how many events were queued', async () => {
+    const res = await web.api('/webhooks', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://hooks.example.com/replayed', events: ['article.created'] }),
+    });
+    const endpoint = (await res.json()) as Endpoint;
+    const { page } = await open(`/connect/webhooks/${endpoint.id}`);
+    await page.fill('#replay-from', '2000-01-01T00:00');
+    await Promise.all([page.waitForNavigation(), page.click('#replay button[type=submit]')]);
+    // The demo account's articles were created before the endpoint: the replay queues each one.
+    const created = await sql.query(
+      `select count(*)::int as n from events where type = 'ArticleCreated' and data ->> 'accountId' = $1`,
+      [web.demo.account_id],
+    );
+    const n = (created.rows[0] as { n: number }).n;
+    expect(n).toBeGreaterThan(1);
+    expect(new URL(page.url()).searchParams.get('done')).toBe('replayed');
+    expect(await text(page, '#webhook-done')).toBe(`${n} events are queued again.`);
+    const rows = await sql.query(
+      `select source, event_type from webhook_deliveries where endpoint_id = $1 order by seq`,
+      [endpoint.id],
+    );
+    expect(rows.rows).toEqual(
+      Array.from({ length: n }, () => ({ source: 'replay', event_type: 'article.created' })),
+    );
+  });
 
   it('passes axe-core on the Connect Site page with endpoints and on an endpoint page', async () => {
     const endpoints = await apiEndpoints();
