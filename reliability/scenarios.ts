@@ -5,6 +5,7 @@ import { postgresRestart } from './postgres-restart.ts';
 import { projectorCrash } from './projector-crash.ts';
 import { redisOutage } from './redis-outage.ts';
 import type { Scenario } from './scenario.ts';
+import { slowNeighbours } from './slow-neighbours.ts';
 
 /** Every scenario, in the order `npm run reliability` runs them (the issue's numbering). */
 export const scenarios: Scenario[] = [
@@ -12,6 +13,7 @@ export const scenarios: Scenario[] = [
   projectorCrash,
   postgresRestart,
   redisOutage,
+  slowNeighbours,
   noisyTenant,
   diskFull,
 ];
