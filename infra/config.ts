@@ -134,6 +134,16 @@ export const ConfigSchema = z.object({
     .int('expected a whole number')
     .min(1, 'expected 1 or more')
     .default(60),
+  /**
+   * Milliseconds a request refused by the requests limit waits before its 429 (never past its
+   * window's end): a client retrying in a loop slows itself, not the service. 0 answers at once.
+   */
+  RATE_LIMIT_REFUSAL_PAUSE_MS: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(0, 'expected 0 or more')
+    .max(10_000, 'expected at most 10000')
+    .default(1_000),
   /** Prefix of the limit counters' Redis keys; give deployments (or test runs) sharing one Redis their own. */
   RATE_LIMIT_KEY_PREFIX: z
     .string()

@@ -31,6 +31,7 @@ const redis = config.REDIS_URL
 const redisReady = redis ? await waitForRedis(redis, 2_000) : false;
 const limiter = createRequestLimiter({
   perMinute: config.RATE_LIMIT_PER_MINUTE,
+  refusalPauseMs: config.RATE_LIMIT_REFUSAL_PAUSE_MS,
   keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
   logger: limitsLog,
   ...(redis ? { redis } : {}),
@@ -59,6 +60,8 @@ const app = await buildApp({
   jobs,
   jobSink: boundedSink(jobs, jobsLog),
 });
+// Refusals waiting out their pause are answered as soon as the server starts closing.
+app.addHook('preClose', async () => limiter.release());
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
   : null;

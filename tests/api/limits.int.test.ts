@@ -117,6 +117,29 @@ describe('limits shared through Redis', () => {
     expect(await direct.pttl(`${prefix}:requests:acct:shared`)).toBeGreaterThan(0);
   });
 
+  it('once Redis refuses a subject, its counter refuses it until the window ends without asking Redis again', async () => {
+    const logger = recordingLogger().logger;
+    const redis = await open(REDIS_URL);
+    const policy = { name: 'requests', quota: 2, window: 2 } as const;
+    const one = createCounter(policy, { redis, keyPrefix: prefix, logger });
+    const two = createCounter(policy, { redis, keyPrefix: prefix, logger });
+    expect(await consumeAll(one, 'acct:flood', 3)).toEqual([true, true, false]);
+    expect(await consumeAll(one, 'acct:flood', 50)).toEqual(Array(50).fill(false));
+    const refusedAgain = await one.consume('acct:flood');
+    expect(refusedAgain).toMatchObject({ allowed: false, remaining: 0 });
+    expect(refusedAgain.resetSeconds).toBeGreaterThanOrEqual(1);
+    expect(refusedAgain.resetSeconds).toBeLessThanOrEqual(2);
+    // One refusal reached Redis; the other process still asks it (and is refused by it).
+    expect(Number(await direct.get(`${prefix}:requests:acct:flood`))).toBe(3);
+    expect((await two.consume('acct:flood')).allowed).toBe(false);
+    expect(Number(await direct.get(`${prefix}:requests:acct:flood`))).toBe(4);
+    // Another subject is not held by it.
+    expect((await one.consume('acct:calm')).allowed).toBe(true);
+    // The window ends: the subject is counted in Redis again, from a fresh window.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    expect(await one.consume('acct:flood')).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
   it('when Redis goes away it counts in memory (failing open, logged once), and goes back to Redis when it returns', async () => {
     const { logger, lines } = recordingLogger();
     const redis = await open(proxy.url(), logger);

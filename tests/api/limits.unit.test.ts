@@ -7,6 +7,7 @@ import {
   createRequestLimiter,
   type Decision,
   editsPolicy,
+  MAX_PAUSED_REFUSALS,
   rateLimitField,
   rateLimitPolicyField,
   requestsPolicy,
@@ -32,8 +33,10 @@ type Log = (obj: object, msg: string) => void;
  * A stand-in for /api/v1: `x-test-account` plays a valid key of that account, `x-test-revoked` a
  * revoked key of that account (it names the account but authenticates no one), nothing a missing key.
  */
-async function appWith(perMinute: number): Promise<FastifyInstance> {
-  const limiter = createRequestLimiter({ perMinute, logger: recordingLogger().logger });
+async function appWith(
+  perMinute: number,
+  limiter = createRequestLimiter({ perMinute, logger: recordingLogger().logger }),
+): Promise<FastifyInstance> {
   const app = Fastify({ logger: false });
   installErrorHandling(app);
   app.decorateRequest('auth', null as never);
@@ -196,6 +199,61 @@ describe('the request limiter in memory (no REDIS_URL)', () => {
     expect((await from('2001:db8:1:2::2')).statusCode).toBe(200);
     expect((await from('2001:db8:1:2:ffff::3')).statusCode).toBe(429);
     expect((await from('2001:db8:1:3::1')).statusCode).toBe(200);
+  });
+});
+
+describe('the pause before a refusal', () => {
+  const paused = (refusalPauseMs: number) =>
+    createRequestLimiter({ perMinute: 1, refusalPauseMs, logger: recordingLogger().logger });
+  const account = { 'x-test-account': 'acc_1' };
+
+  it('answers a refused request after the pause, with Retry-After counted from the answer', async () => {
+    const app = await appWith(1, paused(300));
+    try {
+      expect((await app.inject({ url: '/things', headers: account })).statusCode).toBe(200);
+      const started = performance.now();
+      const refused = await app.inject({ url: '/things', headers: account });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+      expect(refused.statusCode).toBe(429);
+      const retryAfter = Number(refused.headers['retry-after']);
+      // The window's 60 s began with the first request; the pause is spent.
+      expect(retryAfter).toBeGreaterThanOrEqual(59);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(refused.headers.ratelimit).toBe(`"requests";r=0;t=${retryAfter}`);
+      // An account within its budget is not paused.
+      const other = performance.now();
+      expect((await app.inject({ url: '/things', headers: { 'x-test-account': 'acc_2' } })).statusCode).toBe(
+        200,
+      );
+      expect(performance.now() - other).toBeLessThan(290);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it(`pauses at most ${MAX_PAUSED_REFUSALS} refusals at once, and answers them all when released`, async () => {
+    const limiter = paused(60_000);
+    const app = await appWith(1, limiter);
+    try {
+      expect((await app.inject({ url: '/things', headers: account })).statusCode).toBe(200);
+      let answered = 0;
+      const held = Array.from({ length: MAX_PAUSED_REFUSALS }, () =>
+        app.inject({ url: '/things', headers: account }).then((r) => {
+          answered++;
+          return r.statusCode;
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(answered).toBe(0);
+      // One more than the bound is answered at once.
+      const beyond = await app.inject({ url: '/things', headers: account });
+      expect(beyond.statusCode).toBe(429);
+      expect(answered).toBe(0);
+      limiter.release();
+      expect(new Set(await Promise.all(held))).toEqual(new Set([429]));
+    } finally {
+      await app.close();
+    }
   });
 });
 

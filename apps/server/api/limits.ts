@@ -56,6 +56,8 @@ export type CounterOptions = {
 const DEFAULT_KEY_PREFIX = 'cs:rl';
 const DEFAULT_REDIS_TIMEOUT_MS = 250;
 const DEFAULT_RETRY_REDIS_AFTER_MS = 1_000;
+/** How many refused subjects a counter remembers (each until its window ends). */
+const REFUSED_SUBJECTS = 10_000;
 
 /** Window length in seconds, as `w` of RateLimit-Policy states it. */
 function windowSeconds(policy: Policy): number {
@@ -99,25 +101,37 @@ export function createCounter(policy: Policy, opts: CounterOptions): Counter {
   const now = opts.now ?? (() => new Date());
   let outageSince: number | null = null;
   let askRedisAt = 0;
+  // A subject refused by Redis stays refused until its window ends: later units of that window are
+  // refused here, without a round trip (a flooding client costs Redis one call a window, not one a
+  // request). Bounded: at most REFUSED_SUBJECTS subjects, the oldest forgotten first.
+  const refusedUntil = new Map<string, number>();
 
-  const decide = (res: RateLimiterRes, allowed: boolean): Decision => ({
+  const decide = (allowed: boolean, remaining: number, msBeforeNext: number): Decision => ({
     policy,
     allowed,
-    remaining: allowed ? res.remainingPoints : 0,
-    resetSeconds: Math.max(0, Math.ceil(res.msBeforeNext / 1000)),
+    remaining: allowed ? remaining : 0,
+    resetSeconds: Math.max(0, Math.ceil(msBeforeNext / 1000)),
   });
 
+  /** The decision, and how many milliseconds are left of the window. */
   async function count(
     limiter: RateLimiterMemory | RateLimiterRedis,
     key: string,
     duration: number,
-  ): Promise<Decision> {
+  ): Promise<{ decision: Decision; msBeforeNext: number }> {
+    let res: RateLimiterRes;
+    let allowed = true;
     try {
-      return decide(await limiter.consume(key, 1, { customDuration: duration }), true);
+      res = await limiter.consume(key, 1, { customDuration: duration });
     } catch (outcome) {
-      if (outcome instanceof RateLimiterRes) return decide(outcome, false);
-      throw outcome;
+      if (!(outcome instanceof RateLimiterRes)) throw outcome;
+      res = outcome;
+      allowed = false;
     }
+    return {
+      decision: decide(allowed, res.remainingPoints, res.msBeforeNext),
+      msBeforeNext: res.msBeforeNext,
+    };
   }
 
   return {
@@ -125,9 +139,25 @@ export function createCounter(policy: Policy, opts: CounterOptions): Counter {
     async consume(subject) {
       const at = now();
       const { key, durationSeconds } = windowOf(policy, subject, at);
+      const until = refusedUntil.get(key);
+      if (until !== undefined) {
+        const left = until - at.getTime();
+        if (left > 0) return decide(false, 0, left);
+        refusedUntil.delete(key);
+      }
       if (shared && Date.now() >= askRedisAt) {
         try {
-          const decision = await withTimeout(count(shared, key, durationSeconds), timeoutMs);
+          const { decision, msBeforeNext } = await withTimeout(
+            count(shared, key, durationSeconds),
+            timeoutMs,
+          );
+          if (!decision.allowed) {
+            refusedUntil.set(key, at.getTime() + msBeforeNext);
+            if (refusedUntil.size > REFUSED_SUBJECTS) {
+              const oldest = refusedUntil.keys().next().value;
+              if (oldest !== undefined) refusedUntil.delete(oldest);
+            }
+          }
           if (outageSince !== null) {
             opts.logger.info(
               { policy: policy.name, outage_ms: Date.now() - outageSince },
@@ -147,7 +177,7 @@ export function createCounter(policy: Policy, opts: CounterOptions): Counter {
           askRedisAt = Date.now() + retryAfterMs;
         }
       }
-      return count(local, key, durationSeconds);
+      return (await count(local, key, durationSeconds)).decision;
     },
     close() {
       shared = null;
@@ -215,22 +245,68 @@ function subjectOf(request: FastifyRequest): string {
   return accountId ? `acct:${accountId}` : `ip:${addressKey(request.ip)}`;
 }
 
-type RequestLimiter = { hook: LimitHook; close(): Promise<void> };
+type RequestLimiter = {
+  hook: LimitHook;
+  /** Answers every paused refusal now (when the server starts closing). */
+  release(): void;
+  close(): Promise<void>;
+};
+
+/** At most this many refusals wait out their pause at once in a process; beyond, they are answered at once. */
+export const MAX_PAUSED_REFUSALS = 1_000;
+
+/**
+ * Pauses of refused requests: each waits up to `ms` (never past its window's end), at most
+ * `maxPaused` at a time; `release` ends every pause now (on shutdown).
+ */
+function createPauses(maxPaused: number) {
+  const waiting = new Set<() => void>();
+  return {
+    /** Resolves with how long it paused: `ms`, or 0 when `maxPaused` are paused already. */
+    pause(ms: number): Promise<number> {
+      if (ms <= 0 || waiting.size >= maxPaused) return Promise.resolve(0);
+      const started = performance.now();
+      return new Promise((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          waiting.delete(done);
+          resolve(performance.now() - started);
+        };
+        const timer = setTimeout(done, ms);
+        waiting.add(done);
+      });
+    },
+    release(): void {
+      for (const done of [...waiting]) done();
+    },
+  };
+}
 
 /**
  * The `requests` policy of CONTRACT "Limits" as the `/api/v1` onRequest hook: every response
  * carries RateLimit-Policy and RateLimit; past the quota the request is refused with 429
  * `rate_limited` and Retry-After. A revoked, unknown or malformed key spends its client address's
  * budget, never an account's.
+ *
+ * A refusal is answered after a pause of `refusalPauseMs` (at most until the window ends, at most
+ * MAX_PAUSED_REFUSALS at once): a client that sends again as soon as it is answered, without reading
+ * Retry-After, makes one request a second per connection instead of as many as the server can refuse,
+ * and leaves the process's time to the other accounts (docs/reliability.md, noisy-tenant).
  */
 export function createRequestLimiter(
-  opts: { perMinute: number } & Omit<CounterOptions, 'now'>,
+  opts: { perMinute: number; refusalPauseMs?: number } & Omit<CounterOptions, 'now'>,
 ): RequestLimiter {
-  const { perMinute, ...counterOptions } = opts;
+  const { perMinute, refusalPauseMs = 0, ...counterOptions } = opts;
   const requests = createCounter(requestsPolicy(perMinute), counterOptions);
+  const pauses = createPauses(MAX_PAUSED_REFUSALS);
   const hook: LimitHook = async (request, reply) => {
     const subject = subjectOf(request);
-    const decision = await requests.consume(subject);
+    let decision = await requests.consume(subject);
+    if (!decision.allowed) {
+      const paused = await pauses.pause(Math.min(refusalPauseMs, decision.resetSeconds * 1000));
+      const left = Math.ceil((decision.resetSeconds * 1000 - paused) / 1000);
+      decision = { ...decision, resetSeconds: Math.max(0, left) };
+    }
     publishDecision(request, reply, decision);
     if (!decision.allowed) {
       const whose = subject.startsWith('acct:') ? 'this account' : 'this address without a valid API key';
@@ -242,7 +318,9 @@ export function createRequestLimiter(
   };
   return {
     hook,
+    release: pauses.release,
     async close() {
+      pauses.release();
       // The Redis client belongs to whoever opened it, who closes it (closeRedis) after this.
       requests.close();
     },
