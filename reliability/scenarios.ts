@@ -6,6 +6,7 @@ import { projectorCrash } from './projector-crash.ts';
 import { redisOutage } from './redis-outage.ts';
 import type { Scenario } from './scenario.ts';
 import { slowNeighbours } from './slow-neighbours.ts';
+import { soak } from './soak.ts';
 
 /** Every scenario, in the order `npm run reliability` runs them (the issue's numbering). */
 export const scenarios: Scenario[] = [
@@ -15,5 +16,6 @@ export const scenarios: Scenario[] = [
   redisOutage,
   slowNeighbours,
   noisyTenant,
+  soak,
   diskFull,
 ];

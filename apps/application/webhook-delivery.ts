@@ -7,6 +7,7 @@ import { newId } from '../../infra/ids.ts';
 import { type JobSink, jobIdOf } from '../../infra/jobs/queue.ts';
 import type { Stored, Trx } from '../../infra/projection.ts';
 import type { SendOutcome, SendWebhook } from '../../infra/webhooks/send.ts';
+import { createSnapshotMemory, type SnapshotMemory } from '../../projections/article-snapshots.ts';
 import { asyncProjector } from '../../projections/projector.ts';
 import {
   createMessageMaker,
@@ -63,6 +64,8 @@ export const SWEEP_JOB = 'webhook.sweep';
 export const CLAIM_SECONDS = WEBHOOK_TIMEOUT_SECONDS + 5;
 /** A job sends at most this many deliveries of its endpoint in a row, or for this long, then hands over. */
 export const CHAIN_MAX_DELIVERIES = 100;
+/** Articles whose folded state (without body, about a kilobyte) the subscription keeps for its next batch. */
+const FOLDS_REMEMBERED = 10_000;
 /** See CHAIN_MAX_DELIVERIES: a long run of one endpoint leaves the queue's other endpoints their turn. */
 export const CHAIN_MAX_MS = 10_000;
 /** Share of a retry's delay taken off at random, so that deliveries failed together do not retry together. */
@@ -119,8 +122,9 @@ async function makeLiveDeliveries(
   deps: DeliveryDeps & { publicUrl: string },
   events: readonly Stored<WebhookSource>[],
   trx: Trx,
+  folds: SnapshotMemory,
 ): Promise<void> {
-  const maker = createMessageMaker(trx, deps.publicUrl);
+  const maker = createMessageMaker(trx, deps.publicUrl, folds);
   const located = await maker.locate(events);
   const accounts = [...new Set(located.map((l) => l.accountId))];
   if (accounts.length === 0) return;
@@ -193,16 +197,18 @@ function deliveryRow(
  * committed, each endpoint that got deliveries is kicked (and should that be lost, the sweep kicks it).
  */
 export function webhookSubscription(deps: DeliveryDeps & { publicUrl: string }) {
+  // Where each article's fold ended (webhook-events.ts createMessageMaker), for the next batch.
+  const folds = createSnapshotMemory(FOLDS_REMEMBERED);
   return asyncProjector({
     name: 'webhooks@1',
     mode: 'async',
     handles: WEBHOOK_SOURCE_TYPES,
     tables: [],
     async apply(event, trx) {
-      await makeLiveDeliveries(deps, [event], trx);
+      await makeLiveDeliveries(deps, [event], trx, folds);
     },
     async applyBatch(events, trx) {
-      await makeLiveDeliveries(deps, events, trx);
+      await makeLiveDeliveries(deps, events, trx, folds);
     },
     async afterCommit(events) {
       if (!deps.jobs) return;

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { type Article, evolve, initialState } from '../../domain/article/decider.ts';
+import { type Article, type ArticleState, evolve, initialState } from '../../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
 import type { BacklinkAcquired } from '../../domain/backlink/events.ts';
 import type { Actor, Origin } from '../../domain/event.ts';
@@ -8,7 +8,7 @@ import type { WebhookEventType } from '../../domain/vocabulary.ts';
 import type { Database } from '../../infra/db/schema.ts';
 import { storedColumns, toStoredEvent } from '../../infra/event-store.ts';
 import type { Stored } from '../../infra/projection.ts';
-import { detailOf } from '../../projections/articles.ts';
+import type { SnapshotMemory } from '../../projections/article-snapshots.ts';
 import {
   type ArticleListItemOut,
   articleListItemOut,
@@ -234,6 +234,25 @@ const articleColumns = [
   'updated_at',
 ] as const;
 
+/** An article's list item at a folded state, with the word count its revision's row holds. */
+function itemOf(state: Article, wordCount: number | undefined): ArticleListItemSource {
+  if (wordCount === undefined)
+    throw new Error(`article ${state.articleId} has no revision ${state.revision} in revisions`);
+  return {
+    id: state.articleId,
+    site_id: state.siteId,
+    title: state.title,
+    url: state.url,
+    status: state.status,
+    published_at: state.publishedAt === null ? null : new Date(state.publishedAt),
+    target_keyword: state.targetKeyword,
+    word_count: wordCount,
+    featured_image: state.featuredImage,
+    revision: state.revision,
+    updated_at: new Date(state.updatedAt),
+  };
+}
+
 function isArticleEvent(event: WebhookSource): event is ArticleEvent {
   return event.type !== 'BacklinkAcquired' && event.type !== 'MonthlyReportReady';
 }
@@ -244,11 +263,15 @@ function isArticleEvent(event: WebhookSource): event is ArticleEvent {
  * that only events some endpoint wants cost more than a read of their article rows:
  * `locate` gives each event its type and account; `messages` builds the bodies of the events asked for.
  * An article's item at an event's revision is its read-model row when the row is at that revision,
- * else the article's stream folded up to it, once per article for the whole batch.
+ * else the article's stream folded up to it, once per article for the whole batch, with the word
+ * count of its row in `revisions`. With `folds` (the subscription's), a fold starts from the state an
+ * earlier batch reached, so that following the log costs each event once, not each article's whole
+ * stream per batch (states at a stream version never change; they are kept without their body).
  */
 export function createMessageMaker(
   executor: Kysely<Database>,
   publicUrl: string,
+  folds?: SnapshotMemory,
 ): {
   locate(events: readonly Stored<WebhookSource>[]): Promise<Located[]>;
   messages(located: readonly Located[]): Promise<Map<string, WebhookMessage>>;
@@ -277,19 +300,53 @@ export function createMessageMaker(
       const todo = [...revisions].filter((r) => !known.has(r));
       if (todo.length === 0) continue;
       const upTo = Math.max(...todo);
+      // Where an earlier batch's fold ended, when that is before every revision asked for. Kept
+      // without its body, which the messages do not need (their word count comes from `revisions`).
+      const earlier = folds?.recall(articleId);
+      const start = earlier !== undefined && earlier.version < Math.min(...todo) ? earlier : undefined;
       const stream = await executor
         .selectFrom('events')
         .select(storedColumns)
         .where('stream_id', '=', articleStream(articleId))
+        .where('version', '>', start?.version ?? 0)
         .where('version', '<=', upTo)
         .orderBy('version')
         .execute();
-      let state: ReturnType<typeof evolve> = initialState;
+      let state: ArticleState = start
+        ? { ...(start.state as Omit<Article, 'body'>), body: '' }
+        : initialState;
+      let version = start?.version ?? 0;
       for (const row of stream) {
         state = evolve(state, toStoredEvent<ArticleEvent>(row));
+        version = row.version;
         if (state.exists && revisions.has(state.revision)) known.set(state.revision, state);
       }
+      if (folds && state.exists && version > (start?.version ?? 0)) {
+        const { body: _, ...withoutBody } = state;
+        folds.remember(articleId, { version, state: withoutBody });
+      }
     }
+  };
+
+  /** Word counts by `<article id>:<revision>`, from the revisions read model. */
+  const wordCounts = async (events: readonly ArticleEvent[]): Promise<Map<string, number>> => {
+    const counts = new Map<string, number>();
+    for (let i = 0; i < events.length; i += 500) {
+      const slice = events.slice(i, i + 500);
+      const found = await executor
+        .selectFrom('revisions')
+        .select(['article_id', 'revision', 'word_count'])
+        .where((eb) =>
+          eb.or(
+            slice.map((e) =>
+              eb.and([eb('article_id', '=', e.data.articleId), eb('revision', '=', e.data.revision)]),
+            ),
+          ),
+        )
+        .execute();
+      for (const row of found) counts.set(`${row.article_id}:${row.revision}`, row.word_count);
+    }
+    return counts;
   };
 
   const stateAt = (articleId: string, revision: number): Article => {
@@ -339,13 +396,19 @@ export function createMessageMaker(
       const articleEvents = located
         .map((l) => l.event)
         .filter((e): e is Stored<ArticleEvent> => isArticleEvent(e));
-      await fold(revisionsWanted(articleEvents.filter((e) => atRow(e) === undefined)));
+      const folded = articleEvents.filter((e) => atRow(e) === undefined);
+      await fold(revisionsWanted(folded));
+      const counts = await wordCounts(folded);
       const out = new Map<string, WebhookMessage>();
       for (const { event } of located) {
         if (isArticleEvent(event)) {
           const row = atRow(event);
           const item = articleListItemOut(
-            row ?? detailOf(stateAt(event.data.articleId, event.data.revision)),
+            row ??
+              itemOf(
+                stateAt(event.data.articleId, event.data.revision),
+                counts.get(`${event.data.articleId}:${event.data.revision}`),
+              ),
           );
           out.set(event.eventId, messageOf(event, articleMessageData(item, event)));
         } else if (event.type === 'BacklinkAcquired') {

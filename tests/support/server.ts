@@ -13,6 +13,8 @@ export type ServerProcess = {
 export function startServer(
   env: Record<string, string | undefined>,
   timeoutMs = 60_000,
+  /** How many of the last log lines `logs()` keeps (a long run at info level writes millions). */
+  keepLines = Number.POSITIVE_INFINITY,
 ): Promise<ServerProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(NODE, ['apps/server/main.ts'], {
@@ -34,6 +36,7 @@ export function startServer(
         const line = buffer.slice(0, i);
         buffer = buffer.slice(i + 1);
         lines.push(line);
+        if (lines.length > keepLines) lines.splice(0, lines.length - keepLines);
         const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line);
         if (match?.[1]) {
           clearTimeout(timer);

@@ -134,6 +134,54 @@ describe.each(backends)('webhook messages on %s', (backend) => {
     );
   });
 
+  it('follows an article across batches from where the last batch folded it, with the same messages', async () => {
+    const { accountId, siteId } = await newAccount(runtime);
+    const endpoint = await addEndpoint(runtime.db, {
+      accountId,
+      url: 'https://hooks.example/batches',
+      events: ['article.created', 'article.updated', 'article.published'],
+    });
+    const articleId = await newArticle(runtime, accountId, siteId, 'One');
+    const api = { origin: 'api' as const, actor: apiKeyActor };
+    // One subscription for every batch, as a worker runs it: its fold memory carries over.
+    const following = subscription();
+    const edits: Array<() => Promise<unknown>> = [
+      () => runtime.commands.editArticle(accountId, articleId, { title: 'Two' }, api),
+      () =>
+        runtime.commands.editArticle(
+          accountId,
+          articleId,
+          { body: '<p>Close the valve under the sink before you start.</p>' },
+          api,
+        ),
+      () => runtime.commands.editArticle(accountId, articleId, { title: 'Four' }, api),
+      () =>
+        runtime.commands.changeArticleStatus(
+          accountId,
+          articleId,
+          { status: 'published', publishedAt: '2026-11-04T08:00:00.000Z' },
+          api,
+        ),
+      () => runtime.commands.restoreRevision(accountId, articleId, { revision: 1 }, api),
+      () => runtime.commands.editArticle(accountId, articleId, { title: 'Seven' }, api),
+      () => runtime.commands.editArticle(accountId, articleId, { body: '<p>Dry the joint.</p>' }, api),
+    ];
+    // Batches of two and three revisions: the row is past most of them, so they are folded.
+    for (const group of [[0, 1], [2, 3, 4], [5, 6]]) {
+      for (const i of group) await edits[i]?.();
+      await catchUp(runtime.db, following);
+    }
+    const messages = await messagesOf(endpoint.id);
+    expect(messages.map((m) => m.data.revision)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    for (const [index, message] of messages.entries()) {
+      const state = await runtime.commands.articleAt(accountId, articleId, index + 1);
+      if (!state.exists) throw new Error('no such revision');
+      const { origin: _o, actor: _a, ...item } = message.data;
+      expect(item).toEqual(articleListItemOut(detailOf(state)));
+    }
+    expect(messages.map((m) => m.data.word_count)).toEqual([5, 5, 9, 9, 9, 5, 5, 3]);
+  });
+
   it("makes backlink.acquired with the backlink, and report.ready with the month's stats and the report's address", async () => {
     const { accountId, siteId } = await newAccount(runtime);
     const endpoint = await addEndpoint(runtime.db, {
