@@ -9,6 +9,9 @@ import { newId } from '../../infra/ids.ts';
 /** Retry-After of a 503: a database restart or failover is typically over within seconds. */
 export const UNAVAILABLE_RETRY_AFTER_S = 5;
 
+/** What every face tells its caller when the database is away for now: no driver's words, when to retry. */
+export const UNAVAILABLE_DETAIL = `The service is briefly unavailable; retry in ${UNAVAILABLE_RETRY_AFTER_S} s.`;
+
 /** The one mapping from a semantic error code to an HTTP status. */
 export const statusOf: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -133,14 +136,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       // The driver's words (hosts, SQL states) stay in the log; the client is told when to retry.
       request.log.warn({ err: error }, 'the database is unavailable; answered 503');
       reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
-      return sendProblem(
-        reply,
-        problem(
-          request,
-          'unavailable',
-          `The service is briefly unavailable; retry in ${UNAVAILABLE_RETRY_AFTER_S} s.`,
-        ),
-      );
+      return sendProblem(reply, problem(request, 'unavailable', UNAVAILABLE_DETAIL));
     }
     request.log.error({ err: error }, 'unhandled error');
     return sendProblem(

@@ -16,6 +16,7 @@ import { DomainError } from '../../domain/errors.ts';
 import type { FetchImage } from '../../infra/media/fetch.ts';
 import { listArticles } from '../../projections/articles.ts';
 import type { Backend } from './db.ts';
+import { createProxiedTestRuntime, type PgProxy } from './pg-proxy.ts';
 import { catchUpAll, createTestRuntime, pipelineActor, protectedBody, setUpAccount } from './runtime.ts';
 
 /*
@@ -49,6 +50,8 @@ export type McpTestApp = {
   logs: string[];
   /** The app's MEDIA_DIR (featured images). */
   mediaDir: string;
+  /** With `proxied`: the proxy the app's database connections go through (to take PostgreSQL away). */
+  proxy: PgProxy | null;
   /** Stops the app (which stores the pending activity records) and brings the async read models up to date. */
   drain(): Promise<void>;
   close(): Promise<void>;
@@ -129,11 +132,12 @@ async function fakeImageFetcher(): Promise<FetchImage> {
  * address, and PUBLIC_URL only shapes the links and media URLs the app writes.
  */
 export async function startMcpTestApp(
-  opts: { backend?: Backend; publicUrl?: string } = {},
+  opts: { backend?: Backend; publicUrl?: string; proxied?: boolean } = {},
 ): Promise<McpTestApp> {
-  const db = await createTestRuntime(opts.backend ?? 'postgres', {
-    now: () => new Date('2026-11-05T12:00:00Z'),
-  });
+  const now = () => new Date('2026-11-05T12:00:00Z');
+  const db = opts.proxied
+    ? await createProxiedTestRuntime({ now })
+    : { ...(await createTestRuntime(opts.backend ?? 'postgres', { now })), proxy: null };
   const { runtime } = db;
   const a = await seedAccount(runtime, 'Plumbers Ltd');
   const b = await seedAccount(runtime, 'Dentists Ltd');
@@ -206,6 +210,7 @@ export async function startMcpTestApp(
     client: testClient,
     logs,
     mediaDir,
+    proxy: db.proxy,
     async drain() {
       await close();
       await catchUpAll(runtime.db);

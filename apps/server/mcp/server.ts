@@ -9,6 +9,7 @@ import {
 import { DomainError, parameterError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
+import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import type { Call, LimitDecision } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Principal } from '../api/auth.ts';
@@ -20,6 +21,7 @@ import {
   protectedLinksRefusal,
   refusal,
   type ToolFailure,
+  unavailableFailure,
   withStructuredError,
 } from './tool-errors.ts';
 import { type McpTool, mcpTools, type ToolContext } from './tools.ts';
@@ -47,7 +49,11 @@ const INSTRUCTIONS =
 /** What the tools share across requests. */
 type McpServices = {
   application: Application;
-  log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  log: {
+    error(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    info(obj: object, msg: string): void;
+  };
   /** Stores one call in the activity log (not tied to the connection; awaited on shutdown). */
   record(call: RecordedCall): void;
 };
@@ -209,6 +215,14 @@ async function failureOf(
   requestId: string,
 ): Promise<ToolFailure> {
   const info = domainInfo(error);
+  if (!info && isDatabaseUnavailable(error)) {
+    // Not the call's fault nor a bug: the database is away for a moment. Its words stay in the log.
+    services.log.warn(
+      { err: error, request_id: requestId },
+      'the database is unavailable; MCP tool call answered unavailable',
+    );
+    return unavailableFailure();
+  }
   if (!info) {
     services.log.error({ err: error, request_id: requestId }, 'MCP tool call failed');
     return internalFailure(requestId);

@@ -10,7 +10,7 @@ import {
   parseBody,
   walk,
 } from '../../../domain/html/tree.ts';
-import { statusOf, wireErrors } from '../errors.ts';
+import { statusOf, UNAVAILABLE_DETAIL, UNAVAILABLE_RETRY_AFTER_S, wireErrors } from '../errors.ts';
 
 /**
  * Where a failed call's code, detail and details travel besides its text: a namespaced `_meta` entry, on
@@ -44,6 +44,9 @@ const advice: Partial<Record<ErrorCode, string>> = {
   image_fetch_failed: 'Use a public https address that serves the image itself (not a page showing it).',
   unsupported_image: 'Use a JPEG, PNG, WebP, GIF or AVIF image.',
   image_too_large: `Use an image of at most ${MAX_IMAGE_MIB} MiB and ${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} pixels.`,
+  unavailable:
+    `Wait ${UNAVAILABLE_RETRY_AFTER_S} seconds, then call again. A change cut off this way may have been made: ` +
+    'call it again with the same idempotency_key, or check with get_article first.',
 };
 
 function failure(status: number, info: ToolErrorInfo, text: string): ToolFailure {
@@ -149,6 +152,14 @@ export function protectedLinksRefusal(info: ToolErrorInfo, currentBody: string |
       'attributes, href and text); you may move it and change everything around it.',
   );
   return refusal(info, lines);
+}
+
+/**
+ * The database cannot be reached for now (a restart, a failover): the same detail as the API's 503, and
+ * when to call again. The driver's words (hosts, SQL states) are logged, never in the result.
+ */
+export function unavailableFailure(): ToolFailure {
+  return refusal({ code: 'unavailable', detail: UNAVAILABLE_DETAIL });
 }
 
 /** Anything else: no internals, the request id to quote. */

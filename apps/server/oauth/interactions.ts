@@ -5,8 +5,10 @@ import type { InteractionDetails } from 'oidc-provider';
 import { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import type { Db } from '../../../infra/db/schema.ts';
+import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Html, html } from '../web/html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from '../web/kit.ts';
+import { installPageErrors } from '../web/refusal.ts';
 import type { WebSession } from '../web/sessions.ts';
 import { redirectHostOf } from './client-rules.ts';
 import { OAUTH_PREFIX, SCOPES } from './provider.ts';
@@ -56,6 +58,7 @@ export const interactionRoutes: FastifyPluginAsync<InteractionDeps> = async (pla
   const { provider, kit, db, resource } = deps;
   installFormParser(app);
   installPageHeaders(app);
+  installPageErrors(app, kit);
 
   const here = (uid: string): string => `${OAUTH_PREFIX}/interaction/${encodeURIComponent(uid)}`;
 
@@ -216,7 +219,9 @@ ${kit.csrfField(request, res, session)}
     try {
       const details = await provider.interactionDetails(request.raw, res.raw);
       return details.uid === uid ? details : null;
-    } catch {
+    } catch (error) {
+      // The database being away is not an expired interaction: the 503 page says to try again.
+      if (isDatabaseUnavailable(error)) throw error;
       return null;
     }
   }

@@ -5,6 +5,7 @@ import type { Accounts } from '../../application/accounts.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/commands.ts';
 import { html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import { installPageErrors } from './refusal.ts';
 import { sessionIdHash, type WebSession } from './sessions.ts';
 import { passwordMatches } from './sign-in.ts';
 import { CLIENT_POLICY } from './throttle.ts';
@@ -33,6 +34,7 @@ export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; accounts: 
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app);
   installPageHeaders(app);
+  installPageErrors(app, kit);
 
   function passwordPage(
     request: FastifyRequest,

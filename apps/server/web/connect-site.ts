@@ -19,7 +19,7 @@ import {
 } from './connect-webhooks.ts';
 import { type Html, html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
-import { sendRefusal } from './refusal.ts';
+import { installPageErrors, sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 
 /*
@@ -103,6 +103,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app);
   installPageHeaders(app);
+  installPageErrors(app, kit);
   const mcpUrl = `${kit.publicUrl}/mcp`;
 
   async function signedIn(request: FastifyRequest, reply: FastifyReply): Promise<WebSession | null> {

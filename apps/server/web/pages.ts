@@ -4,6 +4,7 @@ import { activityPage } from './activity.ts';
 import { articlePages } from './articles.ts';
 import { editorRoutes } from './editor.ts';
 import type { WebKit } from './kit.ts';
+import { installPageErrors } from './refusal.ts';
 import { reportPages } from './report.ts';
 import { webScripts } from './scripts.ts';
 import { sitePages } from './sites.ts';
@@ -16,6 +17,8 @@ export type PagesDeps = { kit: WebKit; application: Application };
  * of its own, registered here.
  */
 export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
+  // Every page below: the database being away for now is the 503 page.
+  installPageErrors(app, deps.kit);
   await app.register(webScripts);
   await app.register(staffPages, deps);
   // `/`: the person's sites when signed in, else sign-in (coming back to them).

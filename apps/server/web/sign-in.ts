@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { addressKey } from '../api/limits.ts';
 import { html, STYLESHEET, STYLESHEET_PATH } from './html.ts';
 import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
+import { installPageErrors } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 import {
   ADDRESS_POLICY,
@@ -69,6 +70,7 @@ export const webRoutes: FastifyPluginAsync<{ kit: WebKit }> = async (plain, { ki
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app);
   installPageHeaders(app);
+  installPageErrors(app, kit);
 
   app.get(STYLESHEET_PATH, { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET),
