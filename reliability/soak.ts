@@ -417,7 +417,10 @@ export const soak: Scenario = {
         ),
       );
 
-      writeFileSync(join(RESULTS, `soak${short ? '-short' : ''}-timeline.json`), `${JSON.stringify(rows)}\n`);
+      writeFileSync(
+        join(RESULTS, `soak${short ? '-short' : ''}-timeline.json`),
+        `${JSON.stringify(rows, null, 2)}\n`,
+      );
       writeCharts(rows, short ? 'soak-short' : 'soak');
       void pid;
     } finally {

@@ -1,5 +1,5 @@
 import { hash as argon2Hash } from '@node-rs/argon2';
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import {
   decideAccount,
   decideStaff,
@@ -216,6 +216,13 @@ export function createCommands(deps: CommandDeps) {
   // calls. The log is a moment behind the calls. Each account's records are one append; should one
   // fail, its records are appended one by one, so that a record the store refuses takes no other
   // record (of the account or of another) down with it: only its own call's promise rejects.
+  // Their transactions commit without waiting for the WAL flush (synchronous_commit off, for them
+  // only): a batch of many accounts is as many commits, and waiting for a disk flush each took longer
+  // than the calls took to come (docs/reliability.md, soak). A database crash can lose the last
+  // fraction of a second of records, as a killed server loses those still in this batcher; it never
+  // loses or reorders a change, and a record never lands without the rest of its transaction.
+  const asyncCommit = (trx: Transaction<Database>) =>
+    sql`select set_config('synchronous_commit', 'off', true)`.execute(trx).then(() => undefined);
   const calls = createBatcher<CallRecorded>(
     async (events) => {
       const failures: unknown[] = events.map(() => null);
@@ -229,12 +236,12 @@ export function createCommands(deps: CommandDeps) {
           await store.append(
             stream,
             group.map((e) => e.event),
-            { expectedVersion: 'any' },
+            { expectedVersion: 'any', alongside: asyncCommit },
           );
         } catch {
           for (const { event, index } of group) {
             try {
-              await store.append(stream, [event], { expectedVersion: 'any' });
+              await store.append(stream, [event], { expectedVersion: 'any', alongside: asyncCommit });
             } catch (error) {
               failures[index] = error;
             }

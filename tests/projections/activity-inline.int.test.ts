@@ -55,6 +55,26 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
     expect(await requests(b.accountId)).toEqual(['req_b_1', 'req_b_2']);
   });
 
+  it('stores one batch of many accounts’ records, appended a few accounts at a time, a refused one alone failing', async () => {
+    const accounts = [];
+    for (let i = 0; i < 10; i++) accounts.push(await setUpAccount(runtime, `Many ${i} Ltd`));
+    const results = await Promise.allSettled(
+      accounts.flatMap(({ accountId }, i) => [
+        runtime.commands.recordCall(call(accountId, `req_${i}_1`)),
+        i === 6
+          ? runtime.commands.recordCall({ ...call(accountId, `req_${i}_bad`), articleId: 'art_\u0000' })
+          : runtime.commands.recordCall(call(accountId, `req_${i}_2`)),
+      ]),
+    );
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1);
+    for (const [i, { accountId }] of accounts.entries()) {
+      const rows = (await listActivity(runtime.db, accountId, { page: 1, perPage: 100 })).rows;
+      expect(rows.map((r) => r.request_id).sort()).toEqual(
+        i === 6 ? ['req_6_1'] : [`req_${i}_1`, `req_${i}_2`],
+      );
+    }
+  });
+
   it('retireCheckpoint applies what an async runner left unapplied, once, and removes the checkpoint', async () => {
     const { db } = runtime;
     const { accountId } = await setUpAccount(runtime, 'Retired Ltd');

@@ -167,7 +167,11 @@ describe.each(backends)('webhook messages on %s', (backend) => {
       () => runtime.commands.editArticle(accountId, articleId, { body: '<p>Dry the joint.</p>' }, api),
     ];
     // Batches of two and three revisions: the row is past most of them, so they are folded.
-    for (const group of [[0, 1], [2, 3, 4], [5, 6]]) {
+    for (const group of [
+      [0, 1],
+      [2, 3, 4],
+      [5, 6],
+    ]) {
       for (const i of group) await edits[i]?.();
       await catchUp(runtime.db, following);
     }
