@@ -5,9 +5,13 @@
 type Failures = readonly unknown[] | undefined;
 
 /**
- * Collects items and hands them to `flush` together: when `maxItems` are waiting or `maxDelayMs`
- * after the first one, one flush at a time. Each `add` resolves with its batch, or rejects with its
- * own failure (the flush's answer) or the whole flush's error.
+ * Collects items and hands them to `flush` together, one flush at a time, in the order added.
+ *
+ * When no flush is running, a batch goes `maxDelayMs` after its first item, or at once when
+ * `maxItems` are waiting. While a flush runs, what arrives waits, and goes as the next batch (at
+ * most `maxItems`) as soon as it ends: a flush slower than the items come makes the batches bigger,
+ * never a queue of small flushes (group commit). Each `add` resolves with its batch, or rejects with
+ * its own failure (the flush's answer) or the whole flush's error.
  */
 export function createBatcher<T>(
   // biome-ignore lint/suspicious/noConfusingVoidType: a flush that stored everything may return nothing.
@@ -17,42 +21,61 @@ export function createBatcher<T>(
   type Waiting = { item: T; resolve: () => void; reject: (error: unknown) => void };
   let waiting: Waiting[] = [];
   let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> = Promise.resolve();
+  let flushing: Promise<void> | null = null;
+  /** Items added so far, and items whose batch has ended (stored or failed): both only grow. */
+  let added = 0;
+  let settled = 0;
 
-  const run = (): Promise<void> => {
+  const flushBatch = async (batch: Waiting[]): Promise<void> => {
+    try {
+      const failures = await flush(batch.map((w) => w.item));
+      batch.forEach((w, i) => {
+        const failure = failures?.[i];
+        if (failure === null || failure === undefined) w.resolve();
+        else w.reject(failure);
+      });
+    } catch (error) {
+      for (const w of batch) w.reject(error);
+    }
+  };
+
+  const start = (): void => {
     if (timer) {
       clearTimeout(timer);
       timer = null;
     }
-    const batch = waiting;
-    waiting = [];
-    if (batch.length === 0) return running;
-    running = running.then(async () => {
-      try {
-        const failures = await flush(batch.map((w) => w.item));
-        batch.forEach((w, i) => {
-          const failure = failures?.[i];
-          if (failure === null || failure === undefined) w.resolve();
-          else w.reject(failure);
-        });
-      } catch (error) {
-        for (const w of batch) w.reject(error);
-      }
-    });
-    return running;
+    if (flushing || waiting.length === 0) return;
+    const batch = waiting.length <= opts.maxItems ? waiting : waiting.slice(0, opts.maxItems);
+    waiting = batch === waiting ? [] : waiting.slice(opts.maxItems);
+    flushing = (async () => {
+      await flushBatch(batch);
+      settled += batch.length;
+      flushing = null;
+      // What came meanwhile has waited a whole flush already.
+      start();
+    })();
   };
 
   return {
     add(item) {
+      added++;
       return new Promise<void>((resolve, reject) => {
         waiting.push({ item, resolve, reject });
-        if (waiting.length >= opts.maxItems) void run();
+        if (flushing) return;
+        if (waiting.length >= opts.maxItems) start();
         else if (!timer) {
-          timer = setTimeout(() => void run(), opts.maxDelayMs);
+          timer = setTimeout(start, opts.maxDelayMs);
           timer.unref();
         }
       });
     },
-    flushNow: run,
+    /** Flushes what was added before this call without waiting for the delay; resolves once its batches ended. */
+    async flushNow() {
+      const upTo = added;
+      while (settled < upTo) {
+        start();
+        await flushing;
+      }
+    },
   };
 }

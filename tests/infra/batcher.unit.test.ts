@@ -58,4 +58,43 @@ describe('batcher', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toEqual(new Error('bad 2'));
   });
+
+  it('gathers what comes during a slow flush into the next batch, not a queue of small ones', async () => {
+    const batches: number[][] = [];
+    let release: () => void = () => {};
+    const b = createBatcher<number>(
+      async (items) => {
+        batches.push(items);
+        if (batches.length === 1) await new Promise<void>((r) => (release = r));
+      },
+      { maxItems: 3, maxDelayMs: 1 },
+    );
+    const first = b.add(1);
+    await new Promise((r) => setTimeout(r, 10)); // the first flush is running, held
+    // One at a time, each more than a delay after the one before: nothing more is flushed meanwhile.
+    const rest: Promise<void>[] = [];
+    for (const n of [2, 3, 4, 5, 6, 7]) {
+      rest.push(b.add(n));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(batches).toEqual([[1]]);
+    release();
+    await Promise.all([first, ...rest]);
+    // Then the waiting items go together, at most maxItems a batch.
+    expect(batches).toEqual([[1], [2, 3, 4], [5, 6, 7]]);
+  });
+
+  it('flushNow stores what was added before it without waiting for the delay', async () => {
+    const batches: number[][] = [];
+    const b = createBatcher<number>(async (items) => void batches.push(items), {
+      maxItems: 100,
+      maxDelayMs: 60_000,
+    });
+    const added = [b.add(1), b.add(2)];
+    await b.flushNow();
+    expect(batches).toEqual([[1, 2]]);
+    await Promise.all(added);
+    await b.flushNow(); // nothing waiting: resolves at once
+    expect(batches).toEqual([[1, 2]]);
+  });
 });
