@@ -381,24 +381,37 @@ type Claim = {
 };
 
 /**
- * Claims a delivery with one conditional update: it is pending and due, its endpoint enabled, no
- * earlier delivery of the endpoint is pending, and no one holds it (or their claim lapsed).
+ * Claims a delivery with one conditional update: it is pending and due, its endpoint enabled, it is
+ * the endpoint's head (its oldest pending delivery), and no one holds it (or their claim lapsed).
+ * Either a given delivery or an endpoint's head. The head is found by `min(seq)` on the partial index
+ * of pending deliveries: one index probe, however many are pending.
  */
-async function claim(deps: DeliveryDeps, deliveryId: string): Promise<Claim | undefined> {
+async function claim(
+  deps: DeliveryDeps,
+  which: { deliveryId: string } | { endpointId: string },
+): Promise<Claim | undefined> {
   const now = deps.now();
   const until = new Date(now.getTime() + CLAIM_SECONDS * 1000);
+  // A given delivery (its unique id), checked to be its endpoint's head; or an endpoint's head (its
+  // `seq`, found first: the primary key, not a scan of the endpoint's pending ones).
+  const target =
+    'deliveryId' in which
+      ? sql`d.id = ${which.deliveryId} and d.seq = (
+          select min(p.seq) from webhook_deliveries p
+          where p.endpoint_id = d.endpoint_id and p.status = 'pending'
+        )`
+      : sql`d.seq = (
+          select min(p.seq) from webhook_deliveries p
+          where p.endpoint_id = ${which.endpointId} and p.status = 'pending'
+        )`;
   const { rows } = await sql<Claim>`
     update webhook_deliveries d set claimed_until = ${until}
     from webhook_endpoints e
-    where d.id = ${deliveryId}
+    where ${target}
       and e.id = d.endpoint_id and e.enabled
       and d.status = 'pending'
       and d.next_attempt_at <= ${now}
       and (d.claimed_until is null or d.claimed_until <= ${now})
-      and not exists (
-        select from webhook_deliveries p
-        where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.seq < d.seq
-      )
     returning d.id, d.endpoint_id, d.event_id, d.payload, d.attempts, e.url, e.secret, e.failing_since,
       d.claimed_until`.execute(deps.db);
   return rows[0];
@@ -415,14 +428,11 @@ async function whyUnclaimed(
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
     .select(['d.endpoint_id', 'd.status', 'd.claimed_until', 'd.next_attempt_at', 'e.enabled'])
-    .select(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('webhook_deliveries as p')
-          .select(sql`1`.as('one'))
-          .whereRef('p.endpoint_id', '=', 'd.endpoint_id')
-          .where('p.status', '=', 'pending')
-          .whereRef('p.seq', '<', 'd.seq'),
-      ).as('behind'),
+    .select(
+      sql<boolean>`d.seq > (
+        select min(p.seq) from webhook_deliveries p
+        where p.endpoint_id = d.endpoint_id and p.status = 'pending'
+      )`.as('behind'),
     )
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();
@@ -462,60 +472,45 @@ async function record(
     now: at,
     random: deps.random ?? Math.random,
   });
-  const recorded = await deps.db.transaction().execute(async (trx) => {
-    const updated = await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        status: decision.delivery.status,
-        attempts: attempt,
-        next_attempt_at: decision.delivery.nextAttemptAt ?? at,
-        claimed_until: null,
-        last_attempt_at: at,
-        last_status_code: outcome.statusCode,
-        last_duration_ms: outcome.durationMs,
-        last_error: outcome.error,
-        delivered_at: decision.delivery.deliveredAt,
-      })
-      .where('id', '=', held.id)
-      .where('claimed_until', '=', held.claimed_until)
-      .executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) return false;
-    await trx
-      .insertInto('webhook_attempts')
-      .values({
-        delivery_id: held.id,
-        attempt,
-        at,
-        status_code: outcome.statusCode,
-        duration_ms: outcome.durationMs,
-        error: outcome.error,
-      })
-      .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
-      .execute();
-    if (decision.endpoint.ok) {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ failing_since: null })
-        .where('id', '=', held.endpoint_id)
-        .where('failing_since', 'is not', null)
-        .execute();
-      return true;
-    }
-    await trx
-      .updateTable('webhook_endpoints')
-      .set({ failing_since: sql`coalesce(failing_since, ${at})` })
-      .where('id', '=', held.endpoint_id)
-      .execute();
-    if (decision.endpoint.disable !== null) {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ enabled: false, disabled_reason: decision.endpoint.disable, disabled_at: at, updated_at: at })
-        .where('id', '=', held.endpoint_id)
-        .where('enabled', '=', true)
-        .execute();
-    }
-    return true;
-  });
+  // The endpoint's side: failing no more; or failing since now if not already, and turned off when
+  // the decision says so (unless it is off already: a person's reason stays).
+  const endpoint = decision.endpoint.ok
+    ? sql`failing_since = null where id = ${held.endpoint_id} and failing_since is not null`
+    : decision.endpoint.disable === null
+      ? sql`failing_since = coalesce(failing_since, ${at}::timestamptz) where id = ${held.endpoint_id}`
+      : sql`failing_since = coalesce(failing_since, ${at}::timestamptz),
+          disabled_reason = case when enabled then ${decision.endpoint.disable}::text else disabled_reason end,
+          disabled_at = case when enabled then ${at}::timestamptz else disabled_at end,
+          updated_at = case when enabled then ${at}::timestamptz else updated_at end,
+          enabled = false
+        where id = ${held.endpoint_id}`;
+  // One statement (its own transaction): the delivery, its attempt and the endpoint, or nothing when
+  // the claim lapsed meanwhile (another worker took over).
+  const { rows } = await sql<{ recorded: boolean }>`
+    with d as (
+      update webhook_deliveries set
+        status = ${decision.delivery.status},
+        attempts = ${attempt}::integer,
+        next_attempt_at = ${decision.delivery.nextAttemptAt ?? at}::timestamptz,
+        claimed_until = null,
+        last_attempt_at = ${at}::timestamptz,
+        last_status_code = ${outcome.statusCode}::integer,
+        last_duration_ms = ${outcome.durationMs}::integer,
+        last_error = ${outcome.error}::text,
+        delivered_at = ${decision.delivery.deliveredAt}::timestamptz
+      where id = ${held.id} and claimed_until = ${held.claimed_until}::timestamptz
+      returning id
+    ), a as (
+      insert into webhook_attempts (delivery_id, attempt, at, status_code, duration_ms, error)
+      select id, ${attempt}::integer, ${at}::timestamptz, ${outcome.statusCode}::integer,
+        ${outcome.durationMs}::integer, ${outcome.error}::text
+      from d
+      on conflict (delivery_id, attempt) do nothing
+    ), e as (
+      update webhook_endpoints set ${endpoint} and exists (select from d)
+    )
+    select exists (select from d) as recorded`.execute(deps.db);
+  const recorded = rows[0]?.recorded === true;
   return { recorded, decision };
 }
 
@@ -540,7 +535,7 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 async function claimOrWait(deps: SendDeps, deliveryId: string): Promise<Claim | undefined> {
   const started = performance.now();
   for (;;) {
-    const held = await claim(deps, deliveryId);
+    const held = await claim(deps, { deliveryId });
     if (held) return held;
     const { why, endpointId, until } = await whyUnclaimed(deps, deliveryId);
     if (why === 'not_head' && endpointId) await kickEndpoint(deps, endpointId);
@@ -567,10 +562,8 @@ async function claimOrWait(deps: SendDeps, deliveryId: string): Promise<Claim | 
 export async function deliverWebhooks(deps: SendDeps, deliveryId: string): Promise<number> {
   const started = performance.now();
   let sent = 0;
-  let next: string | undefined = deliveryId;
-  while (next !== undefined) {
-    const held = sent === 0 ? await claimOrWait(deps, next) : await claim(deps, next);
-    if (!held) return sent;
+  let held = await claimOrWait(deps, deliveryId);
+  while (held) {
     const at = deps.now();
     const outcome = await deps.send({
       url: held.url,
@@ -589,18 +582,15 @@ export async function deliverWebhooks(deps: SendDeps, deliveryId: string): Promi
       return sent;
     }
     if (decision.endpoint.disable !== null) return sent;
-    if (decision.delivery.status === 'pending') {
-      await kickEndpoint(deps, held.endpoint_id);
-      return sent;
-    }
-    const head = await headOf(deps.db, held.endpoint_id);
-    if (!head) return sent;
-    const due = head.next_attempt_at.getTime() <= deps.now().getTime();
-    if (!due || sent >= CHAIN_MAX_DELIVERIES || performance.now() - started >= CHAIN_MAX_MS) {
-      await kickEndpoint(deps, held.endpoint_id);
-      return sent;
-    }
-    next = head.id;
+    const endpointId = held.endpoint_id;
+    // Goes on with the endpoint's next delivery if it is due and the run is not over; else a job for it.
+    held =
+      decision.delivery.status === 'pending' ||
+      sent >= CHAIN_MAX_DELIVERIES ||
+      performance.now() - started >= CHAIN_MAX_MS
+        ? undefined
+        : await claim(deps, { endpointId });
+    if (!held) await kickEndpoint(deps, endpointId);
   }
   return sent;
 }
