@@ -15,9 +15,12 @@ import type { Db } from './schema.ts';
  *    (`plan_cache_mode = auto`). node-postgres prepares a query given a `name`: the pool's clients are
  *    `StatementNamingClient`s (pg-pool's documented `Client` option, see `namingClient`), whose
  *    `query` names a text the second time this pool sends it with parameters. Statements without
- *    parameters (begin, commit) stay unnamed; so do texts past the first `MAX_NAMED` (multi-row
- *    inserts have a text per row count), which keeps the statements each server connection holds
- *    bounded.
+ *    parameters (begin, commit) stay unnamed; so do texts past the first `MAX_NAMED`, which keeps the
+ *    statements each server connection holds bounded, and texts longer than `MAX_NAMED_LENGTH`, which
+ *    are never remembered at all. Those are multi-row inserts (a text per row count, tens of
+ *    kilobytes at hundreds of rows): naming them saved little planning, and the texts, kept by the
+ *    map and by every connection's client, grew the heap through a long run as more row counts came
+ *    (docs/reliability.md, soak). The hot statements are under 2 KB.
  * 2. Compiled queries (`prepared`): a hot kysely query built and compiled to SQL once instead of on
  *    every call.
  *
@@ -31,6 +34,8 @@ import type { Db } from './schema.ts';
 const MAX_NAMED = 500;
 /** Texts seen once are forgotten past this many, so that one-off texts cannot grow the map for ever. */
 const MAX_SEEN = 5_000;
+/** Longer texts are never named nor remembered (see above): the maps hold at most this much a text. */
+export const MAX_NAMED_LENGTH = 4_096;
 
 type StatementNames = { nameOf(text: string): string | undefined; readonly named: number };
 
@@ -40,6 +45,7 @@ export function createStatementNames(maxNamed = MAX_NAMED): StatementNames {
   let seenOnce = new Set<string>();
   return {
     nameOf(text) {
+      if (text.length > MAX_NAMED_LENGTH) return undefined;
       const known = names.get(text);
       if (known !== undefined || names.size >= maxNamed) return known;
       if (!seenOnce.has(text)) {

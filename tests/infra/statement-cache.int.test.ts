@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import {
   createStatementNames,
+  MAX_NAMED_LENGTH,
   namingClient,
   prepared,
   StatementNamingClient,
@@ -26,6 +27,19 @@ describe('statement names', () => {
     expect(names.nameOf('select $1, $2, $3')).toBeUndefined();
     expect(names.nameOf('select $1')).toBe(first);
     expect(names.named).toBe(2);
+  });
+
+  it('never names nor remembers a text longer than MAX_NAMED_LENGTH (a multi-row insert)', () => {
+    const names = createStatementNames();
+    const rows = (n: number): string =>
+      `insert into t (a, b) values ${Array.from({ length: n }, (_, i) => `($${2 * i + 1}, $${2 * i + 2})`).join(', ')}`;
+    const long = rows(400);
+    expect(long.length).toBeGreaterThan(MAX_NAMED_LENGTH);
+    for (let i = 0; i < 3; i++) expect(names.nameOf(long)).toBeUndefined();
+    expect(names.named).toBe(0);
+    // A short one is named as ever.
+    names.nameOf(rows(2));
+    expect(names.nameOf(rows(2))).toMatch(/^cs_\d+$/);
   });
 });
 
