@@ -1,10 +1,14 @@
+import { mkdir } from 'node:fs/promises';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { authorizeUrl, createPerson, type Person, PUBLIC_CLIENT, pkce } from '../oauth/helpers.ts';
+import { expectAccessible, noPageScripts } from '../support/axe.ts';
+import { launchBrowser } from '../support/browser.ts';
 import { createProxiedTestRuntime, type PgProxy } from '../support/pg-proxy.ts';
 import { pipelineActor, protectedBody } from '../support/runtime.ts';
+import { SHOTS, screenshot } from '../support/web.ts';
 
 /*
  * The web pages while PostgreSQL is away (the app's connections go through a proxy the test cuts:
@@ -248,4 +252,68 @@ describe('web pages while PostgreSQL is away', () => {
     expect(again.statusCode).toBe(303);
     expect(again.headers.location).toBe(`/articles/${articleId}?restored=3`);
   });
+});
+
+describe('the 503 page in Chromium', () => {
+  it('reads well, is accessible with and without JavaScript, and its link loads the page again from the keyboard', async () => {
+    await mkdir(SHOTS, { recursive: true });
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    const b = browser();
+    const form = await b.get('/sign-in');
+    const signedIn = await b.post('/sign-in', {
+      csrf: csrfOf(form.body),
+      email: dana.email,
+      password: dana.password,
+    });
+    const session = signedIn.cookies.find((c) => c.name === 'cs_session');
+    expect(session?.value).toBeTruthy();
+    const chromium = await launchBrowser();
+    try {
+      for (const look of [
+        { width: 1100, scheme: 'light', scripts: false },
+        { width: 390, scheme: 'dark', scripts: false },
+        { width: 1100, scheme: 'light', scripts: true },
+      ] as const) {
+        const tag = `${look.width}-${look.scheme}-${look.scripts ? 'js' : 'nojs'}`;
+        const plain = await chromium.newContext({
+          viewport: { width: look.width, height: 800 },
+          colorScheme: look.scheme,
+        });
+        const context = look.scripts ? plain : await noPageScripts(plain);
+        await context.addCookies([{ name: 'cs_session', value: session?.value as string, url: address }]);
+        const page = await context.newPage();
+        // What the page loads besides itself (its stylesheet, its scripts) needs no database.
+        const failed: string[] = [];
+        page.on('response', (r) => {
+          if (r.request().resourceType() !== 'document' && r.status() >= 400)
+            failed.push(`${r.status()} ${r.url()}`);
+        });
+        const path = `/articles/${articleId}`;
+        await whileAway(async () => {
+          const res = await page.goto(`${address}${path}`);
+          expect(res?.status(), tag).toBe(503);
+          await expect.poll(() => page.textContent('h1')).toBe('The service is briefly unavailable');
+          expect(await page.title()).toBe('Briefly unavailable · Content Service');
+          expect(await page.locator('link[rel=stylesheet]').count(), tag).toBeGreaterThan(0);
+          await expectAccessible(page, `503 page (${tag})`);
+          await screenshot(page, `unavailable-${tag}`);
+        });
+        // Back: the keyboard reaches the link, and Enter on it loads the article.
+        let focused = '';
+        for (let i = 0; i < 10 && focused !== 'Load the page again'; i++) {
+          await page.keyboard.press('Tab');
+          focused = ((await page.locator(':focus').textContent()) ?? '').trim();
+        }
+        expect(focused, tag).toBe('Load the page again');
+        const [loaded] = await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
+        expect(loaded?.status(), tag).toBe(200);
+        expect(new URL(page.url()).pathname, tag).toBe(path);
+        expect(await page.textContent('h1'), tag).toMatch(/^Boiler care/);
+        expect(failed, tag).toEqual([]);
+        await context.close();
+      }
+    } finally {
+      await chromium.close();
+    }
+  }, 60_000);
 });
