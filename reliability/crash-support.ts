@@ -20,14 +20,20 @@ export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 /** A webhook receiver on loopback: the `webhook-id` of every request it got, in order; it answers 204. */
 export type Receiver = { url: string; ids: string[]; close(): Promise<void> };
 
-/** Starts a receiver on a free loopback port. */
-export async function startReceiver(): Promise<Receiver> {
+/**
+ * Starts a receiver on a free loopback port. With `onBody`, each request's body is read and
+ * handed over (as text) before the answer; without it, bodies are drained unread.
+ */
+export async function startReceiver(onBody?: (body: string) => void): Promise<Receiver> {
   const ids: string[] = [];
   const server: Server = createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    if (onBody) req.on('data', (c: Buffer) => chunks.push(c));
+    else req.resume();
     req.on('end', () => {
       const id = req.headers['webhook-id'];
       if (typeof id === 'string') ids.push(id);
+      onBody?.(Buffer.concat(chunks).toString());
       res.writeHead(204).end();
     });
   });
