@@ -1,13 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { NODE, ROOT } from '../tests/support/process.ts';
 import { type ServerProcess, startServer } from '../tests/support/server.ts';
+import { startReceiver } from './crash-support.ts';
 import {
   type Answer,
   articleIds,
@@ -40,37 +39,18 @@ const LIMITS_FAILING_OPEN = 'Redis unavailable: limits are counted in each proce
 const LIMITS_BACK = 'Redis answers again';
 const REDIS_RESTORED = 'Redis connection restored';
 
-type Receiver = { url: string; titles: string[]; close(): Promise<void> };
-
-/** An HTTP server on loopback that keeps the title of every article.updated it receives (answers 204). */
-async function startReceiver(): Promise<Receiver> {
+/** A webhook receiver on loopback that keeps the title of every article.updated it receives. */
+async function startTitleReceiver(): Promise<{ url: string; titles: string[]; close(): Promise<void> }> {
   const titles: string[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => {
-      body += chunk.toString();
-    });
-    req.on('end', () => {
-      try {
-        const message = JSON.parse(body) as { data?: { title?: string } };
-        if (message.data?.title) titles.push(message.data.title);
-      } catch {
-        // Not a message of ours: ignored.
-      }
-      res.writeHead(204).end();
-    });
+  const receiver = await startReceiver((body) => {
+    try {
+      const message = JSON.parse(body) as { data?: { title?: string } };
+      if (message.data?.title) titles.push(message.data.title);
+    } catch {
+      // Not a message of ours: ignored.
+    }
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks`,
-    titles,
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  return { url: receiver.url, titles, close: receiver.close };
 }
 
 type Worker = { child: ChildProcess; output: () => string; stop(): Promise<number | null> };
@@ -133,7 +113,7 @@ export const redisOutage: Scenario = {
     await createDatabase(adminUrl(), database);
     const databaseUrl = new URL(adminUrl());
     databaseUrl.pathname = `/${database}`;
-    const receiver = await startReceiver();
+    const receiver = await startTitleReceiver();
     let server: ServerProcess | undefined;
     let worker: Worker | undefined;
     try {
