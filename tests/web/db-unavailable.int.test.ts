@@ -6,6 +6,7 @@ import { buildApp } from '../../apps/server/app.ts';
 import { authorizeUrl, createPerson, type Person, PUBLIC_CLIENT, pkce } from '../oauth/helpers.ts';
 import { expectAccessible, noPageScripts } from '../support/axe.ts';
 import { launchBrowser } from '../support/browser.ts';
+import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
 import { createProxiedTestRuntime, type PgProxy } from '../support/pg-proxy.ts';
 import { pipelineActor, protectedBody } from '../support/runtime.ts';
 import { SHOTS, screenshot } from '../support/web.ts';
@@ -30,47 +31,8 @@ let dana: Person;
 let siteId: string;
 let articleId: string;
 
-type Browser = {
-  get(url: string): Promise<LightMyRequestResponse>;
-  post(url: string, form: Record<string, string>): Promise<LightMyRequestResponse>;
-};
-
-/** A browser without scripts: a cookie jar over `inject`. */
-function browser(): Browser {
-  const cookies = new Map<string, string>();
-  const keep = (res: LightMyRequestResponse): LightMyRequestResponse => {
-    for (const c of res.cookies) {
-      if (c.maxAge === 0 || c.value === '') cookies.delete(c.name);
-      else cookies.set(c.name, c.value);
-    }
-    return res;
-  };
-  const cookieHeader = (): Record<string, string> =>
-    cookies.size > 0 ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {};
-  return {
-    async get(url) {
-      return keep(await app.inject({ method: 'GET', url, headers: cookieHeader() }));
-    },
-    async post(url, form) {
-      return keep(
-        await app.inject({
-          method: 'POST',
-          url,
-          headers: {
-            'content-type': 'application/x-www-form-urlencoded',
-            origin: PUBLIC_URL,
-            ...cookieHeader(),
-          },
-          payload: new URLSearchParams(form).toString(),
-        }),
-      );
-    },
-  };
-}
-
-function csrfOf(page: string): string {
-  return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-}
+/** A browser without scripts, its forms sent from the service's own origin. */
+const browser = (): InjectBrowser => injectBrowser(app, { headers: { origin: PUBLIC_URL } });
 
 /** Runs `work` with PostgreSQL away, and brings it back whatever happens. */
 async function whileAway<T>(work: () => Promise<T>): Promise<T> {

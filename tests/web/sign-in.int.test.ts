@@ -4,6 +4,7 @@ import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { EMAIL_POLICY } from '../../apps/server/web/throttle.ts';
 import { createPerson, type Person } from '../oauth/helpers.ts';
+import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
 /*
@@ -32,49 +33,8 @@ function newAddress(): string {
   return `198.51.100.${addressCounter}`;
 }
 
-type Browser = {
-  cookies: Map<string, string>;
-  get(url: string): Promise<LightMyRequestResponse>;
-  post(
-    url: string,
-    form: Record<string, string>,
-    headers?: Record<string, string>,
-  ): Promise<LightMyRequestResponse>;
-};
-
-function browser(address: string): Browser {
-  const cookies = new Map<string, string>();
-  const keep = (res: LightMyRequestResponse): LightMyRequestResponse => {
-    for (const c of res.cookies) {
-      if (c.maxAge === 0 || c.value === '') cookies.delete(c.name);
-      else cookies.set(c.name, c.value);
-    }
-    return res;
-  };
-  const cookieHeader = (): Record<string, string> =>
-    cookies.size > 0 ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {};
-  return {
-    cookies,
-    async get(url) {
-      return keep(await app.inject({ method: 'GET', url, remoteAddress: address, headers: cookieHeader() }));
-    },
-    async post(url, form, headers = {}) {
-      return keep(
-        await app.inject({
-          method: 'POST',
-          url,
-          remoteAddress: address,
-          headers: { 'content-type': 'application/x-www-form-urlencoded', ...cookieHeader(), ...headers },
-          payload: new URLSearchParams(form).toString(),
-        }),
-      );
-    },
-  };
-}
-
-function csrfOf(page: string): string {
-  return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-}
+type Browser = InjectBrowser;
+const browser = (address: string): Browser => injectBrowser(app, { remoteAddress: address });
 
 async function trySignIn(b: Browser, email: string, password: string): Promise<LightMyRequestResponse> {
   const form = await b.get('/sign-in');
