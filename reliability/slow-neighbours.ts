@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
@@ -7,6 +6,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase } from '../tests/support/db.ts';
+import { makeCertificate } from '../tests/support/media.ts';
 import { startServer } from '../tests/support/server.ts';
 import { dropRedisPrefix, REDIS_URL, startReceiver, until } from './crash-support.ts';
 import { articleIds, migrateAndSeed, startLoad } from './outage-load.ts';
@@ -40,31 +40,6 @@ async function rssMb(pid: number): Promise<number> {
 /** How many file descriptors (sockets included) a process holds open. */
 async function openFds(pid: number): Promise<number> {
   return (await readdir(`/proc/${pid}/fd`)).length;
-}
-
-/** A self-signed certificate for the image host's address, in `dir`. */
-function makeCertificate(dir: string): void {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=images.test',
-      '-addext',
-      `subjectAltName=IP:${IMAGE_HOST}`,
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
 }
 
 /** Closes a server and every connection it holds. */
@@ -131,7 +106,7 @@ export const slowNeighbours: Scenario = {
     const dir = await mkdtemp(join(tmpdir(), 'rel-neighbours-'));
     const prefix = `rel-nb-${randomUUID().slice(0, 8)}`;
     const test = await createTestDatabase('postgres');
-    makeCertificate(dir);
+    makeCertificate(dir, IMAGE_HOST);
 
     // The neighbours' servers: one that never answers, one that answers, one that trickles.
     const hanging: Socket[] = [];

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -7,6 +6,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { recordingClient } from '../support/http.ts';
+import { makeCertificate } from '../support/media.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
@@ -44,27 +44,7 @@ describe('featured images through a real server', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cs-images-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        '/CN=images.test',
-        '-addext',
-        `subjectAltName=IP:${IMAGE_HOST}`,
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
+    makeCertificate(dir, IMAGE_HOST);
     png = await sharp({ create: { width: 640, height: 360, channels: 3, background: '#3366cc' } })
       .png()
       .toBuffer();
