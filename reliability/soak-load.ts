@@ -172,8 +172,9 @@ const kinds: Array<[number, () => Promise<unknown>]> = [
 const issued = kinds.map(() => 0);
 const pending = new Set<Promise<unknown>>();
 const started = performance.now();
-const report = setInterval(() => {
-  const message: IntervalReport = {
+/** Sends what happened since the last report, and starts the next interval. */
+const sendReport = (): void => {
+  parentPort?.postMessage({
     type: 'interval',
     t: Date.now(),
     kinds: interval,
@@ -181,12 +182,12 @@ const report = setInterval(() => {
     skipped,
     failures,
     acknowledged: acknowledged.length,
-  };
-  parentPort?.postMessage(message);
+  } satisfies IntervalReport);
   interval = {};
   failures = [];
   skipped = 0;
-}, data.intervalMs);
+};
+const report = setInterval(sendReport, data.intervalMs);
 await new Promise<void>((resolve) => {
   const tick = setInterval(() => {
     const elapsed = performance.now() - started;
@@ -215,15 +216,7 @@ await new Promise<void>((resolve) => {
 });
 await Promise.all([...pending]);
 clearInterval(report);
-parentPort?.postMessage({
-  type: 'interval',
-  t: Date.now(),
-  kinds: interval,
-  inFlight,
-  skipped,
-  failures,
-  acknowledged: acknowledged.length,
-} satisfies IntervalReport);
+sendReport();
 for (const client of mcpClients) await client.close();
 await agent.close();
 parentPort?.postMessage({ type: 'done', acknowledged } satisfies FinalReport);
