@@ -55,7 +55,8 @@ for (const scenario of chosen) {
   if (!ok) failures++;
   log(`${ok ? 'passed' : 'FAILED'} in ${seconds} s`);
   await writeFile(
-    resolve(dir, `${scenario.name}.json`),
+    // A short run never overwrites a full run's results.
+    resolve(dir, `${scenario.name}${args.short ? '-short' : ''}.json`),
     `${JSON.stringify({ name: scenario.name, title: scenario.title, ok, seconds, at: new Date().toISOString(), short: args.short ?? false, ...result }, null, 2)}\n`,
   );
 }
