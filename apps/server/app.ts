@@ -24,7 +24,7 @@ import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.ts';
-import { requestSerializer } from './log-redaction.ts';
+import { LOG_REDACTION, redactUrl, requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
@@ -48,8 +48,8 @@ type AppDeps = {
   media?: MediaStore;
   /** How image URLs are fetched; default the SSRF-guarded fetcher (trusting MEDIA_FETCH_CA_FILE too). */
   fetchImage?: FetchImage;
-  /** A pino instance or options; tests pass `false` to keep quiet. */
-  logger?: boolean | object;
+  /** pino options (a level, a stream), always with the redaction of secrets; tests pass `false` to keep quiet. */
+  logger?: false | Record<string, unknown>;
   /** The job queues, for /readyz. */
   jobs?: Jobs;
   /** Where use cases add jobs (a webhook delivery to send now); without one the workers' sweep finds the work. */
@@ -82,17 +82,31 @@ class AccessLog extends LogController {
     }
     reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
+  override routeNotFound(request: FastifyRequest): void {
+    if (this.isLogDisabled(request)) return;
+    request.log.info(`Route ${request.raw.method}:${redactUrl(request.raw.url ?? '')} not found`);
+  }
+}
+
+/**
+ * The app's pino options: `given` (a level, a stream) with what keeps secrets out of the log: the
+ * request's URL redacted (log-redaction.ts), no header logged (the `req` fields are method, URL, host
+ * and client), errors and messages without the service's keys and tokens.
+ */
+function loggerOptions(given: Record<string, unknown> | undefined, level: string): Record<string, unknown> {
+  const own = (given?.serializers ?? {}) as Record<string, unknown>;
+  return {
+    level,
+    ...given,
+    ...LOG_REDACTION,
+    serializers: { ...own, ...LOG_REDACTION.serializers, req: requestSerializer },
+  };
 }
 
 /** The fastify app, without listening: tests inject into it or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: deps.logger ?? {
-      level: deps.config.LOG_LEVEL,
-      redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
-      // Credentials in a query string (refused by the API, but sent all the same) never reach the log.
-      serializers: { req: requestSerializer },
-    },
+    logger: deps.logger === false ? false : loggerOptions(deps.logger, deps.config.LOG_LEVEL),
     trustProxy: trustProxyOf(deps.config.TRUST_PROXY),
     frameworkErrors,
     clientErrorHandler,

@@ -3,6 +3,7 @@ import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-pro
 import type { Db } from '../../../infra/db/schema.ts';
 import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
+import { redactUrl } from '../log-redaction.ts';
 import { createOAuthAdapter } from './adapter.ts';
 import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
 import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
@@ -100,7 +101,7 @@ function metadataDocumentFetch(deps: ProviderDeps): (url: string | URL) => Promi
     } catch (error) {
       deps.logger.info(
         {
-          client_id: String(url),
+          client_id: redactUrl(String(url)),
           reason: error instanceof Error ? error.message : 'failed',
           // What the caller is not told (which address a host resolved to): for the log only.
           ...(error instanceof Error && error.cause !== undefined ? { cause: String(error.cause) } : {}),
@@ -138,7 +139,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
     const decision = await metadataFetches.consume(ctx.ip);
     if (decision.allowed) return true;
     deps.logger.warn(
-      { client_id: id, scope: decision.scope, ip: ctx.ip },
+      { client_id: redactUrl(id), scope: decision.scope, ip: ctx.ip },
       'client metadata document fetch refused: rate limited',
     );
     ctx.set('retry-after', String(decision.retryAfterSeconds));
