@@ -366,6 +366,45 @@ describe('change password', () => {
     expect(JSON.stringify(events.map((e) => e.data))).not.toContain('$argon2');
   });
 
+  it('gives the browser that changed the password a new session: the old cookie value signs nobody in', async () => {
+    const person = await createPerson(runtime, 'Rotating Rita');
+    const here = browser(newAddress());
+    expect((await trySignIn(here, person.email, person.password)).statusCode).toBe(303);
+    const before = here.cookies.get('cs_session') ?? '';
+    expect(before).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const next = 'a rotated new password';
+    const csrf = csrfOf((await here.get('/account/password')).body);
+    const done = await here.post('/account/password', {
+      csrf,
+      current: person.password,
+      password: next,
+      repeat: next,
+    });
+    expect(done.statusCode).toBe(303);
+    const issued = done.cookies.find((c) => c.name === 'cs_session');
+    expect(issued).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    const after = here.cookies.get('cs_session') ?? '';
+    expect(after).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(after).not.toBe(before);
+    // The new value is signed in (the page after the change), the old one is not.
+    const page = await here.get('/account/password?changed=1');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Your password was changed.');
+    const stale = await app.inject({
+      method: 'GET',
+      url: '/account/password',
+      headers: { cookie: `cs_session=${before}` },
+    });
+    expect(stale.statusCode).toBe(303);
+    expect(stale.headers.location).toBe('/sign-in?return_to=%2Faccount%2Fpassword');
+    const sessions = await runtime.db
+      .selectFrom('web_sessions')
+      .select('id_hash')
+      .where('account_id', '=', person.accountId)
+      .execute();
+    expect(sessions).toHaveLength(1);
+  });
+
   it('pauses after many wrong current passwords', async () => {
     const person = await createPerson(runtime, 'Guessing Gus');
     const b = browser(newAddress());

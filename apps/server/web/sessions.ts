@@ -49,10 +49,6 @@ export type WebSessions = {
 };
 
 /** What the database keeps of a session's cookie value (`web_sessions.id_hash`). */
-export function sessionIdHash(value: string): string {
-  return hashSession(value);
-}
-
 function hashSession(value: string): string {
   return createHash('sha256').update(value).digest('base64url');
 }
