@@ -61,6 +61,11 @@ type AppDeps = {
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * Strict-Transport-Security under an https PUBLIC_URL: browsers use https only for a year for the host
+ * and its subdomains (no `preload`: entering the browsers' preload list is the operator's decision).
+ */
+export const HSTS = 'max-age=31536000; includeSubDomains';
 /** Above this many unapplied events an async read model is reported as lagging (still ready). */
 const LAG_WARNING = 10_000;
 
@@ -124,8 +129,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // those schemas. They are sent with JSON.stringify, not parsed by their schema once more per request
   // (on a page of 100 articles that parse cost more than writing the JSON).
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  const https = new URL(deps.config.PUBLIC_URL).protocol === 'https:';
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // On the raw response: also on the answers handed to oidc-provider (hijacked) and the error pages.
+    if (https) reply.raw.setHeader('strict-transport-security', HSTS);
   });
 
   installErrorHandling(app);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { EMAIL_POLICY } from '../../apps/server/web/throttle.ts';
-import { createPerson, type Person } from '../oauth/helpers.ts';
+import { authorizeUrl, createPerson, type Person, PUBLIC_CLIENT, pkce } from '../oauth/helpers.ts';
 import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
@@ -482,34 +482,106 @@ describe('CSRF', () => {
 });
 
 describe('over https', () => {
-  it('marks the cookies Secure when PUBLIC_URL is https', async () => {
-    const secure = await buildApp({
+  const HTTPS_URL = 'https://cs.example.test';
+  const HSTS = 'max-age=31536000; includeSubDomains';
+  let secure: FastifyInstance;
+
+  beforeAll(async () => {
+    secure = await buildApp({
       runtime,
-      config: { PUBLIC_URL: 'https://cs.example.test', LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
+      config: { PUBLIC_URL: HTTPS_URL, LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
       logger: false,
     });
-    try {
-      const form = await secure.inject({ method: 'GET', url: '/sign-in' });
-      expect(form.cookies.find((c) => c.name === 'cs_csrf')?.secure).toBe(true);
-      const csrfCookie = form.cookies.find((c) => c.name === 'cs_csrf')?.value ?? '';
-      const res = await secure.inject({
-        method: 'POST',
-        url: '/sign-in',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `cs_csrf=${csrfCookie}` },
-        payload: new URLSearchParams({
-          csrf: csrfOf(form.body),
-          email: dana.email,
-          password: dana.password,
-        }).toString(),
-      });
-      expect(res.statusCode).toBe(303);
-      expect(res.cookies.find((c) => c.name === 'cs_session')).toMatchObject({
-        secure: true,
-        httpOnly: true,
-      });
-    } finally {
-      await secure.close();
+  });
+  afterAll(async () => {
+    await secure?.close();
+  });
+
+  it('names the cookies __Host- (Secure, Path=/, no Domain) and signs in with them', async () => {
+    const b = injectBrowser(secure, { remoteAddress: newAddress() });
+    const form = await b.get('/sign-in');
+    const csrfCookie = form.cookies.find((c) => c.name === '__Host-cs_csrf');
+    expect(csrfCookie).toMatchObject({ secure: true, path: '/', httpOnly: true });
+    expect(csrfCookie?.domain).toBeUndefined();
+    expect(form.cookies.map((c) => c.name)).not.toContain('cs_csrf');
+    const res = await b.post('/sign-in', {
+      csrf: csrfOf(form.body),
+      email: dana.email,
+      password: dana.password,
+    });
+    expect(res.statusCode).toBe(303);
+    for (const name of ['__Host-cs_session', '__Host-cs_device']) {
+      const cookie = res.cookies.find((c) => c.name === name);
+      expect(cookie, name).toMatchObject({ secure: true, path: '/', httpOnly: true });
+      expect(cookie?.domain).toBeUndefined();
     }
+    expect(res.cookies.map((c) => c.name)).not.toContain('cs_session');
+    const page = await b.get('/sign-in');
+    expect(page.body).toContain('You are signed in');
+    // The plain name is not read under https: a cookie set over http cannot stand in for it.
+    const plain = await secure.inject({
+      method: 'GET',
+      url: '/sites',
+      headers: { cookie: `cs_session=${b.cookies.get('__Host-cs_session') ?? ''}` },
+    });
+    expect(plain.statusCode).toBe(303);
+    expect(plain.headers.location).toMatch(/^\/sign-in/);
+  });
+
+  it("names oidc-provider's cookies __Host- or __Secure- (theirs is the interaction's path)", async () => {
+    const registered = await secure.inject({
+      method: 'POST',
+      url: '/oauth/register',
+      headers: { 'content-type': 'application/json' },
+      payload: { ...PUBLIC_CLIENT, redirect_uris: ['http://127.0.0.1:8976/callback'] },
+    });
+    expect(registered.statusCode).toBe(201);
+    const clientId = (registered.json() as { client_id: string }).client_id;
+    const { challenge } = pkce();
+    const url = authorizeUrl(HTTPS_URL, {
+      client_id: clientId,
+      response_type: 'code',
+      redirect_uri: 'http://127.0.0.1:8976/callback',
+      scope: 'content:read',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 's',
+    });
+    const authorize = await secure.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+    expect(authorize.statusCode).toBe(303);
+    expect(authorize.headers['strict-transport-security']).toBe(HSTS);
+    const names = authorize.cookies.map((c) => c.name);
+    expect(names).toEqual(
+      expect.arrayContaining(['__Secure-cs_oauth_interaction', '__Secure-cs_oauth_resume']),
+    );
+    for (const cookie of authorize.cookies) {
+      expect(cookie.name, cookie.name).toMatch(/^__(Host|Secure)-/);
+      expect(cookie.secure, cookie.name).toBe(true);
+      if (cookie.name.startsWith('__Host-')) expect(cookie.path).toBe('/');
+    }
+  });
+
+  it('sends Strict-Transport-Security on every answer: pages, the API, errors, OAuth, the docs', async () => {
+    for (const url of [
+      '/sign-in',
+      '/api/v1/sites',
+      '/healthz',
+      '/no/such/page',
+      '/.well-known/oauth-authorization-server',
+      '/docs',
+      '/openapi.json',
+    ]) {
+      const res = await secure.inject({ method: 'GET', url });
+      expect(res.headers['strict-transport-security'], url).toBe(HSTS);
+    }
+  });
+
+  it('sends no Strict-Transport-Security and keeps the plain cookie names under http', async () => {
+    const res = await app.inject({ method: 'GET', url: '/sign-in' });
+    expect(res.headers['strict-transport-security']).toBeUndefined();
+    expect(res.cookies.map((c) => c.name)).toEqual(['cs_csrf']);
+    const api = await app.inject({ method: 'GET', url: '/api/v1/sites' });
+    expect(api.headers['strict-transport-security']).toBeUndefined();
   });
 });
 

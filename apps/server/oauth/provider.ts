@@ -40,13 +40,23 @@ const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
 const GRANT_TTL_S = 365 * 24 * 60 * 60;
 /**
  * oidc-provider's cookies. Its session cookie never outlives one authorization: the mount drops it from
- * every new authorization request (mount.ts), so the account is always the web session's.
+ * every new authorization request (mount.ts), so the account is always the web session's. Under an
+ * https PUBLIC_URL (where they are Secure) the session cookie is named `__Host-` (Path=/, no Domain);
+ * the interaction and resume cookies are set on their interaction's own path, which `__Host-` forbids,
+ * so they are named `__Secure-`.
  */
-export const PROVIDER_COOKIES = {
-  session: 'cs_oauth_session',
-  interaction: 'cs_oauth_interaction',
-  resume: 'cs_oauth_resume',
-} as const;
+export function providerCookieNames(publicUrl: string): {
+  session: string;
+  interaction: string;
+  resume: string;
+} {
+  const https = new URL(publicUrl).protocol === 'https:';
+  return {
+    session: `${https ? '__Host-' : ''}cs_oauth_session`,
+    interaction: `${https ? '__Secure-' : ''}cs_oauth_interaction`,
+    resume: `${https ? '__Secure-' : ''}cs_oauth_resume`,
+  };
+}
 
 const UNSTATED = 'unstated';
 
@@ -157,7 +167,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
     jwks: { keys: deps.secrets.signingKeys },
     cookies: {
       keys: deps.secrets.cookieKeys,
-      names: PROVIDER_COOKIES,
+      names: providerCookieNames(publicUrl),
       long: { httpOnly: true, sameSite: 'lax' },
       short: { httpOnly: true, sameSite: 'lax' },
     },

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { readCookie, setCookie } from './cookies.ts';
+import { cookieName, readCookie, setCookie } from './cookies.ts';
 import type { WebSession } from './sessions.ts';
 
 /*
@@ -28,12 +28,13 @@ export type Csrf = {
 
 export function createCsrf(deps: { secret: Buffer; publicUrl: string; secure: boolean }): Csrf {
   const origin = new URL(deps.publicUrl).origin;
+  const csrfCookie = cookieName(CSRF_COOKIE, deps.secure);
   const mac = (purpose: string, value: string): string =>
     createHmac('sha256', deps.secret).update(`${purpose}:${value}`).digest('base64url');
   // A value minted for a request: the same request may render more than one form.
   const minted = new WeakMap<FastifyRequest, string>();
   const anonymousCookie = (request: FastifyRequest): string | undefined => {
-    const value = readCookie(request, CSRF_COOKIE);
+    const value = readCookie(request, csrfCookie);
     return value && COOKIE_VALUE.test(value) ? value : undefined;
   };
 
@@ -52,7 +53,7 @@ export function createCsrf(deps: { secret: Buffer; publicUrl: string; secure: bo
       if (!value) {
         value = randomBytes(32).toString('base64url');
         minted.set(request, value);
-        setCookie(reply, CSRF_COOKIE, value, { secure: deps.secure });
+        setCookie(reply, csrfCookie, value, { secure: deps.secure });
       }
       return mac('anonymous', value);
     },
