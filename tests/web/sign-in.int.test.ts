@@ -569,7 +569,7 @@ describe('over https', () => {
       '/no/such/page',
       '/.well-known/oauth-authorization-server',
       '/docs',
-      '/openapi.json',
+      '/api/v1/openapi.json',
     ]) {
       const res = await secure.inject({ method: 'GET', url });
       expect(res.headers['strict-transport-security'], url).toBe(HSTS);
