@@ -9,7 +9,7 @@ import type { WebSession } from './sessions.ts';
  * 1. A token in a hidden field (`csrf`), checked on every POST. It is an HMAC (key: the persisted web
  *    secret) of the signed-in session's cookie value, so it is per session and needs no storage. Before
  *    sign-in (the sign-in form itself: login CSRF), it is the HMAC of `cs_csrf`, a random HttpOnly cookie
- *    set when the form is shown.
+ *    set when the form is shown (`__Host-cs_csrf` under https, cookies.ts).
  * 2. Where the browser says where the request comes from, it must be this site: `Sec-Fetch-Site` must be
  *    `same-origin` (or `none`, typed by the person), and `Origin`, when sent, must be PUBLIC_URL's origin.
  */

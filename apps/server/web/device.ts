@@ -8,8 +8,9 @@ import { cookieName, readCookie, setCookie } from './cookies.ts';
  * web secret) of the id and the lowercased email. Later sign-ins with that email from that browser are
  * throttled under their own key (throttle.ts), so failures made elsewhere for the email never slow or
  * lock them. Nothing is stored: the MAC is the proof. One email per browser: signing in with another
- * email re-binds the cookie to it. HttpOnly, SameSite=Lax, Path=/, Secure and `__Host-` named when PUBLIC_URL is https;
- * kept a year, renewed at each sign-in. Signing out keeps it (it is no session: it signs nobody in).
+ * email re-binds the cookie to it. HttpOnly, SameSite=Lax, Path=/, Secure and named `__Host-cs_device`
+ * when PUBLIC_URL is https; kept a year, renewed at each sign-in. Signing out keeps it (it is no
+ * session: it signs nobody in).
  */
 
 const DEVICE_COOKIE = 'cs_device';

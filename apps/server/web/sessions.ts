@@ -4,11 +4,11 @@ import type { Db } from '../../../infra/db/schema.ts';
 import { clearCookie, cookieName, readCookie, setCookie } from './cookies.ts';
 
 /*
- * Web sessions: a signed-in browser holds `cs_session` (`__Host-cs_session` under https, cookies.ts),
- * an opaque random value (256 bits, base64url);
+ * Web sessions: a signed-in browser holds `cs_session`, an opaque random value (256 bits, base64url);
  * the database holds only its SHA-256 (`web_sessions.id_hash`), the account and the expiry. The cookie
- * is HttpOnly, SameSite=Lax, Path=/, and Secure when PUBLIC_URL is https. A new value is issued at every
- * sign-in (no fixation); signing out deletes the row.
+ * is HttpOnly, SameSite=Lax, Path=/, and Secure and named `__Host-cs_session` when PUBLIC_URL is https
+ * (cookies.ts). A new value is issued at every sign-in and password change (no fixation); signing out
+ * deletes the row.
  */
 
 const SESSION_COOKIE = 'cs_session';
