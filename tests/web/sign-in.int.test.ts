@@ -528,26 +528,35 @@ describe('over https', () => {
     expect(plain.headers.location).toMatch(/^\/sign-in/);
   });
 
-  it("names oidc-provider's cookies __Host- or __Secure- (theirs is the interaction's path)", async () => {
+  it("names oidc-provider's cookies __Host- or __Secure- (theirs is the interaction's path); a connection is made with them", async () => {
+    const redirectUri = 'http://127.0.0.1:8976/callback';
     const registered = await secure.inject({
       method: 'POST',
       url: '/oauth/register',
       headers: { 'content-type': 'application/json' },
-      payload: { ...PUBLIC_CLIENT, redirect_uris: ['http://127.0.0.1:8976/callback'] },
+      payload: { ...PUBLIC_CLIENT, redirect_uris: [redirectUri] },
     });
     expect(registered.statusCode).toBe(201);
     const clientId = (registered.json() as { client_id: string }).client_id;
-    const { challenge } = pkce();
+    const { verifier, challenge } = pkce();
     const url = authorizeUrl(HTTPS_URL, {
       client_id: clientId,
       response_type: 'code',
-      redirect_uri: 'http://127.0.0.1:8976/callback',
+      redirect_uri: redirectUri,
       scope: 'content:read',
       code_challenge: challenge,
       code_challenge_method: 'S256',
       state: 's',
     });
-    const authorize = await secure.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+    // Signed in first, then the authorization: its redirects followed within the service.
+    const b = injectBrowser(secure, { remoteAddress: newAddress() });
+    const form = await b.get('/sign-in');
+    await b.post('/sign-in', { csrf: csrfOf(form.body), email: dana.email, password: dana.password });
+    const local = (location: unknown): string => {
+      const to = new URL(String(location), HTTPS_URL);
+      return to.origin === HTTPS_URL ? `${to.pathname}${to.search}` : to.href;
+    };
+    const authorize = await b.get(`${url.pathname}${url.search}`);
     expect(authorize.statusCode).toBe(303);
     expect(authorize.headers['strict-transport-security']).toBe(HSTS);
     const names = authorize.cookies.map((c) => c.name);
@@ -559,6 +568,43 @@ describe('over https', () => {
       expect(cookie.secure, cookie.name).toBe(true);
       if (cookie.name.startsWith('__Host-')) expect(cookie.path).toBe('/');
     }
+    /** Follows the redirects that stay within the service; stops at a page or one that leaves it. */
+    const follow = async (
+      res: LightMyRequestResponse,
+    ): Promise<{ res: LightMyRequestResponse; at: string }> => {
+      let at = '';
+      let current = res;
+      while (current.statusCode === 303 && local(current.headers.location).startsWith('/')) {
+        at = local(current.headers.location);
+        current = await b.get(at);
+      }
+      return { res: current, at };
+    };
+    // oidc-provider's login prompt (answered with the web session), then the consent page.
+    const consent = await follow(authorize);
+    expect(consent.at).toMatch(/^\/oauth\/interaction\//);
+    expect(consent.res.statusCode).toBe(200);
+    const answer = (
+      await follow(await b.post(consent.at, { csrf: csrfOf(consent.res.body), decision: 'allow' }))
+    ).res;
+    const back = new URL(String(answer.headers.location));
+    expect(`${back.origin}${back.pathname}`).toBe(redirectUri);
+    const code = back.searchParams.get('code') ?? '';
+    expect(code).not.toBe('');
+    const token = await secure.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: redirectUri,
+        client_id: clientId,
+        code_verifier: verifier,
+      }).toString(),
+    });
+    expect(token.statusCode, token.body).toBe(200);
+    expect(token.json()).toMatchObject({ token_type: 'Bearer', scope: 'content:read' });
   });
 
   it('sends Strict-Transport-Security on every answer: pages, the API, errors, OAuth, the docs', async () => {
