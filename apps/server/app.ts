@@ -65,7 +65,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Strict-Transport-Security under an https PUBLIC_URL: browsers use https only for a year for the host
  * and its subdomains (no `preload`: entering the browsers' preload list is the operator's decision).
  */
-export const HSTS = 'max-age=31536000; includeSubDomains';
+const HSTS = 'max-age=31536000; includeSubDomains';
 /** Above this many unapplied events an async read model is reported as lagging (still ready). */
 const LAG_WARNING = 10_000;
 
@@ -110,10 +110,15 @@ function loggerOptions(given: Record<string, unknown> | undefined, level: string
 
 /** The fastify app, without listening: tests inject into it or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const https = new URL(deps.config.PUBLIC_URL).protocol === 'https:';
   const app = Fastify({
     logger: deps.logger === false ? false : loggerOptions(deps.logger, deps.config.LOG_LEVEL),
     trustProxy: trustProxyOf(deps.config.TRUST_PROXY),
-    frameworkErrors,
+    // What the router refuses runs no hook: the header is set here for it.
+    frameworkErrors: (error, request, reply) => {
+      if (https) reply.header('strict-transport-security', HSTS);
+      frameworkErrors(error, request, reply);
+    },
     clientErrorHandler,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -129,7 +134,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // those schemas. They are sent with JSON.stringify, not parsed by their schema once more per request
   // (on a page of 100 articles that parse cost more than writing the JSON).
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  const https = new URL(deps.config.PUBLIC_URL).protocol === 'https:';
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     // On the raw response: also on the answers handed to oidc-provider (hijacked) and the error pages.

@@ -616,6 +616,7 @@ describe('over https', () => {
       '/.well-known/oauth-authorization-server',
       '/docs',
       '/api/v1/openapi.json',
+      '/api/v1/articles/%ff%fe',
     ]) {
       const res = await secure.inject({ method: 'GET', url });
       expect(res.headers['strict-transport-security'], url).toBe(HSTS);
