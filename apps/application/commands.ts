@@ -347,13 +347,13 @@ export function createCommands(deps: CommandDeps) {
 
     /**
      * Replaces an account holder's password: the new hash in `credentials` and a `PasswordChanged` event
-     * (no secret) in one transaction, which also ends the account's web sessions but `keepSessionHash`
-     * (the browser that changed it).
+     * (no secret) in one transaction, which also ends every web session of the account (the browser
+     * that changed it is given a new one by the web page).
      */
     async changeAccountPassword(
       accountId: string,
       password: string,
-      opts: { by: 'holder' | 'operator'; keepSessionHash?: string },
+      opts: { by: 'holder' | 'operator' },
     ): Promise<void> {
       checkPassword(password);
       const passwordHash = await argon2Hash(password);
@@ -369,9 +369,7 @@ export function createCommands(deps: CommandDeps) {
         undefined,
         async (trx) => {
           await store(trx);
-          let sessions = trx.deleteFrom('web_sessions').where('account_id', '=', accountId);
-          if (opts.keepSessionHash) sessions = sessions.where('id_hash', '<>', opts.keepSessionHash);
-          await sessions.execute();
+          await trx.deleteFrom('web_sessions').where('account_id', '=', accountId).execute();
         },
       );
     },

@@ -24,7 +24,7 @@ import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.ts';
-import { requestSerializer } from './log-redaction.ts';
+import { LOG_REDACTION, redactUrl, requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
@@ -48,8 +48,8 @@ type AppDeps = {
   media?: MediaStore;
   /** How image URLs are fetched; default the SSRF-guarded fetcher (trusting MEDIA_FETCH_CA_FILE too). */
   fetchImage?: FetchImage;
-  /** A pino instance or options; tests pass `false` to keep quiet. */
-  logger?: boolean | object;
+  /** pino options (a level, a stream), always with the redaction of secrets; tests pass `false` to keep quiet. */
+  logger?: false | Record<string, unknown>;
   /** The job queues, for /readyz. */
   jobs?: Jobs;
   /** Where use cases add jobs (a webhook delivery to send now); without one the workers' sweep finds the work. */
@@ -61,6 +61,11 @@ type AppDeps = {
 };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * Strict-Transport-Security under an https PUBLIC_URL: browsers use https only for a year for the host
+ * and its subdomains (no `preload`: entering the browsers' preload list is the operator's decision).
+ */
+const HSTS = 'max-age=31536000; includeSubDomains';
 /** Above this many unapplied events an async read model is reported as lagging (still ready). */
 const LAG_WARNING = 10_000;
 
@@ -82,19 +87,38 @@ class AccessLog extends LogController {
     }
     reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
+  override routeNotFound(request: FastifyRequest): void {
+    if (this.isLogDisabled(request)) return;
+    request.log.info(`Route ${request.raw.method}:${redactUrl(request.raw.url ?? '')} not found`);
+  }
+}
+
+/**
+ * The app's pino options: `given` (a level, a stream) with what keeps secrets out of the log: the
+ * request's URL redacted (log-redaction.ts), no header logged (the `req` fields are method, URL, host
+ * and client), errors and messages without the service's keys and tokens.
+ */
+function loggerOptions(given: Record<string, unknown> | undefined, level: string): Record<string, unknown> {
+  const own = (given?.serializers ?? {}) as Record<string, unknown>;
+  return {
+    level,
+    ...given,
+    ...LOG_REDACTION,
+    serializers: { ...own, ...LOG_REDACTION.serializers, req: requestSerializer },
+  };
 }
 
 /** The fastify app, without listening: tests inject into it or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const https = new URL(deps.config.PUBLIC_URL).protocol === 'https:';
   const app = Fastify({
-    logger: deps.logger ?? {
-      level: deps.config.LOG_LEVEL,
-      redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
-      // Credentials in a query string (refused by the API, but sent all the same) never reach the log.
-      serializers: { req: requestSerializer },
-    },
+    logger: deps.logger === false ? false : loggerOptions(deps.logger, deps.config.LOG_LEVEL),
     trustProxy: trustProxyOf(deps.config.TRUST_PROXY),
-    frameworkErrors,
+    // What the router refuses runs no hook: the header is set here for it.
+    frameworkErrors: (error, request, reply) => {
+      if (https) reply.header('strict-transport-security', HSTS);
+      frameworkErrors(error, request, reply);
+    },
     clientErrorHandler,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -112,6 +136,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // On the raw response: also on the answers handed to oidc-provider (hijacked) and the error pages.
+    if (https) reply.raw.setHeader('strict-transport-security', HSTS);
   });
 
   installErrorHandling(app);

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { stdSerializers } from 'pino';
 
 /**
  * Query parameters whose value may be a credential: keys, tokens, secrets, passwords, authorization
@@ -8,6 +9,34 @@ import type { FastifyRequest } from 'fastify';
 const SECRET_NAME = /key|token|secret|passw|auth|code|sig|session|credential|assertion/i;
 export const REDACTED = '[redacted]';
 
+/*
+ * The secrets the service issues, by their shape, wherever they appear (a query value under any name, a
+ * path segment, an error message), plain or percent-encoded:
+ *
+ * - API keys `cs_live_` + base32 (infra/ids.ts), and any text after that prefix;
+ * - webhook signing secrets `whsec_` + base64 (apps/application/webhooks.ts);
+ * - every other random value: oidc-provider's access and refresh tokens, authorization codes,
+ *   interaction and session ids (nanoid, 43 characters) and client secrets (base64url, 86); web
+ *   sessions, CSRF cookies and tokens, device MACs (base64url, 43). Each is a run of 32 or more
+ *   base64url characters holding both capital and small letters. The service's own ids (`art_...`,
+ *   `req_...`: small letters and digits), UUIDs, hex hashes and slugs are single-case and stay readable.
+ */
+const PREFIXED_SECRET = /cs(?:_|%5f)live(?:_|%5f)[0-9a-z]*|whsec(?:_|%5f)(?:[A-Za-z0-9+/=]|%[0-9a-f]{2})*/gi;
+const RANDOM_RUN = /(?:[A-Za-z0-9_-]|%5f|%2d){32,}/gi;
+const MIN_RANDOM_LENGTH = 32;
+
+function looksRandom(run: string): boolean {
+  const plain = run.replace(/%5f/gi, '_').replace(/%2d/gi, '-');
+  return plain.length >= MIN_RANDOM_LENGTH && /[A-Z]/.test(plain) && /[a-z]/.test(plain);
+}
+
+/** `text` with every value shaped like one of the service's keys or tokens replaced by REDACTED. */
+export function redactSecrets(text: string): string {
+  return text
+    .replace(PREFIXED_SECRET, REDACTED)
+    .replace(RANDOM_RUN, (run) => (looksRandom(run) ? REDACTED : run));
+}
+
 function decodedName(raw: string): string {
   try {
     return decodeURIComponent(raw.replaceAll('+', ' '));
@@ -16,10 +45,13 @@ function decodedName(raw: string): string {
   }
 }
 
-/** The URL as it may be logged: the value of every secret-like query parameter replaced. */
+/**
+ * The URL as it may be logged: the value of every secret-like query parameter replaced, and every
+ * value shaped like one of the service's keys or tokens (redactSecrets), in the path or the query.
+ */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0) return url;
+  if (q < 0) return redactSecrets(url);
   const parts = url
     .slice(q + 1)
     .split('&')
@@ -28,7 +60,7 @@ export function redactUrl(url: string): string {
       const name = eq < 0 ? part : part.slice(0, eq);
       return eq >= 0 && SECRET_NAME.test(decodedName(name)) ? `${name}=${REDACTED}` : part;
     });
-  return `${url.slice(0, q + 1)}${parts.join('&')}`;
+  return redactSecrets(`${url.slice(0, q + 1)}${parts.join('&')}`);
 }
 
 /** The `req` of every log line (fastify's default fields), with the URL redacted. */
@@ -41,3 +73,47 @@ export function requestSerializer(request: FastifyRequest): Record<string, unkno
     remotePort: request.socket?.remotePort,
   };
 }
+
+/** Headers that carry a credential whatever their name says: replaced whole. */
+const SECRET_HEADER = /^(?:cookie|set-cookie)$/i;
+
+/**
+ * Headers as they may be logged (a line's `headers` field): a header named like a credential
+ * (`authorization`, `x-api-key`, `cookie`, `webhook-signature`...) replaced whole, and in every other
+ * one the service's keys and tokens (redactSecrets), whatever the header is called.
+ */
+export function redactHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value === undefined) continue;
+    if (SECRET_HEADER.test(name) || SECRET_NAME.test(name)) out[name] = REDACTED;
+    else if (Array.isArray(value)) out[name] = value.map((v) => redactSecrets(String(v)));
+    else out[name] = redactSecrets(String(value));
+  }
+  return out;
+}
+
+/** pino's error fields, with keys and tokens (redactSecrets) out of the message and the stack. */
+export function errorSerializer(error: Error): ReturnType<typeof stdSerializers.err> {
+  const out = stdSerializers.err(error);
+  if (typeof out.message === 'string') out.message = redactSecrets(out.message);
+  if (typeof out.stack === 'string') out.stack = redactSecrets(out.stack);
+  return out;
+}
+
+/**
+ * What every pino logger of the service adds to its options: errors serialized without keys or tokens,
+ * and a log line's text (its message and format arguments) passed through redactSecrets. Fields a line
+ * adds itself are its own business: a URL goes through redactUrl before it is logged.
+ */
+export const LOG_REDACTION = {
+  serializers: { err: errorSerializer, headers: redactHeaders },
+  hooks: {
+    logMethod(this: unknown, args: unknown[], method: (...args: unknown[]) => void): void {
+      method.apply(
+        this,
+        args.map((arg) => (typeof arg === 'string' ? redactSecrets(arg) : arg)),
+      );
+    },
+  },
+} as const;

@@ -10,12 +10,13 @@ import { modulesFor } from '../worker/modules.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import { buildApp } from './app.ts';
+import { LOG_REDACTION } from './log-redaction.ts';
 
 const config = loadConfigOrExit();
 
 // The database layer (pool, LISTEN connection) logs as JSON lines too, `component: "database"`: its
 // connection losses and recoveries are what an operator looks for when PostgreSQL restarts.
-const databaseLog = pino({ level: config.LOG_LEVEL }).child({ component: 'database' });
+const databaseLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'database' });
 const runtime = await openRuntimeOrExit(config, {
   migrate: true,
   sanitizeThreads: config.SANITIZE_THREADS,
@@ -23,7 +24,7 @@ const runtime = await openRuntimeOrExit(config, {
 });
 // Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
 // the Redis client log through their own pino instance: they exist before the app and its logger.
-const limitsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'limits' });
+const limitsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'limits' });
 const redis = config.REDIS_URL
   ? openRedis(config.REDIS_URL, { name: 'content-service:limits', logger: limitsLog })
   : undefined;
@@ -44,7 +45,7 @@ const edits = createEditLimiter({
 });
 // Background jobs (docs/jobs.md): BullMQ queues shared through Redis with REDIS_URL, else in process.
 // Every process can add jobs; RUN_JOBS=false leaves running them to `npm run worker`.
-const jobsLog = pino({ level: config.LOG_LEVEL }).child({ component: 'jobs' });
+const jobsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'jobs' });
 const media = createDirectoryMediaStore(config.MEDIA_DIR);
 const { jobs, modules } = createJobs(
   config,

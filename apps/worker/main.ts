@@ -4,6 +4,7 @@ import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { projectors } from '../../projections/index.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
+import { LOG_REDACTION } from '../server/log-redaction.ts';
 import { createJobs, startBackground } from './background.ts';
 import { modulesFor } from './modules.ts';
 
@@ -15,7 +16,7 @@ import { modulesFor } from './modules.ts';
  * by another (docs/jobs.md).
  */
 const config = loadConfigOrExit();
-const log = pino({ level: config.LOG_LEVEL, base: { app: 'worker' } });
+const log = pino({ level: config.LOG_LEVEL, base: { app: 'worker' }, ...LOG_REDACTION });
 if (!config.DATABASE_URL) {
   log.warn(
     'no DATABASE_URL: the embedded database serves one process; use `npm start`, which runs the workers too',

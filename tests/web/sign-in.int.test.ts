@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { EMAIL_POLICY } from '../../apps/server/web/throttle.ts';
-import { createPerson, type Person } from '../oauth/helpers.ts';
+import { authorizeUrl, createPerson, type Person, PUBLIC_CLIENT, pkce } from '../oauth/helpers.ts';
 import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
@@ -366,6 +366,45 @@ describe('change password', () => {
     expect(JSON.stringify(events.map((e) => e.data))).not.toContain('$argon2');
   });
 
+  it('gives the browser that changed the password a new session: the old cookie value signs nobody in', async () => {
+    const person = await createPerson(runtime, 'Rotating Rita');
+    const here = browser(newAddress());
+    expect((await trySignIn(here, person.email, person.password)).statusCode).toBe(303);
+    const before = here.cookies.get('cs_session') ?? '';
+    expect(before).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const next = 'a rotated new password';
+    const csrf = csrfOf((await here.get('/account/password')).body);
+    const done = await here.post('/account/password', {
+      csrf,
+      current: person.password,
+      password: next,
+      repeat: next,
+    });
+    expect(done.statusCode).toBe(303);
+    const issued = done.cookies.find((c) => c.name === 'cs_session');
+    expect(issued).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    const after = here.cookies.get('cs_session') ?? '';
+    expect(after).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(after).not.toBe(before);
+    // The new value is signed in (the page after the change), the old one is not.
+    const page = await here.get('/account/password?changed=1');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Your password was changed.');
+    const stale = await app.inject({
+      method: 'GET',
+      url: '/account/password',
+      headers: { cookie: `cs_session=${before}` },
+    });
+    expect(stale.statusCode).toBe(303);
+    expect(stale.headers.location).toBe('/sign-in?return_to=%2Faccount%2Fpassword');
+    const sessions = await runtime.db
+      .selectFrom('web_sessions')
+      .select('id_hash')
+      .where('account_id', '=', person.accountId)
+      .execute();
+    expect(sessions).toHaveLength(1);
+  });
+
   it('pauses after many wrong current passwords', async () => {
     const person = await createPerson(runtime, 'Guessing Gus');
     const b = browser(newAddress());
@@ -443,34 +482,153 @@ describe('CSRF', () => {
 });
 
 describe('over https', () => {
-  it('marks the cookies Secure when PUBLIC_URL is https', async () => {
-    const secure = await buildApp({
+  const HTTPS_URL = 'https://cs.example.test';
+  const HSTS = 'max-age=31536000; includeSubDomains';
+  let secure: FastifyInstance;
+
+  beforeAll(async () => {
+    secure = await buildApp({
       runtime,
-      config: { PUBLIC_URL: 'https://cs.example.test', LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
+      config: { PUBLIC_URL: HTTPS_URL, LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
       logger: false,
     });
-    try {
-      const form = await secure.inject({ method: 'GET', url: '/sign-in' });
-      expect(form.cookies.find((c) => c.name === 'cs_csrf')?.secure).toBe(true);
-      const csrfCookie = form.cookies.find((c) => c.name === 'cs_csrf')?.value ?? '';
-      const res = await secure.inject({
-        method: 'POST',
-        url: '/sign-in',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `cs_csrf=${csrfCookie}` },
-        payload: new URLSearchParams({
-          csrf: csrfOf(form.body),
-          email: dana.email,
-          password: dana.password,
-        }).toString(),
-      });
-      expect(res.statusCode).toBe(303);
-      expect(res.cookies.find((c) => c.name === 'cs_session')).toMatchObject({
-        secure: true,
-        httpOnly: true,
-      });
-    } finally {
-      await secure.close();
+  });
+  afterAll(async () => {
+    await secure?.close();
+  });
+
+  it('names the cookies __Host- (Secure, Path=/, no Domain) and signs in with them', async () => {
+    const b = injectBrowser(secure, { remoteAddress: newAddress() });
+    const form = await b.get('/sign-in');
+    const csrfCookie = form.cookies.find((c) => c.name === '__Host-cs_csrf');
+    expect(csrfCookie).toMatchObject({ secure: true, path: '/', httpOnly: true });
+    expect(csrfCookie?.domain).toBeUndefined();
+    expect(form.cookies.map((c) => c.name)).not.toContain('cs_csrf');
+    const res = await b.post('/sign-in', {
+      csrf: csrfOf(form.body),
+      email: dana.email,
+      password: dana.password,
+    });
+    expect(res.statusCode).toBe(303);
+    for (const name of ['__Host-cs_session', '__Host-cs_device']) {
+      const cookie = res.cookies.find((c) => c.name === name);
+      expect(cookie, name).toMatchObject({ secure: true, path: '/', httpOnly: true });
+      expect(cookie?.domain).toBeUndefined();
     }
+    expect(res.cookies.map((c) => c.name)).not.toContain('cs_session');
+    const page = await b.get('/sign-in');
+    expect(page.body).toContain('You are signed in');
+    // The plain name is not read under https: a cookie set over http cannot stand in for it.
+    const plain = await secure.inject({
+      method: 'GET',
+      url: '/sites',
+      headers: { cookie: `cs_session=${b.cookies.get('__Host-cs_session') ?? ''}` },
+    });
+    expect(plain.statusCode).toBe(303);
+    expect(plain.headers.location).toMatch(/^\/sign-in/);
+  });
+
+  it("names oidc-provider's cookies __Host- or __Secure- (theirs is the interaction's path); a connection is made with them", async () => {
+    const redirectUri = 'http://127.0.0.1:8976/callback';
+    const registered = await secure.inject({
+      method: 'POST',
+      url: '/oauth/register',
+      headers: { 'content-type': 'application/json' },
+      payload: { ...PUBLIC_CLIENT, redirect_uris: [redirectUri] },
+    });
+    expect(registered.statusCode).toBe(201);
+    const clientId = (registered.json() as { client_id: string }).client_id;
+    const { verifier, challenge } = pkce();
+    const url = authorizeUrl(HTTPS_URL, {
+      client_id: clientId,
+      response_type: 'code',
+      redirect_uri: redirectUri,
+      scope: 'content:read',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 's',
+    });
+    // Signed in first, then the authorization: its redirects followed within the service.
+    const b = injectBrowser(secure, { remoteAddress: newAddress() });
+    const form = await b.get('/sign-in');
+    await b.post('/sign-in', { csrf: csrfOf(form.body), email: dana.email, password: dana.password });
+    const local = (location: unknown): string => {
+      const to = new URL(String(location), HTTPS_URL);
+      return to.origin === HTTPS_URL ? `${to.pathname}${to.search}` : to.href;
+    };
+    const authorize = await b.get(`${url.pathname}${url.search}`);
+    expect(authorize.statusCode).toBe(303);
+    expect(authorize.headers['strict-transport-security']).toBe(HSTS);
+    const names = authorize.cookies.map((c) => c.name);
+    expect(names).toEqual(
+      expect.arrayContaining(['__Secure-cs_oauth_interaction', '__Secure-cs_oauth_resume']),
+    );
+    for (const cookie of authorize.cookies) {
+      expect(cookie.name, cookie.name).toMatch(/^__(Host|Secure)-/);
+      expect(cookie.secure, cookie.name).toBe(true);
+      if (cookie.name.startsWith('__Host-')) expect(cookie.path).toBe('/');
+    }
+    /** Follows the redirects that stay within the service; stops at a page or one that leaves it. */
+    const follow = async (
+      res: LightMyRequestResponse,
+    ): Promise<{ res: LightMyRequestResponse; at: string }> => {
+      let at = '';
+      let current = res;
+      while (current.statusCode === 303 && local(current.headers.location).startsWith('/')) {
+        at = local(current.headers.location);
+        current = await b.get(at);
+      }
+      return { res: current, at };
+    };
+    // oidc-provider's login prompt (answered with the web session), then the consent page.
+    const consent = await follow(authorize);
+    expect(consent.at).toMatch(/^\/oauth\/interaction\//);
+    expect(consent.res.statusCode).toBe(200);
+    const answer = (
+      await follow(await b.post(consent.at, { csrf: csrfOf(consent.res.body), decision: 'allow' }))
+    ).res;
+    const back = new URL(String(answer.headers.location));
+    expect(`${back.origin}${back.pathname}`).toBe(redirectUri);
+    const code = back.searchParams.get('code') ?? '';
+    expect(code).not.toBe('');
+    const token = await secure.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: redirectUri,
+        client_id: clientId,
+        code_verifier: verifier,
+      }).toString(),
+    });
+    expect(token.statusCode, token.body).toBe(200);
+    expect(token.json()).toMatchObject({ token_type: 'Bearer', scope: 'content:read' });
+  });
+
+  it('sends Strict-Transport-Security on every answer: pages, the API, errors, OAuth, the docs', async () => {
+    for (const url of [
+      '/sign-in',
+      '/api/v1/sites',
+      '/healthz',
+      '/no/such/page',
+      '/.well-known/oauth-authorization-server',
+      '/docs',
+      '/api/v1/openapi.json',
+      '/api/v1/articles/%ff%fe',
+    ]) {
+      const res = await secure.inject({ method: 'GET', url });
+      expect(res.headers['strict-transport-security'], url).toBe(HSTS);
+    }
+  });
+
+  it('sends no Strict-Transport-Security and keeps the plain cookie names under http', async () => {
+    const res = await app.inject({ method: 'GET', url: '/sign-in' });
+    expect(res.headers['strict-transport-security']).toBeUndefined();
+    expect(res.cookies.map((c) => c.name)).toEqual(['cs_csrf']);
+    const api = await app.inject({ method: 'GET', url: '/api/v1/sites' });
+    expect(api.headers['strict-transport-security']).toBeUndefined();
   });
 });
 

@@ -5,7 +5,7 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { addressKey } from '../api/limits.ts';
 import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
 import { parameterTextProblem } from './input-rules.ts';
-import { OAUTH_PREFIX, PROVIDER_COOKIES } from './provider.ts';
+import { OAUTH_PREFIX, providerCookieNames } from './provider.ts';
 
 /*
  * oidc-provider (a Koa app) inside fastify: its routes are handed the raw request and response
@@ -35,8 +35,6 @@ import { OAUTH_PREFIX, PROVIDER_COOKIES } from './provider.ts';
 /** Client registrations per client address per hour, by default. */
 export const REGISTRATIONS_PER_HOUR = 60;
 
-const PROVIDER_SESSION_COOKIES = new Set([PROVIDER_COOKIES.session, `${PROVIDER_COOKIES.session}.sig`]);
-
 function withoutCookies(header: string | undefined, names: ReadonlySet<string>): string | undefined {
   if (!header) return header;
   const kept = header
@@ -46,7 +44,12 @@ function withoutCookies(header: string | undefined, names: ReadonlySet<string>):
   return kept.length > 0 ? kept.join('; ') : undefined;
 }
 
-function normalise(raw: IncomingMessage, publicUrl: URL, clientAddress: string): void {
+function normalise(
+  raw: IncomingMessage,
+  publicUrl: URL,
+  clientAddress: string,
+  sessionCookies: ReadonlySet<string>,
+): void {
   raw.headers.host = publicUrl.host;
   raw.headers['x-forwarded-proto'] = publicUrl.protocol.replace(/:$/, '');
   raw.headers['x-forwarded-for'] = clientAddress;
@@ -55,7 +58,7 @@ function normalise(raw: IncomingMessage, publicUrl: URL, clientAddress: string):
   delete raw.headers.forwarded;
   const path = (raw.url ?? '').split('?')[0];
   if (path === `${OAUTH_PREFIX}/authorize`) {
-    const cookie = withoutCookies(raw.headers.cookie, PROVIDER_SESSION_COOKIES);
+    const cookie = withoutCookies(raw.headers.cookie, sessionCookies);
     if (cookie === undefined) delete raw.headers.cookie;
     else raw.headers.cookie = cookie;
   }
@@ -68,6 +71,8 @@ export const providerMount: FastifyPluginAsync<{
 }> = async (app, { provider, publicUrl, registrationsPerHour }) => {
   const callback = provider.callback();
   const origin = new URL(publicUrl);
+  const { session } = providerCookieNames(publicUrl);
+  const sessionCookies = new Set([session, `${session}.sig`]);
   const registrations = new RateLimiterMemory({
     points: registrationsPerHour ?? REGISTRATIONS_PER_HOUR,
     duration: 3600,
@@ -119,7 +124,7 @@ export const providerMount: FastifyPluginAsync<{
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!(await queryAllowed(request, reply))) return;
     if (!(await registrationAllowed(request, reply))) return;
-    normalise(request.raw, origin, request.ip);
+    normalise(request.raw, origin, request.ip, sessionCookies);
     reply.hijack();
     reply.raw.setHeader('x-request-id', String(request.id));
     await callback(request.raw, reply.raw);

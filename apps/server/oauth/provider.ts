@@ -3,6 +3,7 @@ import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-pro
 import type { Db } from '../../../infra/db/schema.ts';
 import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
+import { redactUrl } from '../log-redaction.ts';
 import { createOAuthAdapter } from './adapter.ts';
 import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
 import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
@@ -39,13 +40,23 @@ const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
 const GRANT_TTL_S = 365 * 24 * 60 * 60;
 /**
  * oidc-provider's cookies. Its session cookie never outlives one authorization: the mount drops it from
- * every new authorization request (mount.ts), so the account is always the web session's.
+ * every new authorization request (mount.ts), so the account is always the web session's. Under an
+ * https PUBLIC_URL (where they are Secure) the session cookie is named `__Host-` (Path=/, no Domain);
+ * the interaction and resume cookies are set on their interaction's own path, which `__Host-` forbids,
+ * so they are named `__Secure-`.
  */
-export const PROVIDER_COOKIES = {
-  session: 'cs_oauth_session',
-  interaction: 'cs_oauth_interaction',
-  resume: 'cs_oauth_resume',
-} as const;
+export function providerCookieNames(publicUrl: string): {
+  session: string;
+  interaction: string;
+  resume: string;
+} {
+  const https = new URL(publicUrl).protocol === 'https:';
+  return {
+    session: `${https ? '__Host-' : ''}cs_oauth_session`,
+    interaction: `${https ? '__Secure-' : ''}cs_oauth_interaction`,
+    resume: `${https ? '__Secure-' : ''}cs_oauth_resume`,
+  };
+}
 
 const UNSTATED = 'unstated';
 
@@ -100,7 +111,7 @@ function metadataDocumentFetch(deps: ProviderDeps): (url: string | URL) => Promi
     } catch (error) {
       deps.logger.info(
         {
-          client_id: String(url),
+          client_id: redactUrl(String(url)),
           reason: error instanceof Error ? error.message : 'failed',
           // What the caller is not told (which address a host resolved to): for the log only.
           ...(error instanceof Error && error.cause !== undefined ? { cause: String(error.cause) } : {}),
@@ -138,7 +149,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
     const decision = await metadataFetches.consume(ctx.ip);
     if (decision.allowed) return true;
     deps.logger.warn(
-      { client_id: id, scope: decision.scope, ip: ctx.ip },
+      { client_id: redactUrl(id), scope: decision.scope, ip: ctx.ip },
       'client metadata document fetch refused: rate limited',
     );
     ctx.set('retry-after', String(decision.retryAfterSeconds));
@@ -156,7 +167,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
     jwks: { keys: deps.secrets.signingKeys },
     cookies: {
       keys: deps.secrets.cookieKeys,
-      names: PROVIDER_COOKIES,
+      names: providerCookieNames(publicUrl),
       long: { httpOnly: true, sameSite: 'lax' },
       short: { httpOnly: true, sameSite: 'lax' },
     },

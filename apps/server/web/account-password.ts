@@ -6,17 +6,18 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/comm
 import { html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
-import { sessionIdHash, type WebSession } from './sessions.ts';
+import type { WebSession } from './sessions.ts';
 import { passwordMatches } from './sign-in.ts';
 import { CLIENT_POLICY } from './throttle.ts';
 
 /*
  * GET/POST /account/password: a signed-in account holder changes their password (the current one, the
  * new one twice, at least PASSWORD_MIN_LENGTH characters). The change is a `PasswordChanged` event with
- * no secret and a new hash in `credentials` (apps/application/commands.ts); it ends the account's other web
- * sessions, this browser stays signed in. Wrong current passwords are throttled per account like a
- * sign-in from one client (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff
- * have no web pages yet: their passwords change with the CLI (`staff set-password`).
+ * no secret and a new hash in `credentials` (apps/application/commands.ts); it ends every web session of
+ * the account, and this browser is signed in again under a new session id (its old cookie value is
+ * worth nothing). Wrong current passwords are throttled per account like a sign-in from one client
+ * (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff have no web pages yet:
+ * their passwords change with the CLI (`staff set-password`).
  */
 
 const PasswordBody = z.object({
@@ -105,10 +106,10 @@ ${kit.csrfField(request, reply, session)}
       return refuse(401, 'That is not your current password.');
     }
     await kit.throttle.succeeded(verdict, [keys[0]?.key ?? '']);
-    await accounts.changePassword(session.accountId, password, {
-      by: 'holder',
-      keepSessionHash: sessionIdHash(session.secret),
-    });
+    // Every session of the account ends with the change, this browser's too; it is signed in again
+    // under a new session id, so a copy of the old cookie value signs nobody in.
+    await accounts.changePassword(session.accountId, password, { by: 'holder' });
+    await kit.sessions.create(reply, session.accountId);
     request.log.info({ event: 'password_changed', account_id: session.accountId }, 'password changed');
     return reply.redirect('/account/password?changed=1', 303);
   });

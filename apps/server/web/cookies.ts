@@ -1,8 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /*
- * Reading and writing cookies without a plugin: the pages need two (`cs_session`, `cs_csrf`).
+ * Reading and writing cookies without a plugin: the pages need three (`cs_session`, `cs_csrf`,
+ * `cs_device`). Under an https PUBLIC_URL each is named with the `__Host-` prefix: browsers then keep
+ * it only when it is Secure, Path=/ and without Domain, so neither a subdomain nor a plain-http page
+ * of the same host can set or replace it.
  */
+
+/** The cookie's name: `__Host-<name>` when the cookies are Secure (PUBLIC_URL is https), else `name`. */
+export function cookieName(name: string, secure: boolean): string {
+  return secure ? `__Host-${name}` : name;
+}
 
 /** The value of cookie `name` in the request, or undefined (the first one when repeated). */
 export function readCookie(request: FastifyRequest, name: string): string | undefined {

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { readCookie, setCookie } from './cookies.ts';
+import { cookieName, readCookie, setCookie } from './cookies.ts';
 import type { WebSession } from './sessions.ts';
 
 /*
@@ -9,7 +9,7 @@ import type { WebSession } from './sessions.ts';
  * 1. A token in a hidden field (`csrf`), checked on every POST. It is an HMAC (key: the persisted web
  *    secret) of the signed-in session's cookie value, so it is per session and needs no storage. Before
  *    sign-in (the sign-in form itself: login CSRF), it is the HMAC of `cs_csrf`, a random HttpOnly cookie
- *    set when the form is shown.
+ *    set when the form is shown (`__Host-cs_csrf` under https, cookies.ts).
  * 2. Where the browser says where the request comes from, it must be this site: `Sec-Fetch-Site` must be
  *    `same-origin` (or `none`, typed by the person), and `Origin`, when sent, must be PUBLIC_URL's origin.
  */
@@ -28,12 +28,13 @@ export type Csrf = {
 
 export function createCsrf(deps: { secret: Buffer; publicUrl: string; secure: boolean }): Csrf {
   const origin = new URL(deps.publicUrl).origin;
+  const csrfCookie = cookieName(CSRF_COOKIE, deps.secure);
   const mac = (purpose: string, value: string): string =>
     createHmac('sha256', deps.secret).update(`${purpose}:${value}`).digest('base64url');
   // A value minted for a request: the same request may render more than one form.
   const minted = new WeakMap<FastifyRequest, string>();
   const anonymousCookie = (request: FastifyRequest): string | undefined => {
-    const value = readCookie(request, CSRF_COOKIE);
+    const value = readCookie(request, csrfCookie);
     return value && COOKIE_VALUE.test(value) ? value : undefined;
   };
 
@@ -52,7 +53,7 @@ export function createCsrf(deps: { secret: Buffer; publicUrl: string; secure: bo
       if (!value) {
         value = randomBytes(32).toString('base64url');
         minted.set(request, value);
-        setCookie(reply, CSRF_COOKIE, value, { secure: deps.secure });
+        setCookie(reply, csrfCookie, value, { secure: deps.secure });
       }
       return mac('anonymous', value);
     },

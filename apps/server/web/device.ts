@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { readCookie, setCookie } from './cookies.ts';
+import { cookieName, readCookie, setCookie } from './cookies.ts';
 
 /*
  * The device cookie: a browser that signed in successfully with an email address holds `cs_device`,
@@ -8,8 +8,9 @@ import { readCookie, setCookie } from './cookies.ts';
  * web secret) of the id and the lowercased email. Later sign-ins with that email from that browser are
  * throttled under their own key (throttle.ts), so failures made elsewhere for the email never slow or
  * lock them. Nothing is stored: the MAC is the proof. One email per browser: signing in with another
- * email re-binds the cookie to it. HttpOnly, SameSite=Lax, Path=/, Secure when PUBLIC_URL is https;
- * kept a year, renewed at each sign-in. Signing out keeps it (it is no session: it signs nobody in).
+ * email re-binds the cookie to it. HttpOnly, SameSite=Lax, Path=/, Secure and named `__Host-cs_device`
+ * when PUBLIC_URL is https; kept a year, renewed at each sign-in. Signing out keeps it (it is no
+ * session: it signs nobody in).
  */
 
 const DEVICE_COOKIE = 'cs_device';
@@ -25,10 +26,11 @@ export type Devices = {
 };
 
 export function createDevices(deps: { secret: Buffer; secure: boolean }): Devices {
+  const deviceCookie = cookieName(DEVICE_COOKIE, deps.secure);
   const mac = (id: string, email: string): string =>
     createHmac('sha256', deps.secret).update(`device:${id}:${email.toLowerCase()}`).digest('base64url');
   const idOf = (request: FastifyRequest): { id: string; mac: string } | null => {
-    const match = VALUE.exec(readCookie(request, DEVICE_COOKIE) ?? '');
+    const match = VALUE.exec(readCookie(request, deviceCookie) ?? '');
     return match?.[1] && match[2] ? { id: match[1], mac: match[2] } : null;
   };
   return {
@@ -41,7 +43,7 @@ export function createDevices(deps: { secret: Buffer; secure: boolean }): Device
     },
     remember(request, reply, email) {
       const id = idOf(request)?.id ?? randomBytes(16).toString('base64url');
-      setCookie(reply, DEVICE_COOKIE, `${id}.${mac(id, email)}`, {
+      setCookie(reply, deviceCookie, `${id}.${mac(id, email)}`, {
         secure: deps.secure,
         maxAge: DEVICE_TTL_MS / 1000,
       });

@@ -5,6 +5,7 @@ import type { ReportDayOut, ReportOut } from '../../application/sites.ts';
 import type { StatsOut } from '../../application/wire.ts';
 import { webCall } from './call.ts';
 import { barChart, longDate } from './chart.ts';
+import { csvText } from './csv.ts';
 import { type Html, html, raw } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
@@ -44,10 +45,10 @@ export function periodChoices(today: Date): string[] {
 
 /** The report's days as CSV (RFC 4180, CRLF): a header, then one row per day. */
 export function reportCsv(days: readonly ReportDayOut[]): string {
-  const rows = days.map(
-    (d) => `${d.date},${d.articles_published},${d.backlinks_industry},${d.backlinks_local}`,
+  return csvText(
+    ['date', 'articles_published', 'backlinks_industry', 'backlinks_local'],
+    days.map((d) => [d.date, d.articles_published, d.backlinks_industry, d.backlinks_local]),
   );
-  return `${['date,articles_published,backlinks_industry,backlinks_local', ...rows].join('\r\n')}\r\n`;
 }
 
 /** `+3 (+50%)`, `−2 (−20%)`, `No change`, `+4 (none before)`. */

@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../../infra/db/schema.ts';
-import { clearCookie, readCookie, setCookie } from './cookies.ts';
+import { clearCookie, cookieName, readCookie, setCookie } from './cookies.ts';
 
 /*
  * Web sessions: a signed-in browser holds `cs_session`, an opaque random value (256 bits, base64url);
  * the database holds only its SHA-256 (`web_sessions.id_hash`), the account and the expiry. The cookie
- * is HttpOnly, SameSite=Lax, Path=/, and Secure when PUBLIC_URL is https. A new value is issued at every
- * sign-in (no fixation); signing out deletes the row.
+ * is HttpOnly, SameSite=Lax, Path=/, and Secure and named `__Host-cs_session` when PUBLIC_URL is https
+ * (cookies.ts). A new value is issued at every sign-in and password change (no fixation); signing out
+ * deletes the row.
  */
 
 const SESSION_COOKIE = 'cs_session';
@@ -49,10 +50,6 @@ export type WebSessions = {
 };
 
 /** What the database keeps of a session's cookie value (`web_sessions.id_hash`). */
-export function sessionIdHash(value: string): string {
-  return hashSession(value);
-}
-
 function hashSession(value: string): string {
   return createHash('sha256').update(value).digest('base64url');
 }
@@ -64,12 +61,13 @@ export function createWebSessions(deps: {
   ttlMs?: number;
 }): WebSessions {
   const { db, secure } = deps;
+  const sessionCookie = cookieName(SESSION_COOKIE, secure);
   const now = deps.now ?? (() => new Date());
   const ttlMs = deps.ttlMs ?? SESSION_TTL_MS;
   const cached = new WeakMap<FastifyRequest, Promise<WebSession | null>>();
 
   async function lookup(request: FastifyRequest): Promise<WebSession | null> {
-    const secret = readCookie(request, SESSION_COOKIE);
+    const secret = readCookie(request, sessionCookie);
     if (!secret || !SESSION_VALUE.test(secret)) return null;
     const row = await db
       .selectFrom('web_sessions as s')
@@ -88,7 +86,7 @@ export function createWebSessions(deps: {
   }
 
   async function lookupStaff(request: FastifyRequest): Promise<StaffSession | null> {
-    const secret = readCookie(request, SESSION_COOKIE);
+    const secret = readCookie(request, sessionCookie);
     if (!secret || !SESSION_VALUE.test(secret)) return null;
     const row = await db
       .selectFrom('web_sessions as s')
@@ -118,7 +116,7 @@ export function createWebSessions(deps: {
         expires_at: expiresAt,
       })
       .execute();
-    setCookie(reply, SESSION_COOKIE, secret, { secure, maxAge: ttlMs / 1000 });
+    setCookie(reply, sessionCookie, secret, { secure, maxAge: ttlMs / 1000 });
   }
   const staffCache = new WeakMap<FastifyRequest, Promise<StaffSession | null>>();
 
@@ -142,13 +140,13 @@ export function createWebSessions(deps: {
       return session;
     },
     async end(request, reply) {
-      const secret = readCookie(request, SESSION_COOKIE);
+      const secret = readCookie(request, sessionCookie);
       if (secret && SESSION_VALUE.test(secret)) {
         await db.deleteFrom('web_sessions').where('id_hash', '=', hashSession(secret)).execute();
       }
       cached.set(request, Promise.resolve(null));
       staffCache.set(request, Promise.resolve(null));
-      clearCookie(reply, SESSION_COOKIE, { secure });
+      clearCookie(reply, sessionCookie, { secure });
     },
   };
 }

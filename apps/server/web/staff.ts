@@ -7,6 +7,7 @@ import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { StaffMember, TimelineEntry, TimelineQuery } from '../../application/staff.ts';
 import { changes, storedBody } from './articles.ts';
+import { csvText } from './csv.ts';
 import { type Html, html } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
@@ -261,14 +262,6 @@ const CSV_COLUMNS = [
   'request_id',
 ] as const;
 
-/** A CSV field: quoted when needed; a leading = + - @ is prefixed so a spreadsheet never runs it. */
-export function csvField(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  let text = String(value);
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
 function flat(e: TimelineEntry): Record<(typeof CSV_COLUMNS)[number], unknown> {
   const base = {
     at: e.at.toISOString(),
@@ -317,9 +310,13 @@ function sendExport(
       .header('content-disposition', `attachment; filename="${name}-timeline.json"`)
       .send(JSON.stringify({ total: timeline.meta.total, entries: rows }));
   }
-  const lines = [CSV_COLUMNS.join(','), ...rows.map((r) => CSV_COLUMNS.map((c) => csvField(r[c])).join(','))];
   return reply
     .type('text/csv; charset=utf-8')
     .header('content-disposition', `attachment; filename="${name}-timeline.csv"`)
-    .send(`${lines.join('\r\n')}\r\n`);
+    .send(
+      csvText(
+        CSV_COLUMNS,
+        rows.map((r) => CSV_COLUMNS.map((c) => r[c])),
+      ),
+    );
 }
