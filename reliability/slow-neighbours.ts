@@ -5,6 +5,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ACCOUNT_SHARE } from '../apps/application/webhook-delivery.ts';
+import { WEBHOOK_ENDPOINTS_MAX } from '../domain/vocabulary.ts';
 import { createTestDatabase } from '../tests/support/db.ts';
 import { makeCertificate } from '../tests/support/media.ts';
 import { startServer } from '../tests/support/server.ts';
@@ -13,14 +15,16 @@ import { articleIds, migrateAndSeed, startLoad } from './outage-load.ts';
 import { type Check, check, type Scenario } from './scenario.ts';
 
 /*
- * Scenario 5: slow and failing neighbours. While a normal client reads and edits articles, four
- * neighbours misbehave at once: a webhook endpoint that accepts the connection and never answers, an
- * image host that sends its headers and then a byte now and then, clients that ask for large answers
- * and read them a kilobyte at a time, and a crowd of connections that open and say nothing. Promised:
- * none of them holds a worker, a pool connection or memory beyond its bound: the normal client is
- * answered, the hanging endpoint's attempts end at 10 s while another endpoint keeps receiving, the
- * trickled image is given up at its 10 s deadline (422 image_fetch_failed), the server's memory stays
- * bounded under the slow readers, and the idle connections are let go once their clients close them.
+ * Scenario 5: slow and failing neighbours. While a normal client reads and edits articles, five
+ * neighbours misbehave at once: a webhook endpoint that accepts the connection and never answers,
+ * another account whose 10 webhook endpoints all do the same while it edits, an image host that sends
+ * its headers and then a byte now and then, clients that ask for large answers and read them a
+ * kilobyte at a time, and a crowd of connections that open and say nothing. Promised: none of them
+ * holds a worker, a pool connection or memory beyond its bound: the normal client is answered, the
+ * hanging endpoints' attempts end at 10 s while another endpoint keeps receiving (the other account
+ * holds at most its share of the webhook workers, ACCOUNT_SHARE), the trickled image is given up at
+ * its 10 s deadline (422 image_fetch_failed), the server's memory stays bounded under the slow
+ * readers, and the idle connections are let go once their clients close them.
  */
 
 /** The image host: HTTPS on a loopback address of its own, trusted through MEDIA_FETCH_CA_FILE. */
@@ -108,13 +112,23 @@ export const slowNeighbours: Scenario = {
     const test = await createTestDatabase('postgres');
     makeCertificate(dir, IMAGE_HOST);
 
-    // The neighbours' servers: one that never answers, one that answers, one that trickles.
+    // The neighbours' servers: one that never answers, one that answers, one that trickles. The one
+    // that never answers counts the other account's requests open at once (/neighbour/...).
     const hanging: Socket[] = [];
+    let neighbourOpen = 0;
+    let neighbourMostOpen = 0;
     const hang: Server = createHttpServer((req) => {
       hanging.push(req.socket);
+      if (!req.url?.startsWith('/neighbour/')) return;
+      neighbourOpen++;
+      neighbourMostOpen = Math.max(neighbourMostOpen, neighbourOpen);
+      req.socket.once('close', () => {
+        neighbourOpen--;
+      });
     });
     await new Promise<void>((r) => hang.listen(0, '127.0.0.1', r));
-    const hangUrl = `http://127.0.0.1:${(hang.address() as { port: number }).port}/hooks`;
+    const hangOrigin = `http://127.0.0.1:${(hang.address() as { port: number }).port}`;
+    const hangUrl = `${hangOrigin}/hooks`;
     const good = await startReceiver();
     const goodArrivals: number[] = [];
     const trickles: NodeJS.Timeout[] = [];
@@ -141,6 +155,7 @@ export const slowNeighbours: Scenario = {
       OUTBOUND_ALLOW_NETWORKS: `127.0.0.1/32,${IMAGE_HOST}/32`,
     };
     const seeded = await migrateAndSeed(env, 40);
+    const neighbour = await migrateAndSeed(env, 5);
     const server = await startServer(env);
     const pid = server.child.pid as number;
     const port = Number(new URL(server.url).port);
@@ -150,10 +165,10 @@ export const slowNeighbours: Scenario = {
       const key = seeded.api_key;
       const siteId = seeded.sites[0]?.id as string;
       const ids = await articleIds(server.url, key, siteId);
-      const createHook = async (url: string): Promise<string> => {
+      const createHook = async (url: string, as = key): Promise<string> => {
         const res = await fetch(`${server.url}/api/v1/webhooks`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' },
           body: JSON.stringify({ url, events: ['article.updated'] }),
         });
         if (res.status !== 201)
@@ -162,6 +177,11 @@ export const slowNeighbours: Scenario = {
       };
       const hangId = await createHook(hangUrl);
       const goodId = await createHook(good.url);
+      // The other account: every endpoint it may have, all hanging.
+      for (let i = 0; i < WEBHOOK_ENDPOINTS_MAX; i++) {
+        await createHook(`${hangOrigin}/neighbour/${i}`, neighbour.api_key);
+      }
+      const neighbourIds = await articleIds(server.url, neighbour.api_key, neighbour.sites[0]?.id as string);
       // Warm the server (first requests compile, connect and size the heap), then take its resting figures.
       const warm = startLoad({
         baseUrl: server.url,
@@ -188,6 +208,16 @@ export const slowNeighbours: Scenario = {
       log(`at rest: RSS ${rssStart} MiB, ${fdsStart} fds`);
 
       const phaseStarted = Date.now();
+      // The other account edits an article every 2 s or so: a message for each of its 10 endpoints.
+      const neighbourLoad = startLoad({
+        baseUrl: server.url,
+        key: neighbour.api_key,
+        articleIds: neighbourIds,
+        clients: 1,
+        timeoutMs: 10_000,
+        pauseMs: 1_000,
+        label: 'neighbour',
+      });
       const load = startLoad({
         baseUrl: server.url,
         key,
@@ -237,6 +267,7 @@ export const slowNeighbours: Scenario = {
       }
       const images422 = await Promise.all(trickled);
       await load.stop();
+      await neighbourLoad.stop();
       clearInterval(arrivalWatch);
       const phaseEnded = Date.now();
       figures['server RSS peak (MiB)'] = rssPeak;
@@ -295,9 +326,25 @@ export const slowNeighbours: Scenario = {
           'webhook_attempts.error',
         ])
         .execute();
+      const neighbourHooks = await test.handle.db
+        .selectFrom('webhook_endpoints')
+        .select('id')
+        .where('account_id', '=', neighbour.account_id)
+        .execute();
+      const neighbourAttempts = attempts.filter((a) => neighbourHooks.some((h) => h.id === a.endpoint_id));
       const hangAttempts = attempts.filter((a) => a.endpoint_id === hangId);
       const goodAttempts = attempts.filter((a) => a.endpoint_id === goodId);
       figures['hanging endpoint attempts (ms)'] = hangAttempts.map((a) => a.duration_ms).join(', ');
+      figures["other account's edits / attempts at its hanging endpoints"] =
+        `${neighbourLoad.answers.filter((a) => a.method === 'PUT' && a.status === 200).length} / ${neighbourAttempts.length}`;
+      figures["other account's requests open at once, at most"] = neighbourMostOpen;
+      checks.push(
+        check(
+          `the other account's hanging endpoints hold at most its share of the webhook workers (${ACCOUNT_SHARE} sends at once)`,
+          neighbourMostOpen > 0 && neighbourMostOpen <= ACCOUNT_SHARE,
+          `at most ${neighbourMostOpen} open at once, ${neighbourAttempts.length} attempts ended`,
+        ),
+      );
       checks.push(
         check(
           "the hanging endpoint's attempts end at its 10 s timeout, without an answer",
@@ -324,7 +371,7 @@ export const slowNeighbours: Scenario = {
       figures['other endpoint deliveries / slowest (ms)'] = `${lags.length} of ${edits} / ${lagMax}`;
       checks.push(
         check(
-          'the other endpoint receives every edit, none of them held behind the hanging one (each within 8 s)',
+          'the other endpoint receives every edit, none of them held behind the hanging ones (each within 8 s)',
           edits > 0 &&
             good.ids.length >= edits &&
             lags.length >= edits &&
@@ -378,7 +425,8 @@ export const slowNeighbours: Scenario = {
       return {
         done:
           `${phaseMs / 1000} s of a normal client (4 loops reading and editing) while a webhook endpoint ` +
-          `never answers, an image host trickles a byte every 0.5 s, ${slowReaders} clients pipeline ${PIPELINED} ` +
+          `never answers, another account edits every 2 s with its ${WEBHOOK_ENDPOINTS_MAX} endpoints never answering, ` +
+          `an image host trickles a byte every 0.5 s, ${slowReaders} clients pipeline ${PIPELINED} ` +
           `article lists each and read 10 KB/s, and ${idle.length} connections sit idle`,
         checks,
         figures,

@@ -1,10 +1,14 @@
 import { performance } from 'node:perf_hooks';
-import { sql } from 'kysely';
-import { WEBHOOK_DISABLE_AFTER_DAYS, WEBHOOK_TIMEOUT_SECONDS } from '../../domain/vocabulary.ts';
+import { type RawBuilder, sql } from 'kysely';
+import {
+  WEBHOOK_DISABLE_AFTER_DAYS,
+  WEBHOOK_ENDPOINTS_MAX,
+  WEBHOOK_TIMEOUT_SECONDS,
+} from '../../domain/vocabulary.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { type LogPosition, START, storedColumns, toStoredEvent } from '../../infra/event-store.ts';
 import { newId } from '../../infra/ids.ts';
-import { type JobSink, jobIdOf } from '../../infra/jobs/queue.ts';
+import { type JobSink, jobIdOf, QUEUES } from '../../infra/jobs/queue.ts';
 import type { Stored, Trx } from '../../infra/projection.ts';
 import type { SendOutcome, SendWebhook } from '../../infra/webhooks/send.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../../projections/article-snapshots.ts';
@@ -30,8 +34,14 @@ import {
  *   claims the endpoint's oldest pending delivery with one conditional update (`claimed_until`), sends
  *   it, records the attempt, and goes on with the next one while one is due, or plans the retry.
  * - Every step can be lost (a process dies, a queue forgets its jobs): the sweep kicks every enabled
- *   endpoint with pending deliveries, at start and every minute, and a claim lapses after 30 s. What a
+ *   endpoint with pending deliveries, at start and every minute, and a claim lapses after 15 s. What a
  *   receiver may see is a message twice (at least once), never out of order on one endpoint.
+ * - Fairness between accounts: an account has at most ACCOUNT_SHARE deliveries claimed at once, over
+ *   every process (the claim counts them). A job whose delivery's account is at its share does not
+ *   wait for it, which would hold one of the queue's workers: it sets the endpoint aside (a job for a
+ *   little later) and ends, and the account's job that ends a send while the account was at its share
+ *   kicks the endpoints set aside. So one account's slow endpoints hold at most ACCOUNT_SHARE of the
+ *   queue's workers, and the other accounts' deliveries are taken by the others meanwhile.
  */
 
 /** What kicking and replaying need. `publicUrl` makes report.ready's `report_url` (a replay of one needs it). */
@@ -64,6 +74,22 @@ export const SWEEP_JOB = 'webhook.sweep';
 export const CLAIM_SECONDS = WEBHOOK_TIMEOUT_SECONDS + 5;
 /** A job sends at most this many deliveries of its endpoint in a row, or for this long, then hands over. */
 export const CHAIN_MAX_DELIVERIES = 100;
+/**
+ * How many deliveries of one account may be claimed (being sent) at once, over every process: half of
+ * one process's webhook workers, and no more than an account may have endpoints. An account's slow
+ * endpoints (10 at most, each attempt up to WEBHOOK_TIMEOUT_SECONDS) leave the other half of every
+ * process's workers to the other accounts.
+ */
+export const ACCOUNT_SHARE = Math.min(
+  WEBHOOK_ENDPOINTS_MAX,
+  Math.max(1, Math.floor(QUEUES.webhooks.concurrency / 2)),
+);
+/**
+ * An endpoint set aside while its account is at its share is tried again by a job at the next multiple
+ * of this (one job per window, however often it is set aside meanwhile), should no kick of the
+ * account's come first: the safety net for a kick lost with its worker.
+ */
+export const SHARE_RETRY_MS = 5_000;
 /** Articles whose folded state (without body, about a kilobyte) the subscription keeps for its next batch. */
 const FOLDS_REMEMBERED = 10_000;
 /** See CHAIN_MAX_DELIVERIES: a long run of one endpoint leaves the queue's other endpoints their turn. */
@@ -262,10 +288,18 @@ async function headOf(db: Db, endpointId: string): Promise<Head | undefined> {
 }
 
 /**
- * Adds the job that sends the endpoint's next pending delivery, if it has one and is enabled, delayed
- * until the delivery is due. Nothing when a worker is sending it now: that worker goes on or kicks.
+ * A kick other than the plain one, with a job id of its own: the plain job's id may have been taken by a
+ * job that found the account at its share and ended (a queue keeps finished ids a while).
+ * `after`: the job runs no earlier than this (epoch milliseconds).
  */
-export async function kickEndpoint(deps: DeliveryDeps, endpointId: string): Promise<void> {
+type Turn = { idParts: readonly (string | number)[]; after?: number };
+
+/**
+ * Adds the job that sends the endpoint's next pending delivery, if it has one and is enabled, delayed
+ * until the delivery is due (and `turn.after`). When a worker is sending it now, only a job for the
+ * moment its claim lapses: that worker goes on or kicks.
+ */
+export async function kickEndpoint(deps: DeliveryDeps, endpointId: string, turn?: Turn): Promise<void> {
   if (!deps.jobs) return;
   const head = await headOf(deps.db, endpointId);
   if (!head) return;
@@ -282,10 +316,70 @@ export async function kickEndpoint(deps: DeliveryDeps, endpointId: string): Prom
     });
     return;
   }
+  const jobId = deliverJobId(endpointId, head.id, head.attempts + 1, head.endpoint_updated_at);
   await deps.jobs.add(DELIVER_JOB, data, {
-    jobId: deliverJobId(endpointId, head.id, head.attempts + 1, head.endpoint_updated_at),
-    delayMs: Math.max(0, head.next_attempt_at.getTime() - now),
+    jobId: turn ? jobIdOf(jobId, ...turn.idParts) : jobId,
+    delayMs: Math.max(0, head.next_attempt_at.getTime() - now, (turn?.after ?? 0) - now),
   });
+}
+
+/**
+ * Sets an endpoint aside while its account is at its share: a job at the next multiple of
+ * SHARE_RETRY_MS (the same for every setting aside in that window), should no kick of the account's
+ * ({@link handOver}) come first.
+ */
+async function setAside(deps: DeliveryDeps, endpointId: string): Promise<void> {
+  const after = Math.ceil((deps.now().getTime() + SHARE_RETRY_MS) / SHARE_RETRY_MS) * SHARE_RETRY_MS;
+  await kickEndpoint(deps, endpointId, { idParts: ['share', after], after });
+}
+
+/**
+ * How many deliveries of an account are claimed now (being sent), but for those of endpoint `except`.
+ * A claim is only ever its endpoint's head, so each endpoint's head is looked at (one index probe each,
+ * an account has at most WEBHOOK_ENDPOINTS_MAX endpoints), not its pending deliveries.
+ */
+function claimedOf(
+  account: RawBuilder<unknown> | string,
+  now: Date,
+  except?: RawBuilder<unknown>,
+): RawBuilder<number> {
+  return sql<number>`(
+    select count(*)::integer from webhook_endpoints o
+    where o.account_id = ${account} ${except ? sql`and o.id <> ${except}` : sql``}
+      and (
+        select h.claimed_until from webhook_deliveries h
+        where h.endpoint_id = o.id and h.status = 'pending'
+        order by h.seq limit 1
+      ) > ${now}::timestamptz
+  )`;
+}
+
+/**
+ * After a job's last send, when its account was at its share as one of the job's claims ended (some of
+ * its endpoints may have been set aside meanwhile): kicks the account's other endpoints that wait, due
+ * and unclaimed, oldest first, each with a job of its own. Those that find the account at its share
+ * again are set aside again. Of the claims that filled the share when an endpoint was set aside, the
+ * first to end sees it full: so an endpoint set aside is kicked when a turn is free (or, should that
+ * kick be lost, by its own job SHARE_RETRY_MS later).
+ */
+async function handOver(deps: DeliveryDeps, ended: Claim): Promise<void> {
+  if (!deps.jobs) return;
+  const now = deps.now();
+  const { rows } = await sql<{ id: string }>`
+    select o.id
+    from webhook_endpoints o
+    join lateral (
+      select h.next_attempt_at, h.claimed_until from webhook_deliveries h
+      where h.endpoint_id = o.id and h.status = 'pending'
+      order by h.seq limit 1
+    ) h on true
+    where o.account_id = ${ended.account_id} and o.enabled and o.id <> ${ended.endpoint_id}
+      and h.next_attempt_at <= ${now}::timestamptz
+      and (h.claimed_until is null or h.claimed_until <= ${now}::timestamptz)
+    order by h.next_attempt_at, o.id`.execute(deps.db);
+  for (const row of rows) {
+    await kickEndpoint(deps, row.id, { idParts: ['turn', ended.id, ended.attempts + 1] });
+  }
 }
 
 /** How long after a claim lapses its take-over job runs: clocks of processes differ a little. */
@@ -370,6 +464,9 @@ export function decideAttempt(input: {
 type Claim = {
   id: string;
   endpoint_id: string;
+  account_id: string;
+  /** How many endpoints the account has: with no more than its share, it can never be over it. */
+  endpoints: number;
   event_id: string;
   payload: unknown;
   attempts: number;
@@ -382,9 +479,15 @@ type Claim = {
 
 /**
  * Claims a delivery with one conditional update: it is pending and due, its endpoint enabled, it is
- * the endpoint's head (its oldest pending delivery), and no one holds it (or their claim lapsed).
- * Either a given delivery or an endpoint's head. The head is found by `min(seq)` on the partial index
- * of pending deliveries: one index probe, however many are pending.
+ * the endpoint's head (its oldest pending delivery), no one holds it (or their claim lapsed), and its
+ * account has fewer than ACCOUNT_SHARE deliveries claimed. Either a given delivery or an endpoint's
+ * head. The head is found by `min(seq)` on the partial index of pending deliveries: one index probe,
+ * however many are pending.
+ *
+ * Claims of one account made at the same moment do not see each other, so for an account with more
+ * endpoints than its share a second statement counts again, now that this claim is committed, and
+ * lets it go if the account is over its share: of claims made together, the last to commit sees all
+ * the others, so the account is never over its share while sending.
  */
 async function claim(
   deps: DeliveryDeps,
@@ -412,18 +515,30 @@ async function claim(
       and d.status = 'pending'
       and d.next_attempt_at <= ${now}
       and (d.claimed_until is null or d.claimed_until <= ${now})
-    returning d.id, d.endpoint_id, d.event_id, d.payload, d.attempts, e.url, e.secret, e.failing_since,
-      d.claimed_until`.execute(deps.db);
-  return rows[0];
+      and ${claimedOf(sql.ref('d.account_id'), now, sql.ref('d.endpoint_id'))} < ${ACCOUNT_SHARE}
+    returning d.id, d.endpoint_id, d.account_id, d.event_id, d.payload, d.attempts, e.url, e.secret,
+      e.failing_since, d.claimed_until,
+      (select count(*)::integer from webhook_endpoints n where n.account_id = d.account_id) as endpoints`.execute(
+    deps.db,
+  );
+  const held = rows[0];
+  if (!held || held.endpoints <= ACCOUNT_SHARE) return held;
+  const over = await sql`
+    update webhook_deliveries set claimed_until = null
+    where id = ${held.id} and claimed_until = ${held.claimed_until}::timestamptz
+      and ${claimedOf(held.account_id, now)} > ${ACCOUNT_SHARE}
+    returning id`.execute(deps.db);
+  return over.rows.length === 0 ? held : undefined;
 }
 
 /** Why a delivery could not be claimed. */
-type Unclaimed = 'done' | 'endpoint_off' | 'not_head' | 'busy' | 'not_due';
+type Unclaimed = 'done' | 'endpoint_off' | 'not_head' | 'busy' | 'not_due' | 'share';
 
 async function whyUnclaimed(
   deps: DeliveryDeps,
   deliveryId: string,
 ): Promise<{ why: Unclaimed; endpointId?: string; until?: Date }> {
+  const now = deps.now();
   const row = await deps.db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
@@ -434,20 +549,21 @@ async function whyUnclaimed(
         where p.endpoint_id = d.endpoint_id and p.status = 'pending'
       )`.as('behind'),
     )
+    .select(claimedOf(sql.ref('d.account_id'), now, sql.ref('d.endpoint_id')).as('claimed'))
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();
   if (row?.status !== 'pending') return { why: 'done' };
   if (!row.enabled) return { why: 'endpoint_off' };
   if (row.behind) return { why: 'not_head', endpointId: row.endpoint_id };
-  const now = deps.now().getTime();
-  if (row.claimed_until !== null && row.claimed_until.getTime() > now) {
+  if (row.claimed_until !== null && row.claimed_until > now) {
     return { why: 'busy', endpointId: row.endpoint_id, until: row.claimed_until };
   }
-  if (row.next_attempt_at.getTime() > now) {
+  if (row.next_attempt_at > now) {
     return { why: 'not_due', endpointId: row.endpoint_id, until: row.next_attempt_at };
   }
+  if (row.claimed >= ACCOUNT_SHARE) return { why: 'share', endpointId: row.endpoint_id };
   // Free and due a moment ago: claimed by someone else meanwhile, or free again; try again.
-  return { why: 'busy', endpointId: row.endpoint_id, until: new Date(now) };
+  return { why: 'busy', endpointId: row.endpoint_id, until: now };
 }
 
 /** The body as sent: the stored message with its fields in the documented order. */
@@ -456,13 +572,17 @@ export function messageBody(payload: unknown): string {
   return JSON.stringify(inDocumentedOrder(message));
 }
 
-/** Records an attempt and its decision; false when the claim had lapsed and another worker took over. */
+/**
+ * Records an attempt and its decision; false when the claim had lapsed and another worker took over.
+ * `atShare`: the account had its share claimed, this claim included, as it ended (counted only for an
+ * account with more endpoints than its share): some of its endpoints may have been set aside.
+ */
 async function record(
   deps: SendDeps,
   held: Claim,
   outcome: SendOutcome,
   at: Date,
-): Promise<{ recorded: boolean; decision: AttemptDecision }> {
+): Promise<{ recorded: boolean; decision: AttemptDecision; atShare: boolean }> {
   const attempt = held.attempts + 1;
   const decision = decideAttempt({
     statusCode: outcome.statusCode,
@@ -485,8 +605,10 @@ async function record(
           enabled = false
         where id = ${held.endpoint_id}`;
   // One statement (its own transaction): the delivery, its attempt and the endpoint, or nothing when
-  // the claim lapsed meanwhile (another worker took over).
-  const { rows } = await sql<{ recorded: boolean }>`
+  // the claim lapsed meanwhile (another worker took over). The account's claims are counted in the
+  // statement's snapshot, before its own update: this claim among them.
+  const claimed = held.endpoints > ACCOUNT_SHARE ? claimedOf(held.account_id, at) : sql<number>`0`;
+  const { rows } = await sql<{ recorded: boolean; claimed: number }>`
     with d as (
       update webhook_deliveries set
         status = ${decision.delivery.status},
@@ -509,14 +631,21 @@ async function record(
     ), e as (
       update webhook_endpoints set ${endpoint} and exists (select from d)
     )
-    select exists (select from d) as recorded`.execute(deps.db);
+    select exists (select from d) as recorded, ${claimed} as claimed`.execute(deps.db);
   const recorded = rows[0]?.recorded === true;
-  return { recorded, decision };
+  return { recorded, decision, atShare: (rows[0]?.claimed ?? 0) >= ACCOUNT_SHARE };
 }
 
 /** How often a job waiting on another worker's claim looks again, and how long it waits at most. */
 const BUSY_POLL_MS = 250;
 const BUSY_WAIT_MAX_MS = (CLAIM_SECONDS + 5) * 1000;
+/**
+ * A claim of another worker's that lapses within this is waited for (its worker is most likely gone: a
+ * live one records its send well before its claim lapses). One that lasts longer is not: waiting would
+ * hold a worker of the queue for a whole send; its worker goes on or kicks, and a job for the moment
+ * the claim lapses covers that worker's loss.
+ */
+const LAPSE_WAIT_MAX_MS = 1_000;
 /**
  * A job that runs this little before its delivery is due (clocks of two machines, a timer a moment
  * early) waits for it; one that runs earlier is not the delivery's job (the attempt it was for was
@@ -528,9 +657,9 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /**
  * Claims the delivery, or finds out why it cannot: done, its endpoint disabled, not the endpoint's
- * head (the head is kicked), due later (waited for when it is a moment away), or held by another
- * worker, in which case it waits for that claim to end (the delivery was sent, or that worker died
- * and its claim lapses) and tries again.
+ * head (the head is kicked), due later (waited for when it is a moment away), its account at its share
+ * (the endpoint is set aside), or held by another worker: a claim about to lapse is waited for (that
+ * worker died) and tried again; a longer one is left to its worker, with a job for when it lapses.
  */
 async function claimOrWait(deps: SendDeps, deliveryId: string): Promise<Claim | undefined> {
   const started = performance.now();
@@ -539,6 +668,11 @@ async function claimOrWait(deps: SendDeps, deliveryId: string): Promise<Claim | 
     if (held) return held;
     const { why, endpointId, until } = await whyUnclaimed(deps, deliveryId);
     if (why === 'not_head' && endpointId) await kickEndpoint(deps, endpointId);
+    if (why === 'share' && endpointId) await setAside(deps, endpointId);
+    if (why === 'busy' && endpointId && until && until.getTime() - deps.now().getTime() > LAPSE_WAIT_MAX_MS) {
+      await kickEndpoint(deps, endpointId);
+      return undefined;
+    }
     if (why === 'not_due' && until) {
       const wait = until.getTime() - deps.now().getTime();
       if (wait > EARLY_WAIT_MAX_MS) return undefined;
@@ -557,12 +691,30 @@ async function claimOrWait(deps: SendDeps, deliveryId: string): Promise<Claim | 
  * The `webhook.deliver` job: claims the delivery, sends it, records the attempt; after a success or a
  * final failure goes on with the endpoint's next delivery while one is due (at most
  * CHAIN_MAX_DELIVERIES or CHAIN_MAX_MS, then kicks); after a failure to retry, kicks (the retry's job,
- * delayed) and stops; after the endpoint was disabled, stops. Returns how many it sent.
+ * delayed) and stops; after the endpoint was disabled, stops. Once it stops, hands the account's turn
+ * over to the account's endpoints set aside, if any. Returns how many it sent.
  */
 export async function deliverWebhooks(deps: SendDeps, deliveryId: string): Promise<number> {
+  const held = await claimOrWait(deps, deliveryId);
+  if (!held) return 0;
+  const { sent, last, atShare } = await sendFrom(deps, held);
+  if (last && atShare) await handOver(deps, last);
+  return sent;
+}
+
+/**
+ * Sends the claimed delivery and goes on with its endpoint (see deliverWebhooks): how many it sent, the
+ * last claim it recorded, and whether its account was at its share when one of its claims ended.
+ */
+async function sendFrom(
+  deps: SendDeps,
+  first: Claim,
+): Promise<{ sent: number; last: Claim | undefined; atShare: boolean }> {
   const started = performance.now();
   let sent = 0;
-  let held = await claimOrWait(deps, deliveryId);
+  let held: Claim | undefined = first;
+  let last: Claim | undefined;
+  let atShare = false;
   while (held) {
     const at = deps.now();
     const outcome = await deps.send({
@@ -572,17 +724,20 @@ export async function deliverWebhooks(deps: SendDeps, deliveryId: string): Promi
       timestamp: at,
       body: messageBody(held.payload),
     });
-    const { recorded, decision } = await record(deps, held, outcome, at);
+    const recorded = await record(deps, held, outcome, at);
+    const { decision } = recorded;
     sent++;
-    if (!recorded) {
+    if (!recorded.recorded) {
       deps.logger?.warn(
         { delivery_id: held.id },
         'webhook delivery: the claim lapsed while sending; the attempt was not recorded',
       );
-      return sent;
+      return { sent, last, atShare };
     }
-    if (decision.endpoint.disable !== null) return sent;
-    const endpointId = held.endpoint_id;
+    last = held;
+    atShare ||= recorded.atShare;
+    if (decision.endpoint.disable !== null) return { sent, last, atShare };
+    const endpointId: string = held.endpoint_id;
     // Goes on with the endpoint's next delivery if it is due and the run is not over; else a job for it.
     held =
       decision.delivery.status === 'pending' ||
@@ -592,7 +747,7 @@ export async function deliverWebhooks(deps: SendDeps, deliveryId: string): Promi
         : await claim(deps, { endpointId });
     if (!held) await kickEndpoint(deps, endpointId);
   }
-  return sent;
+  return { sent, last, atShare };
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -2,8 +2,9 @@ import { expect, it } from 'vitest';
 import { slowNeighbours } from '../../reliability/slow-neighbours.ts';
 
 /*
- * Scenario 5 in CI size: a hanging webhook endpoint, a trickling image host, slow readers and 500 idle
- * connections next to a normal client; every check of the scenario must hold.
+ * Scenario 5 in CI size: a hanging webhook endpoint, another account whose 10 endpoints all hang, a
+ * trickling image host, slow readers and 500 idle connections next to a normal client; every check of
+ * the scenario must hold.
  */
 it('keeps serving a normal client while its neighbours hang, trickle, read slowly and sit idle', async () => {
   const lines: string[] = [];

@@ -1,8 +1,9 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { deliverWebhooks, kickEndpoint } from '../../apps/application/webhook-delivery.ts';
+import { ACCOUNT_SHARE, deliverWebhooks, kickEndpoint } from '../../apps/application/webhook-delivery.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { articleStream } from '../../domain/article/events.ts';
+import { WEBHOOK_ENDPOINTS_MAX } from '../../domain/vocabulary.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
 import type { Backend } from '../support/db.ts';
 import { apiKeyActor, createTestRuntime } from '../support/runtime.ts';
@@ -25,7 +26,9 @@ import {
  * The delivery engine end to end: events appended by the command handlers, the `webhooks@1`
  * subscription making deliveries, the deliver job sending them to a real HTTP server on 127.0.0.1
  * through the SSRF guard, on BullMQ (real Redis, a prefix of its own) and on the in-process queue, and
- * on the embedded database (PGlite) with the in-process queue as the embedded default runs it.
+ * on the embedded database (PGlite) with the in-process queue as the embedded default runs it. With
+ * fairness between accounts (docs/webhooks.md "Fair share"): an account whose endpoints all hang holds
+ * at most its share of the queue's workers, so another account's delivery goes out while they hang.
  */
 
 const combinations: [Backend, QueueKind][] = [
@@ -424,6 +427,91 @@ describe.each(combinations)('webhook delivery on %s with the %s queue', (backend
     expect(await deliverWebhooks(deps, again)).toBe(1);
     expect(Date.now() - early).toBeGreaterThanOrEqual(350);
     expect(at('/timely')).toHaveLength(2);
+  });
+
+  /** Attempts recorded (ended: answered or timed out) of an account's deliveries. */
+  const attemptsOfAccount = async (accountId: string): Promise<number> => {
+    const row = await runtime.db
+      .selectFrom('webhook_attempts as a')
+      .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('d.account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  };
+
+  it("another account's delivery goes out while one account's endpoints hang, which hold at most its share of the workers", async () => {
+    // The sender's own 10 s timeout: the hanging endpoints are answered by the test, long before it.
+    engine = await startEngine(runtime, queue);
+    const slow = await newAccount(runtime);
+    const other = await newAccount(runtime);
+
+    // The slow account: every endpoint it may have, each holding its request until the test lets go.
+    let letGo: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    let hanging = 0;
+    let mostHanging = 0;
+    const slowPaths = Array.from(
+      { length: WEBHOOK_ENDPOINTS_MAX },
+      (_, i) => `/fair-${queue}-${backend}-slow-${i}`,
+    );
+    for (const pathname of slowPaths) {
+      receiver.on(pathname, async () => {
+        hanging++;
+        mostHanging = Math.max(mostHanging, hanging);
+        await gate;
+        hanging--;
+        return 204;
+      });
+      await addEndpoint(runtime.db, {
+        accountId: slow.accountId,
+        url: receiver.url(pathname),
+        events: ['article.created'],
+      });
+    }
+    // The other account: one endpoint that answers at once, noting how many of the slow account's
+    // attempts had ended when its message arrived.
+    const otherPath = `/fair-${queue}-${backend}-other`;
+    let slowAttemptsEndedAtArrival: number | undefined;
+    receiver.on(otherPath, async () => {
+      slowAttemptsEndedAtArrival = await attemptsOfAccount(slow.accountId);
+      return 204;
+    });
+    await addEndpoint(runtime.db, {
+      accountId: other.accountId,
+      url: receiver.url(otherPath),
+      events: ['article.created'],
+    });
+
+    // The slow account's message to its 10 endpoints first: their jobs are queued before the other's.
+    await newArticle(runtime, slow.accountId, slow.siteId);
+    await until(() => hanging >= ACCOUNT_SHARE, "the slow account's first sends");
+    await newArticle(runtime, other.accountId, other.siteId);
+    await until(() => slowAttemptsEndedAtArrival !== undefined, "the other account's delivery", 30_000);
+
+    // It arrived while the slow account's sends were all still hanging: none of them had ended.
+    expect(slowAttemptsEndedAtArrival).toBe(0);
+    expect(hanging).toBeGreaterThan(0);
+    expect(mostHanging).toBeLessThanOrEqual(ACCOUNT_SHARE);
+
+    // Let go: the endpoints set aside get their turn, never more than the share at once; each
+    // receives its message once.
+    letGo();
+    await until(
+      () => slowPaths.every((p) => receiver.received.some((r) => r.path === p)),
+      "every slow endpoint's message",
+      30_000,
+    );
+    await until(
+      async () => (await attemptsOfAccount(slow.accountId)) === WEBHOOK_ENDPOINTS_MAX,
+      'the records',
+    );
+    expect(mostHanging).toBe(ACCOUNT_SHARE);
+    for (const pathname of slowPaths) {
+      expect(receiver.received.filter((r) => r.path === pathname)).toHaveLength(1);
+    }
   });
 
   /** A pending delivery inserted by hand, as a replay or a redelivery would leave one; returns its id. */
