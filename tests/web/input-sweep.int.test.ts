@@ -147,13 +147,36 @@ const STAFF_PAGES = (): string[] => [
   `/staff/articles/${articleId}/revisions/{v}`,
 ];
 
-/** Every template with every hostile value, loaded by `b`: what was not a page, one line each. */
-async function sweep(b: InjectBrowser, templates: string[]): Promise<string[]> {
+/** Every form of an account holder, each with `{v}` where a hostile value goes. */
+const HOLDER_FORMS = (): string[] => [
+  '/articles/{v}/edit',
+  '/articles/{v}/revisions/1/restore',
+  `/articles/${articleId}/revisions/{v}/restore`,
+  '/connect/keys/{v}/revoke',
+  '/connect/assistants/{v}/disconnect',
+  '/connect/webhooks/{v}/enable',
+  '/connect/webhooks/{v}/disable',
+  '/connect/webhooks/{v}/delete',
+  '/connect/webhooks/{v}/deliveries/dlv_x/redeliver',
+  '/connect/webhooks/whk_x/deliveries/{v}/redeliver',
+  '/connect/webhooks/{v}/replay',
+  '/oauth/interaction/{v}',
+];
+
+/**
+ * Every template with every hostile value, loaded by `b` (or its form sent with the session's CSRF
+ * token): what was not a page, one line each.
+ */
+async function sweep(
+  b: InjectBrowser,
+  templates: string[],
+  form?: Record<string, string>,
+): Promise<string[]> {
   const failures: string[] = [];
   for (const template of templates) {
     for (const value of HOSTILE) {
       const url = template.replace('{v}', value);
-      const res = await b.get(url);
+      const res = form ? await b.post(url, form) : await b.get(url);
       try {
         expectPage(res, url);
       } catch {
@@ -167,6 +190,11 @@ async function sweep(b: InjectBrowser, templates: string[]): Promise<string[]> {
 describe('hostile input on the web pages', () => {
   it("an account holder's pages answer every hostile path or query value with a 4xx page, never a 500", async () => {
     expect(await sweep(holder, HOLDER_PAGES())).toEqual([]);
+  }, 120_000);
+
+  it("an account holder's forms answer every hostile path value with a 4xx page, never a 500", async () => {
+    const csrf = csrfOf((await holder.get('/connect')).body);
+    expect(await sweep(holder, HOLDER_FORMS(), { csrf, from: '2026-11-01T10:00' })).toEqual([]);
   }, 120_000);
 
   it("support staff's pages answer every hostile path or query value with a 4xx page, never a 500", async () => {

@@ -216,9 +216,14 @@ ${kit.csrfField(request, res, session)}
 
   // An interaction address no route above takes (a uid past the router's length): the pages' 404, not
   // oidc-provider's, which serves the rest of /oauth/.
-  app.get(`${OAUTH_PREFIX}/interaction/*`, { schema: { hide: true } }, async (_request, reply) =>
-    PAGE_REFUSALS.send(reply, { status: 404, detail: 'There is no connection request at this address' }),
-  );
+  app.route({
+    method: ['GET', 'POST'],
+    url: `${OAUTH_PREFIX}/interaction/*`,
+    schema: { hide: true },
+    config: { form: { from: 'account' } },
+    handler: async (_request, reply) =>
+      PAGE_REFUSALS.send(reply, { status: 404, detail: 'There is no connection request at this address' }),
+  });
 
   async function loadDetails(
     request: FastifyRequest,

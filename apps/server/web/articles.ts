@@ -406,13 +406,13 @@ ${DIFF_LEGEND}${changes(article, at, 'diff-restore')}
         };
         const expectedRevision = wholeNumber(form.expected_revision, REVISION_MAX);
         if (expectedRevision === null) {
-          return refused(
+          return await refused(
             400,
             html`<div class="error" role="alert"><p>The form did not say which version it was opened on. Look at the changes below and confirm again.</p></div>`,
           );
         }
         if (reason.length > REASON_MAX) {
-          return refused(
+          return await refused(
             400,
             html`<div class="error" role="alert"><p>The reason is ${reason.length} characters long; at most ${REASON_MAX} are kept.</p></div>`,
           );
@@ -431,7 +431,7 @@ ${DIFF_LEGEND}${changes(article, at, 'diff-restore')}
             reply.header('retry-after', String(call.edits.resetSeconds));
           }
           const current = await application.articles.get(webCall(request, session), id);
-          return refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
+          return await refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
         }
         const { change } = result;
         return reply.redirect(

@@ -6,6 +6,7 @@ import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Keys } from '../../application/keys.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
+import { cleanText } from '../api/schemas.ts';
 import type { OAuthConnections } from '../oauth/verify.ts';
 import { webCall } from './call.ts';
 import {
@@ -41,7 +42,8 @@ const CreateKeyBody = z.object({
 });
 const FormBody = z.object({ csrf: z.string().max(256).optional() });
 const KeyParams = z.object({ keyId: z.string().regex(ID_PATTERN, ID_RULE) });
-const ClientParams = z.object({ clientId: z.string().min(1).max(2048) });
+/** An assistant's client_id (oidc-provider's, or the https address of its metadata document). */
+const ClientParams = z.object({ clientId: cleanText(z.string().min(1).max(2048), { lines: false }) });
 /** The add form: url, description, one checkbox per event type (`event.<type>`), the CSRF field. */
 const WebhookFormBody = z.record(z.string().max(100), z.string().max(4096));
 const WebhookParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });

@@ -245,7 +245,8 @@ export function installFormParser(
   });
   app.addHook('onRequest', async (request, reply) => {
     const sender = request.routeOptions.config.form;
-    if (!sender || (await kit.admitForm(request, reply, sender))) return;
+    if (!sender || request.method === 'GET' || request.method === 'HEAD') return;
+    if (await kit.admitForm(request, reply, sender)) return;
     return reply;
   });
   app.removeAllContentTypeParsers();
