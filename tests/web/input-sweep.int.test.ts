@@ -86,8 +86,8 @@ afterAll(async () => {
 function expectPage(res: LightMyRequestResponse, url: string): void {
   expect(res.statusCode, url).not.toBeGreaterThanOrEqual(500);
   if (res.statusCode >= 300 && res.statusCode < 400) return;
-  // 414: a path segment longer than the router takes.
-  expect([200, 400, 404, 414], url).toContain(res.statusCode);
+  // 414: a path segment longer than the router takes; 412, 422: a form's own refusals (its page again).
+  expect([200, 400, 404, 412, 414, 422], url).toContain(res.statusCode);
   expect(res.headers['content-type'], url).toBe('text/html; charset=utf-8');
   expect(res.body, url).toContain('<main');
 }
@@ -195,6 +195,32 @@ describe('hostile input on the web pages', () => {
   it("an account holder's forms answer every hostile path value with a 4xx page, never a 500", async () => {
     const csrf = csrfOf((await holder.get('/connect')).body);
     expect(await sweep(holder, HOLDER_FORMS(), { csrf, from: '2026-11-01T10:00' })).toEqual([]);
+  }, 120_000);
+
+  it("an account holder's forms answer NUL and other control characters in every field with a page", async () => {
+    const fields: Record<string, string[]> = {
+      [`/articles/${articleId}/edit`]: ['title', 'body', 'reason', 'expected_revision'],
+      [`/articles/${articleId}/revisions/1/restore`]: ['reason', 'expected_revision'],
+      '/account/password': ['current', 'password', 'repeat'],
+      '/connect/keys': ['name', 'scope'],
+      '/connect/webhooks': ['url', 'description', 'event.article.updated'],
+      '/connect/webhooks/whk_x/replay': ['from'],
+      '/connect/webhooks/whk_x/enable': ['back'],
+    };
+    const failures: string[] = [];
+    for (const [path, names] of Object.entries(fields)) {
+      for (const value of ['\u0000', 'a\u0000b', '\u0007', '\u007f', '\u0085', '\uffff']) {
+        const csrf = csrfOf((await holder.get('/connect')).body);
+        const form = Object.fromEntries(names.map((name) => [name, value]));
+        const res = await holder.post(path, { ...form, csrf });
+        try {
+          expectPage(res, path);
+        } catch {
+          failures.push(`${res.statusCode} ${path} ${JSON.stringify(value)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
   }, 120_000);
 
   it("support staff's pages answer every hostile path or query value with a 4xx page, never a 500", async () => {
