@@ -64,13 +64,17 @@ const EndpointQuery = z.object({
   done: z.string().max(20).optional(),
   queued: z.coerce.number().int().min(0).optional().catch(undefined),
 });
-/** The forms of the Connect Site page: without a session, sign-in comes back to it. */
-const TO_CONNECT: FormSender = { from: 'account', back: () => '/connect' };
-/** The forms of an endpoint's page: sign-in comes back to that page. */
-const TO_ENDPOINT: FormSender = {
-  from: 'account',
-  back: (request) => `/connect/webhooks/${encodeURIComponent((request.params as { id: string }).id)}`,
+/** Who may send the Connect Site page's forms (kit.ts FormSender); without a session, sign-in comes back to it. */
+const CONNECT: { form: FormSender } = { form: { from: 'account', back: () => '/connect' } };
+/** The same for the forms of an endpoint's page, coming back to that page. */
+const ENDPOINT: { form: FormSender } = {
+  form: {
+    from: 'account',
+    back: (request) => `/connect/webhooks/${encodeURIComponent((request.params as { id: string }).id)}`,
+  },
 };
+const CREATE_KEY = { hide: true, body: CreateKeyBody };
+const ADD_WEBHOOK = { hide: true, body: WebhookFormBody };
 /** Deliveries per page of an endpoint's page. */
 const DELIVERIES_PER_PAGE = 20;
 
@@ -203,43 +207,39 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     return connectPage(request, reply, session);
   });
 
-  app.post(
-    '/connect/keys',
-    { schema: { hide: true, body: CreateKeyBody }, config: { form: TO_CONNECT } },
-    async (request, reply) => {
-      const session = await signedIn(request, reply);
-      if (!session || !kit.checkForm(request, reply, session)) return reply;
-      const name = (request.body.name ?? '').trim();
-      const scope = request.body.scope === 'write' ? 'write' : request.body.scope === 'read' ? 'read' : null;
-      if (name === '' || scope === null) {
-        return connectPage(request, reply, session, {
-          status: 400,
-          error: 'Give the key a name and choose its access.',
-        });
-      }
-      let key: Awaited<ReturnType<Keys['create']>>;
-      try {
-        key = await apiKeys.create(session.accountId, { name, scope });
-      } catch (error) {
-        if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
-        const refused = error.errors?.[0];
-        return connectPage(request, reply, session, {
-          status: 400,
-          error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
-        });
-      }
-      const notice = html`<div class="card notice" role="status" id="new-key">
+  app.post('/connect/keys', { schema: CREATE_KEY, config: CONNECT }, async (request, reply) => {
+    const session = await signedIn(request, reply);
+    if (!session || !kit.checkForm(request, reply, session)) return reply;
+    const name = (request.body.name ?? '').trim();
+    const scope = request.body.scope === 'write' ? 'write' : request.body.scope === 'read' ? 'read' : null;
+    if (name === '' || scope === null) {
+      return connectPage(request, reply, session, {
+        status: 400,
+        error: 'Give the key a name and choose its access.',
+      });
+    }
+    let key: Awaited<ReturnType<Keys['create']>>;
+    try {
+      key = await apiKeys.create(session.accountId, { name, scope });
+    } catch (error) {
+      if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
+      const refused = error.errors?.[0];
+      return connectPage(request, reply, session, {
+        status: 400,
+        error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
+      });
+    }
+    const notice = html`<div class="card notice" role="status" id="new-key">
 <h2>Your new key</h2>
 <p>Copy it now: it will not be shown again.</p>
 <p><code id="new-key-value">${key.key}</code></p>
 </div>`;
-      return connectPage(request, reply, session, { notice });
-    },
-  );
+    return connectPage(request, reply, session, { notice });
+  });
 
   app.post(
     '/connect/keys/:keyId/revoke',
-    { schema: { hide: true, params: KeyParams, body: FormBody }, config: { form: TO_CONNECT } },
+    { schema: { hide: true, params: KeyParams, body: FormBody }, config: CONNECT },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -257,7 +257,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/assistants/:clientId/disconnect',
-    { schema: { hide: true, params: ClientParams, body: FormBody }, config: { form: TO_CONNECT } },
+    { schema: { hide: true, params: ClientParams, body: FormBody }, config: CONNECT },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -266,37 +266,30 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     },
   );
 
-  app.post(
-    '/connect/webhooks',
-    { schema: { hide: true, body: WebhookFormBody }, config: { form: TO_CONNECT } },
-    async (request, reply) => {
-      const session = await signedIn(request, reply);
-      if (!session || !kit.checkForm(request, reply, session)) return reply;
-      const form = webhookFormOf(request.body);
-      try {
-        const endpoint = await webhooks.create(webCall(request, session), {
-          url: form.url,
-          events: form.events,
-          description: form.description === '' ? null : form.description,
-        });
-        return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
-      } catch (error) {
-        const refused = formErrorOf(error);
-        if (!refused) throw error;
-        const status = isDomainError(error) && error.code === 'conflict' ? 409 : 400;
-        return connectPage(request, reply, session, { status, webhookForm: { ...form, error: refused } });
-      }
-    },
-  );
+  app.post('/connect/webhooks', { schema: ADD_WEBHOOK, config: CONNECT }, async (request, reply) => {
+    const session = await signedIn(request, reply);
+    if (!session || !kit.checkForm(request, reply, session)) return reply;
+    const form = webhookFormOf(request.body);
+    try {
+      const endpoint = await webhooks.create(webCall(request, session), {
+        url: form.url,
+        events: form.events,
+        description: form.description === '' ? null : form.description,
+      });
+      return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
+    } catch (error) {
+      const refused = formErrorOf(error);
+      if (!refused) throw error;
+      const status = isDomainError(error) && error.code === 'conflict' ? 409 : 400;
+      return connectPage(request, reply, session, { status, webhookForm: { ...form, error: refused } });
+    }
+  });
 
   /** Enable or Disable, back to the list or to the endpoint's page (`back`). */
   for (const action of ['enable', 'disable'] as const) {
     app.post(
       `/connect/webhooks/:id/${action}`,
-      {
-        schema: { hide: true, params: WebhookParams, body: WebhookToggleBody },
-        config: { form: TO_CONNECT },
-      },
+      { schema: { hide: true, params: WebhookParams, body: WebhookToggleBody }, config: CONNECT },
       async (request, reply) => {
         const session = await signedIn(request, reply);
         if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -319,7 +312,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/delete',
-    { schema: { hide: true, params: WebhookParams, body: FormBody }, config: { form: TO_CONNECT } },
+    { schema: { hide: true, params: WebhookParams, body: FormBody }, config: CONNECT },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -384,7 +377,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/deliveries/:deliveryId/redeliver',
-    { schema: { hide: true, params: DeliveryParams, body: FormBody }, config: { form: TO_ENDPOINT } },
+    { schema: { hide: true, params: DeliveryParams, body: FormBody }, config: ENDPOINT },
     async (request, reply) => {
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${request.params.id}`);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -400,7 +393,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/replay',
-    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody }, config: { form: TO_ENDPOINT } },
+    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody }, config: ENDPOINT },
     async (request, reply) => {
       const { id } = request.params;
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${id}`);
