@@ -23,7 +23,7 @@ import type { Runtime } from '../runtime.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
 import { createRequestLimiter } from './api/limits.ts';
-import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.ts';
+import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './errors.ts';
 import { LOG_REDACTION, redactUrl, requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
@@ -32,6 +32,7 @@ import { registerOpenApi } from './openapi.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 import { webPages } from './web/pages.ts';
+import { PAGE_REFUSALS } from './web/refusal.ts';
 
 type AppDeps = {
   runtime: Runtime;
@@ -111,13 +112,14 @@ function loggerOptions(given: Record<string, unknown> | undefined, level: string
 /** The fastify app, without listening: tests inject into it or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const https = new URL(deps.config.PUBLIC_URL).protocol === 'https:';
+  const routerRefusal = frameworkErrorsOf(PAGE_REFUSALS);
   const app = Fastify({
     logger: deps.logger === false ? false : loggerOptions(deps.logger, deps.config.LOG_LEVEL),
     trustProxy: trustProxyOf(deps.config.TRUST_PROXY),
     // What the router refuses runs no hook: the header is set here for it.
     frameworkErrors: (error, request, reply) => {
       if (https) reply.header('strict-transport-security', HSTS);
-      frameworkErrors(error, request, reply);
+      routerRefusal(error, request, reply);
     },
     clientErrorHandler,
     genReqId: (req) => {
@@ -140,7 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (https) reply.raw.setHeader('strict-transport-security', HSTS);
   });
 
-  installErrorHandling(app);
+  installErrorHandling(app, PAGE_REFUSALS);
 
   const { db } = deps.runtime;
 

@@ -27,13 +27,18 @@ const PasswordBody = z.object({
   csrf: z.string().max(256).optional(),
 });
 const PasswordQuery = z.object({ changed: z.string().max(10).optional() });
+/** The form and who may send it (kit.ts FormSender). */
+const PASSWORD_FORM = {
+  schema: { hide: true, body: PasswordBody },
+  config: { form: { from: 'account' } },
+} as const;
 
 export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; accounts: Accounts }> = async (
   plain,
   { kit, accounts },
 ) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
   installPageErrors(app, kit);
 
@@ -77,7 +82,7 @@ ${kit.csrfField(request, reply, session)}
     },
   );
 
-  app.post('/account/password', { schema: { hide: true, body: PasswordBody } }, async (request, reply) => {
+  app.post('/account/password', PASSWORD_FORM, async (request, reply) => {
     const session = await kit.sessions.current(request);
     if (!session) return reply.redirect(kit.signInUrl('/account/password'), 303);
     if (!kit.checkForm(request, reply, session)) return reply;

@@ -37,6 +37,8 @@ const RestoreForm = z.object({
   expected_revision: z.string().max(20).optional(),
   csrf: z.string().max(256).optional(),
 });
+/** The restore form's route: who may send it (kit.ts FormSender). */
+const RESTORE_FORM = { schema: { hide: true }, config: { form: { from: 'account' } } } as const;
 
 /** A positive whole number from a path or query value, or null. */
 export function wholeNumber(value: unknown, max: number): number | null {
@@ -160,7 +162,7 @@ export const articlePages: FastifyPluginAsync<{ kit: WebKit; application: Applic
   app,
   { kit, application },
 ) => {
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
 
   const notFound = (what: string) => new DomainError('not_found', what);
@@ -384,7 +386,7 @@ ${DIFF_LEGEND}${changes(article, at, 'diff-restore')}
     }),
   );
 
-  app.post('/articles/:id/revisions/:n/restore', { schema: { hide: true } }, async (request, reply) => {
+  app.post('/articles/:id/revisions/:n/restore', RESTORE_FORM, async (request, reply) => {
     const session = await kit.signedIn(request, reply);
     if (!session || !kit.checkForm(request, reply, session)) return reply;
     const parsed = RestoreForm.safeParse(request.body ?? {});
@@ -403,13 +405,13 @@ ${DIFF_LEGEND}${changes(article, at, 'diff-restore')}
       };
       const expectedRevision = wholeNumber(form.expected_revision, REVISION_MAX);
       if (expectedRevision === null) {
-        return refused(
+        return await refused(
           400,
           html`<div class="error" role="alert"><p>The form did not say which version it was opened on. Look at the changes below and confirm again.</p></div>`,
         );
       }
       if (reason.length > REASON_MAX) {
-        return refused(
+        return await refused(
           400,
           html`<div class="error" role="alert"><p>The reason is ${reason.length} characters long; at most ${REASON_MAX} are kept.</p></div>`,
         );
@@ -428,7 +430,7 @@ ${DIFF_LEGEND}${changes(article, at, 'diff-restore')}
           reply.header('retry-after', String(call.edits.resetSeconds));
         }
         const current = await application.articles.get(webCall(request, session), id);
-        return refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
+        return await refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
       }
       const { change } = result;
       return reply.redirect(

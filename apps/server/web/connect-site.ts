@@ -6,6 +6,7 @@ import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Keys } from '../../application/keys.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
+import { cleanText } from '../api/schemas.ts';
 import type { OAuthConnections } from '../oauth/verify.ts';
 import { webCall } from './call.ts';
 import {
@@ -18,7 +19,7 @@ import {
   webhooksSection,
 } from './connect-webhooks.ts';
 import { type Html, html } from './html.ts';
-import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import { type FormSender, installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors, sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 
@@ -41,7 +42,8 @@ const CreateKeyBody = z.object({
 });
 const FormBody = z.object({ csrf: z.string().max(256).optional() });
 const KeyParams = z.object({ keyId: z.string().regex(ID_PATTERN, ID_RULE) });
-const ClientParams = z.object({ clientId: z.string().min(1).max(2048) });
+/** An assistant's client_id (oidc-provider's, or the https address of its metadata document). */
+const ClientParams = z.object({ clientId: cleanText(z.string().min(1).max(2048), { lines: false }) });
 /** The add form: url, description, one checkbox per event type (`event.<type>`), the CSRF field. */
 const WebhookFormBody = z.record(z.string().max(100), z.string().max(4096));
 const WebhookParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
@@ -62,6 +64,17 @@ const EndpointQuery = z.object({
   done: z.string().max(20).optional(),
   queued: z.coerce.number().int().min(0).optional().catch(undefined),
 });
+/** Who may send the Connect Site page's forms (kit.ts FormSender); without a session, sign-in comes back to it. */
+const CONNECT: { form: FormSender } = { form: { from: 'account', back: () => '/connect' } };
+/** The same for the forms of an endpoint's page, coming back to that page. */
+const ENDPOINT: { form: FormSender } = {
+  form: {
+    from: 'account',
+    back: (request) => `/connect/webhooks/${encodeURIComponent((request.params as { id: string }).id)}`,
+  },
+};
+const CREATE_KEY = { hide: true, body: CreateKeyBody };
+const ADD_WEBHOOK = { hide: true, body: WebhookFormBody };
 /** Deliveries per page of an endpoint's page. */
 const DELIVERIES_PER_PAGE = 20;
 
@@ -101,7 +114,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
   webhooks: Webhooks;
 }> = async (plain, { kit, keys: apiKeys, connections, webhooks }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
   installPageErrors(app, kit);
   const mcpUrl = `${kit.publicUrl}/mcp`;
@@ -194,7 +207,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     return connectPage(request, reply, session);
   });
 
-  app.post('/connect/keys', { schema: { hide: true, body: CreateKeyBody } }, async (request, reply) => {
+  app.post('/connect/keys', { schema: CREATE_KEY, config: CONNECT }, async (request, reply) => {
     const session = await signedIn(request, reply);
     if (!session || !kit.checkForm(request, reply, session)) return reply;
     const name = (request.body.name ?? '').trim();
@@ -226,7 +239,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/keys/:keyId/revoke',
-    { schema: { hide: true, params: KeyParams, body: FormBody } },
+    { schema: { hide: true, params: KeyParams, body: FormBody }, config: CONNECT },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -244,7 +257,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/assistants/:clientId/disconnect',
-    { schema: { hide: true, params: ClientParams, body: FormBody } },
+    { schema: { hide: true, params: ClientParams, body: FormBody }, config: CONNECT },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -253,7 +266,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     },
   );
 
-  app.post('/connect/webhooks', { schema: { hide: true, body: WebhookFormBody } }, async (request, reply) => {
+  app.post('/connect/webhooks', { schema: ADD_WEBHOOK, config: CONNECT }, async (request, reply) => {
     const session = await signedIn(request, reply);
     if (!session || !kit.checkForm(request, reply, session)) return reply;
     const form = webhookFormOf(request.body);
@@ -276,7 +289,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
   for (const action of ['enable', 'disable'] as const) {
     app.post(
       `/connect/webhooks/:id/${action}`,
-      { schema: { hide: true, params: WebhookParams, body: WebhookToggleBody } },
+      { schema: { hide: true, params: WebhookParams, body: WebhookToggleBody }, config: CONNECT },
       async (request, reply) => {
         const session = await signedIn(request, reply);
         if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -299,7 +312,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/delete',
-    { schema: { hide: true, params: WebhookParams, body: FormBody } },
+    { schema: { hide: true, params: WebhookParams, body: FormBody }, config: CONNECT },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -364,7 +377,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/deliveries/:deliveryId/redeliver',
-    { schema: { hide: true, params: DeliveryParams, body: FormBody } },
+    { schema: { hide: true, params: DeliveryParams, body: FormBody }, config: ENDPOINT },
     async (request, reply) => {
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${request.params.id}`);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -380,7 +393,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/replay',
-    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody } },
+    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody }, config: ENDPOINT },
     async (request, reply) => {
       const { id } = request.params;
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${id}`);

@@ -7,7 +7,7 @@ import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
 import { webCall } from './call.ts';
 import { type Html, html } from './html.ts';
-import { installPageHeaders, SCRIPT_PAGE_CSP, type WebKit } from './kit.ts';
+import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 import { diffBodies, renderDiff } from './word-diff.ts';
@@ -104,17 +104,8 @@ export const editorRoutes: FastifyPluginAsync<{ kit: WebKit; application: Applic
   { kit, application },
 ) => {
   installPageHeaders(app);
-  // Large bodies, in this plugin's scope only (the other pages keep the 16 KiB parser).
-  if (app.hasContentTypeParser('application/x-www-form-urlencoded')) {
-    app.removeContentTypeParser('application/x-www-form-urlencoded');
-  }
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: EDITOR_FORM_LIMIT },
-    (_request, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(String(body))));
-    },
-  );
+  // Large bodies, in this plugin's scope only (the other pages keep FORM_BODY_MAX).
+  installFormParser(app, kit, { bodyLimit: EDITOR_FORM_LIMIT });
 
   // A form past even the parser's limit: the domain's words on a page, not a JSON 413.
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
@@ -294,7 +285,7 @@ ${changes ? renderDiff(changes) : html`<p class="muted">The texts differ too muc
 
   app.post<{ Params: { id: string } }>(
     '/articles/:id/edit',
-    { schema: { hide: true } },
+    { schema: { hide: true }, config: { form: { from: 'account' } } },
     async (request, reply) => {
       const id = request.params.id;
       const session = await kit.signedIn(request, reply, `${articlePath(id)}/edit`);

@@ -65,10 +65,16 @@ const SignInBody = z.object({
   csrf: z.string().max(256).optional(),
 });
 const SignOutBody = z.object({ csrf: z.string().max(256).optional() });
+/** The forms and who may send them (kit.ts FormSender): sign-in anyone, sign-out anyone signed in. */
+const SIGN_IN = { schema: { hide: true, body: SignInBody }, config: { form: { from: 'anyone' } } } as const;
+const SIGN_OUT = {
+  schema: { hide: true, body: SignOutBody },
+  config: { form: { from: 'session' } },
+} as const;
 
 export const webRoutes: FastifyPluginAsync<{ kit: WebKit }> = async (plain, { kit }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
   installPageErrors(app, kit);
 
@@ -116,7 +122,7 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
     return signInPage(request, reply, { returnTo });
   });
 
-  app.post('/sign-in', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
+  app.post('/sign-in', SIGN_IN, async (request, reply) => {
     const returnTo = safeReturnTo(request.body.return_to);
     if (!kit.checkForm(request, reply, null)) return reply;
     const email = (request.body.email ?? '').trim();
@@ -177,7 +183,7 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
     return reply.redirect(returnTo ?? '/sign-in', 303);
   });
 
-  app.post('/sign-out', { schema: { hide: true, body: SignOutBody } }, async (request, reply) => {
+  app.post('/sign-out', SIGN_OUT, async (request, reply) => {
     const session = (await kit.sessions.current(request)) ?? (await kit.sessions.currentStaff(request));
     if (session && !kit.checkForm(request, reply, session)) return reply;
     await kit.sessions.end(request, reply);

@@ -4,6 +4,7 @@ import { BacklinkCategory } from '../../../domain/backlink/events.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { BacklinkOut, SiteOut } from '../../application/wire.ts';
+import { SiteParams } from '../api/schemas.ts';
 import { webCall } from './call.ts';
 import { type Html, html, raw } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
@@ -19,6 +20,8 @@ import { readSiteQuery, type SiteForm } from './site-query.ts';
 const SITES_PER_PAGE = 50;
 const ARTICLES_PER_PAGE = 20;
 const BACKLINKS_PER_PAGE = 20;
+/** `/sites/{id}`'s id, read as the API reads it. */
+const SITE = { hide: true, params: SiteParams };
 
 /** `2026-11-03` of an RFC 3339 time, or a dash. */
 export function day(time: string | null): string {
@@ -117,7 +120,7 @@ ${pager('Pages of sites', page, sites.meta.total_pages, (n) => hrefOf('/sites', 
     return kit.send(reply, { title: 'Sites', body, session, request, wide: true });
   });
 
-  app.get<{ Params: { id: string } }>('/sites/:id', { schema: { hide: true } }, async (request, reply) => {
+  app.get<{ Params: { id: string } }>('/sites/:id', { schema: SITE }, async (request, reply) => {
     const session = await kit.signedIn(request, reply);
     if (!session) return reply;
     const siteId = request.params.id;
