@@ -176,6 +176,52 @@ describe('support staff', () => {
     expect(views[0]?.actor).toMatchObject({ type: 'staff', name: 'Sam Support' });
   });
 
+  it('changes nothing: account pages and forms refuse a staff session, and holders cannot open /staff', async () => {
+    const keysBefore = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
+    const connect = await page.goto(`${web.url}/connect`);
+    expect(new URL(page.url()).pathname).toBe('/sign-in');
+    expect(connect?.status()).toBe(200);
+    const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const forged = await fetch(`${web.url}/connect/keys`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: cookies, 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
+      body: 'name=staff+key&scope=write',
+    });
+    expect([303, 403]).toContain(forged.status);
+    const keysAfter = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
+    expect(keysAfter.stdout).toBe(keysBefore.stdout);
+    // Nothing on the staff pages posts anything but signing out.
+    await page.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
+    const actions = await page.$$eval('form[method=post]', (fs) => fs.map((f) => f.getAttribute('action')));
+    expect(actions).toEqual(['/sign-out']);
+
+    const holder = await web.signedIn();
+    const holderPage = await holder.newPage();
+    const refused = await holderPage.goto(`${web.url}/staff`);
+    expect(refused?.status()).toBe(403);
+  });
+
+  it('holds its layout on a phone: nothing wider than the screen', async () => {
+    const phone = await staff.newPage();
+    await phone.setViewportSize({ width: 390, height: 800 });
+    for (const path of [
+      '/staff',
+      `/staff/accounts/${web.demo.account_id}`,
+      `/staff/articles/${articleId}/revisions/2`,
+      '/staff/audit',
+    ]) {
+      await phone.goto(`${web.url}${path}`);
+      expect(await phone.evaluate<number>('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(
+        390,
+      );
+    }
+    await screenshot(phone, 'staff-revision-phone');
+    await phone.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
+    await screenshot(phone, 'staff-account-timeline-phone');
+    await phone.close();
+  });
+
   it('records every search in the log of each account it listed, and of no other', async () => {
     const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
     const audit = (await (
@@ -236,51 +282,6 @@ describe('support staff', () => {
     expect((await csv.text()).split('\r\n')[0]).toBe(
       'at,kind,staff_id,staff_name,query,result_count,account_ids,account_id,article_id,request_id',
     );
-  });
-
-  it('changes nothing: account pages and forms refuse a staff session, and holders cannot open /staff', async () => {
-    const keysBefore = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
-    const connect = await page.goto(`${web.url}/connect`);
-    expect(new URL(page.url()).pathname).toBe('/sign-in');
-    expect(connect?.status()).toBe(200);
-    const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
-    const forged = await fetch(`${web.url}/connect/keys`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { cookie: cookies, 'content-type': 'application/x-www-form-urlencoded', origin: web.url },
-      body: 'name=staff+key&scope=write',
-    });
-    expect([303, 403]).toContain(forged.status);
-    const keysAfter = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
-    expect(keysAfter.stdout).toBe(keysBefore.stdout);
-    // Nothing on the staff pages posts anything but signing out.
-    await page.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
-    const actions = await page.$$eval('form[method=post]', (fs) => fs.map((f) => f.getAttribute('action')));
-    expect(actions).toEqual(['/sign-out']);
-
-    const holder = await web.signedIn();
-    const holderPage = await holder.newPage();
-    const refused = await holderPage.goto(`${web.url}/staff`);
-    expect(refused?.status()).toBe(403);
-  });
-
-  it('holds its layout on a phone: nothing wider than the screen', async () => {
-    const phone = await staff.newPage();
-    await phone.setViewportSize({ width: 390, height: 800 });
-    for (const path of [
-      '/staff',
-      `/staff/accounts/${web.demo.account_id}`,
-      `/staff/articles/${articleId}/revisions/2`,
-    ]) {
-      await phone.goto(`${web.url}${path}`);
-      expect(await phone.evaluate<number>('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(
-        390,
-      );
-    }
-    await screenshot(phone, 'staff-revision-phone');
-    await phone.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
-    await screenshot(phone, 'staff-account-timeline-phone');
-    await phone.close();
   });
 
   it('signs staff out like anyone', async () => {
