@@ -197,9 +197,10 @@ export const ActivityRecord = z
     at: timestamp,
     source: ActivitySource,
     actor: WireActor,
-    operation: z
-      .string()
-      .meta({ description: 'What was done: the MCP tool names (`list_sites`, `get_article`, ...).' }),
+    operation: z.string().meta({
+      description:
+        'What was done: the MCP tool names (`list_sites`, `get_article`, ...); `staff_view` and `staff_search` (source `system`) when support staff opened the account or listed it in a search.',
+    }),
     site_id: z.string().nullable(),
     article_id: z.string().nullable(),
     revision: z.number().int().min(1).nullable().meta({
