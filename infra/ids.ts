@@ -42,6 +42,11 @@ export function newId(prefix: string, now: number = Date.now()): string {
   return `${prefix}_${base32(timeFirst(now))}`;
 }
 
+/** What `newId(prefix)` makes, and nothing else: the prefix, `_` and 26 lowercase Crockford base32 characters. */
+export function newIdPattern(prefix: string): RegExp {
+  return new RegExp(`^${prefix}_[${CROCKFORD}]{26}$`);
+}
+
 /** 16 bytes: 48 bits of Unix milliseconds (big-endian), then 80 random bits. */
 function timeFirst(now: number): Uint8Array {
   const bytes = new Uint8Array(16);

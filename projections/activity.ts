@@ -3,6 +3,7 @@ import type { ActivitySource, CallRecorded } from '../domain/activity/events.ts'
 import { type ArticleEvent, articleEventTypes } from '../domain/article/events.ts';
 import type { ActivityTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { newIdPattern } from '../infra/ids.ts';
 import { IN_TRANSACTION, type Stored, type Trx } from '../infra/projection.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
@@ -49,6 +50,19 @@ export const activityProjector = inlineProjector({
 
 const INSERT_ROWS = 1000;
 
+/** A request id the service made (`newId('req')`). */
+const SERVICE_REQUEST_ID = newIdPattern('req');
+
+/**
+ * Whether a call's record names the client's own id as its request id. A record without
+ * `clientRequestId` was made when a client's valid `X-Request-Id` became the request id: a value there
+ * that the service could not have made is the client's, and is kept as such (search by request id
+ * never finds it).
+ */
+function clientIdAsRequestId(d: CallRecorded['data']): boolean {
+  return d.clientRequestId === undefined && d.requestId !== null && !SERVICE_REQUEST_ID.test(d.requestId);
+}
+
 /** An article change the service's own pipeline made (origin `rewrite`): it arrives through no call. */
 function isPipelineChange<E extends CallRecorded | ArticleEvent>(event: E): event is E & ArticleEvent {
   return event.type !== 'CallRecorded' && event.data.origin === 'rewrite';
@@ -82,6 +96,7 @@ async function rowsOf(
   for (const event of events) {
     if (event.type === 'CallRecorded') {
       const d = event.data;
+      const clientsOwn = clientIdAsRequestId(d);
       rows.push({
         id: d.activityId,
         account_id: d.accountId,
@@ -93,7 +108,8 @@ async function rowsOf(
         article_id: d.articleId,
         revision: d.revision ?? null,
         status: d.status,
-        request_id: d.requestId,
+        request_id: clientsOwn ? null : d.requestId,
+        client_request_id: clientsOwn ? d.requestId : (d.clientRequestId ?? null),
         duration_ms: d.durationMs,
       });
       continue;
@@ -115,6 +131,7 @@ async function rowsOf(
       revision: event.version,
       status: 200,
       request_id: event.metadata.requestId ?? null,
+      client_request_id: null,
       duration_ms: 0,
     });
   }
@@ -131,10 +148,10 @@ type ActivityInsert = Omit<Insertable<ActivityTable>, 'actor' | 'at'> & { at: st
 async function insertRows(trx: Trx, rows: readonly ActivityInsert[]): Promise<void> {
   for (let i = 0; i < rows.length; i += INSERT_ROWS) {
     await sql`
-      insert into activity (id, account_id, at, source, actor, operation, site_id, article_id, revision, status, request_id, duration_ms)
+      insert into activity (id, account_id, at, source, actor, operation, site_id, article_id, revision, status, request_id, client_request_id, duration_ms)
       select * from jsonb_to_recordset(${JSON.stringify(rows.slice(i, i + INSERT_ROWS))}::jsonb) as r (
         id text, account_id text, at timestamptz, source text, actor jsonb, operation text, site_id text,
-        article_id text, revision integer, status integer, request_id text, duration_ms integer)
+        article_id text, revision integer, status integer, request_id text, client_request_id text, duration_ms integer)
       on conflict (id) do nothing`.execute(trx);
   }
 }
@@ -170,6 +187,7 @@ export async function listActivity(db: Db, accountId: string, q: ActivityQuery):
         'revision',
         'status',
         'request_id',
+        'client_request_id',
         'duration_ms',
       ])
       .orderBy('at', 'desc')

@@ -8,6 +8,7 @@ import { backlinksProjector } from './backlinks.ts';
 import { createRevisionsProjector } from './revisions.ts';
 import { siteStatsProjector } from './site-stats.ts';
 import { sitesProjector } from './sites.ts';
+import { staffSearchesProjector } from './staff-searches.ts';
 
 /**
  * Every read model, in the order a rebuild of everything runs them. A runtime's own list has its
@@ -26,6 +27,7 @@ export function createProjectors(
     backlinksProjector,
     siteStatsProjector,
     activityProjector,
+    staffSearchesProjector,
   ];
 }
 

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { STAFF_SEARCH_MAX } from '../domain/activity/events.ts';
 import type { Actor } from '../domain/event.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { offsetOf, type Page, type PageQuery } from './projector.ts';
@@ -33,6 +34,7 @@ export type TimelineEntry =
       articleId: string | null;
       status: number;
       requestId: string | null;
+      clientRequestId: string | null;
     };
 
 export type TimelineQuery = PageQuery & {
@@ -60,6 +62,7 @@ type Row = {
   operation: string | null;
   status: number | null;
   request_id: string | null;
+  client_request_id: string | null;
 };
 
 /** A page of an account's revisions and activity records, interleaved by time, newest first. */
@@ -75,12 +78,13 @@ export async function accountTimeline(
   const timeline = sql`
     select 'revision' as kind, r.created_at as at, r.article_id || ':' || r.revision as key,
            r.article_id, a.site_id, r.revision, r.origin, r.actor, r.reason, r.title, r.restored_from,
-           null::text as source, null::text as operation, null::integer as status, null::text as request_id
+           null::text as source, null::text as operation, null::integer as status, null::text as request_id,
+           null::text as client_request_id
       from revisions r join articles a on a.id = r.article_id
      where a.account_id = ${accountId}
     union all
     select 'activity', v.at, v.id, v.article_id, v.site_id, null, null, v.actor, null, null, null,
-           v.source, v.operation, v.status, v.request_id
+           v.source, v.operation, v.status, v.request_id, v.client_request_id
       from activity v
      where v.account_id = ${accountId}`;
   const filtered = sql`from (${timeline}) t where true ${from} ${to} ${kind} ${article}`;
@@ -119,16 +123,20 @@ function entryOf(row: Row): TimelineEntry {
     articleId: row.article_id,
     status: row.status ?? 0,
     requestId: row.request_id,
+    clientRequestId: row.client_request_id,
   };
 }
 
-/** Accounts a support search finds: by email (part of it), a site's domain, an article id or a request id. */
-export async function findAccounts(
-  db: Db,
-  term: string,
-): Promise<{ id: string; name: string; email: string; matched: string }[]> {
+/** An account a support search found, and by what. */
+export type FoundAccount = { id: string; name: string; email: string; matched: string };
+
+/**
+ * Accounts a support search finds: by email (part of it), a site's domain, an article id or a request
+ * id (the service's: a client's own `client_request_id` is never searched).
+ */
+export async function findAccounts(db: Db, term: string): Promise<FoundAccount[]> {
   const like = `%${term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  const result = await sql<{ id: string; name: string; email: string; matched: string }>`
+  const result = await sql<FoundAccount>`
     select a.id, a.name, a.email, m.matched from accounts a join (
       select id as account_id, 'email' as matched from accounts where lower(email) like ${like}
       union select account_id, 'site domain' from sites where lower(domain) like ${like}
@@ -136,6 +144,6 @@ export async function findAccounts(
       union select account_id, 'request id' from activity where request_id = ${term}
     ) m on m.account_id = a.id
     order by a.email, m.matched
-    limit 50`.execute(db);
+    limit ${STAFF_SEARCH_MAX}`.execute(db);
   return result.rows;
 }

@@ -18,6 +18,9 @@ export type Principal = {
   liveKey?: string | undefined;
 };
 
+/** A request's ids: the service's (`req_...`) and the client's own `X-Request-Id`, if a valid one. */
+export type RequestIds = { requestId: string; clientRequestId: string | null };
+
 /**
  * The site and article a call touched, and the revision it created (null when it created none), for
  * its activity record: use cases fill in what they learn.

@@ -9,7 +9,12 @@ import {
   initialStaffState,
 } from '../../domain/account/decider.ts';
 import { accountStream, type KeyScope, staffStream } from '../../domain/account/events.ts';
-import { activityStream, type CallRecorded } from '../../domain/activity/events.ts';
+import {
+  activityStream,
+  type CallRecorded,
+  type StaffSearched,
+  staffSearchStream,
+} from '../../domain/activity/events.ts';
 import {
   type Article,
   type ArticleCommand,
@@ -651,6 +656,23 @@ export function createCommands(deps: CommandDeps) {
     /** The article as it was at revision n, by replaying its stream up to n. */
     articleAt,
 
+    /** Records a support staff member's search in the staff-side audit (`StaffSearched`). */
+    async recordStaffSearch(data: Omit<StaffSearched['data'], 'searchId'>): Promise<{ searchId: string }> {
+      const searchId = newId('srch');
+      await store.append(
+        staffSearchStream(data.staff.id),
+        [
+          {
+            type: 'StaffSearched',
+            data: { searchId, ...data },
+            metadata: meta({ requestId: data.requestId ?? undefined }),
+          },
+        ],
+        { expectedVersion: 'any' },
+      );
+      return { searchId };
+    },
+
     /** Stores the calls recorded so far now, without waiting for their batch's delay. */
     flushCalls: (): Promise<void> => calls.flushNow(),
 
@@ -661,7 +683,12 @@ export function createCommands(deps: CommandDeps) {
      * resolves once the record is stored.
      */
     async recordCall(
-      input: Omit<CallRecorded['data'], 'activityId' | 'revision'> & { revision?: number | null; at?: Date },
+      input: Omit<CallRecorded['data'], 'activityId' | 'revision' | 'clientRequestId'> & {
+        revision?: number | null;
+        /** The client's own X-Request-Id (validated by the face); none by default. */
+        clientRequestId?: string | null;
+        at?: Date;
+      },
     ): Promise<{ activityId: string }> {
       // Field by field rather than spread: this runs on every call.
       const activityId = newId('act');
@@ -676,6 +703,7 @@ export function createCommands(deps: CommandDeps) {
         articleId: input.articleId,
         status: input.status,
         requestId: input.requestId,
+        clientRequestId: input.clientRequestId ?? null,
         durationMs: input.durationMs,
       };
       // Only a call that created a revision names one: the others' records keep their shape.

@@ -3,20 +3,23 @@ import type { Actor } from '../../domain/event.ts';
 import { findAccount } from '../../projections/accounts.ts';
 import { findArticleOwner } from '../../projections/articles.ts';
 import { listSites } from '../../projections/sites.ts';
+import { type StaffAuditEntry, staffAudit } from '../../projections/staff-searches.ts';
 import {
   accountTimeline,
+  type FoundAccount,
   findAccounts,
   type TimelineEntry,
   type TimelineQuery,
 } from '../../projections/timeline.ts';
 import type { Articles } from './articles.ts';
-import type { Call } from './call.ts';
+import type { Call, RequestIds } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, listed } from './lists.ts';
 import type { Revisions } from './revisions.ts';
 import { type ArticleOut, type RevisionContentOut, type SiteOut, siteOut } from './wire.ts';
 
-export type { TimelineEntry, TimelineQuery } from '../../projections/timeline.ts';
+export type { StaffAuditEntry } from '../../projections/staff-searches.ts';
+export type { FoundAccount, TimelineEntry, TimelineQuery } from '../../projections/timeline.ts';
 
 /** A support staff member, signed in: reads any account, changes none. */
 export type StaffMember = { id: string; name: string; email: string };
@@ -27,7 +30,8 @@ export type Support = ReturnType<typeof createSupport>;
  * What support staff see: a search for accounts, an account's timeline (revisions and activity
  * interleaved) and an article's. Staff read and never write: nothing here changes an account's data.
  * Every view of an account is recorded in that account's activity log (source `system`, the staff
- * member as actor, operation `staff_view`), so the account holder can see who looked.
+ * member as actor, operation `staff_view`), and so is every search that lists it (`staff_search`), so
+ * the account holder can see who looked; searches are also kept in the staff-side audit.
  */
 export function createSupport(
   deps: Pick<ApplicationDeps, 'db' | 'commands'>,
@@ -37,19 +41,26 @@ export function createSupport(
 
   const actorOf = (staff: StaffMember): Actor => ({ type: 'staff', id: staff.id, name: staff.name });
 
-  async function recordView(
+  /** Records in an account's activity log that a staff member looked at it (`staff_view`) or listed it (`staff_search`). */
+  async function recordLook(
     staff: StaffMember,
-    view: { accountId: string; articleId?: string | null; requestId?: string },
+    look: {
+      operation: 'staff_view' | 'staff_search';
+      accountId: string;
+      articleId?: string | null;
+      request: RequestIds | undefined;
+    },
   ): Promise<void> {
     await commands.recordCall({
-      accountId: view.accountId,
+      accountId: look.accountId,
       source: 'system',
       actor: actorOf(staff),
-      operation: 'staff_view',
+      operation: look.operation,
       siteId: null,
-      articleId: view.articleId ?? null,
+      articleId: look.articleId ?? null,
       status: 200,
-      requestId: view.requestId ?? null,
+      requestId: look.request?.requestId ?? null,
+      clientRequestId: look.request?.clientRequestId ?? null,
       durationMs: 0,
     });
   }
@@ -59,21 +70,53 @@ export function createSupport(
    * member as actor and a read grant, so that no write could go through it. (Reads carry no origin of
    * their own; `editor` is the web's.)
    */
-  const readCall = (accountId: string, staff: StaffMember, requestId?: string): Call => ({
-    principal: { accountId, actor: actorOf(staff), origin: 'editor', scope: 'read', requestId },
+  const readCall = (accountId: string, staff: StaffMember, request: RequestIds | undefined): Call => ({
+    principal: {
+      accountId,
+      actor: actorOf(staff),
+      origin: 'editor',
+      scope: 'read',
+      requestId: request?.requestId,
+    },
     touched: { siteId: null, articleId: null, revision: null },
   });
 
   return {
-    /** Accounts by (part of) an email, a site's domain, an article id or a request id. */
-    search: (term: string) => findAccounts(db, term.trim()),
+    /**
+     * Accounts by (part of) an email, a site's domain, an article id or a request id (the service's,
+     * never a client's own). The search is kept in the staff-side audit, and each account it lists has
+     * a `staff_search` record in its activity log.
+     */
+    async search(staff: StaffMember, term: string, request?: RequestIds): Promise<FoundAccount[]> {
+      const query = term.trim();
+      const found = await findAccounts(db, query);
+      const accountIds = [...new Set(found.map((a) => a.id))];
+      await Promise.all([
+        commands.recordStaffSearch({
+          staff: actorOf(staff),
+          query,
+          accountIds,
+          requestId: request?.requestId ?? null,
+        }),
+        ...accountIds.map((accountId) =>
+          recordLook(staff, { operation: 'staff_search', accountId, request }),
+        ),
+      ]);
+      return found;
+    },
+
+    /** What support staff did, newest first: their searches and their views of accounts. */
+    async audit(query: { page: number; perPage: number }): Promise<Listed<StaffAuditEntry>> {
+      const page = await staffAudit(db, query);
+      return listed(page, { page: query.page, per_page: query.perPage }, (e) => e);
+    },
 
     /** An account with its sites and a page of its timeline; the view is recorded in its activity log. */
     async account(
       staff: StaffMember,
       accountId: string,
       query: TimelineQuery,
-      requestId?: string,
+      request?: RequestIds,
     ): Promise<{
       account: { id: string; name: string; email: string; created_at: Date };
       sites: SiteOut[];
@@ -85,7 +128,7 @@ export function createSupport(
         listSites(db, accountId, { page: 1, perPage: 100 }),
         accountTimeline(db, accountId, query),
       ]);
-      await recordView(staff, { accountId, ...(requestId ? { requestId } : {}) });
+      await recordLook(staff, { operation: 'staff_view', accountId, request });
       return {
         account,
         sites: sites.rows.map(siteOut),
@@ -98,7 +141,7 @@ export function createSupport(
       staff: StaffMember,
       articleId: string,
       query: TimelineQuery,
-      requestId?: string,
+      request?: RequestIds,
     ): Promise<{
       article: { id: string; accountId: string; title: string };
       timeline: Listed<TimelineEntry>;
@@ -106,7 +149,7 @@ export function createSupport(
       const owner = await findArticleOwner(db, articleId);
       if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
       const timeline = await accountTimeline(db, owner.accountId, { ...query, articleId });
-      await recordView(staff, { accountId: owner.accountId, articleId, ...(requestId ? { requestId } : {}) });
+      await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
       return {
         article: { id: articleId, accountId: owner.accountId, title: owner.title },
         timeline: listed(timeline, { page: query.page, per_page: query.perPage }, (e) => e),
@@ -118,7 +161,7 @@ export function createSupport(
       staff: StaffMember,
       articleId: string,
       n: number,
-      requestId?: string,
+      request?: RequestIds,
     ): Promise<{
       at: RevisionContentOut;
       before: RevisionContentOut | null;
@@ -127,13 +170,13 @@ export function createSupport(
     }> {
       const owner = await findArticleOwner(db, articleId);
       if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
-      const call = readCall(owner.accountId, staff, requestId);
+      const call = readCall(owner.accountId, staff, request);
       const [at, before, current] = await Promise.all([
         reads.revisions.get(call, articleId, n),
         n > 1 ? reads.revisions.get(call, articleId, n - 1) : Promise.resolve(null),
         reads.articles.get(call, articleId),
       ]);
-      await recordView(staff, { accountId: owner.accountId, articleId, ...(requestId ? { requestId } : {}) });
+      await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
       return { at, before, current, accountId: owner.accountId };
     },
   };

@@ -197,9 +197,10 @@ export const ActivityRecord = z
     at: timestamp,
     source: ActivitySource,
     actor: WireActor,
-    operation: z
-      .string()
-      .meta({ description: 'What was done: the MCP tool names (`list_sites`, `get_article`, ...).' }),
+    operation: z.string().meta({
+      description:
+        'What was done: the MCP tool names (`list_sites`, `get_article`, ...); `staff_view` and `staff_search` (source `system`) when support staff opened the account or listed it in a search.',
+    }),
     site_id: z.string().nullable(),
     article_id: z.string().nullable(),
     revision: z.number().int().min(1).nullable().meta({
@@ -207,7 +208,14 @@ export const ActivityRecord = z
         'The article revision the call created (open it at /articles/{article_id}/revisions/{revision}); null when it created none.',
     }),
     status: z.number().int().meta({ description: 'The HTTP status answered (499 when the client hung up).' }),
-    request_id: z.string().nullable(),
+    request_id: z.string().nullable().meta({
+      description:
+        'The id the service gave the request (`req_...`, its `X-Request-Id` response header): quote it to support.',
+    }),
+    client_request_id: z.string().nullable().meta({
+      description:
+        'The `X-Request-Id` the client sent with the request, if a valid one: kept for correlation, never the request id.',
+    }),
     duration_ms: z.number().int().min(0),
   })
   .meta({
@@ -225,6 +233,7 @@ export const ActivityRecord = z
       revision: null,
       status: 200,
       request_id: 'req_06h017my4x3zamww4jk51y2p4c',
+      client_request_id: 'checkout-7f3a',
       duration_ms: 14,
     },
   });

@@ -109,6 +109,7 @@ export function activityOut(row: ActivityRow): ActivityOut {
     revision: row.revision,
     status: row.status,
     request_id: row.request_id,
+    client_request_id: row.client_request_id,
     duration_ms: row.duration_ms,
   };
 }

@@ -11,7 +11,6 @@ import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
 import type { Config } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
-import { newId } from '../../infra/ids.ts';
 import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
 import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
@@ -29,6 +28,7 @@ import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
 import { registerOpenApi } from './openapi.ts';
+import { newRequestId } from './request-ids.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 import { webPages } from './web/pages.ts';
@@ -61,7 +61,6 @@ type AppDeps = {
   resourceMetadataUrl?: string;
 };
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
  * Strict-Transport-Security under an https PUBLIC_URL: browsers use https only for a year for the host
  * and its subdomains (no `preload`: entering the browsers' preload list is the operator's decision).
@@ -122,10 +121,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       routerRefusal(error, request, reply);
     },
     clientErrorHandler,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('req');
-    },
+    genReqId: newRequestId,
     bodyLimit: 3 * 1024 * 1024,
     return503OnClosing: true,
     logController: new AccessLog(),

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type ErrorCode, type ErrorDetail, isDomainError } from '../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../infra/db/unavailable.ts';
-import { newId } from '../../infra/ids.ts';
+import { newRequestId } from './request-ids.ts';
 
 /** Retry-After of a 503: a database restart or failover is typically over within seconds. */
 export const UNAVAILABLE_RETRY_AFTER_S = 5;
@@ -199,7 +199,7 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const status =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const requestId = newId('req');
+  const requestId = newRequestId();
   const detail =
     status === 431
       ? 'The request line or headers are too large (the URL may be too long)'

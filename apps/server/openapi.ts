@@ -53,10 +53,11 @@ function headerCatalogue(publicUrl: string) {
   return {
     'X-Request-Id': {
       description:
-        'Identifies this request in the logs and the activity log; quote it when you contact support. ' +
-        'A valid `X-Request-Id` sent with the request is echoed back, otherwise the service makes one.',
+        'The id the service gave this request (`req_...`), in the logs and the activity log; quote it when you ' +
+        'contact support. The service always makes it: an `X-Request-Id` sent with the request is never used ' +
+        'as the request id (it is kept as `client_request_id` on the activity record).',
       required: true,
-      schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+      schema: { type: 'string', pattern: '^req_[0-9a-z]{26}$' },
       example: 'req_06h017my4x3zamww4jk51y2p4c',
     },
     'RateLimit-Policy': {
@@ -541,7 +542,7 @@ function documentPass(publicUrl: string): SwaggerTransformObject {
           in: 'header',
           required: false,
           description:
-            'Your own id for this request (1 to 128 of `A-Z a-z 0-9 . _ : -`): echoed in the `X-Request-Id` response header and kept in the activity log.',
+            'Your own id for this request (1 to 128 of `A-Z a-z 0-9 . _ : -`): kept as `client_request_id` on its activity record, for your correlation. It is not the request id: the service makes that one and answers it in the `X-Request-Id` response header. Another value is ignored.',
           schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
           example: 'checkout-7f3a',
         },

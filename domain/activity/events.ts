@@ -17,13 +17,40 @@ export const CallRecordedData = z.object({
   /** The article revision the call created; absent when it created none (and in records older than the field). */
   revision: z.number().int().min(1).optional(),
   status: z.number().int().min(100).max(599),
+  /** The service's id of the request (`req_...`); in records older than `clientRequestId`, possibly the client's. */
   requestId: z.string().nullable(),
+  /**
+   * The client's own `X-Request-Id`, kept apart from the request id (null when it sent none); absent in
+   * records made when a client's id could be taken as the request id.
+   */
+  clientRequestId: z.string().max(128).nullable().optional(),
   durationMs: z.number().int().min(0),
 });
 
-export const ActivityEventSchemas = { CallRecorded: eventSchema('CallRecorded', CallRecordedData) } as const;
+/** The most accounts a support search lists. */
+export const STAFF_SEARCH_MAX = 50;
+
+/**
+ * A support staff member's search for accounts, for the staff-side audit: who searched for what, and
+ * which accounts it listed (each of those has a `staff_search` record in its own activity log too).
+ */
+export const StaffSearchedData = z.object({
+  searchId: z.string().min(1),
+  staff: Actor,
+  query: z.string().max(320),
+  accountIds: z.array(z.string().min(1)).max(STAFF_SEARCH_MAX),
+  requestId: z.string().nullable(),
+});
+
+export const ActivityEventSchemas = {
+  CallRecorded: eventSchema('CallRecorded', CallRecordedData),
+  StaffSearched: eventSchema('StaffSearched', StaffSearchedData),
+} as const;
 export type CallRecorded = Event<'CallRecorded', z.infer<typeof CallRecordedData>>;
-export type ActivityEvent = CallRecorded;
+export type StaffSearched = Event<'StaffSearched', z.infer<typeof StaffSearchedData>>;
+export type ActivityEvent = CallRecorded | StaffSearched;
 
 /** Calls of one account: appended with expected version `any`, ordered by the global log. */
 export const activityStream = (accountId: string): string => `activity-${accountId}`;
+/** Searches of one staff member: appended with expected version `any`. */
+export const staffSearchStream = (staffId: string): string => `staffsearch-${staffId}`;

@@ -124,7 +124,10 @@ export interface ActivityTable {
   /** The revision the call created (a pipeline change: its own); null when it created none. */
   revision: number | null;
   status: number;
+  /** The service's id of the request (`req_...`): what support finds an account by. */
   request_id: string | null;
+  /** The client's own `X-Request-Id`, never taken for the request id. */
+  client_request_id: string | null;
   duration_ms: number;
 }
 
@@ -148,6 +151,19 @@ export interface ArticleSnapshotsTable {
   state: ColumnType<unknown, string, string>;
 }
 
+/** Support staff's searches for accounts (inline, from `StaffSearched`): the staff-side audit. */
+export interface StaffSearchesTable {
+  id: string;
+  staff_id: string;
+  staff_name: string;
+  at: Timestamp;
+  query: string;
+  /** The accounts the search listed. */
+  account_ids: Json<string[]>;
+  result_count: number;
+  request_id: string | null;
+}
+
 export interface ReadModelTables {
   article_snapshots: ArticleSnapshotsTable;
   article_counts: ArticleCountsTable;
@@ -163,4 +179,5 @@ export interface ReadModelTables {
   stats_buckets: StatsBucketsTable;
   stats_articles: StatsArticlesTable;
   activity: ActivityTable;
+  staff_searches: StaffSearchesTable;
 }

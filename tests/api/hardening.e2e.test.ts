@@ -23,6 +23,7 @@ type Activity = {
   operation: string;
   status: number;
   request_id: string | null;
+  client_request_id: string | null;
   article_id: string | null;
   actor: { id: string };
 };
@@ -83,13 +84,16 @@ describe('hardening of the API through a real server', () => {
     await db?.drop();
   });
 
-  /** The account's activity records, once the records of `requestIds` are all stored (or 5 s have passed). */
+  /**
+   * The account's activity records, once the records of `requestIds` (the service's request ids or the
+   * clients' own) are all stored (or 5 s have passed).
+   */
   async function activityOf(seed: Seed, requestIds: string[]): Promise<Activity[]> {
     const deadline = Date.now() + 5_000;
     for (;;) {
       const records = (await client.get('/api/v1/activity?per_page=100', seed.api_key))
         .body as List<Activity>;
-      const seen = new Set(records.data.map((r) => r.request_id));
+      const seen = new Set(records.data.flatMap((r) => [r.request_id, r.client_request_id]));
       if (requestIds.every((id) => seen.has(id)) || Date.now() > deadline) return records.data;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -126,13 +130,14 @@ describe('hardening of the API through a real server', () => {
         good.filter((id) => !id.startsWith('own')),
       );
       const ofA = await activityOf(a, [...bad, ...good.filter((id) => id.startsWith('own'))]);
-      const idsOf = (records: Activity[]): Set<string | null> => new Set(records.map((r) => r.request_id));
+      const idsOf = (records: Activity[]): Set<string | null> =>
+        new Set(records.map((r) => r.client_request_id));
       for (const id of good) {
         expect(idsOf(id.startsWith('own') ? ofA : ofB).has(id), id).toBe(true);
       }
       // The refused calls are in A's log too, naming no article.
       for (const id of bad) {
-        const record = ofA.find((r) => r.request_id === id);
+        const record = ofA.find((r) => r.client_request_id === id);
         expect(record, id).toMatchObject({ operation: 'get_article', status: 400, article_id: null });
       }
     });

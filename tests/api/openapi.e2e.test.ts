@@ -99,7 +99,7 @@ describe('OpenAPI document and reference', () => {
     const res = await call('/api/v1/openapi.json', { 'x-request-id': marker, 'x-api-key': seed.api_key });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.headers['x-request-id']).toBe(marker);
+    expect(res.headers['x-request-id']).toMatch(/^req_/);
     expect(res.headers.ratelimit).toBeUndefined();
     expect(res.body).toEqual(doc);
     expect((await call('/docs/json')).body).toEqual(doc);
@@ -112,9 +112,9 @@ describe('OpenAPI document and reference', () => {
     for (let i = 0; i < 15 && !ids.includes(after); i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** i, 2_000)));
       const page = (await withKey('/api/v1/activity?per_page=100')).body as {
-        data: { request_id: string }[];
+        data: { client_request_id: string }[];
       };
-      ids = page.data.map((a) => a.request_id);
+      ids = page.data.map((a) => a.client_request_id);
     }
     expect(ids).toContain(after);
     expect(ids).not.toContain(marker);

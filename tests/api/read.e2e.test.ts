@@ -29,6 +29,7 @@ type Activity = {
   operation: string;
   status: number;
   request_id: string;
+  client_request_id: string | null;
   site_id: string | null;
   article_id: string | null;
   source: string;
@@ -430,21 +431,64 @@ describe('read API v1 through a real server', () => {
   });
 
   describe('activity log', () => {
-    async function activityFor(requestId: string): Promise<Activity | undefined> {
+    /** A's record of the call that sent `clientRequestId` as its own X-Request-Id. */
+    async function activityFor(clientRequestId: string): Promise<Activity | undefined> {
       for (let i = 0; i < 100; i++) {
         const page = (await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>;
-        const found = page.data.find((x) => x.request_id === requestId);
+        const found = page.data.find((x) => x.client_request_id === clientRequestId);
         if (found) return found;
         await new Promise((r) => setTimeout(r, 100));
       }
       return undefined;
     }
 
+    it("makes every request id itself, and keeps a client's own X-Request-Id apart as client_request_id", async () => {
+      const forged = await client.get(`/api/v1/sites/${siteA}/stats`, a.api_key, {
+        'x-request-id': 'req_victim123',
+      });
+      expect(forged.status).toBe(200);
+      const requestId = forged.headers['x-request-id'];
+      expect(requestId).toMatch(/^req_[0-9a-z]{26}$/);
+      expect(await activityFor('req_victim123')).toMatchObject({
+        operation: 'get_stats',
+        request_id: requestId,
+        client_request_id: 'req_victim123',
+      });
+      // An id that is not a valid one (a space, too long) is not kept at all.
+      const invalid = await client.get(`/api/v1/sites/${siteA}/stats`, a.api_key, {
+        'x-request-id': 'two words',
+      });
+      expect(invalid.headers['x-request-id']).toMatch(/^req_/);
+      const long = await client.get(`/api/v1/sites/${siteA}/stats`, a.api_key, {
+        'x-request-id': 'x'.repeat(129),
+      });
+      expect(long.headers['x-request-id']).toMatch(/^req_/);
+      await activityFor('req_victim123');
+      let records: Activity[] = [];
+      for (let i = 0; i < 100; i++) {
+        records = ((await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>)
+          .data;
+        const ids = new Set(records.map((r) => r.request_id));
+        if (ids.has(invalid.headers['x-request-id'] ?? '') && ids.has(long.headers['x-request-id'] ?? ''))
+          break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      for (const r of [invalid, long]) {
+        expect(records.find((x) => x.request_id === r.headers['x-request-id'])).toMatchObject({
+          client_request_id: null,
+        });
+      }
+      // A problem's request_id is the service's too.
+      const refused = await client.get('/api/v1/sites?per_page=500', a.api_key, { 'x-request-id': 'mine-1' });
+      expect(refused.headers['x-request-id']).toMatch(/^req_/);
+      expect(refused.body).toMatchObject({ request_id: refused.headers['x-request-id'] });
+    });
+
     it('records every call with a known key, refused ones included', async () => {
       const ok = await client.get(`/api/v1/sites/${siteA}/articles`, a.api_key, {
         'x-request-id': 'e2e-ok-1',
       });
-      expect(ok.headers['x-request-id']).toBe('e2e-ok-1');
+      expect(ok.headers['x-request-id']).not.toBe('e2e-ok-1');
       await client.get(`/api/v1/sites/${siteA}/articles?per_page=500`, a.api_key, {
         'x-request-id': 'e2e-bad-1',
       });
@@ -472,7 +516,7 @@ describe('read API v1 through a real server', () => {
         actor: { type: 'api_key', id: readKey.key_id },
       });
       const b404 = (await client.get('/api/v1/activity?per_page=100', b.api_key)).body as List<Activity>;
-      expect(b404.data.some((x) => x.request_id === 'e2e-404-1')).toBe(false);
+      expect(b404.data.some((x) => x.client_request_id === 'e2e-404-1')).toBe(false);
     });
 
     it('records a call whose client hangs up before the answer', async () => {

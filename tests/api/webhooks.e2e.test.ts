@@ -415,10 +415,10 @@ describe('webhook API v1 through a real server', () => {
     for (let i = 0; i < 30 && !operations.includes('list_webhooks'); i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, 100));
       const page = (await client.get('/api/v1/activity?per_page=100', a.api_key)).body as {
-        data: { operation: string; request_id: string; site_id: string | null; status: number }[];
+        data: { operation: string; client_request_id: string; site_id: string | null; status: number }[];
       };
       operations = page.data.map((r) => r.operation);
-      const record = page.data.find((r) => r.request_id === marker);
+      const record = page.data.find((r) => r.client_request_id === marker);
       if (record) expect(record).toMatchObject({ operation: 'list_webhooks', site_id: null, status: 200 });
       else operations = [];
     }

@@ -368,8 +368,8 @@ describe('write API v1 through a real server', () => {
       );
       expect((await cli(['ingest', 'rewrites', '--file', file], env)).code).toBe(0);
 
-      type Record = { request_id: string | null; source: string; revision: number | null };
-      const mine = (r: Record): boolean => r.request_id?.startsWith(`${tag}-`) ?? false;
+      type Record = { client_request_id: string | null; source: string; revision: number | null };
+      const mine = (r: Record): boolean => r.client_request_id?.startsWith(`${tag}-`) ?? false;
       let records: Record[] = [];
       // The calls' records are stored in batches, a moment after their answers.
       for (let i = 0; i < 100 && records.filter(mine).length < 7; i++) {
@@ -380,7 +380,7 @@ describe('write API v1 through a real server', () => {
         ).data;
       }
       const byCall = Object.fromEntries(
-        records.filter(mine).map((r) => [r.request_id?.slice(tag.length + 1), r.revision]),
+        records.filter(mine).map((r) => [r.client_request_id?.slice(tag.length + 1), r.revision]),
       );
       expect(byCall).toEqual({
         edit: 2,

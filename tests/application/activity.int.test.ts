@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOf, type Principal } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
+import type { ActivityOut } from '../../apps/application/wire.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../support/runtime.ts';
@@ -133,6 +134,7 @@ describe('the activity use cases', () => {
       revision: null,
       status: 200,
       request_id: null,
+      client_request_id: null,
       duration_ms: 1,
     });
     const names = await app.activity.subjects(callOf(principal(mine.accountId)), [
@@ -145,6 +147,54 @@ describe('the activity use cases', () => {
     expect(await app.activity.subjects(callOf(principal(mine.accountId)), [])).toEqual({
       sites: new Map(),
       articles: new Map(),
+    });
+  });
+  describe("support staff's searches", () => {
+    const staff = { id: 'stf_audit', name: 'Sam Support', email: 'sam@support.example' };
+    const looks = async (accountId: string): Promise<ActivityOut[]> =>
+      (
+        await app.activity.list(callOf(principal(accountId)), { page: 1, per_page: 100, source: 'system' })
+      ).data.filter((r) => r.operation === 'staff_search');
+
+    it("records a search in every listed account's log, in no other, and in the staff audit", async () => {
+      const ids = { requestId: 'req_06h0search00000000000000000', clientRequestId: null };
+      const found = await app.support.search(staff, '  plumbers.ltd  ', ids);
+      expect(found.map((a) => a.id)).toEqual([mine.accountId]);
+      const [record] = await looks(mine.accountId);
+      expect(record).toMatchObject({
+        source: 'system',
+        actor: { type: 'staff', id: staff.id, name: staff.name },
+        operation: 'staff_search',
+        request_id: ids.requestId,
+      });
+      expect(await looks(theirs.accountId)).toEqual([]);
+
+      const both = await app.support.search(staff, '.ltd.');
+      expect(new Set(both.map((a) => a.id))).toEqual(new Set([mine.accountId, theirs.accountId]));
+      expect(await looks(mine.accountId)).toHaveLength(2);
+      expect(await looks(theirs.accountId)).toHaveLength(1);
+
+      const audit = await app.support.audit({ page: 1, perPage: 10 });
+      const searches = audit.data.filter((e) => e.kind === 'search');
+      expect(searches.map((e) => e.query)).toEqual(['.ltd.', 'plumbers.ltd']);
+      expect(searches[1]).toMatchObject({
+        staff: { id: staff.id, name: staff.name },
+        accountIds: [mine.accountId],
+        requestId: ids.requestId,
+      });
+      expect(new Set(searches[0]?.kind === 'search' ? searches[0].accountIds : [])).toEqual(
+        new Set([mine.accountId, theirs.accountId]),
+      );
+    });
+
+    it('keeps a search that lists no account in the audit, and records it in no account', async () => {
+      expect(await app.support.search(staff, 'nobody@nowhere.example')).toEqual([]);
+      const audit = await app.support.audit({ page: 1, perPage: 1 });
+      expect(audit.data[0]).toMatchObject({
+        kind: 'search',
+        query: 'nobody@nowhere.example',
+        accountIds: [],
+      });
     });
   });
 });

@@ -500,9 +500,11 @@ describe('/mcp through the SDK client', () => {
             arguments: { article_id: t.a.articleIds[5], title: 'Over raw HTTP' },
           },
         },
-        { authorization: `Bearer ${t.tokens.aWrite}` },
+        { authorization: `Bearer ${t.tokens.aWrite}`, 'x-request-id': 'mcp-raw-7' },
       );
       expect(res.status).toBe(200);
+      // The service makes the request id; the client's own is kept as client_request_id (checked below).
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
       expect(res.headers.get('ratelimit-policy')).toBe('"requests";q=100000;w=60, "edits";q=200;w=86400');
       expect(res.headers.get('ratelimit')).toMatch(/^"requests";r=\d+;t=\d+, "edits";r=\d+;t=\d+$/);
       const body = (await res.json()) as { id: number; result: CallToolResult };
@@ -695,8 +697,12 @@ describe('/mcp through the SDK client', () => {
       for (const row of rows) {
         expect(row.actor).toEqual({ type: 'oauth_client', id: t.client.id, name: t.client.name });
         expect(ALL_TOOLS).toContain(row.operation);
-        expect(row.request_id).toBeTruthy();
+        expect(row.request_id).toMatch(/^req_/);
       }
+      expect(rows.find((r) => r.client_request_id === 'mcp-raw-7')).toMatchObject({
+        operation: 'update_article',
+        status: 200,
+      });
       const updates = rows.filter((r) => r.operation === 'update_article' && r.status === 200);
       expect(updates.length).toBeGreaterThan(0);
       expect(updates[0]).toMatchObject({ site_id: t.a.siteId, article_id: expect.any(String) });

@@ -137,6 +137,7 @@ describe('accessibility (axe-core)', () => {
           `/staff?q=${encodeURIComponent(web.demo.email.slice(0, 8))}`,
           `/staff/accounts/${web.demo.account_id}`,
           `/staff/articles/${articleId}`,
+          '/staff/audit',
         ],
         `${tag}-staff`,
       );

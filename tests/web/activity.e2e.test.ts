@@ -92,6 +92,7 @@ describe('the activity log page', () => {
       Status: '200 OK',
     });
     expect(updated?.cells.Who).toMatch(/API key$/);
+    expect(updated?.cells['Request id']).toMatch(/^req_[0-9a-z]{26}$/);
     expect(updated?.links).toEqual({
       Site: `/sites/${siteId}`,
       Article: `/articles/${articleId}`,

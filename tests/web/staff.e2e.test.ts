@@ -13,7 +13,10 @@ describe('support staff', () => {
   let page: Page;
   let articleId: string;
   const person = { name: 'Sam Support', email: 'sam.support@example.com', password: 'support password 2026' };
-  const requestId = `req-staff-${Date.now()}`;
+  /** The service's id of a call the customer could quote. */
+  let requestId: string;
+  /** Another account, whose calls send the customer's request id as their own X-Request-Id. */
+  let attacker: { account_id: string; api_key: string };
 
   beforeAll(async () => {
     web = await startWebApp();
@@ -29,10 +32,32 @@ describe('support staff', () => {
     // A call the customer could quote: its request id finds the account.
     const edit = await web.api(`/articles/${articleId}`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+      headers: { 'content-type': 'application/json', 'x-request-id': 'customer-own-id' },
       body: JSON.stringify({ title: 'A title support will see', reason: 'Customer asked' }),
     });
     expect(edit.status).toBe(200);
+    requestId = edit.headers.get('x-request-id') as string;
+    expect(requestId).toMatch(/^req_/);
+    const seeded = await cli(
+      ['seed-demo', '--json', '--sites', '1', '--articles', '1', '--backlinks', '0', '--seed', '8'],
+      web.env,
+    );
+    expect(seeded.code, seeded.stderr).toBe(0);
+    attacker = JSON.parse(seeded.stdout) as typeof attacker;
+    const forged = await fetch(`${web.url}/api/v1/sites`, {
+      headers: { authorization: `Bearer ${attacker.api_key}`, 'x-request-id': requestId },
+    });
+    expect(forged.status).toBe(200);
+    expect(forged.headers.get('x-request-id')).not.toBe(requestId);
+    // The forged call's record is stored a moment after the call.
+    for (let i = 0; i < 50; i++) {
+      const res = await fetch(`${web.url}/api/v1/activity?per_page=100`, {
+        headers: { authorization: `Bearer ${attacker.api_key}` },
+      });
+      const records = ((await res.json()) as { data: { client_request_id: string | null }[] }).data;
+      if (records.some((r) => r.client_request_id === requestId)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     staff = await web.browser.newContext({
       javaScriptEnabled: false,
       viewport: { width: 1100, height: 800 },
@@ -73,6 +98,9 @@ describe('support staff', () => {
       if (!found.includes(account)) await new Promise((r) => setTimeout(r, 100));
     }
     expect(found).toContain(account);
+    // Another account's call that sent the customer's request id as its own is not found by it.
+    expect(found).toEqual([account]);
+    expect(await search('customer-own-id')).toEqual([]);
     await screenshot(page, 'staff-search-results');
     expect(await search('nobody-at-all@nowhere.example')).toEqual([]);
     expect(await page.textContent('main')).toContain('No account matches');
@@ -110,7 +138,7 @@ describe('support staff', () => {
     expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
     const lines = (await csv.text()).trim().split('\r\n');
     expect(lines[0]).toBe(
-      'at,kind,article_id,revision,origin,operation,source,status,actor_type,actor_id,actor_name,reason,title,request_id',
+      'at,kind,article_id,revision,origin,operation,source,status,actor_type,actor_id,actor_name,reason,title,request_id,client_request_id',
     );
     expect(lines.some((l) => l.includes(',revision,') && l.includes('A title support will see'))).toBe(true);
 
@@ -187,6 +215,7 @@ describe('support staff', () => {
       '/staff',
       `/staff/accounts/${web.demo.account_id}`,
       `/staff/articles/${articleId}/revisions/2`,
+      '/staff/audit',
     ]) {
       await phone.goto(`${web.url}${path}`);
       expect(await phone.evaluate<number>('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(
@@ -197,6 +226,68 @@ describe('support staff', () => {
     await phone.goto(`${web.url}/staff/accounts/${web.demo.account_id}`);
     await screenshot(phone, 'staff-account-timeline-phone');
     await phone.close();
+  });
+
+  it('records every search in the log of each account it listed, and of no other', async () => {
+    const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const audit = (await (
+      await fetch(`${web.url}/staff/audit?format=json`, { headers: { cookie: cookies } })
+    ).json()) as { entries: { kind: string; account_ids: string[] | null }[] };
+    const listing = (accountId: string): number =>
+      audit.entries.filter((e) => e.kind === 'search' && e.account_ids?.includes(accountId)).length;
+    const searchesOf = async (key: string): Promise<{ actor: { type: string; name: string } }[]> => {
+      const res = await fetch(`${web.url}/api/v1/activity?source=system&per_page=100`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      const records = (await res.json()) as {
+        data: { operation: string; actor: { type: string; name: string } }[];
+      };
+      return records.data.filter((r) => r.operation === 'staff_search');
+    };
+    // The demo account was listed by its email, a domain, an article id and a request id.
+    const demo = await searchesOf(web.demo.api_key);
+    expect(listing(web.demo.account_id)).toBeGreaterThanOrEqual(4);
+    expect(demo).toHaveLength(listing(web.demo.account_id));
+    expect(demo[0]?.actor).toMatchObject({ type: 'staff', name: 'Sam Support' });
+    // The other account only by the searches that listed it (a shared domain), not by the others.
+    expect(listing(attacker.account_id)).toBeLessThan(listing(web.demo.account_id));
+    expect(await searchesOf(attacker.api_key)).toHaveLength(listing(attacker.account_id));
+    // The account holder sees them on the activity page.
+    const holder = await web.signedIn();
+    const holderPage = await holder.newPage();
+    await holderPage.goto(`${web.url}/activity?source=system`);
+    expect(await holderPage.textContent('main')).toContain('Staff search');
+  });
+
+  it('keeps a staff-side audit of searches and views, with CSV and JSON exports', async () => {
+    await page.goto(`${web.url}/staff`);
+    await Promise.all([page.waitForNavigation(), page.click('a[href="/staff/audit"]')]);
+    expect(new URL(page.url()).pathname).toBe('/staff/audit');
+    const text = (await page.textContent('main')) ?? '';
+    expect(text).toContain('nobody-at-all@nowhere.example');
+    expect(text).toContain('Sam Support');
+    await expectLabelled(page);
+    await screenshot(page, 'staff-audit');
+
+    const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const json = await fetch(`${web.url}/staff/audit?format=json`, { headers: { cookie: cookies } });
+    expect(json.status).toBe(200);
+    const body = (await json.json()) as {
+      total: number;
+      entries: { kind: string; query: string | null; account_ids: string[]; staff_name: string }[];
+    };
+    const byDomain = body.entries.find((e) => e.kind === 'search' && e.query === web.demo.sites[0]?.domain);
+    expect(byDomain).toMatchObject({ staff_name: 'Sam Support' });
+    expect(byDomain?.account_ids).toContain(web.demo.account_id);
+    expect(body.entries.find((e) => e.query === 'nobody-at-all@nowhere.example')).toMatchObject({
+      account_ids: [],
+    });
+    expect(body.entries.some((e) => e.kind === 'view')).toBe(true);
+    const csv = await fetch(`${web.url}/staff/audit?format=csv`, { headers: { cookie: cookies } });
+    expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect((await csv.text()).split('\r\n')[0]).toBe(
+      'at,kind,staff_id,staff_name,query,result_count,account_ids,account_id,article_id,request_id',
+    );
   });
 
   it('signs staff out like anyone', async () => {

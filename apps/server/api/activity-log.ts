@@ -3,6 +3,7 @@ import type { ActivitySource } from '../../../domain/activity/events.ts';
 import { isId } from '../../../domain/input.ts';
 import type { Activity } from '../../application/activity.ts';
 import type { Touched } from '../../application/call.ts';
+import { clientRequestIdOf } from '../request-ids.ts';
 import type { AuthState } from './auth.ts';
 
 declare module 'fastify' {
@@ -84,6 +85,7 @@ export function createActivityLog(
             revision: request.activity.revision,
             status,
             requestId: String(request.id),
+            clientRequestId: clientRequestIdOf(request),
             durationMs,
           });
         };

@@ -9,6 +9,7 @@ import type { Application } from '../../application/index.ts';
 import type { LimitHook } from '../api/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-body.ts';
 import { publishDecision } from '../api/limits.ts';
+import { clientRequestIdOf } from '../request-ids.ts';
 import { type McpTokenVerifier, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
 import { createMcpServer, listTools, type McpRequest, type RecordedCall } from './server.ts';
 
@@ -103,6 +104,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         revision: call.revision,
         status: call.status,
         requestId: call.requestId,
+        clientRequestId: call.clientRequestId,
         durationMs: call.durationMs,
       })
       .catch((error: unknown) => app.log.error({ err: error }, 'could not record MCP activity'))
@@ -211,6 +213,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
     const mcpRequest: McpRequest = {
       principal,
       requestId: String(request.id),
+      clientRequestId: clientRequestIdOf(request),
       refusal: refused,
       publishEdits: (decision) => publishDecision(request, reply, decision),
     };

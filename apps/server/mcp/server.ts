@@ -67,6 +67,8 @@ export type RecordedCall = {
   revision: number | null;
   status: number;
   requestId: string;
+  /** The client's own X-Request-Id, if a valid one. */
+  clientRequestId: string | null;
   durationMs: number;
 };
 
@@ -89,6 +91,8 @@ export const CACHE_HINTS = {
 export type McpRequest = {
   principal: Principal;
   requestId: string;
+  /** The client's own X-Request-Id, if a valid one: for the activity record only. */
+  clientRequestId: string | null;
   /** States an edit-limit decision in the response's RateLimit fields. */
   publishEdits: (decision: LimitDecision) => void;
   /** Set when the request is over the account's rate limit: a tool call then answers with this refusal. */
@@ -200,6 +204,7 @@ export function createMcpServer(
       revision: call.touched.revision,
       status,
       requestId: request.requestId,
+      clientRequestId: request.clientRequestId,
       durationMs: Math.round(performance.now() - started),
     });
     return server.projectCallToolResult(result, entry.definition.outputSchema);

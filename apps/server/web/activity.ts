@@ -141,6 +141,7 @@ function recordRow(r: ActivityOut, names: Names): Html {
 <td data-label="Article">${article}</td>
 <td data-label="Revision">${revision}</td>
 <td data-label="Status"><span class="${refused ? 'refused' : 'ok'}">${r.status} ${STATUSES[r.status] ?? ''}</span></td>
+<td data-label="Request id">${r.request_id ? html`<code>${r.request_id}</code>` : html`<span class="muted">—</span>`}${r.client_request_id ? html` <span class="muted">(yours: <code>${r.client_request_id}</code>)</span>` : ''}</td>
 </tr>`;
 }
 
@@ -223,7 +224,7 @@ export const activityPage: FastifyPluginAsync<{ kit: WebKit; application: Applic
           }</p>`
         : html`<div class="log-scroll"><table class="activity-log">
 <caption>Records ${(list.meta.page - 1) * list.meta.per_page + 1} to ${(list.meta.page - 1) * list.meta.per_page + list.data.length} of ${list.meta.total}, newest first</caption>
-<thead><tr><th scope="col">Time (UTC)</th><th scope="col">Source</th><th scope="col">Who</th><th scope="col">Operation</th><th scope="col">Site</th><th scope="col">Article</th><th scope="col">Revision</th><th scope="col">Status</th></tr></thead>
+<thead><tr><th scope="col">Time (UTC)</th><th scope="col">Source</th><th scope="col">Who</th><th scope="col">Operation</th><th scope="col">Site</th><th scope="col">Article</th><th scope="col">Revision</th><th scope="col">Status</th><th scope="col">Request id</th></tr></thead>
 <tbody>
 ${list.data.map((r) => recordRow(r, names))}
 </tbody></table></div>

@@ -266,6 +266,8 @@ table.activity-log caption { text-align: left; color: var(--muted); padding-bott
 table.activity-log th, table.activity-log td { text-align: left; vertical-align: top; padding: .45rem .5rem; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 table.activity-log th { font-weight: 600; white-space: nowrap; border-bottom-width: 2px; }
 table.activity-log time, table.activity-log td[data-label=Revision], table.activity-log td[data-label=Status] { white-space: nowrap; }
+table.activity-log td[data-label=Site], table.activity-log td[data-label=Who] { overflow-wrap: break-word; }
+table.activity-log td[data-label="Request id"] code { font-size: .8em; overflow-wrap: normal; word-break: break-all; }
 table.activity-log .refused { color: var(--danger); }
 table.activity-log .ok { color: var(--ok); }
 nav.pager { display: flex; flex-wrap: wrap; justify-content: space-between; align-items: center; gap: .5rem 1rem; margin-top: 1rem; }

@@ -3,10 +3,12 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
+import type { RequestIds } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
-import type { StaffMember, TimelineEntry, TimelineQuery } from '../../application/staff.ts';
+import type { StaffAuditEntry, StaffMember, TimelineEntry, TimelineQuery } from '../../application/staff.ts';
 import { cleanText } from '../api/schemas.ts';
+import { requestIdsOf } from '../request-ids.ts';
 import { changes, storedBody } from './articles.ts';
 import { csvText } from './csv.ts';
 import { type Html, html } from './html.ts';
@@ -17,9 +19,10 @@ import type { StaffSession } from './sessions.ts';
 /*
  * The support staff's area (CONTRACT "Web app": /staff, /staff/accounts/{id}, /staff/articles/{id}):
  * find an account, read its timeline (revisions and activity interleaved) or an article's, export either
- * as CSV or JSON. Read-only: no page here has a form that changes anything, and a staff session is not
- * an account holder's session, so every account page and form refuses it. Every view of an account is
- * recorded in that account's activity log by the application.
+ * as CSV or JSON; /staff/audit lists what staff searched for and viewed. Read-only: no page here has a
+ * form that changes anything, and a staff session is not an account holder's session, so every account
+ * page and form refuses it. Every view of an account, and every search that lists it, is recorded in
+ * that account's activity log by the application.
  */
 
 const EXPORT_MAX = 10_000;
@@ -41,6 +44,7 @@ const IdParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
 const RevisionParams = IdParams.extend({ n: z.coerce.number().int().min(1).max(1_000_000) });
 /** What staff search by: text as the API takes it (no NUL, no control character, no lone surrogate). */
 const SearchQuery = z.object({ q: cleanText(z.string().max(320), { lines: false }).optional() });
+const AuditQuery = TimelineFilters.pick({ page: true, format: true });
 
 export const staffPages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
   plain,
@@ -74,7 +78,7 @@ export const staffPages: FastifyPluginAsync<{ kit: WebKit; application: Applicat
     const staff = await staffOf(request, reply);
     if (!staff) return reply;
     const q = (request.query.q ?? '').trim();
-    const found = q ? await support.search(q) : [];
+    const found = q ? await support.search(member(staff), q, requestIdsOf(request)) : [];
     const results = q
       ? found.length === 0
         ? html`<p>No account matches <strong>${q}</strong>.</p>`
@@ -94,7 +98,43 @@ ${found.map((a) => html`<tr><td><a href="/staff/accounts/${a.id}">${a.name}</a><
 <input type="text" id="q" name="q" value="${q}" autocomplete="off">
 <div class="actions"><button class="primary" type="submit">Search</button></div>
 </form>
+<p class="muted">Each search is kept in the <a href="/staff/audit">staff audit</a>, and every account it lists has it in its activity log.</p>
 ${results}</div>`,
+    });
+  });
+
+  app.get('/staff/audit', { schema: { hide: true, querystring: AuditQuery } }, async (request, reply) => {
+    const staff = await staffOf(request, reply);
+    if (!staff) return reply;
+    const { page, format } = request.query;
+    const audit = await support.audit(paging(page, format !== 'html'));
+    const { data, meta } = audit;
+    if (format !== 'html') {
+      return sendExport(reply, 'staff-audit', format, {
+        columns: AUDIT_COLUMNS,
+        rows: data.map(auditFlat),
+        total: meta.total,
+      });
+    }
+    const at = (p: number, fmt?: string): string =>
+      `/staff/audit?${new URLSearchParams({ ...(p > 1 ? { page: String(p) } : {}), ...(fmt ? { format: fmt } : {}) })}`;
+    return kit.send(reply, {
+      title: 'Staff audit',
+      session: null,
+      staff,
+      request,
+      wide: true,
+      body: html`<div class="card"><h1>Staff audit</h1>
+<p>Support staff's searches for accounts and their views of accounts, newest first. Each is also in the activity log of every account it listed or opened.</p>
+<p>Export: <a href="${at(1, 'csv')}">CSV</a> · <a href="${at(1, 'json')}">JSON</a> (${meta.total} entries)</p>
+${
+  data.length === 0
+    ? html`<p>Nothing yet.</p>`
+    : html`<table class="timeline"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Request id</th></tr></thead><tbody>
+${data.map(auditRow)}
+</tbody></table>`
+}
+${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${meta.page > 1 ? html`<a href="${at(meta.page - 1)}" rel="prev">Newer</a>` : ''} <span>Page ${meta.page} of ${meta.total_pages}</span> ${meta.page < meta.total_pages ? html`<a href="${at(meta.page + 1)}" rel="next">Older</a>` : ''}</nav>` : ''}</div>`,
     });
   });
 
@@ -104,7 +144,7 @@ ${results}</div>`,
    */
   function timelineRoute<V extends { timeline: Listed<TimelineEntry> }>(
     path: string,
-    load: (staff: StaffMember, id: string, query: TimelineQuery, requestId: string) => Promise<V>,
+    load: (staff: StaffMember, id: string, query: TimelineQuery, request: RequestIds) => Promise<V>,
     page: (view: V) => { name: string; title: string; head: Html },
   ): void {
     app.get(
@@ -117,9 +157,16 @@ ${results}</div>`,
         const exporting = f.format !== 'html';
         const query = { from: f.from, to: f.to, kind: f.kind, ...paging(f.page, exporting) };
         try {
-          const view = await load(member(staff), request.params.id, query, String(request.id));
+          const view = await load(member(staff), request.params.id, query, requestIdsOf(request));
           const { name, title, head } = page(view);
-          if (exporting) return sendExport(reply, `${name}-${request.params.id}`, f.format, view.timeline);
+          if (f.format !== 'html') {
+            const { data, meta } = view.timeline;
+            return sendExport(reply, `${name}-${request.params.id}-timeline`, f.format, {
+              columns: CSV_COLUMNS,
+              rows: data.map(flat),
+              total: meta.total,
+            });
+          }
           return kit.send(reply, {
             title,
             session: null,
@@ -167,7 +214,7 @@ ${timelineSection(`${path}/${request.params.id}`, f, view.timeline)}</div>`,
           member(staff),
           id,
           n,
-          String(request.id),
+          requestIdsOf(request),
         );
         return kit.send(reply, {
           title: `Revision ${n} of ${at.title}`,
@@ -244,7 +291,7 @@ function row(e: TimelineEntry): Html {
 <td>${e.origin}${e.reason ? html` · “${e.reason}”` : ''}${e.restoredFrom ? html` · restored from ${e.restoredFrom}` : ''}</td></tr>`;
   }
   return html`<tr><td>${when(e.at)}</td><td>${e.operation} <span class="muted">(${e.source})</span></td><td>${who}</td>
-<td>status ${e.status}${e.articleId ? html` · <a href="/staff/articles/${e.articleId}">${e.articleId}</a>` : ''}${e.requestId ? html` · <code>${e.requestId}</code>` : ''}</td></tr>`;
+<td>status ${e.status}${e.articleId ? html` · <a href="/staff/articles/${e.articleId}">${e.articleId}</a>` : ''}${e.requestId ? html` · <code>${e.requestId}</code>` : ''}${e.clientRequestId ? html` · client's id <code>${e.clientRequestId}</code>` : ''}</td></tr>`;
 }
 
 const CSV_COLUMNS = [
@@ -262,6 +309,7 @@ const CSV_COLUMNS = [
   'reason',
   'title',
   'request_id',
+  'client_request_id',
 ] as const;
 
 function flat(e: TimelineEntry): Record<(typeof CSV_COLUMNS)[number], unknown> {
@@ -284,6 +332,7 @@ function flat(e: TimelineEntry): Record<(typeof CSV_COLUMNS)[number], unknown> {
         reason: e.reason,
         title: e.title,
         request_id: null,
+        client_request_id: null,
       }
     : {
         ...base,
@@ -296,29 +345,83 @@ function flat(e: TimelineEntry): Record<(typeof CSV_COLUMNS)[number], unknown> {
         reason: null,
         title: null,
         request_id: e.requestId,
+        client_request_id: e.clientRequestId,
       };
 }
 
-function sendExport(
+/** A list as a download: JSON `{total, entries}`, or CSV with `columns` (an array field as its items joined by spaces). */
+function sendExport<C extends string>(
   reply: FastifyReply,
   name: string,
-  format: Filters['format'],
-  timeline: Listed<TimelineEntry>,
+  format: 'csv' | 'json',
+  list: { columns: readonly C[]; rows: Record<C, unknown>[]; total: number },
 ): FastifyReply {
-  const rows = timeline.data.map(flat);
+  const { columns, rows, total } = list;
   if (format === 'json') {
     return reply
       .type('application/json; charset=utf-8')
-      .header('content-disposition', `attachment; filename="${name}-timeline.json"`)
-      .send(JSON.stringify({ total: timeline.meta.total, entries: rows }));
+      .header('content-disposition', `attachment; filename="${name}.json"`)
+      .send(JSON.stringify({ total, entries: rows }));
   }
+  // A list (an audit entry's account ids) is one field, its items separated by spaces.
+  const field = (value: unknown): unknown => (Array.isArray(value) ? value.join(' ') : value);
   return reply
     .type('text/csv; charset=utf-8')
-    .header('content-disposition', `attachment; filename="${name}-timeline.csv"`)
+    .header('content-disposition', `attachment; filename="${name}.csv"`)
     .send(
       csvText(
-        CSV_COLUMNS,
-        rows.map((r) => CSV_COLUMNS.map((c) => r[c])),
+        columns,
+        rows.map((r) => columns.map((c) => field(r[c]))),
       ),
     );
+}
+
+const AUDIT_COLUMNS = [
+  'at',
+  'kind',
+  'staff_id',
+  'staff_name',
+  'query',
+  'result_count',
+  'account_ids',
+  'account_id',
+  'article_id',
+  'request_id',
+] as const;
+
+function auditFlat(e: StaffAuditEntry): Record<(typeof AUDIT_COLUMNS)[number], unknown> {
+  const base = { at: e.at.toISOString(), kind: e.kind, staff_id: e.staff.id, staff_name: e.staff.name };
+  return e.kind === 'search'
+    ? {
+        ...base,
+        query: e.query,
+        result_count: e.accountIds.length,
+        account_ids: e.accountIds,
+        account_id: null,
+        article_id: null,
+        request_id: e.requestId,
+      }
+    : {
+        ...base,
+        query: null,
+        result_count: null,
+        account_ids: null,
+        account_id: e.accountId,
+        article_id: e.articleId,
+        request_id: e.requestId,
+      };
+}
+
+function auditRow(e: StaffAuditEntry): Html {
+  const what =
+    e.kind === 'search'
+      ? html`Searched for <strong>${e.query}</strong>: ${
+          e.accountIds.length === 0
+            ? 'no account'
+            : e.accountIds.map((id, i) => html`${i > 0 ? ', ' : ''}<a href="/staff/accounts/${id}">${id}</a>`)
+        }`
+      : html`Viewed account <a href="/staff/accounts/${e.accountId}">${e.accountId}</a>${
+          e.articleId ? html`, article <a href="/staff/articles/${e.articleId}">${e.articleId}</a>` : ''
+        }`;
+  return html`<tr><td>${when(e.at)}</td><td>${e.staff.name} <span class="muted">(${e.staff.id})</span></td><td>${what}</td><td>${e.requestId ? html`<code>${e.requestId}</code>` : ''}</td></tr>`;
 }

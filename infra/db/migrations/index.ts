@@ -14,6 +14,7 @@ import * as featuredImageReferences from './2026-11-23-012-featured-image-refere
 import * as activityRevision from './2026-11-23-013-activity-revision.ts';
 import * as staff from './2026-11-23-014-staff.ts';
 import * as webhooks from './2026-11-24-015-webhooks.ts';
+import * as requestIdsAndStaffSearches from './2026-11-26-016-request-ids-and-staff-searches.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -36,6 +37,7 @@ const all: Record<string, Migration> = {
   '2026-11-23-013-activity-revision': activityRevision,
   '2026-11-23-014-staff': staff,
   '2026-11-24-015-webhooks': webhooks,
+  '2026-11-26-016-request-ids-and-staff-searches': requestIdsAndStaffSearches,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
