@@ -318,11 +318,14 @@ export function decide(command: ArticleCommand, state: ArticleState, memory?: Ht
       if (!target.exists || target.revision !== d.revision) {
         throw new DomainError('not_found', `Article ${d.articleId} has no revision ${d.revision}`);
       }
+      // The body as the sanitiser stores it now (a revision stored under earlier rules may differ).
+      const body = sanitizeHtml(target.body, memory).html;
+      checkSanitizedSize(body);
       // A restore is an edit too: it may not drop a protected link inserted after that revision.
-      checkProtected(article.body, target.body, d.origin, memory);
+      checkProtected(article.body, body, d.origin, memory);
       if (
         target.title === article.title &&
-        target.body === article.body &&
+        body === article.body &&
         sameImage(target.featuredImage, article.featuredImage)
       ) {
         return [];
@@ -334,7 +337,7 @@ export function decide(command: ArticleCommand, state: ArticleState, memory?: Ht
             ...nextRevision(article, d),
             restoredFrom: d.revision,
             title: target.title,
-            body: target.body,
+            body,
             featuredImage: target.featuredImage,
           },
           metadata,
