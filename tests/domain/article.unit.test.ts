@@ -282,6 +282,17 @@ describe('article decider', () => {
       );
   });
 
+  it('refuses to restore a featured image whose address is not http(s) (ingested before that rule)', () => {
+    const image = { url: 'javascript:alert(1)', alt: 'x', width: null, height: null };
+    const history = [articleCreated({ featuredImage: image }), articleEdited({ title: 'Changed' })];
+    spec
+      .given(history)
+      .when(restore(1, fold(history.slice(0, 1))))
+      .thenThrows('invalid_request', {
+        errors: [{ field: 'revision', message: expect.stringContaining('http') }],
+      });
+  });
+
   it('refuses to restore a revision that does not exist', () => {
     spec.given([articleCreated()]).when(restore(5, initialState)).thenThrows('not_found');
   });
