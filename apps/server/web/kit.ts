@@ -205,7 +205,8 @@ export const SCRIPT_PAGE_CSP =
  * The web app's pages also cut the tie to a page they open on another origin: that page gets no
  * `window.opener`, whatever the link asked for (an article body stored before the sanitiser gave
  * links with a `target` `rel="noopener noreferrer"` may hold `target="_blank" rel="opener"`). Not on
- * the OAuth sign-in and consent pages, which an assistant may open in a popup and must hand back to.
+ * the pages of an assistant's OAuth sign-in (the sign-in page and the consent pages), which it may
+ * open in a popup that must find its way back to it.
  */
 export const OPENER_POLICY: Readonly<Record<string, string>> = {
   'cross-origin-opener-policy': 'same-origin',
