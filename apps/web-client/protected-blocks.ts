@@ -7,11 +7,11 @@ import { Plugin, PluginKey } from '@tiptap/pm/state';
  * backlink anchors and internal links) in the body as loaded is one atom, and only those: markup is
  * read as a block only when it is one of the blocks the editor loaded (`loaded`), so pasted, dropped
  * or inserted HTML never makes one (pasted HTML loses its markers before that: paste.ts). A block can
- * be selected, dragged and dropped elsewhere,
- * never edited; a change that would remove one (Backspace, Delete, cut, typing over a selection) is
- * refused by a transaction filter, while a move (removed and inserted in the same transaction) passes.
- * The element is kept as the exact markup it was loaded with, so what is saved is what the server
- * checks against: same tag, attributes, href and text.
+ * be selected, dragged and dropped elsewhere, never edited; a change that would remove one
+ * (Backspace, Delete, cut, typing over a selection) is refused by a transaction filter, while a move
+ * (removed and inserted in the same transaction) passes. The element is kept as the exact markup it
+ * was loaded with, so what is saved is what the server checks against: same tag, attributes, href and
+ * text.
  */
 
 export const PROTECTED_SELECTOR = '[data-service-protected]';
