@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { invalidField } from './errors.ts';
 
 /*
@@ -52,3 +53,21 @@ export function requireText(name: string, value: string | null | undefined, opts
   const problem = textProblem(value, opts);
   if (problem) throw invalidField(`The ${name} ${problem}`, name, problem);
 }
+
+/*
+ * A web address the service stores and shows as a link: a site's, an article's, a featured image's,
+ * a backlink's source and target. Absolute http or https, written as it is meant: a browser strips
+ * leading spaces and controls and skips tabs and line breaks anywhere, so ` javascript:` or
+ * `java\tscript:` would be read otherwise than they look; such values are refused, not cleaned.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
+const WEB_URL = /^https?:\/\/[^\s\x00-\x1f\x7f-\x9f]+$/i;
+export const WEB_URL_RULE = 'must be an absolute http or https URL (no spaces or control characters)';
+
+/** Whether a value is an absolute http(s) URL a browser reads as written (`WEB_URL_RULE`). */
+export function isWebUrl(value: string): boolean {
+  return WEB_URL.test(value) && URL.canParse(value);
+}
+
+/** `isWebUrl` as a schema: every entry of a web address (events, ingestion lines) uses this one. */
+export const WebUrl = z.string().refine(isWebUrl, { message: WEB_URL_RULE });

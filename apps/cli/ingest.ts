@@ -6,7 +6,7 @@ import { ArticleStatus, FeaturedImage } from '../../domain/article/events.ts';
 import { AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
 import { isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
-import { ID_PATTERN, ID_RULE } from '../../domain/input.ts';
+import { ID_PATTERN, ID_RULE, WebUrl } from '../../domain/input.ts';
 import { EventValidationError } from '../../infra/event-store.ts';
 import type { Commands } from '../application/commands.ts';
 import { progressBar } from './progress.ts';
@@ -18,7 +18,7 @@ const id = z.string().min(1).max(100).regex(ID_PATTERN, ID_RULE);
 const datetime = z.iso.datetime({ offset: true });
 const featuredImage = z
   .object({
-    url: z.url(),
+    url: WebUrl,
     alt: z.string().max(1000).default(''),
     width: z.number().int().positive().nullable().default(null),
     height: z.number().int().positive().nullable().default(null),
@@ -32,7 +32,7 @@ const IngestLines = {
     account_id: id,
     name: z.string().min(1).max(200),
     domain: z.string().min(1).max(253),
-    url: z.url(),
+    url: WebUrl,
   }),
   articles: z.strictObject({
     id: id.optional(),
@@ -40,7 +40,7 @@ const IngestLines = {
     site_id: id,
     title: z.string().min(1).max(300),
     body: z.string(),
-    url: z.url(),
+    url: WebUrl,
     status: ArticleStatus,
     published_at: datetime.nullable().default(null),
     target_keyword: z.string().max(300).nullable().default(null),
@@ -53,8 +53,8 @@ const IngestLines = {
     site_id: id,
     acquired_on: z.iso.date(),
     source_domain: z.string().min(1).max(253),
-    source_url: z.url(),
-    target_url: z.url(),
+    source_url: WebUrl,
+    target_url: WebUrl,
     anchor_text: z.string().max(1000),
     anchor_type: AnchorType,
     category: BacklinkCategory,

@@ -1,13 +1,14 @@
-import { Editor } from '@tiptap/core';
+import { Editor, elementFromString } from '@tiptap/core';
 import StarterKit from '@tiptap/starter-kit';
-import { PROTECTED_SELECTOR, ProtectedBlock } from './protected-blocks.ts';
+import { cleanPastedHtml } from './paste.ts';
+import { PROTECTED_SELECTOR, ProtectedBlock, protectedMarkup } from './protected-blocks.ts';
 
 /*
  * The rich editor of /articles/{id}/edit, as a progressive enhancement: the page is a plain form with
  * the body's HTML in a textarea; this script, when it runs, puts a rich-text editor in the textarea's
  * place and writes the editor's HTML back into it when the form is sent. Protected blocks are atoms
- * (protected-blocks.ts). A body the editor cannot show exactly (markup outside its schema) keeps the
- * textarea, with a note saying why.
+ * (protected-blocks.ts); pasted HTML is cleaned to what the server keeps (paste.ts). A body the
+ * editor cannot show exactly (markup outside its schema) keeps the textarea, with a note saying why.
  */
 
 /**
@@ -38,9 +39,15 @@ function enhance(textarea: HTMLTextAreaElement): void {
     // The page's policy allows no inline style: the editor's few rules are in the site's stylesheet.
     injectCSS: false,
     // No trailing empty paragraph: the saved body is the body as written.
-    extensions: [StarterKit.configure({ link: { openOnClick: false }, trailingNode: false }), ProtectedBlock],
+    extensions: [
+      StarterKit.configure({ link: { openOnClick: false }, trailingNode: false }),
+      // Parsed as the editor parses its content, so that each block's markup is the same string.
+      ProtectedBlock.configure({ loaded: protectedMarkup(elementFromString(textarea.value)) }),
+    ],
     content: textarea.value,
     editorProps: {
+      // Pasted and dropped HTML: only what the server keeps, protection markers gone.
+      transformPastedHTML: cleanPastedHtml,
       attributes: {
         role: 'textbox',
         'aria-multiline': 'true',

@@ -4,11 +4,14 @@ import { Plugin, PluginKey } from '@tiptap/pm/state';
 
 /*
  * Protected blocks in the rich editor: every element carrying `data-service-protected` (inserted
- * backlink anchors and internal links) is one atom. It can be selected, dragged and dropped elsewhere,
- * never edited; a change that would remove one (Backspace, Delete, cut, typing over a selection) is
- * refused by a transaction filter, while a move (removed and inserted in the same transaction) passes.
- * The element is kept as the exact markup it was loaded with, so what is saved is what the server
- * checks against: same tag, attributes, href and text.
+ * backlink anchors and internal links) in the body as loaded is one atom, and only those: markup is
+ * read as a block only when it is one of the blocks the editor loaded (`loaded`), so pasted, dropped
+ * or inserted HTML never makes one (pasted HTML loses its markers before that: paste.ts). A block can
+ * be selected, dragged and dropped elsewhere, never edited; a change that would remove one
+ * (Backspace, Delete, cut, typing over a selection) is refused by a transaction filter, while a move
+ * (removed and inserted in the same transaction) passes. The element is kept as the exact markup it
+ * was loaded with, so what is saved is what the server checks against: same tag, attributes, href and
+ * text.
  */
 
 export const PROTECTED_SELECTOR = '[data-service-protected]';
@@ -47,13 +50,27 @@ function holdsProtected(doc: PmNode, from: number, to: number): boolean {
   return found;
 }
 
-export const ProtectedBlock = Node.create({
+/** The markup of every protected block in a body as the editor parses it (`elementFromString`). */
+export function protectedMarkup(body: HTMLElement): Set<string> {
+  return new Set([...body.querySelectorAll(PROTECTED_SELECTOR)].map((element) => element.outerHTML));
+}
+
+type ProtectedBlockOptions = {
+  /** The blocks of the body as loaded (`protectedMarkup`): the only markup read as a block. */
+  loaded: ReadonlySet<string>;
+};
+
+export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
   name: 'protectedBlock',
   group: 'inline',
   inline: true,
   atom: true,
   selectable: true,
   draggable: true,
+
+  addOptions() {
+    return { loaded: new Set<string>() };
+  },
 
   addAttributes() {
     return {
@@ -66,7 +83,15 @@ export const ProtectedBlock = Node.create({
   },
 
   parseHTML() {
-    return [{ tag: PROTECTED_SELECTOR, priority: 1000 }];
+    const { loaded } = this.options;
+    // Other markup with the marker is left to the other rules (a link, a paragraph...).
+    return [
+      {
+        tag: PROTECTED_SELECTOR,
+        priority: 1000,
+        getAttrs: (element: HTMLElement) => (loaded.has(element.outerHTML) ? null : false),
+      },
+    ];
   },
 
   renderHTML({ node }) {

@@ -4,7 +4,7 @@ import { checkProtectedBlocks } from '../html/facts.ts';
 import type { HtmlMemory } from '../html/memory.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
 import type { SanitizedItem } from '../html/sanitized-item.ts';
-import { requireText } from '../input.ts';
+import { isWebUrl, requireText, WEB_URL_RULE } from '../input.ts';
 import {
   type ArticleEvent,
   type ArticleStatus,
@@ -318,11 +318,22 @@ export function decide(command: ArticleCommand, state: ArticleState, memory?: Ht
       if (!target.exists || target.revision !== d.revision) {
         throw new DomainError('not_found', `Article ${d.articleId} has no revision ${d.revision}`);
       }
+      // A featured image ingested before addresses had to be http(s) is not brought back.
+      if (target.featuredImage !== null && !isWebUrl(target.featuredImage.url)) {
+        throw invalidField(
+          `The featured image of revision ${d.revision} has an address that is not http(s); it cannot be restored`,
+          'revision',
+          `has a featured image whose address ${WEB_URL_RULE}`,
+        );
+      }
+      // The body as the sanitiser stores it now (a revision stored under earlier rules may differ).
+      const body = sanitizeHtml(target.body, memory).html;
+      checkSanitizedSize(body);
       // A restore is an edit too: it may not drop a protected link inserted after that revision.
-      checkProtected(article.body, target.body, d.origin, memory);
+      checkProtected(article.body, body, d.origin, memory);
       if (
         target.title === article.title &&
-        target.body === article.body &&
+        body === article.body &&
         sameImage(target.featuredImage, article.featuredImage)
       ) {
         return [];
@@ -334,7 +345,7 @@ export function decide(command: ArticleCommand, state: ArticleState, memory?: Ht
             ...nextRevision(article, d),
             restoredFrom: d.revision,
             title: target.title,
-            body: target.body,
+            body,
             featuredImage: target.featuredImage,
           },
           metadata,

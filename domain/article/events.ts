@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Actor, type Event, eventSchema, Origin } from '../event.ts';
 import { SanitizedItem } from '../html/sanitized-item.ts';
+import { WebUrl } from '../input.ts';
 
 /** Title length, in characters. */
 export const TITLE_MAX = 300;
@@ -20,7 +21,7 @@ export const ArticleStatus = z.enum(['draft', 'scheduled', 'published', 'archive
 export type ArticleStatus = z.infer<typeof ArticleStatus>;
 
 export const FeaturedImage = z.object({
-  url: z.url(),
+  url: WebUrl,
   alt: z.string().max(ALT_MAX),
   width: z.number().int().positive().nullable(),
   height: z.number().int().positive().nullable(),
@@ -42,7 +43,7 @@ export const ArticleCreatedData = z.object({
   accountId: z.string().min(1),
   title: z.string().min(1).max(TITLE_MAX),
   body: z.string(),
-  url: z.url(),
+  url: WebUrl,
   status: ArticleStatus,
   publishedAt: z.iso.datetime({ offset: true }).nullable(),
   targetKeyword: z.string().max(300).nullable(),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { type Event, eventSchema } from '../event.ts';
+import { WebUrl } from '../input.ts';
 
 export const BacklinkCategory = z.enum(['industry', 'local']);
 export type BacklinkCategory = z.infer<typeof BacklinkCategory>;
@@ -12,8 +13,8 @@ export const BacklinkAcquiredData = z.object({
   accountId: z.string().min(1),
   acquiredOn: z.iso.date(),
   sourceDomain: z.string().min(1).max(253),
-  sourceUrl: z.url(),
-  targetUrl: z.url(),
+  sourceUrl: WebUrl,
+  targetUrl: WebUrl,
   anchorText: z.string().max(1000),
   anchorType: AnchorType,
   category: BacklinkCategory,

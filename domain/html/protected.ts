@@ -1,3 +1,4 @@
+import { requiredRel } from './allowlist.ts';
 import {
   type ChildNode,
   type Element,
@@ -158,11 +159,27 @@ function canonical(element: Element): string {
   return form;
 }
 
+/**
+ * The attributes of an element, sorted by name, as the sanitiser now stores them: a link's `rel` is
+ * taken as `requiredRel` makes it, so that a block stored before that rule compares equal to the same
+ * block stored after it (an edit that leaves it alone is not a rewrite of it).
+ */
 function sortedAttributes(element: Element): string {
-  return element.attrs
+  const attrs = element.tagName === 'a' ? withRequiredRel(element.attrs) : element.attrs;
+  return attrs
     .map((attribute) => ` ${attribute.name}="${escapeMarkup(attribute.value)}"`)
     .sort(compare)
     .join('');
+}
+
+function withRequiredRel(attrs: Element['attrs']): readonly { name: string; value: string }[] {
+  const current = attrs.find((attribute) => attribute.name === 'rel');
+  const rel = requiredRel(
+    current?.value ?? null,
+    attrs.some((attribute) => attribute.name === 'target'),
+  );
+  if (rel === null) return attrs;
+  return [...attrs.filter((attribute) => attribute.name !== 'rel'), { name: 'rel', value: rel }];
 }
 
 function attributeOf(element: Element, name: string): string | undefined {

@@ -1,60 +1,20 @@
 import { defaultTreeAdapter, serialize, html as spec } from 'parse5';
+import { ALLOWED_ELEMENTS, attributeProblem, DROPPED_ELEMENTS, requiredRel } from './allowlist.ts';
 import { combinedFacts, nodeFacts } from './facts.ts';
 import { findEdit, type Layout, layoutAfter, parseMiddle, serializeWithEnds } from './layout.ts';
 import type { HtmlMemory } from './memory.ts';
-import type { SanitizedItem, SanitizeReason } from './sanitized-item.ts';
+import type { SanitizedItem } from './sanitized-item.ts';
 import {
   type ChildNode,
   type DocumentFragment,
+  type Element,
   isElement,
-  isProtectedKind,
   isText,
   type ParentNode,
-  PROTECTED_ATTRIBUTE,
-  PROTECTED_ID_ATTRIBUTE,
   parseBody,
 } from './tree.ts';
 
 export type SanitizeResult = { html: string; removed: SanitizedItem[] };
-
-const ALLOWED_ELEMENTS: ReadonlySet<string> = new Set([
-  ...['p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
-  ...['strong', 'b', 'em', 'i', 'u', 's', 'sub', 'sup', 'small', 'mark'],
-  ...['blockquote', 'q', 'cite', 'code', 'pre', 'ul', 'ol', 'li', 'dl', 'dt', 'dd'],
-  ...['a', 'img', 'figure', 'figcaption', 'span', 'div', 'section', 'abbr', 'time'],
-  ...['table', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td', 'caption'],
-]);
-
-/** Elements dropped together with everything inside them. Any other unknown element is unwrapped. */
-const DROPPED_ELEMENTS: ReadonlySet<string> = new Set([
-  ...['script', 'style', 'template', 'noscript', 'noembed', 'noframes'],
-  ...['iframe', 'frame', 'frameset', 'object', 'embed', 'applet', 'param', 'portal', 'fencedframe'],
-  ...['svg', 'math', 'link', 'meta', 'base', 'head', 'title', 'source', 'track', 'area'],
-  ...['input', 'button', 'select', 'option', 'optgroup', 'datalist', 'textarea', 'keygen', 'output'],
-]);
-
-const GLOBAL_ATTRIBUTES: ReadonlySet<string> = new Set([
-  'title',
-  'lang',
-  'dir',
-  PROTECTED_ATTRIBUTE,
-  PROTECTED_ID_ATTRIBUTE,
-]);
-
-const ELEMENT_ATTRIBUTES: Readonly<Record<string, ReadonlySet<string>>> = {
-  a: new Set(['href', 'rel', 'target', 'hreflang']),
-  img: new Set(['src', 'alt', 'width', 'height', 'loading']),
-  td: new Set(['colspan', 'rowspan', 'scope']),
-  th: new Set(['colspan', 'rowspan', 'scope']),
-  ol: new Set(['start', 'type', 'reversed']),
-  time: new Set(['datetime']),
-  blockquote: new Set(['cite']),
-  q: new Set(['cite']),
-  abbr: new Set(['title']),
-};
-
-const URL_ATTRIBUTES: ReadonlySet<string> = new Set(['href', 'src', 'cite']);
-const ALLOWED_SCHEMES: ReadonlySet<string> = new Set(['http', 'https', 'mailto', 'tel']);
 
 // Parser rules the output must not trip over when it is parsed again (HTML standard, "in body" and
 // table insertion modes), restricted to the allowed elements.
@@ -180,20 +140,6 @@ function layoutOf(nodes: readonly ChildNode[], ends: readonly number[]): Layout 
   return { nodes, ends, facts: nodes.map(nodeFacts) };
 }
 
-/**
- * Whether a URL attribute value may stay: http, https, mailto, tel or no scheme at all (relative
- * URLs, fragments). Normalised first as a URL parser does: ASCII tab, LF and CR removed anywhere,
- * leading C0 controls and spaces stripped, the scheme compared case-insensitively.
- */
-export function isAllowedUrl(value: string): boolean {
-  let normalised = value.replace(/[\t\n\r]/g, '');
-  let start = 0;
-  while (start < normalised.length && normalised.charCodeAt(start) <= 0x20) start++;
-  normalised = normalised.slice(start);
-  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(normalised)?.[1];
-  return scheme === undefined || ALLOWED_SCHEMES.has(scheme.toLowerCase());
-}
-
 /** Where the parser stands at an element of the output: what its start tags would close. */
 type Scope = {
   tag: string | null;
@@ -297,6 +243,7 @@ function cleanTree(root: DocumentFragment, removed: SanitizedItem[]): boolean {
       if (reason !== null) removed.push({ path, removed: showAttribute(attribute), reason });
       return reason === null;
     });
+    if (tag === 'a') requireRel(node, path, removed);
     frame.out.push(node);
     stack.push(frameFor(node.childNodes, [], scopeOf(tag, frame.scope), path, node));
   }
@@ -322,20 +269,22 @@ function childPath(frame: Frame, node: ChildNode): string {
   return frame.path === '' ? step : `${frame.path} > ${step}`;
 }
 
-function attributeProblem(
-  tag: string,
-  name: string,
-  value: string,
-  namespace: string | undefined,
-): SanitizeReason | null {
-  if (name.startsWith('on')) return 'event_handler';
-  if (namespace !== undefined && namespace !== '') return 'attribute_not_allowed';
-  if (!GLOBAL_ATTRIBUTES.has(name) && ELEMENT_ATTRIBUTES[tag]?.has(name) !== true) {
-    return 'attribute_not_allowed';
-  }
-  if (URL_ATTRIBUTES.has(name) && !isAllowedUrl(value)) return 'unsafe_url';
-  if (name === PROTECTED_ATTRIBUTE && !isProtectedKind(value)) return 'invalid_protection_marker';
-  return null;
+/** Gives a link the `rel` it must have (`requiredRel`), reporting the one it had. */
+function requireRel(link: Element, path: string, removed: SanitizedItem[]): void {
+  const index = link.attrs.findIndex((attribute) => attribute.name === 'rel');
+  const current = link.attrs[index];
+  const rel = requiredRel(
+    current?.value ?? null,
+    link.attrs.some((attribute) => attribute.name === 'target'),
+  );
+  if (rel === null) return;
+  removed.push({
+    path,
+    removed: showAttribute({ name: 'rel', value: current?.value ?? '' }),
+    reason: 'link_opener',
+  });
+  if (current === undefined) link.attrs.push({ name: 'rel', value: rel });
+  else link.attrs[index] = { ...current, value: rel };
 }
 
 /**

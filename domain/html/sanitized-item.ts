@@ -15,6 +15,12 @@ export const SanitizeReason = z.enum([
   'unsafe_url',
   /** `data-service-protected` with a value other than `backlink` or `internal`. */
   'invalid_protection_marker',
+  /**
+   * A link whose `rel` would let the page it opens reach this one: one with a `target` gets `noopener
+   * noreferrer`, and the token `opener` goes from any link; `removed` shows the `rel` it had (`rel=""`
+   * when it had none).
+   */
+  'link_opener',
   'comment',
   /** Markup that could not be brought into a stable shape: only its text was kept. */
   'unstable_markup',

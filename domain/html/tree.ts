@@ -1,6 +1,7 @@
 import type { DefaultTreeAdapterTypes } from 'parse5';
 import { defaultTreeAdapter, parseFragment, html as spec } from 'parse5';
 import { z } from 'zod';
+import { PROTECTED_KINDS } from './allowlist.ts';
 
 /** The parse5 tree of a body, and the few ways the sanitiser, the text and the protected blocks read it. */
 
@@ -10,16 +11,14 @@ export type ParentNode = DefaultTreeAdapterTypes.ParentNode;
 export type DocumentFragment = DefaultTreeAdapterTypes.DocumentFragment;
 type TextNode = DefaultTreeAdapterTypes.TextNode;
 
-/** The marker attributes of protected blocks, allowed on any element. */
-export const PROTECTED_ATTRIBUTE = 'data-service-protected';
-export const PROTECTED_ID_ATTRIBUTE = 'data-service-id';
+export { PROTECTED_ATTRIBUTE, PROTECTED_ID_ATTRIBUTE } from './allowlist.ts';
 /** What a protected block is: an inserted backlink anchor or an internal link. */
-export const ProtectedKind = z.enum(['backlink', 'internal']);
+export const ProtectedKind = z.enum(PROTECTED_KINDS);
 export type ProtectedKind = z.infer<typeof ProtectedKind>;
-const PROTECTED_KINDS: ReadonlySet<string> = new Set(ProtectedKind.options);
+const KINDS: ReadonlySet<string> = new Set(PROTECTED_KINDS);
 
 export function isProtectedKind(value: string | null | undefined): value is ProtectedKind {
-  return typeof value === 'string' && PROTECTED_KINDS.has(value);
+  return typeof value === 'string' && KINDS.has(value);
 }
 
 /**

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { type Event, eventSchema } from '../event.ts';
+import { WebUrl } from '../input.ts';
 
 export const SiteAddedData = z.object({
   siteId: z.string().min(1),
   accountId: z.string().min(1),
   name: z.string().min(1).max(200),
   domain: z.string().min(1).max(253),
-  url: z.url(),
+  url: WebUrl,
 });
 
 export const SiteEventSchemas = { SiteAdded: eventSchema('SiteAdded', SiteAddedData) } as const;

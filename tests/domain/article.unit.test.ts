@@ -28,6 +28,15 @@ function editArticle(data: { title?: string; body?: string; expectedRevision?: n
   };
 }
 
+/** Restore revision `revision` (the article replayed up to it: `snapshot`) from the editor. */
+function restore(revision: number, snapshot: ArticleState) {
+  return {
+    type: 'RestoreRevision' as const,
+    data: { articleId: 'art_1', origin: 'editor' as const, actor: key, reason: null, revision, snapshot },
+    metadata,
+  };
+}
+
 describe('article decider', () => {
   it('creates an article as revision 1 with a sanitised body', () => {
     spec
@@ -238,37 +247,54 @@ describe('article decider', () => {
     const withLink = articleEdited({ origin: 'rewrite', actor: system, body: withBacklink('bl_9') });
     spec
       .given([...history, withLink])
-      .when({
-        type: 'RestoreRevision',
-        data: {
-          articleId: 'art_1',
-          origin: 'editor',
-          actor: key,
-          reason: null,
-          revision: 1,
-          snapshot: fold(history),
-        },
-        metadata,
-      })
+      .when(restore(1, fold(history)))
       .thenThrows('protected_links_modified', { errors: [{ id: 'bl_9', change: 'removed' }] });
   });
 
-  it('refuses to restore a revision that does not exist', () => {
+  it('edits a body stored before links with a target had to carry noopener: its protected link is the same block', () => {
+    const storedBefore =
+      '<p>See <a href="https://partner.example.org/" target="_blank" data-service-protected="backlink" data-service-id="bl_1">our partner</a>.</p>';
     spec
-      .given([articleCreated()])
-      .when({
-        type: 'RestoreRevision',
-        data: {
-          articleId: 'art_1',
-          origin: 'editor',
-          actor: key,
-          reason: null,
-          revision: 5,
-          snapshot: initialState,
-        },
-        metadata,
-      })
-      .thenThrows('not_found');
+      .given([articleCreated({ body: storedBefore })])
+      .when(editArticle({ body: `${storedBefore}<p>A new paragraph.</p>` }))
+      .thenEvents((events) => {
+        const data = events[0]?.data as { body: string; sanitized: unknown[] };
+        expect(data.body).toContain('rel="noopener noreferrer"');
+        expect(data.sanitized).toEqual([{ path: 'p[1] > a[1]', removed: 'rel=""', reason: 'link_opener' }]);
+      });
+  });
+
+  it('restores a revision stored under earlier rules as the sanitiser stores it now', () => {
+    const history = [
+      articleCreated({ body: '<p><a href="https://x.example/" target="_blank" rel="opener">x</a></p>' }),
+      articleEdited({ body: '<p>Changed.</p>' }),
+    ];
+    spec
+      .given(history)
+      .when(restore(1, fold(history.slice(0, 1))))
+      .thenEvents((events) =>
+        expect(events[0]).toMatchObject({
+          type: 'ArticleRestored',
+          data: {
+            body: '<p><a href="https://x.example/" target="_blank" rel="noopener noreferrer">x</a></p>',
+          },
+        }),
+      );
+  });
+
+  it('refuses to restore a featured image whose address is not http(s) (ingested before that rule)', () => {
+    const image = { url: 'javascript:alert(1)', alt: 'x', width: null, height: null };
+    const history = [articleCreated({ featuredImage: image }), articleEdited({ title: 'Changed' })];
+    spec
+      .given(history)
+      .when(restore(1, fold(history.slice(0, 1))))
+      .thenThrows('invalid_request', {
+        errors: [{ field: 'revision', message: expect.stringContaining('http') }],
+      });
+  });
+
+  it('refuses to restore a revision that does not exist', () => {
+    spec.given([articleCreated()]).when(restore(5, initialState)).thenThrows('not_found');
   });
 
   it('changes the status as a revision and needs a publication time to publish', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { metadataTextProblem, parameterTextProblem } from '../../apps/server/oauth/input-rules.ts';
-import { textProblem } from '../../domain/input.ts';
+import { isWebUrl, textProblem, WebUrl } from '../../domain/input.ts';
 
 describe('text the authorization server refuses', () => {
   it.each([
@@ -90,5 +90,39 @@ describe('text with lines (bodies, reasons)', () => {
     expect(textProblem('one\r\n\ttwo', { lines: true })).toBeNull();
     expect(textProblem('form\ffeed', { lines: true })).toBe('contains the control character U+000C');
     expect(textProblem('nul\u0000', { lines: true })).toBe('contains the control character U+0000');
+  });
+});
+
+describe('web addresses (sites, articles, featured images, backlinks)', () => {
+  it.each([
+    ['javascript:alert(1)'],
+    ['JaVaScRiPt:alert(1)'],
+    [' javascript:alert(1)'],
+    ['java\tscript:alert(1)'],
+    ['\u0001https://x.example/'],
+    ['data:text/html,x'],
+    ['vbscript:msgbox(1)'],
+    ['//evil.example/'],
+    ['https:evil.example'],
+    ['https:\\\\evil.example'],
+    ['https://'],
+    ['https://a.example/ b'],
+    ['https://a.example/\u00a0'],
+    ['mailto:a@b.example'],
+    ['/path'],
+    [''],
+  ])('refuses %j', (url) => {
+    expect(isWebUrl(url)).toBe(false);
+    expect(WebUrl.safeParse(url).success).toBe(false);
+  });
+
+  it.each([
+    ['http://a.example'],
+    ['https://a.example/b?c=d#e'],
+    ['HTTP://A.EXAMPLE/'],
+    ['https://[::1]:8443/x'],
+  ])('accepts %j', (url) => {
+    expect(isWebUrl(url)).toBe(true);
+    expect(WebUrl.parse(url)).toBe(url);
   });
 });

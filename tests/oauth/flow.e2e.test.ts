@@ -88,6 +88,13 @@ describe('connecting an assistant in a browser', () => {
     const clientId = await newClient('E2E Assistant');
     const { verifier, challenge } = pkce();
     const page = await context.newPage();
+    // The pages of the sign-in keep an opener: an assistant may run it in a popup it waits on.
+    const openerPolicies: (string | undefined)[] = [];
+    page.on('response', (response) => {
+      if (response.request().isNavigationRequest() && response.url().startsWith(base)) {
+        openerPolicies.push(response.headers()['cross-origin-opener-policy']);
+      }
+    });
     await page.goto(authorizeUrl(clientId, challenge));
 
     expect(new URL(page.url()).pathname).toBe('/sign-in');
@@ -109,6 +116,8 @@ describe('connecting an assistant in a browser', () => {
 
     await page.click('button[value=allow]');
     await page.waitForURL((url) => url.href.startsWith(callback.url));
+    expect(openerPolicies.length).toBeGreaterThan(3);
+    expect(openerPolicies.filter((policy) => policy !== undefined)).toEqual([]);
     const back = new URL(page.url());
     expect(back.searchParams.get('state')).toBe('state-1');
     expect(back.searchParams.get('iss')).toBe(base);

@@ -1,5 +1,8 @@
 import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import pg from 'pg';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../support/process.ts';
@@ -347,5 +350,47 @@ describe('the article pages', () => {
     const res = await fetch(`${web.url}/articles/${id}`, { redirect: 'manual' });
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe(`/sign-in?return_to=${encodeURIComponent(`/articles/${id}`)}`);
+  });
+
+  it('renders what was stored under earlier rules safely: a body link asking for its opener gets none, a script URL is no link', async () => {
+    const article = articles[5] as Article;
+    // A page on another origin (another port), which a link of the body opens in a new tab.
+    const outside = createServer((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><title>Outside</title><p>Outside');
+    });
+    await new Promise<void>((resolve) => outside.listen(0, '127.0.0.1', resolve));
+    const outsideUrl = `http://127.0.0.1:${(outside.address() as AddressInfo).port}/`;
+    // Stored as it could be before the sanitiser gave such links rel="noopener noreferrer" and before
+    // ingestion took http(s) URLs only: written into the read model directly.
+    const client = new pg.Client({ connectionString: web.env.DATABASE_URL });
+    await client.connect();
+    try {
+      await client.query('update article_bodies set body = $2 where article_id = $1', [
+        article.id,
+        `<p>Read <a href="${outsideUrl}" target="_blank" rel="opener">outside</a>.</p>`,
+      ]);
+      await client.query('update articles set url = $2 where id = $1', [
+        article.id,
+        'javascript:document.title="pwned"',
+      ]);
+    } finally {
+      await client.end();
+    }
+    const context = await web.signedIn({ javaScript: true });
+    const page = await context.newPage();
+    await page.goto(`${web.url}/articles/${article.id}`);
+    expect(await page.locator('a[href^="javascript:"]').count()).toBe(0);
+    expect(await page.textContent('main')).toContain('javascript:document.title="pwned"');
+    const [opened] = await Promise.all([
+      context.waitForEvent('page'),
+      page.click('article.article-body a[target="_blank"]'),
+    ]);
+    await opened.waitForURL(outsideUrl);
+    await opened.waitForLoadState('load');
+    expect(await opened.evaluate<boolean>('window.opener === null')).toBe(true);
+    await context.close();
+    await new Promise((resolve) => outside.close(resolve));
   });
 });

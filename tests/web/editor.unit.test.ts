@@ -25,9 +25,13 @@ describe('editor helpers', () => {
       removedList([
         { path: 'p[1]', removed: 'onclick="x()"', reason: 'event_handler' },
         { path: 'p[2]', removed: `<script>${'a'.repeat(300)}`, reason: 'a_new_reason' },
+        { path: 'p[3] > a[1]', removed: 'rel="opener"', reason: 'link_opener' },
       ]),
     );
     expect(out).toContain('<code>onclick=&quot;x()&quot;</code></td><td>script event handler</td>');
+    expect(out).toContain(
+      '<code>rel=&quot;opener&quot;</code></td><td>a link that opens another page: its rel now says',
+    );
     expect(out).toContain(`&lt;script&gt;${'a'.repeat(192)}…</code></td><td>a_new_reason</td>`);
   });
 

@@ -57,7 +57,8 @@ export const interactionRoutes: FastifyPluginAsync<InteractionDeps> = async (pla
   const app = plain.withTypeProvider<ZodTypeProvider>();
   const { provider, kit, db, resource } = deps;
   installFormParser(app, kit);
-  installPageHeaders(app);
+  // An assistant may run its sign-in in a popup, which must find its way back to it.
+  installPageHeaders(app, { keepOpener: true });
   installPageErrors(app, kit);
 
   const here = (uid: string): string => `${OAUTH_PREFIX}/interaction/${encodeURIComponent(uid)}`;

@@ -14,6 +14,7 @@ import { type Html, html, raw } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
+import { linkTo } from './sites.ts';
 import { DIFF_LEGEND, diffBodies, diffText, renderDiff } from './word-diff.ts';
 
 /*
@@ -221,7 +222,7 @@ ${notice}
 <div class="article-head">
 <dl class="facts">
 <dt>Status</dt><dd><span class="tag">${STATUSES[article.status]}</span>${article.published_at ? html` <span class="muted">${article.status === 'scheduled' ? 'for' : 'on'} ${when(article.published_at)}</span>` : ''}</dd>
-<dt>URL</dt><dd><a href="${article.url}" rel="noopener noreferrer">${article.url}</a></dd>
+<dt>URL</dt><dd>${linkTo(article.url, article.url)}</dd>
 <dt>Target keyword</dt><dd>${article.target_keyword ?? html`<span class="muted">none</span>`}</dd>
 <dt>Word count</dt><dd>${article.word_count}</dd>
 <dt>Revision</dt><dd>${article.revision} <span class="muted">(updated ${when(article.updated_at)})</span></dd>

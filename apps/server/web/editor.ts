@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import type { Application } from '../../application/index.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
@@ -36,7 +37,7 @@ export const EDITOR_FORM_LIMIT = 4 * BODY_MAX_BYTES;
 export type Draft = { title: string; body: string; reason: string; expectedRevision: number };
 
 /** Sanitiser reasons in words. */
-const REMOVED_BECAUSE: Record<string, string> = {
+const REMOVED_BECAUSE: Record<SanitizeReason, string> = {
   element_not_allowed: 'element not allowed (its text was kept)',
   unsafe_element: 'unsafe element (removed with its content)',
   invalid_nesting: 'element in a place HTML does not allow (its text was kept)',
@@ -45,6 +46,8 @@ const REMOVED_BECAUSE: Record<string, string> = {
   event_handler: 'script event handler',
   unsafe_url: 'unsafe link address',
   invalid_protection_marker: 'invalid protection marker',
+  link_opener:
+    'a link that opens another page: its rel now says noopener noreferrer, so that page cannot reach this one',
   comment: 'HTML comment',
   unstable_markup: 'markup that could not be kept (its text was kept)',
 };
@@ -64,7 +67,7 @@ export function removedList(items: readonly { path: string; removed: string; rea
 <div class="table-scroll"><table id="removed" aria-labelledby="removed-heading"><thead><tr><th>Removed</th><th>Why</th><th>Where</th></tr></thead><tbody>
 ${items.map(
   (item) =>
-    html`<tr><td><code>${shorten(item.removed, REMOVED_SHOWN)}</code></td><td>${REMOVED_BECAUSE[item.reason] ?? item.reason}</td><td><code>${item.path}</code></td></tr>`,
+    html`<tr><td><code>${shorten(item.removed, REMOVED_SHOWN)}</code></td><td>${REMOVED_BECAUSE[item.reason as SanitizeReason] ?? item.reason}</td><td><code>${item.path}</code></td></tr>`,
 )}
 </tbody></table></div>`;
 }

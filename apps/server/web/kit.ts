@@ -284,14 +284,27 @@ export const SCRIPT_PAGE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /**
- * PAGE_HEADERS, and `no-store` unless the route set its own caching, on every response of this scope.
- * A route that set its own Content-Security-Policy (SCRIPT_PAGE_CSP) keeps it.
+ * The web app's pages also cut the tie to a page they open on another origin: that page gets no
+ * `window.opener`, whatever the link asked for (an article body stored before the sanitiser gave
+ * links with a `target` `rel="noopener noreferrer"` may hold `target="_blank" rel="opener"`). Not on
+ * the pages of an assistant's OAuth sign-in (the sign-in page and the consent pages), which it may
+ * open in a popup that must find its way back to it.
  */
-export function installPageHeaders(app: FastifyInstance): void {
+export const OPENER_POLICY: Readonly<Record<string, string>> = {
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+/**
+ * PAGE_HEADERS (and OPENER_POLICY unless `keepOpener`), and `no-store` unless the route set its own
+ * caching, on every response of this scope. A route that set its own Content-Security-Policy
+ * (SCRIPT_PAGE_CSP) keeps it.
+ */
+export function installPageHeaders(app: FastifyInstance, opts: { keepOpener?: boolean } = {}): void {
+  const headers = opts.keepOpener ? PAGE_HEADERS : { ...PAGE_HEADERS, ...OPENER_POLICY };
   app.addHook('onSend', async (_request, reply, payload) => {
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     const policy = reply.getHeader('content-security-policy');
-    reply.headers(PAGE_HEADERS);
+    reply.headers(headers);
     if (policy !== undefined) reply.header('content-security-policy', policy);
     return payload;
   });

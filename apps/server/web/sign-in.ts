@@ -75,7 +75,8 @@ const SIGN_OUT = {
 export const webRoutes: FastifyPluginAsync<{ kit: WebKit }> = async (plain, { kit }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app, kit);
-  installPageHeaders(app);
+  // An assistant's OAuth sign-in passes here, perhaps in a popup that must find its way back to it.
+  installPageHeaders(app, { keepOpener: true });
   installPageErrors(app, kit);
 
   app.get(STYLESHEET_PATH, { schema: { hide: true } }, async (_request, reply) =>

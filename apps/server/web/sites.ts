@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ArticleStatus } from '../../../domain/article/events.ts';
 import { BacklinkCategory } from '../../../domain/backlink/events.ts';
+import { isWebUrl } from '../../../domain/input.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { BacklinkOut, SiteOut } from '../../application/wire.ts';
@@ -38,9 +39,12 @@ export function hrefOf(path: string, params: Record<string, string | number | un
   return query ? `${path}?${query}` : path;
 }
 
-/** The address when it is http(s), else null: stored addresses come from outside and are linked only then. */
+/**
+ * The address when it is an http(s) URL (`isWebUrl`, the rule every entry of one applies), else null:
+ * stored addresses come from outside, and one stored before that rule is shown as text, never a link.
+ */
 export function httpHref(url: string): string | null {
-  return /^https?:\/\//i.test(url) ? url : null;
+  return isWebUrl(url) ? url : null;
 }
 
 /** Previous and next links around `Page x of y`; `link(n)` is the address of page n. */

@@ -2,9 +2,10 @@ import fc from 'fast-check';
 import type { DefaultTreeAdapterTypes } from 'parse5';
 import { parseFragment, serialize, serializeOuter } from 'parse5';
 import { describe, expect, it } from 'vitest';
-import { bodyFacts, factsOf } from '../../../domain/html/facts.ts';
+import { isAllowedUrl } from '../../../domain/html/allowlist.ts';
+import { bodyFacts, checkProtectedBlocks, factsOf } from '../../../domain/html/facts.ts';
 import { parseMiddle } from '../../../domain/html/layout.ts';
-import { isAllowedUrl, sanitizeEdit, sanitizeFully, sanitizeHtml } from '../../../domain/html/sanitize.ts';
+import { sanitizeEdit, sanitizeFully, sanitizeHtml } from '../../../domain/html/sanitize.ts';
 import { countWords, textContent } from '../../../domain/html/text.ts';
 import { parseBody } from '../../../domain/html/tree.ts';
 import { createHtmlMemory } from '../../../infra/html-memory.ts';
@@ -74,6 +75,22 @@ function violations(html: string): string[] {
       if (['href', 'src', 'cite'].includes(name) && !opensSafely(value))
         problems.push(`url ${name}="${value}"`);
     }
+    if (tag === 'a') problems.push(...openerProblems(element));
+  }
+  return problems;
+}
+
+/**
+ * What lets the page a link opens reach the page it is on: a `target` without `noopener` and
+ * `noreferrer`, or the token `opener` (rel tokens are separated by ASCII whitespace, any case).
+ */
+function openerProblems(link: Element): string[] {
+  const rel = link.attrs.find((attribute) => attribute.name === 'rel')?.value ?? '';
+  const tokens = rel.toLowerCase().split(/[\t\n\f\r ]+/);
+  const problems = tokens.includes('opener') ? [`rel="${rel}" asks for the opener`] : [];
+  const target = link.attrs.some((attribute) => attribute.name === 'target');
+  if (target && !(tokens.includes('noopener') && tokens.includes('noreferrer'))) {
+    problems.push(`target without rel="noopener noreferrer" (rel="${rel}")`);
   }
   return problems;
 }
@@ -144,6 +161,14 @@ const attributeValue = fc.oneof(
   obfuscatedUrl,
   relativeUrl,
   fc.constantFrom('backlink', 'internal', 'evil', 'bl_1', 'alert(1)', '</style><img src=x onerror=alert(1)>'),
+  // Values of target and rel.
+  fc.constantFrom('_blank', '_self', '', 'opener', 'OPENER nofollow', 'noopener', 'noreferrer', 'nofollow'),
+  fc.constantFrom(
+    'noopener noreferrer',
+    'NoOpener\tNoReferrer opener',
+    ' nofollow  noopener ',
+    'opener opener',
+  ),
 );
 const attribute = fc
   .record({
@@ -192,12 +217,45 @@ const mxssShape = fc.constantFrom(
   '</a></b></p></table>',
 );
 
+/** A link with some target and rel, as pasted from anywhere (tokens in any case, spacing and order). */
+const REL_TOKENS = [
+  'opener',
+  'OPENER',
+  'noopener',
+  'NoOpener',
+  'noreferrer',
+  'NOREFERRER',
+  'nofollow',
+  'sponsored',
+];
+const link = fc
+  .record({
+    target: fc.option(fc.constantFrom('_blank', '_self', '_top', 'name', ''), { nil: null }),
+    rel: fc.option(
+      fc.array(fc.tuple(fc.constantFrom(...REL_TOKENS), fc.constantFrom(' ', '  ', '\t', '\n')), {
+        maxLength: 4,
+      }),
+      { nil: null },
+    ),
+    protectedBlock: fc.boolean(),
+  })
+  .map(({ target, rel, protectedBlock }) => {
+    const attributes = [
+      'href="https://partner.example/"',
+      ...(target === null ? [] : [`target="${target}"`]),
+      ...(rel === null ? [] : [`rel="${rel.map(([token, space]) => `${space}${token}`).join('')}"`]),
+      ...(protectedBlock ? ['data-service-protected="backlink" data-service-id="bl_1"'] : []),
+    ];
+    return `<a ${attributes.join(' ')}>partner</a>`;
+  });
+
 const { node } = fc.letrec<{ node: string; element: string }>((tie) => ({
   node: fc.oneof(
     { depthSize: 'small', maxDepth: 6 },
     { arbitrary: text, weight: 2 },
     { arbitrary: comment, weight: 1 },
     { arbitrary: mxssShape, weight: 1 },
+    { arbitrary: link, weight: 1 },
     { arbitrary: tie('element'), weight: 4 },
   ),
   element: fc
@@ -556,7 +614,7 @@ describe('sanitizeHtml: edits of a remembered body', () => {
 describe('sanitizeHtml: elements', () => {
   it('keeps allowed markup byte for byte', () => {
     const html =
-      '<h2 title="t">Title</h2><p lang="en">Some <strong>bold</strong>, <em>em</em>, <a href="https://example.com/x?a=1&amp;b=2" rel="nofollow" target="_blank">link</a>.</p>' +
+      '<h2 title="t">Title</h2><p lang="en">Some <strong>bold</strong>, <em>em</em>, <a href="https://example.com/x?a=1&amp;b=2" rel="nofollow noopener noreferrer" target="_blank">link</a>.</p>' +
       '<ul><li>one</li><li>two</li></ul><ol start="3" reversed=""><li>x</li></ol><blockquote cite="https://example.com/">q</blockquote>' +
       '<figure><img src="/a.png" alt="A" width="10" height="20" loading="lazy"><figcaption>cap</figcaption></figure>' +
       '<table><caption>c</caption><thead><tr><th scope="col">h</th></tr></thead><tbody><tr><td colspan="2">d</td></tr></tbody></table>' +
@@ -696,6 +754,55 @@ describe('sanitizeHtml: attributes and URLs', () => {
         { path: 'a[1]', removed: 'data-service-protected="other"', reason: 'invalid_protection_marker' },
       ],
     });
+  });
+});
+
+describe('sanitizeHtml: links that open another page', () => {
+  it.each([
+    ['<a href="/x" target="_blank" rel="opener">x</a>', 'rel="noopener noreferrer"', 'rel="opener"'],
+    ['<a href="/x" target="_blank">x</a>', 'rel="noopener noreferrer"', 'rel=""'],
+    [
+      '<a href="/x" target="_self" rel="nofollow">x</a>',
+      'rel="nofollow noopener noreferrer"',
+      'rel="nofollow"',
+    ],
+    [
+      '<a href="/x" target="_blank" rel="Opener NOFOLLOW noopener">x</a>',
+      'rel="NOFOLLOW noopener noreferrer"',
+      'rel="Opener NOFOLLOW noopener"',
+    ],
+    ['<a href="/x" rel="opener nofollow">x</a>', 'rel="nofollow"', 'rel="opener nofollow"'],
+  ])('gives %s the rel it must have', (input, rel, had) => {
+    const { html, removed } = sanitizeHtml(input);
+    expect(html).toContain(rel);
+    expect(removed).toEqual([{ path: 'a[1]', removed: had, reason: 'link_opener' }]);
+    expect(sanitizeHtml(html)).toEqual({ html, removed: [] });
+  });
+
+  it.each([
+    ['<a href="/x" target="_blank" rel="noopener noreferrer">x</a>'],
+    ['<a href="/x" target="_blank" rel="NoReferrer  nofollow NOOPENER">x</a>'],
+    ['<a href="/x" rel="nofollow">x</a>'],
+    ['<a href="/x">x</a>'],
+  ])('keeps %s as it is', (html) => {
+    expect(sanitizeHtml(html)).toEqual({ html, removed: [] });
+  });
+
+  it('gives a protected link the same rel, and the protected-block check takes the link stored before as the same block', () => {
+    const before =
+      '<p><a href="https://partner.example.org/" target="_blank" data-service-protected="backlink" data-service-id="bl_1">partner</a></p>';
+    const { html, removed } = sanitizeHtml(`${before}<p>More.</p>`);
+    expect(html).toBe(
+      '<p><a href="https://partner.example.org/" target="_blank" data-service-protected="backlink" data-service-id="bl_1" rel="noopener noreferrer">partner</a></p><p>More.</p>',
+    );
+    expect(removed).toEqual([{ path: 'p[1] > a[1]', removed: 'rel=""', reason: 'link_opener' }]);
+    expect(checkProtectedBlocks(before, html)).toEqual({ ok: true });
+    // Without an id, the id derived from the block is the same too.
+    const unnamed = before.replace(' data-service-id="bl_1"', '');
+    expect(checkProtectedBlocks(unnamed, sanitizeHtml(unnamed).html)).toEqual({ ok: true });
+    // Its other tokens still count: dropping one is a rewrite.
+    const nofollow = before.replace('target=', 'rel="nofollow" target=');
+    expect(checkProtectedBlocks(nofollow, html)).toMatchObject({ ok: false });
   });
 });
 
