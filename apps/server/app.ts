@@ -23,7 +23,7 @@ import type { Runtime } from '../runtime.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
 import { type Counter, createRequestLimiter } from './api/limits.ts';
-import { clientErrorHandler, frameworkErrors, installErrorHandling } from './errors.ts';
+import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './errors.ts';
 import { requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
@@ -33,6 +33,7 @@ import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 import { createPageLimiter } from './web/page-limit.ts';
 import { webPages } from './web/pages.ts';
+import { PAGE_REFUSALS } from './web/refusal.ts';
 
 type AppDeps = {
   runtime: Runtime;
@@ -102,7 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       serializers: { req: requestSerializer },
     },
     trustProxy: trustProxyOf(deps.config.TRUST_PROXY),
-    frameworkErrors,
+    frameworkErrors: frameworkErrorsOf(PAGE_REFUSALS),
     clientErrorHandler,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -122,7 +123,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
 
-  installErrorHandling(app);
+  installErrorHandling(app, PAGE_REFUSALS);
 
   const { db } = deps.runtime;
 

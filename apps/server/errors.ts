@@ -90,12 +90,21 @@ function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
 }
 
 /**
- * Every error leaves as RFC 9457 problem+json with a stable code. Domain errors carry their code;
+ * Refusals made before any route ran (no such route, a path the router cannot decode) for the
+ * addresses a face owns, answered its own way: the web pages answer them with a page.
+ */
+export type EarlyRefusals = {
+  owns(url: string): boolean;
+  send(reply: FastifyReply, refusal: { status: number; detail: string }): FastifyReply;
+};
+
+/**
+ * Every error leaves as RFC 9457 problem+json with a stable code (but for `early`'s addresses). Domain errors carry their code;
  * schema validation becomes `invalid_request` naming each parameter; a database that cannot be reached
  * for now is a 503 `unavailable` with `Retry-After`; anything unknown is logged and answered with a
  * generic 500 that leaks nothing but the request id.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, early?: EarlyRefusals): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (isDomainError(error)) {
       // A refusal whose reason is kept from the caller (an image URL's host and address): logged here only.
@@ -148,31 +157,37 @@ export function installErrorHandling(app: FastifyInstance): void {
       ),
     );
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(
+  app.setNotFoundHandler((request, reply) => {
+    if (early?.owns(request.url))
+      return early.send(reply, { status: 404, detail: 'There is no page at this address' });
+    return sendProblem(
       reply,
       problem(request, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
-    ),
-  );
+    );
+  });
 }
 
 /**
  * Fastify's `frameworkErrors`: what its router refuses before any route or hook runs (a path that is
  * not valid percent-encoding, a path segment over `maxParamLength`) is answered like every other
- * error, problem+json with `X-Request-Id`.
+ * error, problem+json with `X-Request-Id`; on `early`'s addresses, its own way.
  */
-export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
-  reply.header('x-request-id', request.id);
-  sendProblem(reply, {
-    ...problem(
-      request,
-      'invalid_request',
-      tooLong ? 'A segment of the URL path is too long' : 'The URL path is not valid percent-encoding',
-    ),
-    instance: '/',
-    ...(tooLong ? { status: 414 } : {}),
-  });
+export function frameworkErrorsOf(
+  early?: EarlyRefusals,
+): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
+  return (error, request, reply) => {
+    const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+    const status = tooLong ? 414 : 400;
+    const detail = tooLong
+      ? 'A segment of the URL path is too long'
+      : 'The URL path is not valid percent-encoding';
+    reply.header('x-request-id', request.id);
+    if (early?.owns(request.url)) {
+      early.send(reply, { status, detail });
+      return;
+    }
+    sendProblem(reply, { ...problem(request, 'invalid_request', detail), instance: '/', status });
+  };
 }
 
 /**

@@ -67,3 +67,33 @@ export async function setUpAccount(
 
 export const protectedBody = (n: number): string =>
   `<p>Intro ${n}.</p><p>See <a href="https://partner.example.org/${n}" data-service-protected="backlink" data-service-id="bl_${n}">our partner</a> and <a href="https://northside.example/services" data-service-protected="internal" data-service-id="il_${n}">our services</a>.</p>`;
+
+/**
+ * A site of `accountId` (Northside Plumbing) with one published article made by the content pipeline,
+ * whose body has a protected backlink and internal link (`protectedBody(1)`).
+ */
+export async function addSiteWithArticle(
+  runtime: Runtime,
+  accountId: string,
+): Promise<{ siteId: string; articleId: string }> {
+  const { siteId } = await runtime.commands.addSite(accountId, {
+    name: 'Northside Plumbing',
+    domain: 'northside.example',
+    url: 'https://northside.example/',
+  });
+  const { articleId } = await runtime.commands.createArticle(
+    accountId,
+    {
+      siteId,
+      title: 'Boiler care',
+      body: protectedBody(1),
+      url: 'https://northside.example/blog/boiler-care',
+      status: 'published',
+      publishedAt: '2026-10-01T09:00:00Z',
+      targetKeyword: null,
+      featuredImage: null,
+    },
+    { origin: 'rewrite', actor: pipelineActor },
+  );
+  return { siteId, articleId };
+}

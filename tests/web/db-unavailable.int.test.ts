@@ -8,7 +8,7 @@ import { expectAccessible, noPageScripts } from '../support/axe.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
 import { createProxiedTestRuntime, type PgProxy } from '../support/pg-proxy.ts';
-import { pipelineActor, protectedBody } from '../support/runtime.ts';
+import { addSiteWithArticle, pipelineActor } from '../support/runtime.ts';
 import { SHOTS, screenshot } from '../support/web.ts';
 
 /*
@@ -63,26 +63,8 @@ beforeAll(async () => {
   const test = await createProxiedTestRuntime();
   ({ runtime, proxy, drop } = test);
   dana = await createPerson(runtime);
-  ({ siteId } = await runtime.commands.addSite(dana.accountId, {
-    name: 'Northside Plumbing',
-    domain: 'northside.example',
-    url: 'https://northside.example/',
-  }));
+  ({ siteId, articleId } = await addSiteWithArticle(runtime, dana.accountId));
   const caller = { origin: 'rewrite' as const, actor: pipelineActor };
-  ({ articleId } = await runtime.commands.createArticle(
-    dana.accountId,
-    {
-      siteId,
-      title: 'Boiler care',
-      body: protectedBody(1),
-      url: 'https://northside.example/blog/boiler-care',
-      status: 'published',
-      publishedAt: '2026-10-01T09:00:00Z',
-      targetKeyword: null,
-      featuredImage: null,
-    },
-    caller,
-  ));
   await runtime.commands.editArticle(dana.accountId, articleId, { title: 'Boiler care, rewritten' }, caller);
   app = await buildApp({
     runtime,

@@ -259,8 +259,10 @@ describe('the editor, JavaScript off', () => {
     expect((await article(a.id)).revision).toBe(a.revision);
     await screenshot(page, 'editor-too-large');
 
-    // Past the form parser's own limit (8 MiB): a page with the domain's limit, not a JSON 413.
-    const past = await postTooLarge(`${web.url}/articles/${a.id}/edit`, 9 * 1024 * 1024);
+    // Past the form parser's own limit (8 MiB): a page with the domain's limit, not a JSON 413. (Signed
+    // in: without a session the form is sent to sign-in before its size is looked at.)
+    const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const past = await postTooLarge(`${web.url}/articles/${a.id}/edit`, 9 * 1024 * 1024, cookie);
     expect(past.status).toBe(413);
     expect(past.type).toContain('text/html');
     expect(past.text).toContain('larger than 2 MiB');
@@ -283,6 +285,7 @@ describe('the editor, JavaScript off', () => {
 async function postTooLarge(
   url: string,
   contentLength: number,
+  cookie: string,
 ): Promise<{ status: number; type: string; text: string }> {
   const { hostname, port, pathname } = new URL(url);
   const raw = await new Promise<string>((resolve, reject) => {
@@ -290,6 +293,7 @@ async function postTooLarge(
       socket.write(
         `POST ${pathname} HTTP/1.1\r\nhost: ${hostname}:${port}\r\n` +
           `content-type: application/x-www-form-urlencoded\r\ncontent-length: ${contentLength}\r\n` +
+          `cookie: ${cookie}\r\n` +
           'connection: close\r\n\r\nbody=aaaa',
       );
     });

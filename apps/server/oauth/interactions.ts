@@ -8,7 +8,7 @@ import type { Db } from '../../../infra/db/schema.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Html, html } from '../web/html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from '../web/kit.ts';
-import { installPageErrors } from '../web/refusal.ts';
+import { installPageErrors, PAGE_REFUSALS } from '../web/refusal.ts';
 import type { WebSession } from '../web/sessions.ts';
 import { redirectHostOf } from './client-rules.ts';
 import { OAUTH_PREFIX, SCOPES } from './provider.ts';
@@ -56,7 +56,7 @@ export function displayName(name: unknown, clientId: string): string {
 export const interactionRoutes: FastifyPluginAsync<InteractionDeps> = async (plain, deps) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   const { provider, kit, db, resource } = deps;
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
   installPageErrors(app, kit);
 
@@ -153,7 +153,10 @@ ${kit.csrfField(request, res, session)}
 
   app.post(
     `${OAUTH_PREFIX}/interaction/:uid`,
-    { schema: { hide: true, params: Params, body: Decision } },
+    {
+      schema: { hide: true, params: Params, body: Decision },
+      config: { form: { from: 'account', back: (request) => here((request.params as { uid: string }).uid) } },
+    },
     async (request, res) => {
       const { uid } = request.params;
       const session = await kit.sessions.current(request);
@@ -209,6 +212,12 @@ ${kit.csrfField(request, res, session)}
       );
       return res.redirect(returnTo, 303);
     },
+  );
+
+  // An interaction address no route above takes (a uid past the router's length): the pages' 404, not
+  // oidc-provider's, which serves the rest of /oauth/.
+  app.get(`${OAUTH_PREFIX}/interaction/*`, { schema: { hide: true } }, async (_request, reply) =>
+    PAGE_REFUSALS.send(reply, { status: 404, detail: 'There is no connection request at this address' }),
   );
 
   async function loadDetails(

@@ -32,7 +32,7 @@ export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; accounts: 
   { kit, accounts },
 ) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
   installPageErrors(app, kit);
 
@@ -76,40 +76,44 @@ ${kit.csrfField(request, reply, session)}
     },
   );
 
-  app.post('/account/password', { schema: { hide: true, body: PasswordBody } }, async (request, reply) => {
-    const session = await kit.sessions.current(request);
-    if (!session) return reply.redirect(kit.signInUrl('/account/password'), 303);
-    if (!kit.checkForm(request, reply, session)) return reply;
-    const { current = '', password = '', repeat = '' } = request.body;
-    const refuse = (status: number, error: string): FastifyReply =>
-      passwordPage(request, reply, session, { status, error });
-    if (current === '' || password === '') return refuse(400, 'Enter your current password and a new one.');
-    if (password.length < PASSWORD_MIN_LENGTH) {
-      return refuse(400, `The new password must be at least ${PASSWORD_MIN_LENGTH} characters long.`);
-    }
-    if (password.length > PASSWORD_MAX_LENGTH) {
-      return refuse(400, `The new password must be at most ${PASSWORD_MAX_LENGTH} characters long.`);
-    }
-    if (password !== repeat) return refuse(400, 'The two new passwords are not the same.');
-    const keys = [{ key: `password-change:${session.accountId}`, policy: CLIENT_POLICY }];
-    const verdict = await kit.throttle.reserve(keys);
-    if (!verdict.allowed) {
-      reply.header('retry-after', String(Math.max(1, Math.ceil(verdict.retryAfterMs / 1000))));
-      return refuse(429, 'Too many wrong current passwords. Wait a while, then try again.');
-    }
-    if (!(await passwordMatches(await accounts.passwordHash(session.accountId), current))) {
-      request.log.info(
-        { event: 'password_change_failed', account_id: session.accountId },
-        'wrong current password',
-      );
-      return refuse(401, 'That is not your current password.');
-    }
-    await kit.throttle.succeeded(verdict, [keys[0]?.key ?? '']);
-    await accounts.changePassword(session.accountId, password, {
-      by: 'holder',
-      keepSessionHash: sessionIdHash(session.secret),
-    });
-    request.log.info({ event: 'password_changed', account_id: session.accountId }, 'password changed');
-    return reply.redirect('/account/password?changed=1', 303);
-  });
+  app.post(
+    '/account/password',
+    { schema: { hide: true, body: PasswordBody }, config: { form: { from: 'account' } } },
+    async (request, reply) => {
+      const session = await kit.sessions.current(request);
+      if (!session) return reply.redirect(kit.signInUrl('/account/password'), 303);
+      if (!kit.checkForm(request, reply, session)) return reply;
+      const { current = '', password = '', repeat = '' } = request.body;
+      const refuse = (status: number, error: string): FastifyReply =>
+        passwordPage(request, reply, session, { status, error });
+      if (current === '' || password === '') return refuse(400, 'Enter your current password and a new one.');
+      if (password.length < PASSWORD_MIN_LENGTH) {
+        return refuse(400, `The new password must be at least ${PASSWORD_MIN_LENGTH} characters long.`);
+      }
+      if (password.length > PASSWORD_MAX_LENGTH) {
+        return refuse(400, `The new password must be at most ${PASSWORD_MAX_LENGTH} characters long.`);
+      }
+      if (password !== repeat) return refuse(400, 'The two new passwords are not the same.');
+      const keys = [{ key: `password-change:${session.accountId}`, policy: CLIENT_POLICY }];
+      const verdict = await kit.throttle.reserve(keys);
+      if (!verdict.allowed) {
+        reply.header('retry-after', String(Math.max(1, Math.ceil(verdict.retryAfterMs / 1000))));
+        return refuse(429, 'Too many wrong current passwords. Wait a while, then try again.');
+      }
+      if (!(await passwordMatches(await accounts.passwordHash(session.accountId), current))) {
+        request.log.info(
+          { event: 'password_change_failed', account_id: session.accountId },
+          'wrong current password',
+        );
+        return refuse(401, 'That is not your current password.');
+      }
+      await kit.throttle.succeeded(verdict, [keys[0]?.key ?? '']);
+      await accounts.changePassword(session.accountId, password, {
+        by: 'holder',
+        keepSessionHash: sessionIdHash(session.secret),
+      });
+      request.log.info({ event: 'password_changed', account_id: session.accountId }, 'password changed');
+      return reply.redirect('/account/password?changed=1', 303);
+    },
+  );
 };

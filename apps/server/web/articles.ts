@@ -172,7 +172,7 @@ ${page < totalPages ? link(page + 1, 'Older revisions', 'next') : ''}</nav>`;
 }
 
 export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff }) => {
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
 
   const notFound = (what: string) => new DomainError('not_found', what);
@@ -416,63 +416,67 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
     }),
   );
 
-  app.post('/articles/:id/revisions/:n/restore', { schema: { hide: true } }, async (request, reply) => {
-    const session = await kit.signedIn(request, reply);
-    if (!session || !kit.checkForm(request, reply, session)) return reply;
-    const parsed = RestoreForm.safeParse(request.body ?? {});
-    const form = parsed.success ? parsed.data : {};
-    const reason = (form.reason ?? '').trim();
-    try {
-      const id = articleIdOf(request);
-      const n = revisionOf(request);
-      const call = webCall(request, session);
-      const refused = async (status: number, refusal: Html) => {
-        const [article, at] = await Promise.all([
-          application.articles.get(webCall(request, session), id),
-          application.revisions.get(webCall(request, session), id, n),
-        ]);
-        return restorePage(request, reply, session, { article, at, reason, status, refusal });
-      };
-      const expectedRevision = wholeNumber(form.expected_revision, REVISION_MAX);
-      if (expectedRevision === null) {
-        return refused(
-          400,
-          html`<div class="error" role="alert"><p>The form did not say which version it was opened on. Look at the changes below and confirm again.</p></div>`,
-        );
-      }
-      if (reason.length > REASON_MAX) {
-        return refused(
-          400,
-          html`<div class="error" role="alert"><p>The reason is ${reason.length} characters long; at most ${REASON_MAX} are kept.</p></div>`,
-        );
-      }
-      let result: Awaited<ReturnType<Application['revisions']['restore']>>;
+  app.post(
+    '/articles/:id/revisions/:n/restore',
+    { schema: { hide: true }, config: { form: { from: 'account' } } },
+    async (request, reply) => {
+      const session = await kit.signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const parsed = RestoreForm.safeParse(request.body ?? {});
+      const form = parsed.success ? parsed.data : {};
+      const reason = (form.reason ?? '').trim();
       try {
-        result = await application.revisions.restore(call, {
-          articleId: id,
-          revision: n,
-          reason: reason === '' ? null : reason,
-          expectedRevision,
-        });
-      } catch (error) {
-        if (!isDomainError(error) || error.code === 'not_found') throw error;
-        if (error.code === 'edit_limit_reached' && call.edits) {
-          reply.header('retry-after', String(call.edits.resetSeconds));
+        const id = articleIdOf(request);
+        const n = revisionOf(request);
+        const call = webCall(request, session);
+        const refused = async (status: number, refusal: Html) => {
+          const [article, at] = await Promise.all([
+            application.articles.get(webCall(request, session), id),
+            application.revisions.get(webCall(request, session), id, n),
+          ]);
+          return restorePage(request, reply, session, { article, at, reason, status, refusal });
+        };
+        const expectedRevision = wholeNumber(form.expected_revision, REVISION_MAX);
+        if (expectedRevision === null) {
+          return refused(
+            400,
+            html`<div class="error" role="alert"><p>The form did not say which version it was opened on. Look at the changes below and confirm again.</p></div>`,
+          );
         }
-        const current = await application.articles.get(webCall(request, session), id);
-        return refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
+        if (reason.length > REASON_MAX) {
+          return refused(
+            400,
+            html`<div class="error" role="alert"><p>The reason is ${reason.length} characters long; at most ${REASON_MAX} are kept.</p></div>`,
+          );
+        }
+        let result: Awaited<ReturnType<Application['revisions']['restore']>>;
+        try {
+          result = await application.revisions.restore(call, {
+            articleId: id,
+            revision: n,
+            reason: reason === '' ? null : reason,
+            expectedRevision,
+          });
+        } catch (error) {
+          if (!isDomainError(error) || error.code === 'not_found') throw error;
+          if (error.code === 'edit_limit_reached' && call.edits) {
+            reply.header('retry-after', String(call.edits.resetSeconds));
+          }
+          const current = await application.articles.get(webCall(request, session), id);
+          return refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
+        }
+        const { change } = result;
+        return reply.redirect(
+          change.changed
+            ? `${articlePath(id)}?restored=${change.revision}`
+            : `${articlePath(id)}?unchanged=${n}`,
+          303,
+        );
+      } catch (error) {
+        return sendRefusal(kit, request, reply, session, error);
       }
-      const { change } = result;
-      return reply.redirect(
-        change.changed
-          ? `${articlePath(id)}?restored=${change.revision}`
-          : `${articlePath(id)}?unchanged=${n}`,
-        303,
-      );
-    } catch (error) {
-      return sendRefusal(kit, request, reply, session, error);
-    }
-  });
+    },
+  );
 };
 
 /** Why a restore was refused, in words, with what the person can do. */

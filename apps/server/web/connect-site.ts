@@ -18,7 +18,7 @@ import {
   webhooksSection,
 } from './connect-webhooks.ts';
 import { type Html, html } from './html.ts';
-import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import { type FormSender, installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors, sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 
@@ -62,6 +62,13 @@ const EndpointQuery = z.object({
   done: z.string().max(20).optional(),
   queued: z.coerce.number().int().min(0).optional().catch(undefined),
 });
+/** The forms of the Connect Site page: without a session, sign-in comes back to it. */
+const TO_CONNECT: FormSender = { from: 'account', back: () => '/connect' };
+/** The forms of an endpoint's page: sign-in comes back to that page. */
+const TO_ENDPOINT: FormSender = {
+  from: 'account',
+  back: (request) => `/connect/webhooks/${encodeURIComponent((request.params as { id: string }).id)}`,
+};
 /** Deliveries per page of an endpoint's page. */
 const DELIVERIES_PER_PAGE = 20;
 
@@ -101,7 +108,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
   webhooks: Webhooks;
 }> = async (plain, { kit, keys: apiKeys, connections, webhooks }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
   installPageErrors(app, kit);
   const mcpUrl = `${kit.publicUrl}/mcp`;
@@ -194,39 +201,43 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     return connectPage(request, reply, session);
   });
 
-  app.post('/connect/keys', { schema: { hide: true, body: CreateKeyBody } }, async (request, reply) => {
-    const session = await signedIn(request, reply);
-    if (!session || !kit.checkForm(request, reply, session)) return reply;
-    const name = (request.body.name ?? '').trim();
-    const scope = request.body.scope === 'write' ? 'write' : request.body.scope === 'read' ? 'read' : null;
-    if (name === '' || scope === null) {
-      return connectPage(request, reply, session, {
-        status: 400,
-        error: 'Give the key a name and choose its access.',
-      });
-    }
-    let key: Awaited<ReturnType<Keys['create']>>;
-    try {
-      key = await apiKeys.create(session.accountId, { name, scope });
-    } catch (error) {
-      if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
-      const refused = error.errors?.[0];
-      return connectPage(request, reply, session, {
-        status: 400,
-        error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
-      });
-    }
-    const notice = html`<div class="card notice" role="status" id="new-key">
+  app.post(
+    '/connect/keys',
+    { schema: { hide: true, body: CreateKeyBody }, config: { form: TO_CONNECT } },
+    async (request, reply) => {
+      const session = await signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const name = (request.body.name ?? '').trim();
+      const scope = request.body.scope === 'write' ? 'write' : request.body.scope === 'read' ? 'read' : null;
+      if (name === '' || scope === null) {
+        return connectPage(request, reply, session, {
+          status: 400,
+          error: 'Give the key a name and choose its access.',
+        });
+      }
+      let key: Awaited<ReturnType<Keys['create']>>;
+      try {
+        key = await apiKeys.create(session.accountId, { name, scope });
+      } catch (error) {
+        if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
+        const refused = error.errors?.[0];
+        return connectPage(request, reply, session, {
+          status: 400,
+          error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
+        });
+      }
+      const notice = html`<div class="card notice" role="status" id="new-key">
 <h2>Your new key</h2>
 <p>Copy it now: it will not be shown again.</p>
 <p><code id="new-key-value">${key.key}</code></p>
 </div>`;
-    return connectPage(request, reply, session, { notice });
-  });
+      return connectPage(request, reply, session, { notice });
+    },
+  );
 
   app.post(
     '/connect/keys/:keyId/revoke',
-    { schema: { hide: true, params: KeyParams, body: FormBody } },
+    { schema: { hide: true, params: KeyParams, body: FormBody }, config: { form: TO_CONNECT } },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -244,7 +255,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/assistants/:clientId/disconnect',
-    { schema: { hide: true, params: ClientParams, body: FormBody } },
+    { schema: { hide: true, params: ClientParams, body: FormBody }, config: { form: TO_CONNECT } },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -253,30 +264,37 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     },
   );
 
-  app.post('/connect/webhooks', { schema: { hide: true, body: WebhookFormBody } }, async (request, reply) => {
-    const session = await signedIn(request, reply);
-    if (!session || !kit.checkForm(request, reply, session)) return reply;
-    const form = webhookFormOf(request.body);
-    try {
-      const endpoint = await webhooks.create(webCall(request, session), {
-        url: form.url,
-        events: form.events,
-        description: form.description === '' ? null : form.description,
-      });
-      return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
-    } catch (error) {
-      const refused = formErrorOf(error);
-      if (!refused) throw error;
-      const status = isDomainError(error) && error.code === 'conflict' ? 409 : 400;
-      return connectPage(request, reply, session, { status, webhookForm: { ...form, error: refused } });
-    }
-  });
+  app.post(
+    '/connect/webhooks',
+    { schema: { hide: true, body: WebhookFormBody }, config: { form: TO_CONNECT } },
+    async (request, reply) => {
+      const session = await signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const form = webhookFormOf(request.body);
+      try {
+        const endpoint = await webhooks.create(webCall(request, session), {
+          url: form.url,
+          events: form.events,
+          description: form.description === '' ? null : form.description,
+        });
+        return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
+      } catch (error) {
+        const refused = formErrorOf(error);
+        if (!refused) throw error;
+        const status = isDomainError(error) && error.code === 'conflict' ? 409 : 400;
+        return connectPage(request, reply, session, { status, webhookForm: { ...form, error: refused } });
+      }
+    },
+  );
 
   /** Enable or Disable, back to the list or to the endpoint's page (`back`). */
   for (const action of ['enable', 'disable'] as const) {
     app.post(
       `/connect/webhooks/:id/${action}`,
-      { schema: { hide: true, params: WebhookParams, body: WebhookToggleBody } },
+      {
+        schema: { hide: true, params: WebhookParams, body: WebhookToggleBody },
+        config: { form: TO_CONNECT },
+      },
       async (request, reply) => {
         const session = await signedIn(request, reply);
         if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -299,7 +317,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/delete',
-    { schema: { hide: true, params: WebhookParams, body: FormBody } },
+    { schema: { hide: true, params: WebhookParams, body: FormBody }, config: { form: TO_CONNECT } },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -364,7 +382,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/deliveries/:deliveryId/redeliver',
-    { schema: { hide: true, params: DeliveryParams, body: FormBody } },
+    { schema: { hide: true, params: DeliveryParams, body: FormBody }, config: { form: TO_ENDPOINT } },
     async (request, reply) => {
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${request.params.id}`);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -380,7 +398,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/replay',
-    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody } },
+    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody }, config: { form: TO_ENDPOINT } },
     async (request, reply) => {
       const { id } = request.params;
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${id}`);

@@ -22,6 +22,11 @@ const COOKIE_VALUE = /^[A-Za-z0-9_-]{43}$/;
 export type Csrf = {
   /** The token for a form shown to this request: the session's, or the pre-sign-in one (setting its cookie). */
   token(request: FastifyRequest, reply: FastifyReply, session: Pick<WebSession, 'secret'> | null): string;
+  /**
+   * False when the browser says the request comes from another site (`Sec-Fetch-Site`, `Origin`): a
+   * header check, made before a form's body is read.
+   */
+  fromThisSite(request: FastifyRequest): boolean;
   /** True when the POST carries the right token for `session` (or the pre-sign-in token when null) and comes from this site. */
   check(request: FastifyRequest, session: Pick<WebSession, 'secret'> | null, token: unknown): boolean;
 };
@@ -46,6 +51,7 @@ export function createCsrf(deps: { secret: Buffer; publicUrl: string; secure: bo
   }
 
   return {
+    fromThisSite,
     token(request, reply, session) {
       if (session) return mac('session', session.secret);
       let value = anonymousCookie(request) ?? minted.get(request);

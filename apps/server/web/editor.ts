@@ -7,7 +7,7 @@ import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
 import { webCall } from './call.ts';
 import { type Html, html } from './html.ts';
-import { installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
+import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
@@ -102,17 +102,8 @@ const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}
 
 export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff }) => {
   installPageHeaders(app);
-  // Large bodies, in this plugin's scope only (the other pages keep the 16 KiB parser).
-  if (app.hasContentTypeParser('application/x-www-form-urlencoded')) {
-    app.removeContentTypeParser('application/x-www-form-urlencoded');
-  }
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: EDITOR_FORM_LIMIT },
-    (_request, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(String(body))));
-    },
-  );
+  // Large bodies, in this plugin's scope only (the other pages keep FORM_BODY_MAX).
+  installFormParser(app, kit, { bodyLimit: EDITOR_FORM_LIMIT });
 
   // A form past even the parser's limit: the domain's words on a page, not a JSON 413.
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
@@ -298,7 +289,7 @@ ${renderBodyDiff(changes, {
 
   app.post<{ Params: { id: string } }>(
     '/articles/:id/edit',
-    { schema: { hide: true } },
+    { schema: { hide: true }, config: { form: { from: 'account' } } },
     async (request, reply) => {
       const id = request.params.id;
       const session = await kit.signedIn(request, reply, `${articlePath(id)}/edit`);

@@ -3,6 +3,7 @@ import type { Db } from '../../../infra/db/schema.ts';
 import type { Accounts } from '../../application/accounts.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
 import { createDevices, type Devices } from './device.ts';
+import { FORM_BODY_MAX, parseForm } from './form-body.ts';
 import { type Html, html, page, raw } from './html.ts';
 import { createWebSessions, type StaffSession, type WebSession, type WebSessions } from './sessions.ts';
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
@@ -11,6 +12,28 @@ import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
  * What every server-rendered page shares (sign-in, consent, and the Connect Site page to come): the
  * session store, CSRF tokens, the layout, the form parser and the security headers.
  */
+
+/**
+ * Who may send a form: checked from the request's headers and session before its body is read
+ * (installFormParser). Every POST route of a scope with the form parser names it (`config.form`).
+ */
+export type FormSender =
+  /**
+   * A signed-in account holder. Without a session, to sign-in, coming back to `back` (the page the form
+   * is on; by default the form's own address).
+   */
+  | { from: 'account'; back?: (request: FastifyRequest) => string }
+  /** Anyone signed in, account holder or support staff (sign-out). Without a session, to sign-in. */
+  | { from: 'session' }
+  /** Anyone (the sign-in form): the browser's word on where it comes from only. */
+  | { from: 'anyone' };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may send this form (web/kit.ts). */
+    form?: FormSender;
+  }
+}
 
 type WebDeps = {
   db: Db;
@@ -66,6 +89,11 @@ export type WebKit = {
     reply: FastifyReply,
     session: Pick<WebSession, 'secret'> | null,
   ): boolean;
+  /**
+   * Whether `sender` may send this form, from its headers and session alone: true, or false after
+   * answering (to sign-in without a session, 403 from another site).
+   */
+  admitForm(request: FastifyRequest, reply: FastifyReply, sender: FormSender): Promise<boolean>;
 };
 
 /**
@@ -155,28 +183,81 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
     checkForm(request, reply, session) {
       const body = request.body as Record<string, unknown> | undefined;
       if (csrf.check(request, session, body?.[CSRF_FIELD])) return true;
-      kit.send(reply, {
-        status: 403,
-        title: 'Form expired',
-        // The account's navigation when it is an account holder's form (a staff form's page has none).
-        session: session && 'accountId' in session ? (session as WebSession) : null,
-        request,
-        body: html`<div class="card"><h1>This form has expired</h1>
-<p>The form was not sent from this site's current page, or it is too old. Go back, reload the page and try again.</p></div>`,
-      });
+      formExpired(request, reply, session);
+      return false;
+    },
+    async admitForm(request, reply, sender) {
+      let session: Pick<WebSession, 'secret'> | null = null;
+      if (sender.from === 'account') {
+        session = await kit.signedIn(request, reply, sender.back?.(request));
+        if (!session) return false;
+      } else if (sender.from === 'session') {
+        session = (await sessions.current(request)) ?? (await sessions.currentStaff(request));
+        if (!session) {
+          reply.redirect('/sign-in', 303);
+          return false;
+        }
+      }
+      if (csrf.fromThisSite(request)) return true;
+      formExpired(request, reply, session);
       return false;
     },
   };
+  /** The 403 page of a form that failed the CSRF checks. */
+  function formExpired(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: Pick<WebSession, 'secret'> | null,
+  ): void {
+    kit.send(reply, {
+      status: 403,
+      title: 'Form expired',
+      // The account's navigation when it is an account holder's form (a staff form's page has none).
+      session: session && 'accountId' in session ? (session as WebSession) : null,
+      request,
+      body: html`<div class="card"><h1>This form has expired</h1>
+<p>The form was not sent from this site's current page, or it is too old. Go back, reload the page and try again.</p></div>`,
+    });
+  }
   return kit;
 }
 
-/** `application/x-www-form-urlencoded` bodies (forms), at most 16 KiB, in this plugin's scope only. */
-export function installFormParser(app: FastifyInstance): void {
+/**
+ * The forms of this plugin's scope, in this order:
+ * 1. before the body is read (`onRequest`): the sender the route names (`config.form`, FormSender), so
+ *    a request without a session, or from another site, is answered without reading its body;
+ * 2. the body: `application/x-www-form-urlencoded` only (any other type is a 415), at most `bodyLimit`
+ *    bytes (FORM_BODY_MAX by default; 413), parsed by parseForm (linear, at most FORM_FIELDS_MAX fields,
+ *    none twice; 400). The pages of these refusals are refusal.ts's installPageErrors;
+ * 3. the handler: the CSRF token (`kit.checkForm`), then the form's own work.
+ * A route of the scope with a method other than GET that names no sender is refused at startup.
+ */
+export function installFormParser(
+  app: FastifyInstance,
+  kit: WebKit,
+  opts: { bodyLimit?: number } = {},
+): void {
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    if (methods.some((m) => m !== 'GET' && m !== 'HEAD') && !route.config?.form) {
+      throw new Error(`${methods.join(',')} ${route.url}: a form route names who may send it (config.form)`);
+    }
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    const sender = request.routeOptions.config.form;
+    if (!sender || (await kit.admitForm(request, reply, sender))) return;
+    return reply;
+  });
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: 16 * 1024 },
+    { parseAs: 'string', bodyLimit: opts.bodyLimit ?? FORM_BODY_MAX },
     (_request, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(String(body))));
+      try {
+        done(null, parseForm(String(body)));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
     },
   );
 }

@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type DomainError, type ErrorCode, isDomainError } from '../../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
-import { statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../errors.ts';
-import { html } from './html.ts';
+import { type EarlyRefusals, statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../errors.ts';
+import { FORM_BODY_MAX, isFormRefused } from './form-body.ts';
+import { html, page } from './html.ts';
 import { PAGE_HEADERS, safeReturnTo, type WebKit } from './kit.ts';
 import type { WebSession } from './sessions.ts';
 
@@ -76,14 +78,120 @@ ${
   });
 }
 
+/** The first segments of the pages' addresses (and `/oauth/interaction/`, the consent page's). */
+const PAGE_SECTIONS = new Set([
+  'sites',
+  'articles',
+  'activity',
+  'connect',
+  'account',
+  'staff',
+  'sign-in',
+  'sign-out',
+]);
+
+/**
+ * The pages' answers to refusals made before any route ran (errors.ts EarlyRefusals): a path under a
+ * page's section that is no page (404), that is not valid percent-encoding (400) or has a segment too
+ * long (414) is a page in the layout, without navigation (no route ran, so no session was looked at).
+ */
+export const PAGE_REFUSALS: EarlyRefusals = {
+  owns(url) {
+    const path = url.split('?')[0] ?? url;
+    return PAGE_SECTIONS.has(path.split('/')[1] ?? '') || path.startsWith('/oauth/interaction/');
+  },
+  send(reply, { status, detail }) {
+    const title = status === 404 ? 'Not found' : 'That address does not work';
+    return reply
+      .status(status)
+      .headers(PAGE_HEADERS)
+      .header('cache-control', 'no-store')
+      .type('text/html; charset=utf-8')
+      .send(
+        page({
+          title,
+          body: html`<div class="card"><h1>${title}</h1><p role="alert">${detail}. Check the link, or start again from your sites.</p>
+<p><a href="/sites">Back to your sites</a></p></div>`,
+        }),
+      );
+  },
+};
+
+/** What a page says of a request refused before its handler ran, or null for any other error. */
+function requestRefusal(error: unknown): { status: number; title: string; message: string } | null {
+  if (isFormRefused(error))
+    return { status: 400, title: 'The form could not be read', message: error.message };
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    return error.validationContext === 'body'
+      ? {
+          status: 400,
+          title: 'The form could not be used',
+          message:
+            'A field of the form holds a value this page does not take (too long, or not what the field asks for). Go back and check it.',
+        }
+      : {
+          status: 400,
+          title: 'The address could not be used',
+          message:
+            'The address holds a value this page does not take (an id, a number or a filter that is not valid). Check the link.',
+        };
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return {
+      status: 413,
+      title: 'The form is too large',
+      message: `The form sent more than ${FORM_BODY_MAX / 1024} KiB. Nothing was saved.`,
+    };
+  }
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || code === 'FST_ERR_CTP_EMPTY_TYPE') {
+    return {
+      status: 415,
+      title: 'The form could not be read',
+      message: 'Forms of this site are sent by a browser, as application/x-www-form-urlencoded.',
+    };
+  }
+  return null;
+}
+
+/**
+ * A request refused before its handler ran (requestRefusal) as a page in the layout: the person's
+ * navigation when signed in (an account holder's or a staff member's), the reason in words.
+ */
+async function sendRequestRefusal(
+  kit: WebKit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  refusal: { status: number; title: string; message: string },
+): Promise<FastifyReply> {
+  // Without the database the page has no navigation, as the 503 page.
+  const session = await kit.sessions.current(request).catch(() => null);
+  const staff = session ? null : await kit.sessions.currentStaff(request).catch(() => null);
+  // The pages' headers here too: the refusal may come before the plugin's own hooks ran.
+  reply.headers(PAGE_HEADERS).header('cache-control', 'no-store');
+  return kit.send(reply, {
+    status: refusal.status,
+    title: refusal.title,
+    session,
+    ...(staff ? { staff } : {}),
+    request,
+    body: html`<div class="card"><h1>${refusal.title}</h1><p role="alert">${refusal.message}</p>
+<p><a href="${staff ? '/staff' : '/sites'}">${staff ? 'Back to support' : 'Back to your sites'}</a></p></div>`,
+  });
+}
+
 /**
  * The error handler of a plugin of pages: the database being away for now is the 503 page
- * (`sendUnavailable`); anything else goes on to the app's handler. Plugins registered inside this one
- * inherit it (an own handler of theirs passes what it does not handle on to it).
+ * (`sendUnavailable`); a form or an address refused before the handler ran (too many fields, too
+ * large, a parameter the route's schema refuses) is a 400, 404, 413 or 415 page; anything else goes on
+ * to the app's handler. Plugins registered inside this one inherit it (an own handler of theirs passes
+ * what it does not handle on to it).
  */
 export function installPageErrors(app: FastifyInstance, kit: WebKit): void {
   app.setErrorHandler(async (error, request, reply) => {
-    if (!isDatabaseUnavailable(error)) throw error;
-    return sendUnavailable(kit, request, reply, error);
+    if (isDatabaseUnavailable(error)) return sendUnavailable(kit, request, reply, error);
+    const refusal = requestRefusal(error);
+    if (!refusal) throw error;
+    return sendRequestRefusal(kit, request, reply, refusal);
   });
 }

@@ -3,6 +3,7 @@ import { isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
 import type { ReportDayOut, ReportOut } from '../../application/sites.ts';
 import type { StatsOut } from '../../application/wire.ts';
+import { SiteParams } from '../api/schemas.ts';
 import { webCall } from './call.ts';
 import { barChart, longDate } from './chart.ts';
 import { type Html, html, raw } from './html.ts';
@@ -86,7 +87,7 @@ ${valid ? html`<a id="csv" href="${hrefOf(`/sites/${siteId}/report.csv`, { perio
 
   app.get<{ Params: { id: string } }>(
     '/sites/:id/report',
-    { schema: { hide: true } },
+    { schema: { hide: true, params: SiteParams } },
     async (request, reply) => {
       const session = await kit.signedIn(request, reply);
       if (!session) return reply;
@@ -224,7 +225,7 @@ ${backlinks.meta.total > LIST_LIMIT ? html`<p class="muted">The first ${LIST_LIM
 
   app.get<{ Params: { id: string } }>(
     '/sites/:id/report.csv',
-    { schema: { hide: true } },
+    { schema: { hide: true, params: SiteParams } },
     async (request, reply) => {
       const session = await kit.signedIn(request, reply);
       if (!session) return reply;

@@ -68,7 +68,7 @@ const SignOutBody = z.object({ csrf: z.string().max(256).optional() });
 
 export const webRoutes: FastifyPluginAsync<{ kit: WebKit }> = async (plain, { kit }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  installFormParser(app);
+  installFormParser(app, kit);
   installPageHeaders(app);
   installPageErrors(app, kit);
 
@@ -116,71 +116,79 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
     return signInPage(request, reply, { returnTo });
   });
 
-  app.post('/sign-in', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
-    const returnTo = safeReturnTo(request.body.return_to);
-    if (!kit.checkForm(request, reply, null)) return reply;
-    const email = (request.body.email ?? '').trim();
-    const password = request.body.password ?? '';
-    if (email === '' || password === '') {
-      return signInPage(request, reply, {
-        status: 400,
-        error: 'Enter your email address and your password.',
-        email,
-        returnTo,
-      });
-    }
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-    if (/[\u0000-\u001f\u007f]/.test(email) || !email.isWellFormed()) {
-      return signInPage(request, reply, {
-        status: 400,
-        error: 'That is not an email address. Check it and try again.',
-        returnTo,
-      });
-    }
-    const lower = email.toLowerCase();
-    const device = kit.devices.recognise(request, email);
-    // A known browser is counted on its own; anyone else on the email (slowed only), on the email from
-    // this address (locked after a while) and on the address.
-    const keys: ThrottleKey[] = device
-      ? [{ key: `client:${lower}|device:${device}`, policy: CLIENT_POLICY }]
-      : [
-          { key: `email:${lower}`, policy: EMAIL_POLICY },
-          { key: `client:${lower}|ip:${addressKey(request.ip)}`, policy: CLIENT_POLICY },
-          { key: `ip:${addressKey(request.ip)}`, policy: ADDRESS_POLICY },
-        ];
-    const verdict = await kit.throttle.reserve(keys);
-    if (!verdict.allowed) {
-      reply.header('retry-after', String(seconds(verdict.retryAfterMs)));
-      return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
-    }
-    // An account holder, else a support staff member with that email: one password check either way.
-    const account = await kit.accounts.findByEmail(email);
-    const staff = account ? undefined : await kit.accounts.findStaffByEmail(email);
-    const ok = await passwordMatches((account ?? staff)?.password_hash, password);
-    if (!(account ?? staff) || !ok) {
-      request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
-      return signInPage(request, reply, { status: 401, error: WRONG, email, returnTo });
-    }
-    await kit.throttle.succeeded(
-      verdict,
-      keys.filter((k) => !k.key.startsWith('ip:')).map((k) => k.key),
-    );
-    kit.devices.remember(request, reply, email);
-    if (!account && staff) {
-      await kit.sessions.createStaff(reply, staff.id);
-      request.log.info({ event: 'staff_signed_in', staff_id: staff.id }, 'staff signed in');
-      return reply.redirect(returnTo?.startsWith('/staff') ? returnTo : '/staff', 303);
-    }
-    if (!account) throw new Error('unreachable: a password matched without a holder');
-    await kit.sessions.create(reply, account.id);
-    request.log.info({ event: 'signed_in', account_id: account.id }, 'signed in');
-    return reply.redirect(returnTo ?? '/sign-in', 303);
-  });
+  app.post(
+    '/sign-in',
+    { schema: { hide: true, body: SignInBody }, config: { form: { from: 'anyone' } } },
+    async (request, reply) => {
+      const returnTo = safeReturnTo(request.body.return_to);
+      if (!kit.checkForm(request, reply, null)) return reply;
+      const email = (request.body.email ?? '').trim();
+      const password = request.body.password ?? '';
+      if (email === '' || password === '') {
+        return signInPage(request, reply, {
+          status: 400,
+          error: 'Enter your email address and your password.',
+          email,
+          returnTo,
+        });
+      }
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+      if (/[\u0000-\u001f\u007f]/.test(email) || !email.isWellFormed()) {
+        return signInPage(request, reply, {
+          status: 400,
+          error: 'That is not an email address. Check it and try again.',
+          returnTo,
+        });
+      }
+      const lower = email.toLowerCase();
+      const device = kit.devices.recognise(request, email);
+      // A known browser is counted on its own; anyone else on the email (slowed only), on the email from
+      // this address (locked after a while) and on the address.
+      const keys: ThrottleKey[] = device
+        ? [{ key: `client:${lower}|device:${device}`, policy: CLIENT_POLICY }]
+        : [
+            { key: `email:${lower}`, policy: EMAIL_POLICY },
+            { key: `client:${lower}|ip:${addressKey(request.ip)}`, policy: CLIENT_POLICY },
+            { key: `ip:${addressKey(request.ip)}`, policy: ADDRESS_POLICY },
+          ];
+      const verdict = await kit.throttle.reserve(keys);
+      if (!verdict.allowed) {
+        reply.header('retry-after', String(seconds(verdict.retryAfterMs)));
+        return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
+      }
+      // An account holder, else a support staff member with that email: one password check either way.
+      const account = await kit.accounts.findByEmail(email);
+      const staff = account ? undefined : await kit.accounts.findStaffByEmail(email);
+      const ok = await passwordMatches((account ?? staff)?.password_hash, password);
+      if (!(account ?? staff) || !ok) {
+        request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
+        return signInPage(request, reply, { status: 401, error: WRONG, email, returnTo });
+      }
+      await kit.throttle.succeeded(
+        verdict,
+        keys.filter((k) => !k.key.startsWith('ip:')).map((k) => k.key),
+      );
+      kit.devices.remember(request, reply, email);
+      if (!account && staff) {
+        await kit.sessions.createStaff(reply, staff.id);
+        request.log.info({ event: 'staff_signed_in', staff_id: staff.id }, 'staff signed in');
+        return reply.redirect(returnTo?.startsWith('/staff') ? returnTo : '/staff', 303);
+      }
+      if (!account) throw new Error('unreachable: a password matched without a holder');
+      await kit.sessions.create(reply, account.id);
+      request.log.info({ event: 'signed_in', account_id: account.id }, 'signed in');
+      return reply.redirect(returnTo ?? '/sign-in', 303);
+    },
+  );
 
-  app.post('/sign-out', { schema: { hide: true, body: SignOutBody } }, async (request, reply) => {
-    const session = (await kit.sessions.current(request)) ?? (await kit.sessions.currentStaff(request));
-    if (session && !kit.checkForm(request, reply, session)) return reply;
-    await kit.sessions.end(request, reply);
-    return reply.redirect('/sign-in', 303);
-  });
+  app.post(
+    '/sign-out',
+    { schema: { hide: true, body: SignOutBody }, config: { form: { from: 'session' } } },
+    async (request, reply) => {
+      const session = (await kit.sessions.current(request)) ?? (await kit.sessions.currentStaff(request));
+      if (session && !kit.checkForm(request, reply, session)) return reply;
+      await kit.sessions.end(request, reply);
+      return reply.redirect('/sign-in', 303);
+    },
+  );
 };

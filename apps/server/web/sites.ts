@@ -4,6 +4,7 @@ import { BacklinkCategory } from '../../../domain/backlink/events.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { BacklinkOut, SiteOut } from '../../application/wire.ts';
+import { SiteParams } from '../api/schemas.ts';
 import { webCall } from './call.ts';
 import { type Html, html, raw } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
@@ -117,59 +118,63 @@ ${pager('Pages of sites', page, sites.meta.total_pages, (n) => hrefOf('/sites', 
     return kit.send(reply, { title: 'Sites', body, session, request, wide: true });
   });
 
-  app.get<{ Params: { id: string } }>('/sites/:id', { schema: { hide: true } }, async (request, reply) => {
-    const session = await kit.signedIn(request, reply);
-    if (!session) return reply;
-    const siteId = request.params.id;
-    const read = readSiteQuery(request.query);
-    const call = webCall(request, session);
-    let site: SiteOut;
-    try {
-      site = await application.sites.get(call, siteId);
-    } catch (error) {
-      return fail(request, reply, session, error);
-    }
-    if (read.query === null) {
-      return kit.send(reply, {
-        status: 400,
-        title: site.name,
-        session,
-        request,
-        wide: true,
-        body: sitePage(site, read.form, {
-          errors: read.errors,
-          articles: null,
-          backlinks: null,
-        }),
-      });
-    }
-    const q = read.query;
-    try {
-      const [articles, backlinks] = await Promise.all([
-        application.articles.list(call, siteId, {
-          from: q.from,
-          to: q.to,
-          status: q.status,
-          page: q.page,
-          per_page: ARTICLES_PER_PAGE,
-        }),
-        application.sites.backlinks(call, siteId, {
-          category: q.category,
-          page: q.backlinks_page,
-          per_page: BACKLINKS_PER_PAGE,
-        }),
-      ]);
-      return kit.send(reply, {
-        title: site.name,
-        session,
-        request,
-        wide: true,
-        body: sitePage(site, read.form, { errors: [], articles, backlinks }),
-      });
-    } catch (error) {
-      return fail(request, reply, session, error);
-    }
-  });
+  app.get<{ Params: { id: string } }>(
+    '/sites/:id',
+    { schema: { hide: true, params: SiteParams } },
+    async (request, reply) => {
+      const session = await kit.signedIn(request, reply);
+      if (!session) return reply;
+      const siteId = request.params.id;
+      const read = readSiteQuery(request.query);
+      const call = webCall(request, session);
+      let site: SiteOut;
+      try {
+        site = await application.sites.get(call, siteId);
+      } catch (error) {
+        return fail(request, reply, session, error);
+      }
+      if (read.query === null) {
+        return kit.send(reply, {
+          status: 400,
+          title: site.name,
+          session,
+          request,
+          wide: true,
+          body: sitePage(site, read.form, {
+            errors: read.errors,
+            articles: null,
+            backlinks: null,
+          }),
+        });
+      }
+      const q = read.query;
+      try {
+        const [articles, backlinks] = await Promise.all([
+          application.articles.list(call, siteId, {
+            from: q.from,
+            to: q.to,
+            status: q.status,
+            page: q.page,
+            per_page: ARTICLES_PER_PAGE,
+          }),
+          application.sites.backlinks(call, siteId, {
+            category: q.category,
+            page: q.backlinks_page,
+            per_page: BACKLINKS_PER_PAGE,
+          }),
+        ]);
+        return kit.send(reply, {
+          title: site.name,
+          session,
+          request,
+          wide: true,
+          body: sitePage(site, read.form, { errors: [], articles, backlinks }),
+        });
+      } catch (error) {
+        return fail(request, reply, session, error);
+      }
+    },
+  );
 };
 
 type ArticlesPage = Awaited<ReturnType<Application['articles']['list']>>;

@@ -5,6 +5,7 @@ import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { StaffMember, TimelineEntry, TimelineQuery } from '../../application/staff.ts';
+import { cleanText } from '../api/schemas.ts';
 import { changes, storedBody } from './articles.ts';
 import { type Html, html } from './html.ts';
 import { installPageHeaders } from './kit.ts';
@@ -37,7 +38,8 @@ const TimelineFilters = z.object({
 });
 const IdParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
 const RevisionParams = IdParams.extend({ n: z.coerce.number().int().min(1).max(1_000_000) });
-const SearchQuery = z.object({ q: z.string().max(320).optional() });
+/** What staff search by: text as the API takes it (no NUL, no control character, no lone surrogate). */
+const SearchQuery = z.object({ q: cleanText(z.string().max(320), { lines: false }).optional() });
 
 export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, application, diff }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
