@@ -11,5 +11,5 @@ it('keeps /healthz answered within 200 ms and the event loop under 50 ms p99 whi
   const result = await canary.run({ short: true, log: (line) => lines.push(line) });
   const failed = result.checks.filter((c) => !c.ok);
   expect(failed, `${lines.join('\n')}\n${JSON.stringify(result.figures, null, 2)}`).toEqual([]);
-  expect(result.checks.length).toBe(6);
+  expect(result.checks.length).toBe(7);
 }, 300_000);
