@@ -6,7 +6,7 @@ import type { Db } from '../infra/db/schema.ts';
 import { createEventStore, type EventStore } from '../infra/event-store.ts';
 import { createHtmlMemory, type HtmlMemoryStore } from '../infra/html-memory.ts';
 import { inlineDispatcher, inlineStatements, retireCheckpoint } from '../infra/projection-runner.ts';
-import { createSanitizePool } from '../infra/sanitize-pool.ts';
+import { type BodyDiff, createSanitizePool, diffInThread } from '../infra/sanitize-pool.ts';
 import { activityProjector } from '../projections/activity.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { createProjectors } from '../projections/index.ts';
@@ -22,6 +22,11 @@ export type Runtime = {
   snapshots: SnapshotMemory;
   /** What the html rules remember (sanitised bodies, their facts and layouts): its pool, commands and projectors share it. */
   html: HtmlMemoryStore;
+  /**
+   * The word diff of two bodies for the pages, on the worker pool when there is one (within its size
+   * and time budget), else in this thread within the size budget.
+   */
+  diff(before: string, after: string): Promise<BodyDiff>;
   close(): Promise<void>;
 };
 
@@ -37,7 +42,7 @@ export const SNAPSHOT_MEMORY = 256;
  * tests: it plugs the read models (projections/) into the event store and the projection runner
  * (infra/), which know them only through the projector port (infra/projection.ts).
  * `sanitizeThreads` (config SANITIZE_THREADS; 0 or absent: none) starts a pool of worker threads that
- * sanitise edited bodies ahead of their commands. `htmlMemoryBytes` sizes the html memory (default
+ * sanitise edited bodies ahead of their commands and compare revisions for the pages. `htmlMemoryBytes` sizes the html memory (default
  * HTML_MEMORY_BYTES).
  */
 export function createRuntime(
@@ -72,6 +77,7 @@ export function createRuntime(
     commands,
     snapshots,
     html,
+    diff: sanitizer ? sanitizer.diff : diffInThread,
     async close() {
       await sanitizer?.close();
       await handle.close();

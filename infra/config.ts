@@ -19,6 +19,9 @@ const boolish = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** The environment of CONTRACT "Configuration", validated once at start. */
+/** PAGE_RATE_LIMIT_PER_MINUTE's default: a person opening pages never comes near it. */
+export const PAGE_VIEWS_PER_MINUTE = 600;
+
 export const ConfigSchema = z.object({
   DATABASE_URL: z
     .url({ protocol: /^postgres(ql)?$/, message: 'expected a postgres:// or postgresql:// URL' })
@@ -144,6 +147,15 @@ export const ConfigSchema = z.object({
     .min(0, 'expected 0 or more')
     .max(10_000, 'expected at most 10000')
     .default(1_000),
+  /**
+   * Web pages (and their form posts) per minute per session, or per client address without one: past
+   * it, a 429 page with Retry-After. Far above what a person opens.
+   */
+  PAGE_RATE_LIMIT_PER_MINUTE: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(1, 'expected 1 or more')
+    .default(PAGE_VIEWS_PER_MINUTE),
   /** Prefix of the limit counters' Redis keys; give deployments (or test runs) sharing one Redis their own. */
   RATE_LIMIT_KEY_PREFIX: z
     .string()

@@ -2,6 +2,7 @@ import { Piscina } from 'piscina';
 import { BODY_MAX_BYTES } from '../domain/article/events.ts';
 import type { BodyFacts } from '../domain/html/facts.ts';
 import type { SanitizeResult } from '../domain/html/sanitize.ts';
+import { diffBodies, type TextDiff } from '../domain/html/word-diff.ts';
 import type { HtmlMemoryStore } from './html-memory.ts';
 
 /**
@@ -14,11 +15,28 @@ import type { HtmlMemoryStore } from './html-memory.ts';
  * protected blocks) where the check and the projectors read them.
  * The decider stays as it is, and the same: with no pool, or should the pool fail, it sanitises in
  * its own thread. Bodies over the body limit are not sent (the decider refuses them unparsed).
+ *
+ * The same workers compare revisions for the pages (`diff`: domain/html/word-diff.ts, bounded by size),
+ * at most `diffSlots` at once (one fewer than the threads, at least one) so that a sanitise never waits
+ * behind more than one diff per thread; at most DIFF_WAITING more wait for a slot, and a diff not
+ * done within DIFF_WAIT_MS of being asked is given up. Either way the answer is `busy`.
  */
 export type SanitizePool = {
   ahead(body: string): Promise<void>;
+  diff(before: string, after: string): Promise<BodyDiff>;
   close(): Promise<void>;
 };
+
+/**
+ * The diff of two bodies' text; null when they are too large or too different to compare within the
+ * budget; `busy` when the workers are taken by other comparisons (the page says so and links to both).
+ */
+export type BodyDiff = TextDiff | null | 'busy';
+
+/** Diffs that wait for a worker at most (beyond, `busy` at once). */
+export const DIFF_WAITING = 16;
+/** How long a diff may take from being asked, waiting included, before it is given up as `busy`. */
+export const DIFF_WAIT_MS = 5_000;
 
 /**
  * Bodies up to this many UTF-16 units are sanitised in the server's thread, by the decider: an edit of
@@ -33,10 +51,12 @@ export const IN_THREAD_MAX = 32 * 1024;
 export function createSanitizePool(
   threads: number,
   memory: HtmlMemoryStore,
-  opts: { inThreadMax?: number } = {},
+  opts: { inThreadMax?: number; diffSlots?: number; diffWaitMs?: number } = {},
 ): SanitizePool {
   const inThreadMax = opts.inThreadMax ?? IN_THREAD_MAX;
-  const pool = new Piscina<string, { result: SanitizeResult; facts: BodyFacts }>({
+  const diffWaitMs = opts.diffWaitMs ?? DIFF_WAIT_MS;
+  const slots = createSlots(opts.diffSlots ?? Math.max(1, threads - 1), DIFF_WAITING);
+  const pool = new Piscina({
     filename: new URL('./sanitize-worker.ts', import.meta.url).href,
     minThreads: threads,
     maxThreads: threads,
@@ -47,13 +67,71 @@ export function createSanitizePool(
       // Longer in UTF-16 units than the limit in bytes: over it for sure; the decider refuses it unparsed.
       if (body.length > BODY_MAX_BYTES || body.length <= inThreadMax) return;
       try {
-        const { result, facts } = await pool.run(body);
+        const { result, facts } = (await pool.run(body)) as { result: SanitizeResult; facts: BodyFacts };
         memory.rememberSanitized(body, result);
         memory.rememberFacts(result.html, facts);
       } catch {
         // The decider sanitises in its own thread and reports what is wrong there.
       }
     },
+    async diff(before, after) {
+      const signal = AbortSignal.timeout(diffWaitMs);
+      if (!(await slots.take(signal))) return 'busy';
+      try {
+        const task: DiffTask = { before, after };
+        return (await pool.run(task, { name: 'diff', signal })) as TextDiff | null;
+      } catch (error) {
+        // Given up after DIFF_WAIT_MS (the worker running it is replaced); anything else is a fault.
+        if (signal.aborted) return 'busy';
+        throw error;
+      } finally {
+        slots.give();
+      }
+    },
     close: () => pool.close(),
+  };
+}
+
+/** A diff for the pool's workers (sanitize-worker.ts, `diff`). */
+export type DiffTask = { before: string; after: string };
+
+/** The diff of two bodies in this thread, for a runtime without a pool: the same budget, no waiting. */
+export async function diffInThread(before: string, after: string): Promise<BodyDiff> {
+  return diffBodies(before, after);
+}
+
+/**
+ * `size` slots; `take` waits for one (true) unless `waitingMax` wait already or `signal` ends the wait
+ * first (false); `give` hands a taken slot to the next waiting.
+ */
+function createSlots(size: number, waitingMax: number) {
+  let free = size;
+  const waiting: Array<() => void> = [];
+  return {
+    take(signal: AbortSignal): Promise<boolean> {
+      if (free > 0) {
+        free--;
+        return Promise.resolve(true);
+      }
+      if (waiting.length >= waitingMax || signal.aborted) return Promise.resolve(false);
+      return new Promise((resolve) => {
+        const granted = (): void => {
+          signal.removeEventListener('abort', gaveUp);
+          resolve(true);
+        };
+        const gaveUp = (): void => {
+          const at = waiting.indexOf(granted);
+          if (at >= 0) waiting.splice(at, 1);
+          resolve(false);
+        };
+        waiting.push(granted);
+        signal.addEventListener('abort', gaveUp, { once: true });
+      });
+    },
+    give(): void {
+      const next = waiting.shift();
+      if (next) next();
+      else free++;
+    },
   };
 }

@@ -1,3 +1,4 @@
+import { canary } from './canary.ts';
 import { crashWrites } from './crash-writes.ts';
 import { diskFull } from './disk-full.ts';
 import { noisyTenant } from './noisy-tenant.ts';
@@ -18,4 +19,5 @@ export const scenarios: Scenario[] = [
   noisyTenant,
   soak,
   diskFull,
+  canary,
 ];

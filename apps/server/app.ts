@@ -9,7 +9,7 @@ import Fastify, {
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
-import type { Config } from '../../infra/config.ts';
+import { type Config, PAGE_VIEWS_PER_MINUTE } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
 import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
 import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
@@ -21,7 +21,7 @@ import { createApplication } from '../application/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
-import { createRequestLimiter } from './api/limits.ts';
+import { type Counter, createRequestLimiter } from './api/limits.ts';
 import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './errors.ts';
 import { LOG_REDACTION, redactUrl, requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
@@ -31,13 +31,19 @@ import { registerOpenApi } from './openapi.ts';
 import { newRequestId } from './request-ids.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
+import { createPageLimiter } from './web/page-limit.ts';
 import { webPages } from './web/pages.ts';
 import { PAGE_REFUSALS } from './web/refusal.ts';
 
 type AppDeps = {
   runtime: Runtime;
   config: Pick<Config, 'PUBLIC_URL' | 'LOG_LEVEL' | 'MEDIA_DIR'> &
-    Partial<Pick<Config, 'MEDIA_FETCH_CA_FILE' | 'OUTBOUND_ALLOW_NETWORKS' | 'TRUST_PROXY'>>;
+    Partial<
+      Pick<
+        Config,
+        'MEDIA_FETCH_CA_FILE' | 'OUTBOUND_ALLOW_NETWORKS' | 'TRUST_PROXY' | 'PAGE_RATE_LIMIT_PER_MINUTE'
+      >
+    >;
   /** The clock (periods such as this_month); tests fix it. */
   now?: () => Date;
   /** The web pages' clock (sessions, the sign-in throttle); tests move it. */
@@ -45,6 +51,8 @@ type AppDeps = {
   limit?: LimitHook;
   /** The daily edit limit; without one, this process counts EDIT_LIMIT_PER_DAY a day alone, in memory. */
   editLimit?: EditLimit;
+  /** Page views per web session; without one, this process counts PAGE_RATE_LIMIT_PER_MINUTE alone, in memory. */
+  pageLimit?: Counter;
   /** Where featured images are kept; default a directory store in MEDIA_DIR. */
   media?: MediaStore;
   /** How image URLs are fetched; default the SSRF-guarded fetcher (trusting MEDIA_FETCH_CA_FILE too). */
@@ -240,7 +248,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhooks: application.webhooks,
   });
   await app.register(accountPasswordRoutes, { kit: oauth.web, accounts: application.accounts });
-  await app.register(webPages, { kit: oauth.web, application });
+  await app.register(webPages, {
+    kit: oauth.web,
+    application,
+    diff: deps.runtime.diff,
+    pageLimit: deps.pageLimit ?? defaultPageLimit(app, deps.config.PAGE_RATE_LIMIT_PER_MINUTE),
+  });
   await app.register(mcpRoutes, {
     publicUrl: deps.config.PUBLIC_URL,
     now,
@@ -303,6 +316,13 @@ async function jobsCheck(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Without a page limit given, this process counts page views alone, in memory. */
+function defaultPageLimit(app: FastifyInstance, perMinute = PAGE_VIEWS_PER_MINUTE): Counter {
+  const pages = createPageLimiter({ perMinute, logger: app.log });
+  app.addHook('onClose', async () => pages.close());
+  return pages;
 }
 
 /** Without a limiter given, this process counts the CONTRACT's 60 requests a minute alone, in memory. */

@@ -11,6 +11,7 @@ import { createEditLimiter } from './api/edit-limit.ts';
 import { createRequestLimiter } from './api/limits.ts';
 import { buildApp } from './app.ts';
 import { LOG_REDACTION } from './log-redaction.ts';
+import { createPageLimiter } from './web/page-limit.ts';
 
 const config = loadConfigOrExit();
 
@@ -37,6 +38,12 @@ const limiter = createRequestLimiter({
   logger: limitsLog,
   ...(redis ? { redis } : {}),
 });
+const pages = createPageLimiter({
+  perMinute: config.PAGE_RATE_LIMIT_PER_MINUTE,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
 const edits = createEditLimiter({
   perDay: config.EDIT_LIMIT_PER_DAY,
   keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
@@ -57,6 +64,7 @@ const app = await buildApp({
   config,
   limit: limiter.hook,
   editLimit: edits.limit,
+  pageLimit: pages,
   media,
   jobs,
   jobSink: boundedSink(jobs, jobsLog),
@@ -86,6 +94,7 @@ async function shutdown(signal: string): Promise<void> {
     else await jobs.close();
     await limiter.close();
     edits.close();
+    pages.close();
     if (redis) await closeRedis(redis);
     await workers?.stop();
     await runtime.close();

@@ -4,8 +4,14 @@ import type { Runtime } from '../../apps/runtime.ts';
 import { bodyFacts, factsOf } from '../../domain/html/facts.ts';
 import { sanitizeHtml } from '../../domain/html/sanitize.ts';
 import { parseBody } from '../../domain/html/tree.ts';
+import { diffBodies } from '../../domain/html/word-diff.ts';
 import { createHtmlMemory } from '../../infra/html-memory.ts';
-import { createSanitizePool, IN_THREAD_MAX, type SanitizePool } from '../../infra/sanitize-pool.ts';
+import {
+  createSanitizePool,
+  DIFF_WAITING,
+  IN_THREAD_MAX,
+  type SanitizePool,
+} from '../../infra/sanitize-pool.ts';
 import {
   apiKeyActor,
   createTestRuntime,
@@ -76,6 +82,54 @@ describe('the sanitise pool', () => {
     await pool.ahead(huge);
     expect(isSanitizedAhead(huge)).toBe(false);
   });
+});
+
+describe('diffs on the pool', () => {
+  const paragraphs = (n: number, tag: string) =>
+    Array.from(
+      { length: n },
+      (_, i) => `<p>Paragraph ${i} ${i % 7 === 0 ? tag : 'same'} words here.</p>`,
+    ).join('');
+
+  it('gives the diff the server thread would, within the same budget', async () => {
+    const pool = createSanitizePool(1, createHtmlMemory());
+    try {
+      const before = paragraphs(200, 'old');
+      const after = paragraphs(200, 'new');
+      expect(await pool.diff(before, after)).toEqual(diffBodies(before, after));
+      // Too long and too different: none, for the page's note linking to both versions.
+      expect(await pool.diff(paragraphs(30_000, 'a'), `<p>${'other words '.repeat(150_000)}</p>`)).toBeNull();
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
+  it('runs at most its slots at once, keeps at most DIFF_WAITING waiting, and answers busy beyond', async () => {
+    const pool = createSanitizePool(1, createHtmlMemory(), { diffSlots: 1 });
+    try {
+      const before = paragraphs(2_000, 'old');
+      const after = paragraphs(2_000, 'new');
+      const taken = Array.from({ length: 1 + DIFF_WAITING }, () => pool.diff(before, after));
+      expect(await pool.diff(before, after)).toBe('busy');
+      // The first one ran; the others each got a slot or were given up in time, never failed.
+      const answers = await Promise.all(taken);
+      expect(answers[0]).toEqual(diffBodies(before, after));
+      for (const answer of answers) expect(answer === 'busy' || typeof answer === 'object').toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
+  it('gives a diff up as busy when it is not done in its time', async () => {
+    const pool = createSanitizePool(1, createHtmlMemory(), { diffWaitMs: 1 });
+    try {
+      expect(await pool.diff(paragraphs(20_000, 'old'), paragraphs(20_000, 'new'))).toBe('busy');
+      // The pool goes on: its worker was replaced.
+      await pool.ahead(`<p onclick="x()">after</p>${'<p>x</p>'.repeat(IN_THREAD_MAX / 8)}`);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
 });
 
 describe('commands with a sanitise pool', () => {

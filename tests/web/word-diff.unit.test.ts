@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { sentence, wholeNumber } from '../../apps/server/web/articles.ts';
 import { htmlText } from '../../apps/server/web/html.ts';
-import { diffBodies, diffText, renderDiff, shorten } from '../../apps/server/web/word-diff.ts';
+import { renderBodyDiff, renderDiff } from '../../apps/server/web/word-diff.ts';
+import { diffBodies, diffText, shorten } from '../../domain/html/word-diff.ts';
 
 function must<T>(value: T | null): T {
   if (value === null) throw new Error('expected a diff');
@@ -57,6 +58,46 @@ describe('word diffs of article text', () => {
       { kind: 'added' as const, text: 'y' },
     ];
     expect(shorten(parts, 2)).toEqual(parts);
+  });
+});
+
+describe('the budget of a word diff', () => {
+  const words = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
+  const budget = { wordsMax: 1_000, editsMax: 50, shownMax: 2_000 };
+
+  it('compares texts of more words than the budget by line', () => {
+    const before = `${words(600, 'w')}\nold line\n${words(10, 'z')}`;
+    const after = `${words(600, 'w')}\nnew line\n${words(10, 'z')}`;
+    const diff = diffText(before, after, 5, budget);
+    expect(diff?.byLine).toBe(true);
+    expect(diff?.parts.filter((p) => p.kind === 'removed')).toEqual([
+      { kind: 'removed', text: 'old line\n' },
+    ]);
+  });
+
+  it('compares texts of more word edits than the budget by line', () => {
+    const diff = diffText(`${words(100, 'a')}\nsame`, `${words(100, 'b')}\nsame`, 5, budget);
+    expect(diff?.byLine).toBe(true);
+    expect(diff?.removed).toBe(100);
+    expect(diff?.added).toBe(100);
+  });
+
+  it('gives none when even the lines are too far apart, or the diff would show too much', () => {
+    const lines = (tag: string) => Array.from({ length: 60 }, (_, i) => `${tag}${i}`).join('\n');
+    expect(diffText(lines('a'), lines('b'), 5, budget)).toBeNull();
+    expect(diffText(words(300, 'a'), words(300, 'b'), 5, { ...budget, editsMax: 10_000 })).toBeNull();
+  });
+
+  it('says when a diff is not shown, and links to both versions whole', () => {
+    const versions = {
+      before: { label: 'revision 1', href: '/articles/a/revisions/1' },
+      after: { label: 'revision 2', href: '/articles/a/revisions/2' },
+    };
+    const tooLarge = htmlText(renderBodyDiff(null, versions));
+    expect(tooLarge).toContain('too long or too different');
+    expect(tooLarge).toContain('<a href="/articles/a/revisions/1">revision 1</a>');
+    expect(tooLarge).toContain('<a href="/articles/a/revisions/2">revision 2</a>');
+    expect(htmlText(renderBodyDiff('busy', versions))).toContain('reload this page in a moment');
   });
 });
 

@@ -4,18 +4,21 @@ import { REASON_MAX } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { Actor, Origin } from '../../../domain/event.ts';
 import type { ProtectedChange } from '../../../domain/html/protected.ts';
+import { diffText } from '../../../domain/html/word-diff.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import { PAGE_MAX } from '../../../domain/vocabulary.ts';
+import type { BodyDiff } from '../../../infra/sanitize-pool.ts';
 import type { Application } from '../../application/index.ts';
 import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
 import { webCall } from './call.ts';
 import { type Html, html, raw } from './html.ts';
-import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import { installFormParser, installPageHeaders } from './kit.ts';
+import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 import { linkTo } from './sites.ts';
-import { DIFF_LEGEND, diffBodies, diffText, renderDiff } from './word-diff.ts';
+import { DIFF_LEGEND, renderBodyDiff, renderDiff, type Versions } from './word-diff.ts';
 
 /*
  * The article pages:
@@ -101,18 +104,35 @@ export function storedBody(body: string): Html {
 
 export type Diffable = { title: string; body: string; featured_image: ArticleOut['featured_image'] };
 
-/** What changes from `before` to `after`: the title and the text word by word, and the featured image. */
-export function changes(before: Diffable, after: Diffable, id: string): Html {
+/** The word diff of two bodies, off the server's thread (Runtime.diff). */
+export type DiffBodies = (before: string, after: string) => Promise<BodyDiff>;
+
+/**
+ * What changes from `before` to `after`: the title and the text word by word, and the featured image.
+ * The text's diff is `diff`'s; when it is not shown, the note links to `versions`.
+ */
+export async function changes(
+  diff: DiffBodies,
+  before: Diffable,
+  after: Diffable,
+  id: string,
+  versions: Versions,
+): Promise<Html> {
+  // Titles are short (TITLE_MAX): compared here.
+  const titleDiff = diffText(before.title, after.title);
   const title =
     before.title === after.title
       ? html`<p class="muted">The title is the same: ${after.title}</p>`
-      : html`<h3 class="change-part">Title</h3>${diffOrNote(diffText(before.title, after.title))}`;
-  const body = diffBodies(before.body, after.body);
-  const text =
-    body && body.added === 0 && body.removed === 0 && before.body === after.body
-      ? html`<p class="muted">The text is the same.</p>`
-      : html`<h3 class="change-part">Text <span class="muted">(${body ? `${body.added} words added, ${body.removed} removed` : 'too different to compare'})</span></h3>
-${body && body.added === 0 && body.removed === 0 ? html`<p class="muted">The words are the same; only the markup differs (links, emphasis or layout).</p>` : diffOrNote(body)}`;
+      : html`<h3 class="change-part">Title</h3>${titleDiff ? renderDiff(titleDiff) : html`<p><del>${before.title}</del> → <ins>${after.title}</ins></p>`}`;
+  let text: Html;
+  if (before.body === after.body) {
+    text = html`<p class="muted">The text is the same.</p>`;
+  } else {
+    const body = await diff(before.body, after.body);
+    const counted = body !== null && body !== 'busy' ? body : null;
+    text = html`<h3 class="change-part">Text${counted ? html` <span class="muted">(${counted.added} words added, ${counted.removed} removed)</span>` : ''}</h3>
+${counted && counted.added === 0 && counted.removed === 0 ? html`<p class="muted">The words are the same; only the markup differs (links, emphasis or layout).</p>` : renderBodyDiff(body, versions)}`;
+  }
   const beforeImage = before.featured_image;
   const afterImage = after.featured_image;
   const image =
@@ -122,11 +142,6 @@ ${body && body.added === 0 && body.removed === 0 ? html`<p class="muted">The wor
           afterImage ? html`<code>${afterImage.url}</code>` : 'none'
         }</p>`;
   return html`<div class="changes" id="${id}">${title}${text}${image}</div>`;
-}
-
-function diffOrNote(diff: ReturnType<typeof diffText>): Html {
-  if (!diff) return html`<p class="muted">The two versions are too different to compare word by word.</p>`;
-  return html`${diff.byLine ? html`<p class="muted">Compared line by line (too many changes for words).</p>` : ''}${renderDiff(diff)}`;
 }
 
 function historyTable(id: string, revisions: RevisionOut[], current: number): Html {
@@ -159,10 +174,7 @@ function pager(id: string, page: number, totalPages: number): Html {
 ${page < totalPages ? link(page + 1, 'Older revisions', 'next') : ''}</nav>`;
 }
 
-export const articlePages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
-  app,
-  { kit, application },
-) => {
+export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff }) => {
   installFormParser(app, kit);
   installPageHeaders(app);
 
@@ -268,6 +280,20 @@ ${pager(id, historyPage, history.meta.total_pages)}
       const at = await application.revisions.get(call, id, n);
       const previous = n > 1 ? await application.revisions.get(call, id, n - 1) : null;
       const isCurrent = n === article.revision;
+      const [fromPrevious, toCurrent] = await Promise.all([
+        previous
+          ? changes(diff, previous, at, 'diff-previous', {
+              before: { label: `revision ${n - 1}`, href: revisionPath(id, n - 1) },
+              after: { label: `revision ${n}`, href: `${revisionPath(id, n)}#content` },
+            })
+          : null,
+        isCurrent
+          ? null
+          : changes(diff, at, article, 'diff-current', {
+              before: { label: `revision ${n}`, href: `${revisionPath(id, n)}#content` },
+              after: { label: `the current version`, href: articlePath(id) },
+            }),
+      ]);
       const body = html`<div class="article-view">
 <div class="card">
 <p class="muted"><a href="${articlePath(id)}">${article.title}</a> › history</p>
@@ -292,14 +318,14 @@ ${n < article.revision ? html`<a href="${revisionPath(id, n + 1)}" rel="next">Re
 </div>
 <section class="card" aria-labelledby="against-previous">
 <h2 id="against-previous">${previous ? `Changes from revision ${n - 1}` : 'The first revision'}</h2>
-${previous ? html`${DIFF_LEGEND}${changes(previous, at, 'diff-previous')}` : html`<p class="muted">The article was created with this content.</p>`}
+${fromPrevious ? html`${DIFF_LEGEND}${fromPrevious}` : html`<p class="muted">The article was created with this content.</p>`}
 </section>
 ${
   isCurrent
     ? ''
     : html`<section class="card" aria-labelledby="against-current">
 <h2 id="against-current">Changes from revision ${n} to the current version (revision ${article.revision})</h2>
-${DIFF_LEGEND}${changes(at, article, 'diff-current')}
+${DIFF_LEGEND}${toCurrent ?? ''}
 </section>`
 }
 <section class="card" aria-labelledby="content">
@@ -320,7 +346,7 @@ ${storedBody(at.body)}
   );
 
   /** The confirmation page: what restoring n changes in the current version, a reason, the button. */
-  function restorePage(
+  async function restorePage(
     request: FastifyRequest,
     reply: FastifyReply,
     session: WebSession,
@@ -331,11 +357,17 @@ ${storedBody(at.body)}
       status?: number;
       refusal?: Html;
     },
-  ): FastifyReply {
+  ): Promise<FastifyReply> {
     const { article, at } = opts;
     const id = article.id;
     const n = at.revision;
     const current = article.revision === n;
+    const whatChanges = current
+      ? null
+      : await changes(diff, article, at, 'diff-restore', {
+          before: { label: 'the current version', href: articlePath(id) },
+          after: { label: `revision ${n}`, href: `${revisionPath(id, n)}#content` },
+        });
     const body = html`<div class="article-view">
 <div class="card">
 <p class="muted"><a href="${articlePath(id)}">${article.title}</a> › <a href="${revisionPath(id, n)}">revision ${n}</a></p>
@@ -362,7 +394,7 @@ ${
     : html`<section class="card" aria-labelledby="what-changes">
 <h2 id="what-changes">What will change</h2>
 <p class="muted">From the current version (revision ${article.revision}) to revision ${n}.</p>
-${DIFF_LEGEND}${changes(article, at, 'diff-restore')}
+${DIFF_LEGEND}${whatChanges ?? ''}
 </section>`
 }
 </div>`;

@@ -8,10 +8,11 @@ import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
 import { webCall } from './call.ts';
 import { type Html, html } from './html.ts';
-import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP, type WebKit } from './kit.ts';
+import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
+import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
-import { diffBodies, renderDiff } from './word-diff.ts';
+import { renderBodyDiff } from './word-diff.ts';
 
 /*
  * The editor without JavaScript (`/articles/{id}/edit`): a form with the title, the body's HTML in a
@@ -102,10 +103,7 @@ function when(iso: string): string {
 
 const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}`;
 
-export const editorRoutes: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
-  app,
-  { kit, application },
-) => {
+export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff }) => {
   installPageHeaders(app);
   // Large bodies, in this plugin's scope only (the other pages keep FORM_BODY_MAX).
   installFormParser(app, kit, { bodyLimit: EDITOR_FORM_LIMIT });
@@ -258,7 +256,7 @@ ${links.map(
     if (!before || !now) {
       return html`<section class="stale" aria-labelledby="stale-heading" id="stale"><h2 id="stale-heading">Changed since you opened it</h2>${intro}</section>`;
     }
-    const changes = diffBodies(before.body, now.body);
+    const changes = await diff(before.body, now.body);
     return html`<section class="stale" aria-labelledby="stale-heading" id="stale">
 <h2 id="stale-heading">Changed since you opened it</h2>
 ${intro}
@@ -270,7 +268,13 @@ ${
 }
 <h3>Text of the body</h3>
 <p class="muted">Words added since revision ${from} are <ins>underlined</ins>, words removed are <del>struck through</del>.</p>
-${changes ? renderDiff(changes) : html`<p class="muted">The texts differ too much to show word by word; open the article to compare.</p>`}
+${renderBodyDiff(changes, {
+  before: { label: `revision ${from}`, href: `${articlePath(article.id)}/revisions/${from}#content` },
+  after: {
+    label: `revision ${article.revision}`,
+    href: `${articlePath(article.id)}/revisions/${article.revision}#content`,
+  },
+})}
 </section>`;
   }
 

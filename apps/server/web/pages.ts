@@ -1,16 +1,25 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
+import type { Counter } from '../api/limits.ts';
 import { activityPage } from './activity.ts';
-import { articlePages } from './articles.ts';
+import { articlePages, type DiffBodies } from './articles.ts';
 import { editorRoutes } from './editor.ts';
 import type { WebKit } from './kit.ts';
+import { installPageLimit } from './page-limit.ts';
 import { installPageErrors } from './refusal.ts';
 import { reportPages } from './report.ts';
 import { webScripts } from './scripts.ts';
 import { sitePages } from './sites.ts';
 import { staffPages } from './staff.ts';
 
-export type PagesDeps = { kit: WebKit; application: Application };
+export type PagesDeps = {
+  kit: WebKit;
+  application: Application;
+  /** Word diffs of revisions, off the server's thread (Runtime.diff). */
+  diff: DiffBodies;
+  /** Page views per session (page-limit.ts). */
+  pageLimit: Counter;
+};
 
 /**
  * The web app's pages over the application layer (CONTRACT "Web app"): each page module is a plugin
@@ -20,6 +29,8 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   // Every page below: the database being away for now is the 503 page.
   installPageErrors(app, deps.kit);
   await app.register(webScripts);
+  // Every page below (not the scripts above) spends its session's page budget.
+  installPageLimit(app, deps.kit, deps.pageLimit);
   await app.register(staffPages, deps);
   // `/`: the person's sites when signed in, else sign-in (coming back to them).
   app.get('/', { schema: { hide: true } }, async (request, reply) => {

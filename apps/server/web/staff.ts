@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import type { RequestIds } from '../../application/call.ts';
-import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { StaffAuditEntry, StaffMember, TimelineEntry, TimelineQuery } from '../../application/staff.ts';
 import { cleanText } from '../api/schemas.ts';
@@ -12,7 +11,8 @@ import { requestIdsOf } from '../request-ids.ts';
 import { changes, storedBody } from './articles.ts';
 import { csvText } from './csv.ts';
 import { type Html, html } from './html.ts';
-import { installPageHeaders, type WebKit } from './kit.ts';
+import { installPageHeaders } from './kit.ts';
+import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { StaffSession } from './sessions.ts';
 
@@ -46,10 +46,7 @@ const RevisionParams = IdParams.extend({ n: z.coerce.number().int().min(1).max(1
 const SearchQuery = z.object({ q: cleanText(z.string().max(320), { lines: false }).optional() });
 const AuditQuery = TimelineFilters.pick({ page: true, format: true });
 
-export const staffPages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
-  plain,
-  { kit, application },
-) => {
+export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, application, diff }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installPageHeaders(app);
   const { support } = application;
@@ -216,6 +213,22 @@ ${timelineSection(`${path}/${request.params.id}`, f, view.timeline)}</div>`,
           n,
           requestIdsOf(request),
         );
+        const revisionHref = (r: number): string =>
+          `/staff/articles/${encodeURIComponent(id)}/revisions/${r}`;
+        const [fromBefore, toCurrent] = await Promise.all([
+          before
+            ? changes(diff, before, at, 'changes-before', {
+                before: { label: `revision ${n - 1}`, href: revisionHref(n - 1) },
+                after: { label: `revision ${n}`, href: `${revisionHref(n)}#text` },
+              })
+            : null,
+          current.revision === n
+            ? null
+            : changes(diff, at, current, 'changes-current', {
+                before: { label: `revision ${n}`, href: `${revisionHref(n)}#text` },
+                after: { label: `revision ${current.revision}`, href: revisionHref(current.revision) },
+              }),
+        ]);
         return kit.send(reply, {
           title: `Revision ${n} of ${at.title}`,
           session: null,
@@ -229,9 +242,9 @@ ${at.reason ? html`<dt>Reason</dt><dd>${at.reason}</dd>` : ''}
 ${at.restored_from ? html`<dt>Restores</dt><dd>revision ${at.restored_from}</dd>` : ''}
 <dt>Article</dt><dd><a href="/staff/articles/${id}">its timeline</a> · account <a href="/staff/accounts/${accountId}">${accountId}</a> · now at revision ${current.revision}</dd></dl>
 <p class="muted">Your view of this revision is recorded in its account's activity log. Support staff cannot restore or change it.</p></div>
-<div class="card"><h2>Changes from revision ${n - 1}</h2>${before ? changes(before, at, 'changes-before') : html`<p class="muted">Revision 1 is the article as it was created.</p>`}</div>
-<div class="card"><h2>From this revision to the current one (${current.revision})</h2>${current.revision === n ? html`<p class="muted">This is the current revision.</p>` : changes(at, current, 'changes-current')}</div>
-<div class="card"><h2>The text at revision ${n}</h2>${storedBody(at.body)}</div>
+<div class="card"><h2>Changes from revision ${n - 1}</h2>${fromBefore ?? html`<p class="muted">Revision 1 is the article as it was created.</p>`}</div>
+<div class="card"><h2>From this revision to the current one (${current.revision})</h2>${toCurrent ?? html`<p class="muted">This is the current revision.</p>`}</div>
+<div class="card"><h2 id="text">The text at revision ${n}</h2>${storedBody(at.body)}</div>
 </div>`,
         });
       } catch (error) {

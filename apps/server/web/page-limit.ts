@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  addressKey,
+  type Counter,
+  type CounterOptions,
+  createCounter,
+  type Policy,
+  publishDecision,
+} from '../api/limits.ts';
+import { html } from './html.ts';
+import type { WebKit } from './kit.ts';
+
+/** Page views per minute per web session (per client address without one). */
+export function pagesPolicy(perMinute: number): Policy {
+  return { name: 'pages', quota: perMinute, window: 60 };
+}
+
+/** The page-view counter: in Redis when a client is given (every process counts one budget), else in memory. */
+export function createPageLimiter(opts: { perMinute: number } & Omit<CounterOptions, 'now'>): Counter {
+  const { perMinute, ...counterOptions } = opts;
+  return createCounter(pagesPolicy(perMinute), counterOptions);
+}
+
+/** Whose budget a page view spends: its live session's (account holder or staff), else its client address's. */
+async function subjectOf(request: FastifyRequest, kit: WebKit): Promise<string> {
+  const session = (await kit.sessions.current(request)) ?? (await kit.sessions.currentStaff(request));
+  if (!session) return `ip:${addressKey(request.ip)}`;
+  return `session:${createHash('sha256').update(session.secret).digest('base64url').slice(0, 22)}`;
+}
+
+/**
+ * The `pages` limit as an onRequest hook of a scope of pages, like the API's `requests` limit: every
+ * page carries RateLimit-Policy and RateLimit; past the quota it is a 429 page with Retry-After, sent
+ * before the request's body is read. The session found here is the one the page reads (cached).
+ */
+export function installPageLimit(app: FastifyInstance, kit: WebKit, pages: Counter): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const decision = await pages.consume(await subjectOf(request, kit));
+    publishDecision(request, reply, decision);
+    if (decision.allowed) return;
+    const seconds = Math.max(1, decision.resetSeconds);
+    return kit.send(reply, {
+      status: 429,
+      title: 'Too many pages at once',
+      session: await kit.sessions.current(request),
+      request,
+      body: html`<div class="card"><h1>Too many pages at once</h1>
+<p>More than ${pages.policy.quota} pages were opened in a minute in this session. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then reload the page.</p></div>`,
+    });
+  });
+}

@@ -1,0 +1,93 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../apps/runtime.ts';
+import { buildApp } from '../../apps/server/app.ts';
+import { createPageLimiter } from '../../apps/server/web/page-limit.ts';
+import { createPerson } from '../oauth/helpers.ts';
+import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
+import { createTestRuntime } from '../support/runtime.ts';
+
+/*
+ * Page views per session, like the API's requests per account: RateLimit fields on every page, and
+ * past the budget a 429 page with Retry-After, sent before the request's body is read. Each session
+ * has its own budget.
+ */
+
+const QUOTA = 3;
+let app: FastifyInstance;
+let runtime: Runtime;
+let drop: () => Promise<void>;
+
+async function signedIn(address: string): Promise<InjectBrowser> {
+  const person = await createPerson(runtime);
+  const b = injectBrowser(app, { remoteAddress: address });
+  const form = await b.get('/sign-in');
+  const res = await b.post('/sign-in', {
+    csrf: csrfOf(form.body),
+    email: person.email,
+    password: person.password,
+  });
+  expect(res.statusCode).toBe(303);
+  return b;
+}
+
+beforeAll(async () => {
+  const test = await createTestRuntime('postgres');
+  runtime = test.runtime;
+  drop = test.drop;
+  const quiet = { info() {}, warn() {} };
+  app = await buildApp({
+    runtime,
+    config: { PUBLIC_URL: 'http://cs.example.test', LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
+    logger: false,
+    pageLimit: createPageLimiter({ perMinute: QUOTA, logger: quiet }),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await app?.close();
+  await drop?.();
+});
+
+describe('page views per session', () => {
+  it('states the budget on every page and refuses past it with a readable 429 page and Retry-After', async () => {
+    const b = await signedIn('198.51.100.1');
+    for (let i = 0; i < QUOTA; i++) {
+      const page = await b.get('/sites');
+      expect(page.statusCode).toBe(200);
+      expect(page.headers['ratelimit-policy']).toBe(`"pages";q=${QUOTA};w=60`);
+      expect(page.headers.ratelimit).toMatch(new RegExp(`^"pages";r=${QUOTA - 1 - i};t=\\d+$`));
+    }
+    const refused = await b.get('/sites');
+    expect(refused.statusCode).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(refused.headers['content-type']).toContain('text/html');
+    expect(refused.headers['cache-control']).toBe('no-store');
+    expect(refused.body).toContain('<h1>Too many pages at once</h1>');
+    expect(refused.body).toMatch(/Wait \d+ seconds?, then reload the page/);
+    // Refused before the body is read: a form post is refused alike, whatever it carries.
+    const post = await app.inject({
+      method: 'POST',
+      url: '/articles/art_x/edit',
+      remoteAddress: '198.51.100.1',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+      },
+      payload: 'a&'.repeat(1000),
+    });
+    expect(post.statusCode).toBe(429);
+  });
+
+  it('gives each session its own budget, and a client without one the budget of its address', async () => {
+    const address = '198.51.100.2';
+    const first = await signedIn(address);
+    for (let i = 0; i < QUOTA; i++) await first.get('/sites');
+    expect((await first.get('/sites')).statusCode).toBe(429);
+    const second = await signedIn(address);
+    expect((await second.get('/sites')).statusCode).toBe(200);
+    const anonymous = injectBrowser(app, { remoteAddress: address });
+    for (let i = 0; i < QUOTA; i++) expect((await anonymous.get('/sites')).statusCode).toBe(303);
+    expect((await anonymous.get('/sites')).statusCode).toBe(429);
+  });
+});
