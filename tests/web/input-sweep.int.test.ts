@@ -68,7 +68,13 @@ beforeAll(async () => {
   await runtime.commands.addStaffMember(sam);
   app = await buildApp({
     runtime,
-    config: { PUBLIC_URL, LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-sweep' },
+    // The sweep opens thousands of pages in a minute: the page-view limit is not what it tests.
+    config: {
+      PUBLIC_URL,
+      LOG_LEVEL: 'silent',
+      MEDIA_DIR: '/tmp/cs-web-sweep',
+      PAGE_RATE_LIMIT_PER_MINUTE: 1_000_000,
+    },
     logger: false,
   });
   holder = injectBrowser(app, { headers: { origin: PUBLIC_URL } });
