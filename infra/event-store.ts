@@ -125,10 +125,14 @@ export interface EventStore<E extends NewEvent = DomainEvent> {
   /**
    * The stream's events, ordered by version; `from` and `to` are inclusive versions. `S`: the events
    * the stream holds (an aggregate's union), when the caller knows it narrower than the store's.
+   * `onlyLast`: a string property of the events' data (an article's `body`) that only the last event
+   * of the range holding it keeps; the others are read without it. A fold whose events replace that
+   * property whole ends in the same state, and the large values it would overwrite are neither sent
+   * by the database nor parsed here (the kept one arrives as text, never as JSON to parse).
    */
   readStream<S extends E = E>(
     streamId: string,
-    opts?: { from?: number; to?: number },
+    opts?: { from?: number; to?: number; onlyLast?: string },
   ): Promise<StoredEvent<S>[]>;
   /** Up to `limit` events after `after`, in (transaction_id, position) order; see readAllEvents. */
   readAll(after: LogPosition, limit: number, opts?: ReadAllOptions): Promise<StoredEvent<E>[]>;
@@ -278,11 +282,13 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
 
     async readStream<S extends E = E>(
       streamId: string,
-      opts: { from?: number; to?: number } = {},
+      opts: { from?: number; to?: number; onlyLast?: string } = {},
     ): Promise<StoredEvent<S>[]> {
+      const { from, to, onlyLast } = opts;
+      if (onlyLast !== undefined) return readStreamKeepingLast<S>(db, streamId, onlyLast, from, to);
       let query = db.selectFrom('events').select(storedColumns).where('stream_id', '=', streamId);
-      if (opts.from !== undefined) query = query.where('version', '>=', opts.from);
-      if (opts.to !== undefined) query = query.where('version', '<=', opts.to);
+      if (from !== undefined) query = query.where('version', '>=', from);
+      if (to !== undefined) query = query.where('version', '<=', to);
       const rows = await query.orderBy('version').execute();
       return rows.map((row) => toStoredEvent<S>(row));
     },
@@ -295,6 +301,30 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
       return headPosition(db);
     },
   };
+}
+
+/** readStream with `onlyLast`: one statement, the kept property's value read as text. */
+async function readStreamKeepingLast<E extends NewEvent>(
+  db: Db,
+  streamId: string,
+  property: string,
+  from: number | undefined,
+  to: number | undefined,
+): Promise<StoredEvent<E>[]> {
+  const range = sql`events.stream_id = ${streamId}${from === undefined ? sql`` : sql` and events.version >= ${from}`}${
+    to === undefined ? sql`` : sql` and events.version <= ${to}`
+  }`;
+  const { rows } = await sql<StoredRow & { kept: string | null }>`
+    with last as (select max(version) as version from events where ${range} and data ? ${property})
+    select position, transaction_id::text as transaction_id, event_id, stream_id, events.version, type,
+      data - ${property} as data, metadata, recorded_at,
+      case when events.version = last.version then data ->> ${property} end as kept
+    from events, last where ${range} order by events.version`.execute(db);
+  return rows.map((row) => {
+    const event = toStoredEvent<E>(row);
+    if (row.kept === null) return event;
+    return { ...event, data: { ...(event.data as object), [property]: row.kept } } as StoredEvent<E>;
+  });
 }
 
 /** The columns of an event as read back; `toStoredEvent` turns such a row into a StoredEvent. */

@@ -4,6 +4,7 @@ import type { BodyFacts } from '../domain/html/facts.ts';
 import type { SanitizeResult } from '../domain/html/sanitize.ts';
 import { diffBodies, type TextDiff } from '../domain/html/word-diff.ts';
 import type { HtmlMemoryStore } from './html-memory.ts';
+import { createSlots } from './slots.ts';
 
 /**
  * Sanitising a 20 KB body in full takes the thread that does it 1 to 3 ms (parse5), a 2 MB one
@@ -98,40 +99,4 @@ export type DiffTask = { before: string; after: string };
 /** The diff of two bodies in this thread, for a runtime without a pool: the same budget, no waiting. */
 export async function diffInThread(before: string, after: string): Promise<BodyDiff> {
   return diffBodies(before, after);
-}
-
-/**
- * `size` slots; `take` waits for one (true) unless `waitingMax` wait already or `signal` ends the wait
- * first (false); `give` hands a taken slot to the next waiting.
- */
-function createSlots(size: number, waitingMax: number) {
-  let free = size;
-  const waiting: Array<() => void> = [];
-  return {
-    take(signal: AbortSignal): Promise<boolean> {
-      if (free > 0) {
-        free--;
-        return Promise.resolve(true);
-      }
-      if (waiting.length >= waitingMax || signal.aborted) return Promise.resolve(false);
-      return new Promise((resolve) => {
-        const granted = (): void => {
-          signal.removeEventListener('abort', gaveUp);
-          resolve(true);
-        };
-        const gaveUp = (): void => {
-          const at = waiting.indexOf(granted);
-          if (at >= 0) waiting.splice(at, 1);
-          resolve(false);
-        };
-        waiting.push(granted);
-        signal.addEventListener('abort', gaveUp, { once: true });
-      });
-    },
-    give(): void {
-      const next = waiting.shift();
-      if (next) next();
-      else free++;
-    },
-  };
 }

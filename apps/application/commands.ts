@@ -720,7 +720,11 @@ export function createCommands(deps: CommandDeps) {
   async function articleAt(accountId: string, articleId: string, revision: number): Promise<ArticleState> {
     const missing = new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
     if (!Number.isInteger(revision) || revision < 1) throw missing;
-    const events = await store.readStream<ArticleEvent>(articleStream(articleId), { to: revision });
+    // Each body-carrying event replaces the body whole: only the last one's is read.
+    const events = await store.readStream<ArticleEvent>(articleStream(articleId), {
+      to: revision,
+      onlyLast: 'body',
+    });
     const state = events.reduce((s, e) => evolve(s, e), initialState);
     if (!state.exists || state.accountId !== accountId)
       throw new DomainError('not_found', `No article ${articleId}`);

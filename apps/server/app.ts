@@ -23,12 +23,14 @@ import { createEditLimiter } from './api/edit-limit.ts';
 import { apiV1, type LimitHook } from './api/index.ts';
 import { type Counter, createRequestLimiter } from './api/limits.ts';
 import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './errors.ts';
+import { createHeavyWork, type HeavyWork, installHeavyWork } from './heavy-work.ts';
 import { LOG_REDACTION, redactUrl, requestSerializer } from './log-redaction.ts';
 import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
 import { registerOpenApi } from './openapi.ts';
 import { newRequestId } from './request-ids.ts';
+import { installSlicedResponses } from './sliced-responses.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 import { createPageLimiter } from './web/page-limit.ts';
@@ -53,6 +55,8 @@ type AppDeps = {
   editLimit?: EditLimit;
   /** Page views per web session; without one, this process counts PAGE_RATE_LIMIT_PER_MINUTE alone, in memory. */
   pageLimit?: Counter;
+  /** Heavy requests one at a time (heavy-work.ts); default: this process's own. */
+  heavy?: HeavyWork;
   /** Where featured images are kept; default a directory store in MEDIA_DIR. */
   media?: MediaStore;
   /** How image URLs are fetched; default the SSRF-guarded fetcher (trusting MEDIA_FETCH_CA_FILE too). */
@@ -147,6 +151,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   installErrorHandling(app, PAGE_REFUSALS);
+  installSlicedResponses(app);
+  const heavy = deps.heavy ?? createHeavyWork();
+  installHeavyWork(app, heavy);
 
   const { db } = deps.runtime;
 
@@ -252,6 +259,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     kit: oauth.web,
     application,
     diff: deps.runtime.diff,
+    heavy,
     pageLimit: deps.pageLimit ?? defaultPageLimit(app, deps.config.PAGE_RATE_LIMIT_PER_MINUTE),
   });
   await app.register(mcpRoutes, {

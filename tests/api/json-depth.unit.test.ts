@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonDepth } from '../../apps/server/api/json-body.ts';
+import { jsonDepth, nestsDeeperThan } from '../../apps/server/api/json-body.ts';
 
 /** The nesting depth of a parsed JSON value. */
 function depthOf(value: unknown): number {
@@ -51,5 +51,24 @@ describe('jsonDepth', () => {
     expect(jsonDepth('{"a":"\\"[[[","b":[1]}')).toBe(2);
     expect(jsonDepth('{"a":"\\\\","b":[[1]]}')).toBe(3);
     expect(jsonDepth('"[[[')).toBe(0);
+  });
+});
+
+describe('nestsDeeperThan', () => {
+  it('says whether the depth exceeds the limit, on any text and any limit', () => {
+    const soup = fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', '\\', 'a', ' ', ',') });
+    fc.assert(
+      fc.property(soup, fc.integer({ min: 0, max: 8 }), (text, limit) => {
+        expect(nestsDeeperThan(text, limit)).toBe(reference(text) > limit);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('does not scan a long text with fewer brackets than the limit, and still finds a deep one', () => {
+    const body = JSON.stringify({ body: `<a href="x">${'"quoted" '.repeat(200_000)}</a>` });
+    expect(nestsDeeperThan(body, 256)).toBe(false);
+    expect(nestsDeeperThan(`${'['.repeat(257)}${']'.repeat(257)}`, 256)).toBe(true);
+    expect(nestsDeeperThan(`${'['.repeat(256)}${']'.repeat(256)}`, 256)).toBe(false);
   });
 });

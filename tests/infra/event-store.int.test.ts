@@ -172,6 +172,44 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(await store.readStream(newStream('missing'))).toEqual([]);
     });
 
+    it('reads a property (onlyLast) only in the last event of the range that has it, the rest as stored', async () => {
+      const streamId = newStream('onlylast');
+      const big = `<p>${'word '.repeat(50_000)}"quoted" \\ and ünïcode</p>`;
+      await store.append(
+        streamId,
+        [
+          event('ArticleCreated', { title: 't1', body: '<p>one</p>', n: 1 }),
+          event('ArticleEdited', { title: 't2' }),
+          event('ArticleEdited', { body: big, nested: { body: 'not this one' } }),
+          event('ArticleEdited', { title: 't4' }),
+        ],
+        { expectedVersion: 'no_stream' },
+      );
+      const all = await store.readStream(streamId);
+      const read = (opts: { from?: number; to?: number }) =>
+        store.readStream(streamId, { ...opts, onlyLast: 'body' });
+      const withoutBody = (data: unknown): unknown => {
+        const { body: _, ...rest } = data as Record<string, unknown>;
+        return rest;
+      };
+
+      const whole = await read({});
+      expect(whole.map((e) => e.version)).toEqual([1, 2, 3, 4]);
+      expect(whole.map((e) => e.data)).toEqual([
+        withoutBody(nth(all, 0).data),
+        nth(all, 1).data,
+        nth(all, 2).data,
+        nth(all, 3).data,
+      ]);
+      expect((nth(whole, 2).data as { body: string }).body).toBe(big);
+      expect(whole.map(({ data: _, ...rest }) => rest)).toEqual(all.map(({ data: _, ...rest }) => rest));
+
+      expect((await read({ to: 2 })).map((e) => e.data)).toEqual([nth(all, 0).data, nth(all, 1).data]);
+      expect((await read({ from: 2, to: 2 })).map((e) => e.data)).toEqual([nth(all, 1).data]);
+      expect((await read({ from: 4 })).map((e) => e.data)).toEqual([nth(all, 3).data]);
+      expect(await store.readStream(newStream('missing'), { onlyLast: 'body' })).toEqual([]);
+    });
+
     it('takes the stream type from the id prefix', async () => {
       const plain = `standalone${randomUUID().replaceAll('-', '')}`;
       await store.append(plain, [event('A')], { expectedVersion: 'no_stream' });

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
+import { createHeavyWork, HEAVY_BUSY_DETAIL } from '../../apps/server/heavy-work.ts';
 import { DIFF_EDITS_MAX } from '../../domain/html/word-diff.ts';
 import { createPerson } from '../oauth/helpers.ts';
 import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
@@ -18,6 +19,7 @@ let runtime: Runtime;
 let drop: () => Promise<void>;
 let browser: InjectBrowser;
 let articleId: string;
+let person: Awaited<ReturnType<typeof createPerson>>;
 
 /** `lines` paragraphs, each one word tagged `tag`: two tags share no line and no word. */
 const paragraphs = (lines: number, tag: string): string =>
@@ -32,7 +34,7 @@ beforeAll(async () => {
     config: { PUBLIC_URL: 'http://cs.example.test', LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
     logger: false,
   });
-  const person = await createPerson(runtime);
+  person = await createPerson(runtime);
   const { siteId } = await runtime.commands.addSite(person.accountId, {
     name: 'Northside Plumbing',
     domain: 'northside.example',
@@ -98,5 +100,39 @@ describe('diffs on the revision pages', () => {
     const note = /<p class="diff-fallback">(.*?)<\/p>/s.exec(page.body)?.[1] ?? '';
     expect(note).toContain(`<a href="/articles/${articleId}">the current version</a>`);
     expect(note).toContain(`<a href="/articles/${articleId}/revisions/3#content">revision 3</a>`);
+  });
+});
+
+describe('revision pages are heavy work', () => {
+  it('answer 503 with Retry-After, in the layout, when the heavy work has no turn to give', async () => {
+    const busy = await buildApp({
+      runtime,
+      config: { PUBLIC_URL: 'http://cs.example.test', LOG_LEVEL: 'silent', MEDIA_DIR: '/tmp/cs-web-test' },
+      logger: false,
+      heavy: createHeavyWork({ atOnce: 0, waiting: 0 }),
+    });
+    try {
+      const other = injectBrowser(busy, { remoteAddress: '198.51.100.8' });
+      const form = await other.get('/sign-in');
+      await other.post('/sign-in', {
+        csrf: csrfOf(form.body),
+        email: person.email,
+        password: person.password,
+      });
+      for (const path of [
+        `/articles/${articleId}/revisions/2`,
+        `/articles/${articleId}/revisions/2/restore`,
+      ]) {
+        const page = await other.get(path);
+        expect(page.statusCode, path).toBe(503);
+        expect(page.headers['retry-after'], path).toBe('1');
+        expect(page.headers['content-type'], path).toContain('text/html');
+        expect(page.body, path).toContain(HEAVY_BUSY_DETAIL);
+      }
+      // Light pages do not ask for a turn.
+      expect((await other.get(`/articles/${articleId}`)).statusCode).toBe(200);
+    } finally {
+      await busy.close();
+    }
   });
 });

@@ -26,6 +26,21 @@ export function jsonDepth(text: string): number {
   return max;
 }
 
+/**
+ * Whether the JSON text nests deeper than `limit`. A text with at most `limit` opening brackets in all
+ * (an article's JSON: a few, however long its body) cannot, and is not scanned: the brackets are
+ * counted with `indexOf`, stopping at `limit + 1`.
+ */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let openers = 0;
+  for (const bracket of ['{', '[']) {
+    for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) {
+      if (++openers > limit) return jsonDepth(text) > limit;
+    }
+  }
+  return false;
+}
+
 /** Whether the character at `at` follows an odd number of backslashes. */
 function isEscaped(text: string, at: number): boolean {
   let backslashes = 0;
@@ -41,7 +56,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
-    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
       done(
         parameterError(`The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
           { in: 'body', name: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },

@@ -7,7 +7,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
 import type { LimitHook } from '../api/index.ts';
-import { jsonDepth, MAX_JSON_DEPTH } from '../api/json-body.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../api/json-body.ts';
 import { publishDecision } from '../api/limits.ts';
 import { clientRequestIdOf } from '../request-ids.ts';
 import { type McpTokenVerifier, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
@@ -147,7 +147,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
-    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
       const marker = {};
       unreadable.set(marker, `Parse error: the JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
       return done(null, marker);

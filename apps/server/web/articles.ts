@@ -174,7 +174,7 @@ function pager(id: string, page: number, totalPages: number): Html {
 ${page < totalPages ? link(page + 1, 'Older revisions', 'next') : ''}</nav>`;
 }
 
-export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff }) => {
+export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff, heavy }) => {
   installFormParser(app, kit);
   installPageHeaders(app);
 
@@ -273,6 +273,8 @@ ${pager(id, historyPage, history.meta.total_pages)}
 
   app.get('/articles/:id/revisions/:n', { schema: { hide: true } }, (request, reply) =>
     page(request, reply, async (session) => {
+      // Up to three bodies read, two diffs, one rendered: a revision page is heavy work.
+      await heavy.admit(request, reply);
       const id = articleIdOf(request);
       const n = revisionOf(request);
       const call = webCall(request, session);
@@ -410,6 +412,7 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
 
   app.get('/articles/:id/revisions/:n/restore', { schema: { hide: true } }, (request, reply) =>
     page(request, reply, async (session) => {
+      await heavy.admit(request, reply);
       const id = articleIdOf(request);
       const n = revisionOf(request);
       const call = webCall(request, session);
@@ -426,6 +429,7 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
     const form = parsed.success ? parsed.data : {};
     const reason = (form.reason ?? '').trim();
     try {
+      await heavy.admit(request, reply);
       const id = articleIdOf(request);
       const n = revisionOf(request);
       const call = webCall(request, session);

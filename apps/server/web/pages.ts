@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Application } from '../../application/index.ts';
 import type { Counter } from '../api/limits.ts';
+import type { HeavyWork } from '../heavy-work.ts';
 import { activityPage } from './activity.ts';
 import { articlePages, type DiffBodies } from './articles.ts';
 import { editorRoutes } from './editor.ts';
@@ -17,6 +18,8 @@ export type PagesDeps = {
   application: Application;
   /** Word diffs of revisions, off the server's thread (Runtime.diff). */
   diff: DiffBodies;
+  /** Heavy pages (a revision's, with its diffs) one at a time (heavy-work.ts). */
+  heavy: HeavyWork;
   /** Page views per session (page-limit.ts). */
   pageLimit: Counter;
 };

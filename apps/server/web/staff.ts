@@ -46,7 +46,7 @@ const RevisionParams = IdParams.extend({ n: z.coerce.number().int().min(1).max(1
 const SearchQuery = z.object({ q: cleanText(z.string().max(320), { lines: false }).optional() });
 const AuditQuery = TimelineFilters.pick({ page: true, format: true });
 
-export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, application, diff }) => {
+export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, application, diff, heavy }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installPageHeaders(app);
   const { support } = application;
@@ -207,6 +207,7 @@ ${timelineSection(`${path}/${request.params.id}`, f, view.timeline)}</div>`,
       if (!staff) return reply;
       const { id, n } = request.params;
       try {
+        await heavy.admit(request, reply);
         const { at, before, current, accountId } = await support.revision(
           member(staff),
           id,

@@ -1,0 +1,90 @@
+import { finished } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../../domain/errors.ts';
+import { createSlots } from '../../infra/slots.ts';
+
+/*
+ * Requests that move megabytes through the server's thread (a body of 256 KiB or more on any face, a
+ * revision page with its diffs) run one at a time per process. Each such request is many tasks of the
+ * thread (parse, hand to a worker, write to the database, render, send); two of them at once put their
+ * tasks, and the large strings they hold, side by side, and the short requests of everyone else (a
+ * list, a health check) wait behind all of them. One at a time, the others run between its tasks.
+ * At most HEAVY_WAITING wait; a request that is not let in within HEAVY_WAIT_MS, or finds the queue
+ * full, is answered 503 `unavailable` with `Retry-After` and has changed nothing.
+ */
+
+/** A request body at least this large (by its `Content-Length`; any chunked body) is heavy. */
+export const HEAVY_BODY_BYTES = 256 * 1024;
+/** Heavy requests run at once per process. */
+export const HEAVY_AT_ONCE = 1;
+/** Heavy requests that may wait for their turn. */
+export const HEAVY_WAITING = 64;
+/** How long a heavy request waits for its turn at most. */
+export const HEAVY_WAIT_MS = 10_000;
+export const HEAVY_RETRY_AFTER_S = 1;
+export const HEAVY_BUSY_DETAIL = `The service is busy with other large requests; retry in ${HEAVY_RETRY_AFTER_S} s.`;
+
+export type HeavyWork = {
+  /**
+   * Waits for this request's turn, which lasts until its answer is sent (or, when its client went away
+   * first, until the handler has made its answer: its work is done then); throws a 503 `unavailable`
+   * refusal, `Retry-After` set, when no turn comes.
+   */
+  admit(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** For the root onSend hook (installHeavyWork): the request's handler has made its answer. */
+  answered(request: FastifyRequest): void;
+};
+
+export function createHeavyWork(
+  opts: { atOnce?: number; waiting?: number; waitMs?: number } = {},
+): HeavyWork {
+  const slots = createSlots(opts.atOnce ?? HEAVY_AT_ONCE, opts.waiting ?? HEAVY_WAITING);
+  const waitMs = opts.waitMs ?? HEAVY_WAIT_MS;
+  /** Requests holding a turn whose connection closed before their answer was made. */
+  const closedEarly = new WeakMap<FastifyRequest, () => void>();
+  return {
+    async admit(request, reply) {
+      if (!(await slots.take(AbortSignal.timeout(waitMs)))) {
+        reply.header('retry-after', String(HEAVY_RETRY_AFTER_S));
+        throw new DomainError('unavailable', HEAVY_BUSY_DETAIL);
+      }
+      let given = false;
+      const give = (): void => {
+        if (given) return;
+        given = true;
+        closedEarly.delete(request);
+        slots.give();
+      };
+      finished(reply.raw, () => {
+        // A client that leaves early does not end the work it started: the turn ends with that work.
+        if (reply.sent) give();
+        else closedEarly.set(request, give);
+      });
+    },
+    answered(request) {
+      closedEarly.get(request)?.();
+    },
+  };
+}
+
+/** Whether a request's body makes it heavy: `Content-Length` of HEAVY_BODY_BYTES or more, or chunked. */
+export function hasHeavyBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  if (length !== undefined) return Number(length) >= HEAVY_BODY_BYTES;
+  return request.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Every request with a heavy body waits for its turn once its body has arrived and been parsed (a
+ * client that sends slowly holds no turn) and before it is validated and handled; every answer tells
+ * `heavy` its request's work is done.
+ */
+export function installHeavyWork(app: FastifyInstance, heavy: HeavyWork): void {
+  app.addHook('preValidation', async (request, reply) => {
+    if (hasHeavyBody(request)) await heavy.admit(request, reply);
+  });
+  app.addHook('onSend', async (request, _reply, payload) => {
+    heavy.answered(request);
+    return payload;
+  });
+}
