@@ -42,17 +42,22 @@ export function createHeavyWork(
   const waitMs = opts.waitMs ?? HEAVY_WAIT_MS;
   /** Requests holding a turn whose connection closed before their answer was made. */
   const closedEarly = new WeakMap<FastifyRequest, () => void>();
+  /** Requests holding a turn: a second `admit` of one (a heavy body, then a heavy page) is let through. */
+  const holding = new WeakSet<FastifyRequest>();
   return {
     async admit(request, reply) {
+      if (holding.has(request)) return;
       if (!(await slots.take(AbortSignal.timeout(waitMs)))) {
         reply.header('retry-after', String(HEAVY_RETRY_AFTER_S));
         throw new DomainError('unavailable', HEAVY_BUSY_DETAIL);
       }
+      holding.add(request);
       let given = false;
       const give = (): void => {
         if (given) return;
         given = true;
         closedEarly.delete(request);
+        holding.delete(request);
         slots.give();
       };
       finished(reply.raw, () => {

@@ -87,6 +87,23 @@ describe('heavy requests one at a time', () => {
     expect(most).toBeLessThanOrEqual(2);
   });
 
+  it('lets a request that holds its turn ask again (a heavy body, then a heavy page) without waiting for itself', async () => {
+    const solo = Fastify();
+    const heavy = createHeavyWork({ atOnce: 1, waiting: 0, waitMs: 60_000 });
+    solo.get('/twice', async (request, reply) => {
+      await heavy.admit(request, reply);
+      await heavy.admit(request, reply);
+      return { ok: true };
+    });
+    try {
+      expect((await solo.inject({ method: 'GET', url: '/twice' })).json()).toEqual({ ok: true });
+      // The turn was given back once: the next request gets it.
+      expect((await solo.inject({ method: 'GET', url: '/twice' })).statusCode).toBe(200);
+    } finally {
+      await solo.close();
+    }
+  });
+
   it('keeps the turn of a request whose client left until its handler has answered, then gives it on', async () => {
     const socket = connect(Number(new URL(base).port), '127.0.0.1');
     socket.on('error', () => {});
