@@ -8,6 +8,7 @@ import { PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../domain/vocabulary.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { WWW_AUTHENTICATE } from './api/auth.ts';
 import { statusOf } from './errors.ts';
+import { HEAVY_BUSY_DETAIL } from './heavy-work.ts';
 
 /*
  * The OpenAPI 3.1 document, generated from the routes themselves: @fastify/swagger walks every route,
@@ -340,7 +341,7 @@ const errorResponses: Record<number, ErrorResponse> = {
   503: {
     name: 'Unavailable',
     description:
-      'The database is briefly away (a restart, a failover: `unavailable`). Wait `Retry-After` seconds and retry. A write cut off during its commit may have been applied: retry it with the same Idempotency-Key, or with If-Match, so that it is not applied twice.',
+      'The database is briefly away (a restart, a failover: `unavailable`), or too many large requests (a body of 256 KiB or more) are waiting for their turn (`unavailable`; such a request changed nothing). Wait `Retry-After` seconds and retry. A write cut off during its commit may have been applied: retry it with the same Idempotency-Key, or with If-Match, so that it is not applied twice.',
     // Like a 500: a failure before the limiter ran (the key lookup) leaves no RateLimit fields.
     headers: ['X-Request-Id', 'Retry-After'],
     examples: {
@@ -351,6 +352,15 @@ const errorResponses: Record<number, ErrorResponse> = {
           'Service unavailable',
           'The service is briefly unavailable; retry in 5 s.',
           '/api/v1/sites',
+        ),
+      },
+      busy: {
+        summary: 'Too many large requests waiting',
+        value: problemExample(
+          'unavailable',
+          'Service unavailable',
+          HEAVY_BUSY_DETAIL,
+          '/api/v1/articles/art_1',
         ),
       },
     },
