@@ -58,3 +58,10 @@ export function injectBrowser(
 export function csrfOf(page: string): string {
   return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
 }
+
+/** Signs `b` in through the sign-in form; the answer must be the 303 of a signed-in person. */
+export async function signInWith(b: InjectBrowser, who: { email: string; password: string }): Promise<void> {
+  const form = await b.get('/sign-in');
+  const res = await b.post('/sign-in', { csrf: csrfOf(form.body), email: who.email, password: who.password });
+  if (res.statusCode !== 303) throw new Error(`signing in answered ${res.statusCode}`);
+}

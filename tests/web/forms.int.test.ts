@@ -6,7 +6,7 @@ import { buildApp } from '../../apps/server/app.ts';
 import { FORM_FIELDS_MAX } from '../../apps/server/web/form-body.ts';
 import { installFormParser, type WebKit } from '../../apps/server/web/kit.ts';
 import { createPerson, freePort, type Person } from '../oauth/helpers.ts';
-import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
+import { csrfOf, type InjectBrowser, injectBrowser, signInWith } from '../support/inject-browser.ts';
 import { addSiteWithArticle, createTestRuntime } from '../support/runtime.ts';
 
 /*
@@ -82,13 +82,7 @@ beforeAll(async () => {
   });
   await app.listen({ host: '127.0.0.1', port });
   signedIn = injectBrowser(app, { headers: { origin: url } });
-  const form = await signedIn.get('/sign-in');
-  const res = await signedIn.post('/sign-in', {
-    csrf: csrfOf(form.body),
-    email: dana.email,
-    password: dana.password,
-  });
-  expect(res.statusCode).toBe(303);
+  await signInWith(signedIn, dana);
 }, 60_000);
 
 afterAll(async () => {

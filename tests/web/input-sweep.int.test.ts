@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { createPerson, type Person } from '../oauth/helpers.ts';
-import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
+import { csrfOf, type InjectBrowser, injectBrowser, signInWith } from '../support/inject-browser.ts';
 import { addSiteWithArticle, createTestRuntime } from '../support/runtime.ts';
 
 /*
@@ -49,12 +49,6 @@ let articleId: string;
 let holder: InjectBrowser;
 let staff: InjectBrowser;
 
-async function signIn(b: InjectBrowser, who: { email: string; password: string }): Promise<void> {
-  const form = await b.get('/sign-in');
-  const res = await b.post('/sign-in', { csrf: csrfOf(form.body), email: who.email, password: who.password });
-  expect(res.statusCode).toBe(303);
-}
-
 beforeAll(async () => {
   const test = await createTestRuntime('postgres');
   ({ runtime, drop } = test);
@@ -79,8 +73,8 @@ beforeAll(async () => {
   });
   holder = injectBrowser(app, { headers: { origin: PUBLIC_URL } });
   staff = injectBrowser(app, { headers: { origin: PUBLIC_URL } });
-  await signIn(holder, dana);
-  await signIn(staff, sam);
+  await signInWith(holder, dana);
+  await signInWith(staff, sam);
 }, 60_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { createPageLimiter } from '../../apps/server/web/page-limit.ts';
 import { createPerson } from '../oauth/helpers.ts';
-import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
+import { type InjectBrowser, injectBrowser, signInWith } from '../support/inject-browser.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
 /*
@@ -21,13 +21,7 @@ let drop: () => Promise<void>;
 async function signedIn(address: string): Promise<InjectBrowser> {
   const person = await createPerson(runtime);
   const b = injectBrowser(app, { remoteAddress: address });
-  const form = await b.get('/sign-in');
-  const res = await b.post('/sign-in', {
-    csrf: csrfOf(form.body),
-    email: person.email,
-    password: person.password,
-  });
-  expect(res.statusCode).toBe(303);
+  await signInWith(b, person);
   return b;
 }
 

@@ -5,7 +5,7 @@ import { buildApp } from '../../apps/server/app.ts';
 import { createHeavyWork, HEAVY_BUSY_DETAIL } from '../../apps/server/heavy-work.ts';
 import { DIFF_EDITS_MAX } from '../../domain/html/word-diff.ts';
 import { createPerson } from '../oauth/helpers.ts';
-import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
+import { type InjectBrowser, injectBrowser, signInWith } from '../support/inject-browser.ts';
 import { apiKeyActor, createTestRuntime, pipelineActor } from '../support/runtime.ts';
 
 /*
@@ -67,8 +67,7 @@ beforeAll(async () => {
   await edit(paragraphs(lines, 'alpha'));
   await edit(paragraphs(lines, 'beta'));
   browser = injectBrowser(app, { remoteAddress: '198.51.100.7' });
-  const form = await browser.get('/sign-in');
-  await browser.post('/sign-in', { csrf: csrfOf(form.body), email: person.email, password: person.password });
+  await signInWith(browser, person);
 }, 60_000);
 
 afterAll(async () => {
@@ -113,12 +112,7 @@ describe('revision pages are heavy work', () => {
     });
     try {
       const other = injectBrowser(busy, { remoteAddress: '198.51.100.8' });
-      const form = await other.get('/sign-in');
-      await other.post('/sign-in', {
-        csrf: csrfOf(form.body),
-        email: person.email,
-        password: person.password,
-      });
+      await signInWith(other, person);
       for (const path of [
         `/articles/${articleId}/revisions/2`,
         `/articles/${articleId}/revisions/2/restore`,

@@ -46,7 +46,7 @@ export function installPageLimit(app: FastifyInstance, kit: WebKit, pages: Count
       session: await kit.sessions.current(request),
       request,
       body: html`<div class="card"><h1>Too many pages at once</h1>
-<p>More than ${pages.policy.quota} pages were opened in a minute in this session. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then reload the page.</p></div>`,
+<p>More than ${pages.policy.quota} pages were opened in one minute from this sign-in (or this address). Wait ${seconds} second${seconds === 1 ? '' : 's'}, then reload the page.</p></div>`,
     });
   });
 }
