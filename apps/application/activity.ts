@@ -1,33 +1,93 @@
+import type { ActivitySource } from '../../domain/activity/events.ts';
+import type { Actor } from '../../domain/event.ts';
 import { type ActivitySubjects, activitySubjects, listActivity } from '../../projections/activity.ts';
-import type { Call } from './call.ts';
+import { type Call, type Outcome, outcomeOf, type Subject } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type ActivityListQuery, type Listed, listed, pageOf } from './lists.ts';
 import { type ActivityOut, activityOut } from './wire.ts';
 
 export type Activity = ReturnType<typeof createActivity>;
 
-/** The account's activity log: every call through a face and every change, newest first. */
-export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
+/** One call through a face (or a change the CLI made), as its activity record tells it. */
+export type CallEntry = {
+  accountId: string;
+  source: ActivitySource;
+  actor: Actor;
+  operation: string;
+  /** What it touched and the revision it created (a use case's outcome says). */
+  subject: Subject;
+  /** The HTTP status it was answered with (a CLI change: 200, or its refusal's). */
+  status: number;
+  requestId: string | null;
+  /** The client's own X-Request-Id, if a valid one. */
+  clientRequestId?: string | null;
+  durationMs: number;
+};
+
+/**
+ * The account's activity log: every call through a face and every change, newest first. `record` is
+ * the one way a call reaches it, for every face (API, MCP, web pages, staff views, CLI).
+ */
+export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands' | 'log'>) {
   const { db, commands } = deps;
+  const pending = new Set<Promise<void>>();
   return {
     /** A page of the account's calls and changes, newest first, filtered by date, source, site and article. */
-    async list(call: Call, query: ActivityListQuery): Promise<Listed<ActivityOut>> {
-      const { from, to, source } = query;
-      const filters = { from, to, source, siteId: query.site_id, articleId: query.article_id };
-      const page = await listActivity(db, call.principal.accountId, { ...pageOf(query), ...filters });
-      return listed(page, query, activityOut);
+    list(call: Call, query: ActivityListQuery): Promise<Outcome<Listed<ActivityOut>>> {
+      return outcomeOf({}, async () => {
+        const { from, to, source } = query;
+        const filters = { from, to, source, siteId: query.site_id, articleId: query.article_id };
+        const page = await listActivity(db, call.principal.accountId, { ...pageOf(query), ...filters });
+        return listed(page, query, activityOut);
+      });
     },
     /**
      * The names of what records name: the sites' names and the articles' titles, of the call's
      * account only (another account's ids and unknown ones are left out).
      */
-    async subjects(call: Call, records: readonly ActivityOut[]): Promise<ActivitySubjects> {
-      const siteIds = [...new Set(records.flatMap((r) => (r.site_id ? [r.site_id] : [])))];
-      const articleIds = [...new Set(records.flatMap((r) => (r.article_id ? [r.article_id] : [])))];
-      return activitySubjects(db, call.principal.accountId, { siteIds, articleIds });
+    subjects(call: Call, records: readonly ActivityOut[]): Promise<Outcome<ActivitySubjects>> {
+      return outcomeOf({}, async () => {
+        const siteIds = [...new Set(records.flatMap((r) => (r.site_id ? [r.site_id] : [])))];
+        const articleIds = [...new Set(records.flatMap((r) => (r.article_id ? [r.article_id] : [])))];
+        return activitySubjects(db, call.principal.accountId, { siteIds, articleIds });
+      });
     },
-    /** Stores one call's record (batched; resolves once stored). */
-    record: commands.recordCall,
+    /**
+     * Stores one call's record (batched with others): resolves once stored. A caller may leave it
+     * unawaited: a failure is logged, and `drain` waits for it.
+     */
+    record(entry: CallEntry): Promise<void> {
+      const stored = commands
+        .recordCall({
+          accountId: entry.accountId,
+          source: entry.source,
+          actor: entry.actor,
+          operation: entry.operation,
+          siteId: entry.subject.siteId,
+          articleId: entry.subject.articleId,
+          revision: entry.subject.revision,
+          status: entry.status,
+          requestId: entry.requestId,
+          clientRequestId: entry.clientRequestId ?? null,
+          durationMs: entry.durationMs,
+        })
+        .then(() => undefined);
+      const settled: Promise<void> = stored.then(
+        () => {
+          pending.delete(settled);
+        },
+        (error: unknown) => {
+          pending.delete(settled);
+          deps.log?.error({ err: error }, 'could not record activity');
+        },
+      );
+      pending.add(settled);
+      return stored;
+    },
+    /** Resolves when every record started so far is stored (or has failed and been logged). */
+    async drain(): Promise<void> {
+      await Promise.all([...pending]);
+    },
     /** Stores the records of calls so far now, without waiting for their batch's delay. */
     flush: commands.flushCalls,
   };

@@ -1,7 +1,7 @@
 import { DomainError } from '../../domain/errors.ts';
 import { idempotent, requestHash } from '../../infra/idempotency.ts';
 import { findArticleSite } from '../../projections/articles.ts';
-import { type Call, type Idempotency, requireWrite } from './call.ts';
+import { type Call, type Idempotency, type Note, requireWrite } from './call.ts';
 import type { EditResult, KeepAnswer } from './commands.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type ArticleChangeOut, changeOut } from './wire.ts';
@@ -11,19 +11,21 @@ export type ArticleWrite = { change: ArticleChangeOut; replayed: boolean };
 
 export type ArticleWriter = {
   /**
-   * The site of an article of the call's account, noted on the call; `not_found` for an unknown
-   * article and for another account's alike. Confirms the call's API key unrevoked in the same statement.
+   * The site of an article of the call's account, noted; `not_found` for an unknown article and for
+   * another account's alike. Confirms the call's API key unrevoked in the same statement.
    */
-  own(call: Call, articleId: string): Promise<string>;
+  own(call: Call, note: Note, articleId: string): Promise<string>;
   /**
    * Runs one change of an article the call owns (`own` first): with an idempotency key a retry
    * replays the first answer without running again; otherwise the edit is counted against the daily
-   * limit (the decision noted on the call, refused past it) just before the change runs. `change`
+   * limit (the decision noted, refused past it) just before the change runs; the revision it made is
+   * noted. `change`
    * passes `keep` on to the command (its caller's `keep`): the answer is kept by the change's own
    * transaction.
    */
   write(
     call: Call,
+    note: Note,
     idempotency: Idempotency | undefined,
     change: (keep: KeepAnswer | undefined) => Promise<EditResult>,
   ): Promise<ArticleWrite>;
@@ -32,21 +34,21 @@ export type ArticleWriter = {
 export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimit'>): ArticleWriter {
   const { db, editLimit } = deps;
   return {
-    async own(call, articleId) {
+    async own(call, note, articleId) {
       const { principal } = call;
-      call.touched.articleId = articleId;
+      note.article(articleId);
       const siteId = await findArticleSite(db, principal.accountId, articleId, principal.liveKey);
       if (!siteId) throw new DomainError('not_found', `No article ${articleId}`);
-      call.touched.siteId = siteId;
+      note.site(siteId);
       return siteId;
     },
 
-    async write(call, idempotency, change) {
+    async write(call, note, idempotency, change) {
       const { accountId } = call.principal;
       requireWrite(call.principal, 'This call');
       const work = async (keep: KeepAnswer | undefined): Promise<ArticleChangeOut> => {
         const decision = await editLimit.take(accountId);
-        call.edits = decision;
+        note.edits(decision);
         if (!decision.allowed) {
           throw new DomainError(
             'edit_limit_reached',
@@ -55,7 +57,7 @@ export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimi
         }
         const result = await change(keep);
         // A change that changed nothing made no revision: its record names none.
-        if (result.changed) call.touched.revision = result.revision;
+        if (result.changed) note.revision(result.revision);
         return changeOut(result);
       };
       if (!idempotency) return { change: await work(undefined), replayed: false };

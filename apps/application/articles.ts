@@ -6,7 +6,7 @@ import { inspectImage } from '../../infra/media/image.ts';
 import { findArticle, findArticleRevision, listArticles } from '../../projections/articles.ts';
 import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
-import type { Call, Idempotency } from './call.ts';
+import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type ArticleListQuery, type Listed, listed, pageOf } from './lists.ts';
 import { type ArticleListItemOut, type ArticleOut, articleListItemOut, articleOut } from './wire.ts';
@@ -27,26 +27,28 @@ export function createArticles(
   const { db, commands } = deps;
   return {
     /** One article of the account with its body and protected links; `not_found` otherwise. */
-    async get(call: Call, articleId: string): Promise<ArticleOut> {
-      const { principal } = call;
-      call.touched.articleId = articleId;
-      const row = await findArticle(db, principal.accountId, articleId, principal.liveKey);
-      if (!row) throw new DomainError('not_found', `No article ${articleId}`);
-      call.touched.siteId = row.site_id;
-      return articleOut(row);
+    get(call: Call, articleId: string): Promise<Outcome<ArticleOut>> {
+      return outcomeOf({ articleId }, async (note) => {
+        const { principal } = call;
+        const row = await findArticle(db, principal.accountId, articleId, principal.liveKey);
+        if (!row) throw new DomainError('not_found', `No article ${articleId}`);
+        note.site(row.site_id);
+        return articleOut(row);
+      });
     },
 
     /** A page of a site's articles, newest published first, filtered by date and status. */
-    async list(call: Call, siteId: string, query: ArticleListQuery): Promise<Listed<ArticleListItemOut>> {
-      call.touched.siteId = siteId;
-      const scope = { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
-      const { from, to, status } = query;
-      const page = await ofOwnSite(scope, listArticles(db, scope, { ...pageOf(query), from, to, status }));
-      return listed(page, query, articleListItemOut);
+    list(call: Call, siteId: string, query: ArticleListQuery): Promise<Outcome<Listed<ArticleListItemOut>>> {
+      return outcomeOf({ siteId }, async () => {
+        const scope = { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
+        const { from, to, status } = query;
+        const page = await ofOwnSite(scope, listArticles(db, scope, { ...pageOf(query), from, to, status }));
+        return listed(page, query, articleListItemOut);
+      });
     },
 
     /** Edits title and/or body: a new revision of the call's origin, unless nothing changes. */
-    async edit(
+    edit(
       call: Call,
       input: {
         articleId: string;
@@ -56,22 +58,24 @@ export function createArticles(
         expectedRevision?: number | undefined;
       },
       idempotency?: Idempotency,
-    ): Promise<ArticleWrite> {
+    ): Promise<Outcome<ArticleWrite>> {
       const { articleId } = input;
-      await writer.own(call, articleId);
-      return writer.write(call, idempotency, (keep) =>
-        commands.editArticle(
-          call.principal.accountId,
-          articleId,
-          {
-            title: input.title,
-            body: input.body,
-            reason: input.reason,
-            expectedRevision: input.expectedRevision,
-          },
-          { ...call.principal, keep },
-        ),
-      );
+      return outcomeOf({ articleId }, async (note) => {
+        await writer.own(call, note, articleId);
+        return writer.write(call, note, idempotency, (keep) =>
+          commands.editArticle(
+            call.principal.accountId,
+            articleId,
+            {
+              title: input.title,
+              body: input.body,
+              reason: input.reason,
+              expectedRevision: input.expectedRevision,
+            },
+            { ...call.principal, keep },
+          ),
+        );
+      });
     },
 
     /**
@@ -82,42 +86,51 @@ export function createArticles(
      * the append; the file stored for it is then referenced by no event, and the media collector
      * (infra/jobs/housekeeping.ts) removes it after its grace period.
      */
-    async replaceFeaturedImage(
+    replaceFeaturedImage(
       call: Call,
       input: { articleId: string; image: ImageInput; expectedRevision?: number | undefined },
       idempotency?: Idempotency,
-    ): Promise<ArticleWrite> {
-      const { articleId, expectedRevision } = input;
-      const { accountId } = call.principal;
-      await writer.own(call, articleId);
-      const { bytes, alt, identity } = await imageOf(input.image);
-      const info = await inspectImage(bytes);
-      const request =
-        idempotency && identity
-          ? { ...idempotency, request: [...idempotency.request, identity] }
-          : idempotency;
-      return writer.write(call, request, async (keep) => {
-        if (expectedRevision !== undefined) {
-          const current = await findArticleRevision(db, accountId, articleId);
-          if (current === undefined) throw new DomainError('not_found', `No article ${articleId}`);
-          checkExpectedRevision(current, expectedRevision);
-        }
-        const stored = await deps.media.put(bytes, info.ext, info.mime);
-        const featuredImage: FeaturedImage = {
-          url: `${deps.publicUrl}${stored.url}`,
-          alt,
-          width: info.width,
-          height: info.height,
-        };
-        return commands.replaceFeaturedImage(
-          accountId,
-          articleId,
-          { featuredImage, expectedRevision },
-          { ...call.principal, keep },
-        );
-      });
+    ): Promise<Outcome<ArticleWrite>> {
+      return outcomeOf({ articleId: input.articleId }, (note) =>
+        replaceImage(call, note, input, idempotency),
+      );
     },
   };
+
+  async function replaceImage(
+    call: Call,
+    note: Note,
+    input: { articleId: string; image: ImageInput; expectedRevision?: number | undefined },
+    idempotency: Idempotency | undefined,
+  ): Promise<ArticleWrite> {
+    const { articleId, expectedRevision } = input;
+    const { accountId } = call.principal;
+    await writer.own(call, note, articleId);
+    const { bytes, alt, identity } = await imageOf(input.image);
+    const info = await inspectImage(bytes);
+    const request =
+      idempotency && identity ? { ...idempotency, request: [...idempotency.request, identity] } : idempotency;
+    return writer.write(call, note, request, async (keep) => {
+      if (expectedRevision !== undefined) {
+        const current = await findArticleRevision(db, accountId, articleId);
+        if (current === undefined) throw new DomainError('not_found', `No article ${articleId}`);
+        checkExpectedRevision(current, expectedRevision);
+      }
+      const stored = await deps.media.put(bytes, info.ext, info.mime);
+      const featuredImage: FeaturedImage = {
+        url: `${deps.publicUrl}${stored.url}`,
+        alt,
+        width: info.width,
+        height: info.height,
+      };
+      return commands.replaceFeaturedImage(
+        accountId,
+        articleId,
+        { featuredImage, expectedRevision },
+        { ...call.principal, keep },
+      );
+    });
+  }
 
   /** The image's bytes and, for an upload, what identifies it to an idempotent retry (a URL request names itself). */
   async function imageOf(image: ImageInput): Promise<{ bytes: Uint8Array; alt: string; identity: unknown }> {

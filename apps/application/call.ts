@@ -21,11 +21,8 @@ export type Principal = {
 /** A request's ids: the service's (`req_...`) and the client's own `X-Request-Id`, if a valid one. */
 export type RequestIds = { requestId: string; clientRequestId: string | null };
 
-/**
- * The site and article a call touched, and the revision it created (null when it created none), for
- * its activity record: use cases fill in what they learn.
- */
-export type Touched = { siteId: string | null; articleId: string | null; revision: number | null };
+/** What a call's activity record names: the site and article it touched and the revision it created. */
+export type Subject = { siteId: string | null; articleId: string | null; revision: number | null };
 
 /** The outcome of counting one unit against a limit: the adapter states it (HTTP: the RateLimit fields). */
 export type LimitDecision = {
@@ -40,24 +37,67 @@ export type LimitDecision = {
 /** The daily edit limit: counts one article edit of an account, atomically across processes. */
 export type EditLimit = { take(accountId: string): Promise<LimitDecision> };
 
-/** One call of a use case: who calls, what it touched, and the edit-limit decision once one is taken. */
-export type Call = {
-  principal: Principal;
-  touched: Touched;
-  /** Set by a write when it counts its edit, refused or not; the adapter states it. */
-  edits?: LimitDecision;
+/** One call of a use case: who calls, through which face, with which grant. */
+export type Call = { principal: Principal };
+
+/**
+ * What a use case did, as a value: its answer or its refusal (`error`: a DomainError, or whatever
+ * failed), the subject its activity record names, and the edit-limit decision it took (refused or not).
+ */
+export type Outcome<T> =
+  | { ok: true; value: T; subject: Subject; edits: LimitDecision | null }
+  | { ok: false; error: unknown; subject: Subject; edits: LimitDecision | null };
+
+/** What a use case learns as it runs, for its outcome: set once each, by the use case only. */
+export type Note = {
+  site(siteId: string): void;
+  article(articleId: string): void;
+  revision(revision: number): void;
+  edits(decision: LimitDecision): void;
 };
 
-/** A call that has touched nothing yet (adapters that know the subject from the path fill it in). */
-export function callOf(principal: Principal, touched: Partial<Touched> = {}): Call {
-  return {
-    principal,
-    touched: {
-      siteId: touched.siteId ?? null,
-      articleId: touched.articleId ?? null,
-      revision: touched.revision ?? null,
+/** Runs a use case's work and returns its outcome; a throw becomes a refusal with what was learnt so far. */
+export async function outcomeOf<T>(
+  known: Partial<Subject>,
+  work: (note: Note) => Promise<T>,
+): Promise<Outcome<T>> {
+  const subject: Subject = {
+    siteId: known.siteId ?? null,
+    articleId: known.articleId ?? null,
+    revision: known.revision ?? null,
+  };
+  let edits: LimitDecision | null = null;
+  const note: Note = {
+    site: (siteId) => {
+      subject.siteId = siteId;
+    },
+    article: (articleId) => {
+      subject.articleId = articleId;
+    },
+    revision: (revision) => {
+      subject.revision = revision;
+    },
+    edits: (decision) => {
+      edits = decision;
     },
   };
+  try {
+    const value = await work(note);
+    return { ok: true, value, subject, edits };
+  } catch (error) {
+    return { ok: false, error, subject, edits };
+  }
+}
+
+/** The value of an outcome; its refusal thrown (for a face whose errors are mapped where they are caught). */
+export function unwrap<T>(outcome: Outcome<T>): T {
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}
+
+/** A call of a principal. */
+export function callOf(principal: Principal): Call {
+  return { principal };
 }
 
 /** Writes need a write grant; the adapters refuse earlier, this keeps every face to the same rule. */

@@ -26,4 +26,6 @@ export type ApplicationDeps = {
    * webhook URL whose host is such an address may be http. Default: none.
    */
   allowOutbound?: (ip: string) => boolean;
+  /** Where failures nobody awaits are reported (an activity record that could not be stored). */
+  log?: { error(obj: object, msg: string): void };
 };

@@ -25,14 +25,15 @@ export function createApplication(deps: ApplicationDeps): Application {
   const writer = createArticleWriter(deps);
   const articles = createArticles(deps, writer);
   const revisions = createRevisions(deps, writer);
+  const activity = createActivity(deps);
   return {
     articles,
     revisions,
     sites: createSites(deps),
-    activity: createActivity(deps),
+    activity,
     keys: createKeys(deps),
     accounts: createAccounts(deps),
-    support: createSupport(deps, { articles, revisions }),
+    support: createSupport(deps, { articles, revisions, activity }),
     webhooks: createWebhooks(deps),
   };
 }

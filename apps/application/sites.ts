@@ -10,7 +10,7 @@ import {
   siteStats,
 } from '../../projections/site-stats.ts';
 import { findSite, listSiteOverview, listSites, ofOwnSite, type SiteScope } from '../../projections/sites.ts';
-import type { Call } from './call.ts';
+import { type Call, type Outcome, outcomeOf } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type BacklinkListQuery, type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { type BacklinkOut, backlinkOut, type SiteOut, type StatsOut, siteOut, statsOut } from './wire.ts';
@@ -70,82 +70,97 @@ export function everyDay(period: Pick<Period, 'from' | 'to'>, rows: readonly Dai
 /** The account's sites, a site's backlinks and its statistics for a period. */
 export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
   const { db } = deps;
-  /** A site of the call's account (`not_found` otherwise, answered by the read itself), noted on the call. */
-  const scopeOf = (call: Call, siteId: string): SiteScope => {
-    call.touched.siteId = siteId;
-    return { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
-  };
+  /** A site of the call's account (`not_found` otherwise, answered by the read itself). */
+  const scopeOf = (call: Call, siteId: string): SiteScope => ({
+    accountId: call.principal.accountId,
+    siteId,
+    liveKey: call.principal.liveKey,
+  });
   return {
     /** One site of the account; `not_found` otherwise. */
-    async get(call: Call, siteId: string): Promise<SiteOut> {
-      call.touched.siteId = siteId;
-      const row = await findSite(db, call.principal.accountId, siteId);
-      if (!row) throw new DomainError('not_found', `No site ${siteId}`);
-      return siteOut(row);
+    get(call: Call, siteId: string): Promise<Outcome<SiteOut>> {
+      return outcomeOf({ siteId }, async () => {
+        const row = await findSite(db, call.principal.accountId, siteId);
+        if (!row) throw new DomainError('not_found', `No site ${siteId}`);
+        return siteOut(row);
+      });
     },
 
     /** A page of the account's sites, oldest first, each with its counts (see SiteOverviewOut). */
-    async overview(call: Call, query: ListQuery): Promise<Listed<SiteOverviewOut>> {
-      const month = periodOf('this_month', deps.now());
-      const page = await listSiteOverview(db, call.principal.accountId, pageOf(query), month.from);
-      return listed(page, query, (row) => ({
-        ...siteOut(row),
-        articles: row.articles,
-        this_month: {
-          from: month.from,
-          to: month.to,
-          articles_published: row.articles_published_in_month,
-          backlinks: row.backlinks_in_month,
-        },
-      }));
+    overview(call: Call, query: ListQuery): Promise<Outcome<Listed<SiteOverviewOut>>> {
+      return outcomeOf({}, async () => {
+        const month = periodOf('this_month', deps.now());
+        const page = await listSiteOverview(db, call.principal.accountId, pageOf(query), month.from);
+        return listed(page, query, (row) => ({
+          ...siteOut(row),
+          articles: row.articles,
+          this_month: {
+            from: month.from,
+            to: month.to,
+            articles_published: row.articles_published_in_month,
+            backlinks: row.backlinks_in_month,
+          },
+        }));
+      });
     },
 
     /**
      * A period's report (this_month, last_month, last_30_days, YYYY-MM): per day articles published and
      * backlinks acquired, the totals, and the totals of the period before.
      */
-    async report(call: Call, siteId: string, periodKey: string): Promise<ReportOut> {
-      const scope = scopeOf(call, siteId);
-      const period = periodOf(periodKey, deps.now());
-      const before = previousPeriod(period);
-      const [site, rows, previous] = await Promise.all([
-        findSite(db, scope.accountId, siteId),
-        ofOwnSite(scope, siteDailyStats(db, scope, period)),
-        ofOwnSite(scope, siteStats(db, scope, before)),
-      ]);
-      if (!site) throw new DomainError('not_found', `No site ${siteId}`);
-      const days = everyDay(period, rows);
-      const sum = (pick: (d: ReportDayOut) => number): number => days.reduce((n, d) => n + pick(d), 0);
-      return {
-        site: siteOut(site),
-        days,
-        stats: statsOut(siteId, period, {
-          articles_published: sum((d) => d.articles_published),
-          backlinks_industry: sum((d) => d.backlinks_industry),
-          backlinks_local: sum((d) => d.backlinks_local),
-        }),
-        previous: statsOut(siteId, before, previous),
-      };
+    report(call: Call, siteId: string, periodKey: string): Promise<Outcome<ReportOut>> {
+      return outcomeOf({ siteId }, async () => {
+        const scope = scopeOf(call, siteId);
+        const period = periodOf(periodKey, deps.now());
+        const before = previousPeriod(period);
+        const [site, rows, previous] = await Promise.all([
+          findSite(db, scope.accountId, siteId),
+          ofOwnSite(scope, siteDailyStats(db, scope, period)),
+          ofOwnSite(scope, siteStats(db, scope, before)),
+        ]);
+        if (!site) throw new DomainError('not_found', `No site ${siteId}`);
+        const days = everyDay(period, rows);
+        const sum = (pick: (d: ReportDayOut) => number): number => days.reduce((n, d) => n + pick(d), 0);
+        return {
+          site: siteOut(site),
+          days,
+          stats: statsOut(siteId, period, {
+            articles_published: sum((d) => d.articles_published),
+            backlinks_industry: sum((d) => d.backlinks_industry),
+            backlinks_local: sum((d) => d.backlinks_local),
+          }),
+          previous: statsOut(siteId, before, previous),
+        };
+      });
     },
 
     /** A page of the account's sites, oldest first. */
-    async list(call: Call, query: ListQuery): Promise<Listed<SiteOut>> {
-      return listed(await listSites(db, call.principal.accountId, pageOf(query)), query, siteOut);
+    list(call: Call, query: ListQuery): Promise<Outcome<Listed<SiteOut>>> {
+      return outcomeOf({}, async () => {
+        return listed(await listSites(db, call.principal.accountId, pageOf(query)), query, siteOut);
+      });
     },
 
     /** A page of a site's backlinks, newest first, filtered by date and category. */
-    async backlinks(call: Call, siteId: string, query: BacklinkListQuery): Promise<Listed<BacklinkOut>> {
-      const scope = scopeOf(call, siteId);
-      const { from, to, category } = query;
-      const page = await ofOwnSite(scope, listBacklinks(db, scope, { ...pageOf(query), from, to, category }));
-      return listed(page, query, backlinkOut);
+    backlinks(call: Call, siteId: string, query: BacklinkListQuery): Promise<Outcome<Listed<BacklinkOut>>> {
+      return outcomeOf({ siteId }, async () => {
+        const scope = scopeOf(call, siteId);
+        const { from, to, category } = query;
+        const page = await ofOwnSite(
+          scope,
+          listBacklinks(db, scope, { ...pageOf(query), from, to, category }),
+        );
+        return listed(page, query, backlinkOut);
+      });
     },
 
     /** Articles published and backlinks acquired in a period (this_month, last_month, last_30_days, YYYY-MM). */
-    async stats(call: Call, siteId: string, period: string): Promise<StatsOut> {
-      const scope = scopeOf(call, siteId);
-      const resolved = periodOf(period, deps.now());
-      return statsOut(siteId, resolved, await ofOwnSite(scope, siteStats(db, scope, resolved)));
+    stats(call: Call, siteId: string, period: string): Promise<Outcome<StatsOut>> {
+      return outcomeOf({ siteId }, async () => {
+        const scope = scopeOf(call, siteId);
+        const resolved = periodOf(period, deps.now());
+        return statsOut(siteId, resolved, await ofOwnSite(scope, siteStats(db, scope, resolved)));
+      });
     },
   };
 }

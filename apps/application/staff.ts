@@ -11,8 +11,9 @@ import {
   type TimelineEntry,
   type TimelineQuery,
 } from '../../projections/timeline.ts';
+import type { Activity } from './activity.ts';
 import type { Articles } from './articles.ts';
-import type { Call, RequestIds } from './call.ts';
+import { type Call, type RequestIds, unwrap } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, listed } from './lists.ts';
 import type { Revisions } from './revisions.ts';
@@ -35,7 +36,7 @@ export type Support = ReturnType<typeof createSupport>;
  */
 export function createSupport(
   deps: Pick<ApplicationDeps, 'db' | 'commands'>,
-  reads: { articles: Articles; revisions: Revisions },
+  reads: { articles: Articles; revisions: Revisions; activity: Pick<Activity, 'record'> },
 ) {
   const { db, commands } = deps;
 
@@ -51,13 +52,12 @@ export function createSupport(
       request: RequestIds | undefined;
     },
   ): Promise<void> {
-    await commands.recordCall({
+    await reads.activity.record({
       accountId: look.accountId,
       source: 'system',
       actor: actorOf(staff),
       operation: look.operation,
-      siteId: null,
-      articleId: look.articleId ?? null,
+      subject: { siteId: null, articleId: look.articleId ?? null, revision: null },
       status: 200,
       requestId: look.request?.requestId ?? null,
       clientRequestId: look.request?.clientRequestId ?? null,
@@ -78,7 +78,6 @@ export function createSupport(
       scope: 'read',
       requestId: request?.requestId,
     },
-    touched: { siteId: null, articleId: null, revision: null },
   });
 
   return {
@@ -172,9 +171,9 @@ export function createSupport(
       if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
       const call = readCall(owner.accountId, staff, request);
       const [at, before, current] = await Promise.all([
-        reads.revisions.get(call, articleId, n),
-        n > 1 ? reads.revisions.get(call, articleId, n - 1) : Promise.resolve(null),
-        reads.articles.get(call, articleId),
+        reads.revisions.get(call, articleId, n).then(unwrap),
+        n > 1 ? reads.revisions.get(call, articleId, n - 1).then(unwrap) : Promise.resolve(null),
+        reads.articles.get(call, articleId).then(unwrap),
       ]);
       await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
       return { at, before, current, accountId: owner.accountId };

@@ -9,7 +9,7 @@ import { newId } from '../../infra/ids.ts';
 import { isPublicAddress } from '../../infra/net/guarded-fetch.ts';
 import { invalidKeyError, isKeyLive } from '../../projections/accounts.ts';
 import { offsetOf } from '../../projections/projector.ts';
-import type { Call, Principal } from './call.ts';
+import { type Call, type Outcome, outcomeOf, type Principal } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { type DeliveryDeps, kickEndpoint, replayEndpoint } from './webhook-delivery.ts';
@@ -268,78 +268,84 @@ export function createWebhooks(
      * only one that carries the signing secret. At most WEBHOOK_ENDPOINTS_MAX per account: one more is
      * a `conflict`, counted under a lock of the account's endpoints so that two at once cannot pass it.
      */
-    async create(call: Call, input: CreateWebhookInput): Promise<NewWebhookEndpointOut> {
-      await admit(call);
-      refuse('url', webhookUrlProblem(input.url, deps.allowOutbound));
-      refuse('events', webhookEventsProblem(input.events));
-      const description = input.description ?? null;
-      if (description !== null) refuse('description', webhookDescriptionProblem(description));
-      const accountId = call.principal.accountId;
-      const now = deps.now();
-      const secret = newWebhookSecret();
-      const row = await db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints:${accountId}`}))`.execute(trx);
-        const { n } = await trx
-          .selectFrom('webhook_endpoints')
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .where('account_id', '=', accountId)
-          .executeTakeFirstOrThrow();
-        if (Number(n) >= WEBHOOK_ENDPOINTS_MAX) {
-          throw new DomainError(
-            'conflict',
-            `This account has ${WEBHOOK_ENDPOINTS_MAX} webhook endpoints, the most it may have; delete one to add another`,
-          );
-        }
-        return trx
-          .insertInto('webhook_endpoints')
-          .values({
-            id: newId('whe', now.getTime()),
-            account_id: accountId,
-            url: input.url,
-            events: [...input.events],
-            description,
-            secret,
-            enabled: true,
-            disabled_reason: null,
-            disabled_at: null,
-            failing_since: null,
-            created_at: now,
-            updated_at: now,
-          })
-          .returning(ENDPOINT_COLUMNS)
-          .executeTakeFirstOrThrow();
+    create(call: Call, input: CreateWebhookInput): Promise<Outcome<NewWebhookEndpointOut>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        refuse('url', webhookUrlProblem(input.url, deps.allowOutbound));
+        refuse('events', webhookEventsProblem(input.events));
+        const description = input.description ?? null;
+        if (description !== null) refuse('description', webhookDescriptionProblem(description));
+        const accountId = call.principal.accountId;
+        const now = deps.now();
+        const secret = newWebhookSecret();
+        const row = await db.transaction().execute(async (trx) => {
+          await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints:${accountId}`}))`.execute(trx);
+          const { n } = await trx
+            .selectFrom('webhook_endpoints')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('account_id', '=', accountId)
+            .executeTakeFirstOrThrow();
+          if (Number(n) >= WEBHOOK_ENDPOINTS_MAX) {
+            throw new DomainError(
+              'conflict',
+              `This account has ${WEBHOOK_ENDPOINTS_MAX} webhook endpoints, the most it may have; delete one to add another`,
+            );
+          }
+          return trx
+            .insertInto('webhook_endpoints')
+            .values({
+              id: newId('whe', now.getTime()),
+              account_id: accountId,
+              url: input.url,
+              events: [...input.events],
+              description,
+              secret,
+              enabled: true,
+              disabled_reason: null,
+              disabled_at: null,
+              failing_since: null,
+              created_at: now,
+              updated_at: now,
+            })
+            .returning(ENDPOINT_COLUMNS)
+            .executeTakeFirstOrThrow();
+        });
+        return { ...webhookEndpointOut(row), secret };
       });
-      return { ...webhookEndpointOut(row), secret };
     },
 
     /** A page of the account's endpoints, oldest first (ties by id). */
-    async list(call: Call, query: ListQuery): Promise<Listed<WebhookEndpointOut>> {
-      await admit(call);
-      const accountId = call.principal.accountId;
-      const page = pageOf(query);
-      const [rows, count] = await Promise.all([
-        db
-          .selectFrom('webhook_endpoints')
-          .select(ENDPOINT_COLUMNS)
-          .where('account_id', '=', accountId)
-          .orderBy('created_at')
-          .orderBy('id')
-          .limit(page.perPage)
-          .offset(offsetOf(page))
-          .execute(),
-        db
-          .selectFrom('webhook_endpoints')
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .where('account_id', '=', accountId)
-          .executeTakeFirstOrThrow(),
-      ]);
-      return listed({ rows, total: Number(count.n) }, query, webhookEndpointOut);
+    list(call: Call, query: ListQuery): Promise<Outcome<Listed<WebhookEndpointOut>>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        const accountId = call.principal.accountId;
+        const page = pageOf(query);
+        const [rows, count] = await Promise.all([
+          db
+            .selectFrom('webhook_endpoints')
+            .select(ENDPOINT_COLUMNS)
+            .where('account_id', '=', accountId)
+            .orderBy('created_at')
+            .orderBy('id')
+            .limit(page.perPage)
+            .offset(offsetOf(page))
+            .execute(),
+          db
+            .selectFrom('webhook_endpoints')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('account_id', '=', accountId)
+            .executeTakeFirstOrThrow(),
+        ]);
+        return listed({ rows, total: Number(count.n) }, query, webhookEndpointOut);
+      });
     },
 
     /** One endpoint of the account; `not_found` otherwise. */
-    async get(call: Call, endpointId: string): Promise<WebhookEndpointOut> {
-      await admit(call);
-      return webhookEndpointOut(await endpointOf(call, endpointId));
+    get(call: Call, endpointId: string): Promise<Outcome<WebhookEndpointOut>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        return webhookEndpointOut(await endpointOf(call, endpointId));
+      });
     },
 
     /**
@@ -349,95 +355,105 @@ export function createWebhooks(
      * which then go out in their order. Enabling an enabled endpoint, or disabling a disabled one,
      * leaves its state (and its reason) as it was.
      */
-    async update(call: Call, endpointId: string, input: UpdateWebhookInput): Promise<WebhookEndpointOut> {
-      await admit(call);
-      const { url, events, description, enabled } = input;
-      if (url === undefined && events === undefined && description === undefined && enabled === undefined) {
-        throw invalidField(
-          'Give at least one of url, events, description, enabled',
-          'url',
-          'give at least one of url, events, description, enabled',
-        );
-      }
-      if (url !== undefined) refuse('url', webhookUrlProblem(url, deps.allowOutbound));
-      if (events !== undefined) refuse('events', webhookEventsProblem(events));
-      if (description !== undefined && description !== null) {
-        refuse('description', webhookDescriptionProblem(description));
-      }
-      const now = deps.now();
-      const row = await db
-        .updateTable('webhook_endpoints')
-        .set({
-          updated_at: now,
-          ...(url !== undefined ? { url } : {}),
-          ...(events !== undefined ? { events: [...events] } : {}),
-          ...(description !== undefined ? { description } : {}),
-          ...(enabled === true
-            ? {
-                enabled: true,
-                disabled_reason: null,
-                disabled_at: null,
-                failing_since: sql<Date | null>`case when enabled then failing_since end`,
-              }
-            : {}),
-          ...(enabled === false
-            ? {
-                enabled: false,
-                disabled_reason: sql<
-                  string | null
-                >`case when enabled then 'account' else disabled_reason end`,
-                disabled_at: sql<Date | null>`case when enabled then ${now}::timestamptz else disabled_at end`,
-              }
-            : {}),
-        })
-        .where('id', '=', endpointId)
-        .where('account_id', '=', call.principal.accountId)
-        .returning(ENDPOINT_COLUMNS)
-        .executeTakeFirst();
-      if (!row) throw notFound(endpointId);
-      if (enabled === true) await kick(endpointId);
-      return webhookEndpointOut(row);
+    update(call: Call, endpointId: string, input: UpdateWebhookInput): Promise<Outcome<WebhookEndpointOut>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        const { url, events, description, enabled } = input;
+        if (url === undefined && events === undefined && description === undefined && enabled === undefined) {
+          throw invalidField(
+            'Give at least one of url, events, description, enabled',
+            'url',
+            'give at least one of url, events, description, enabled',
+          );
+        }
+        if (url !== undefined) refuse('url', webhookUrlProblem(url, deps.allowOutbound));
+        if (events !== undefined) refuse('events', webhookEventsProblem(events));
+        if (description !== undefined && description !== null) {
+          refuse('description', webhookDescriptionProblem(description));
+        }
+        const now = deps.now();
+        const row = await db
+          .updateTable('webhook_endpoints')
+          .set({
+            updated_at: now,
+            ...(url !== undefined ? { url } : {}),
+            ...(events !== undefined ? { events: [...events] } : {}),
+            ...(description !== undefined ? { description } : {}),
+            ...(enabled === true
+              ? {
+                  enabled: true,
+                  disabled_reason: null,
+                  disabled_at: null,
+                  failing_since: sql<Date | null>`case when enabled then failing_since end`,
+                }
+              : {}),
+            ...(enabled === false
+              ? {
+                  enabled: false,
+                  disabled_reason: sql<
+                    string | null
+                  >`case when enabled then 'account' else disabled_reason end`,
+                  disabled_at: sql<Date | null>`case when enabled then ${now}::timestamptz else disabled_at end`,
+                }
+              : {}),
+          })
+          .where('id', '=', endpointId)
+          .where('account_id', '=', call.principal.accountId)
+          .returning(ENDPOINT_COLUMNS)
+          .executeTakeFirst();
+        if (!row) throw notFound(endpointId);
+        if (enabled === true) await kick(endpointId);
+        return webhookEndpointOut(row);
+      });
     },
 
     /** Deletes an endpoint, and with it its deliveries and their attempts. */
-    async remove(call: Call, endpointId: string): Promise<void> {
-      await admit(call);
-      const row = await db
-        .deleteFrom('webhook_endpoints')
-        .where('id', '=', endpointId)
-        .where('account_id', '=', call.principal.accountId)
-        .returning('id')
-        .executeTakeFirst();
-      if (!row) throw notFound(endpointId);
+    remove(call: Call, endpointId: string): Promise<Outcome<void>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        const row = await db
+          .deleteFrom('webhook_endpoints')
+          .where('id', '=', endpointId)
+          .where('account_id', '=', call.principal.accountId)
+          .returning('id')
+          .executeTakeFirst();
+        if (!row) throw notFound(endpointId);
+      });
     },
 
     /** A page of an endpoint's deliveries, newest first, each with its latest attempts. */
-    async deliveries(call: Call, endpointId: string, query: ListQuery): Promise<Listed<WebhookDeliveryOut>> {
-      await admit(call);
-      await endpointOf(call, endpointId);
-      const page = pageOf(query);
-      const [rows, count] = await Promise.all([
-        db
-          .selectFrom('webhook_deliveries')
-          .select(DELIVERY_COLUMNS)
-          .where('endpoint_id', '=', endpointId)
-          .orderBy('seq', 'desc')
-          .limit(page.perPage)
-          .offset(offsetOf(page))
-          .execute(),
-        db
-          .selectFrom('webhook_deliveries')
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .where('endpoint_id', '=', endpointId)
-          .executeTakeFirstOrThrow(),
-      ]);
-      const logs = await attemptLogs(
-        db,
-        rows.map((r) => r.id),
-      );
-      return listed({ rows, total: Number(count.n) }, query, (r) =>
-        webhookDeliveryOut(r, logs.get(r.id) ?? []),
-      );
+    deliveries(
+      call: Call,
+      endpointId: string,
+      query: ListQuery,
+    ): Promise<Outcome<Listed<WebhookDeliveryOut>>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        await endpointOf(call, endpointId);
+        const page = pageOf(query);
+        const [rows, count] = await Promise.all([
+          db
+            .selectFrom('webhook_deliveries')
+            .select(DELIVERY_COLUMNS)
+            .where('endpoint_id', '=', endpointId)
+            .orderBy('seq', 'desc')
+            .limit(page.perPage)
+            .offset(offsetOf(page))
+            .execute(),
+          db
+            .selectFrom('webhook_deliveries')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('endpoint_id', '=', endpointId)
+            .executeTakeFirstOrThrow(),
+        ]);
+        const logs = await attemptLogs(
+          db,
+          rows.map((r) => r.id),
+        );
+        return listed({ rows, total: Number(count.n) }, query, (r) =>
+          webhookDeliveryOut(r, logs.get(r.id) ?? []),
+        );
+      });
     },
 
     /**
@@ -445,75 +461,79 @@ export function createWebhooks(
      * same message (event id, type and body: receivers deduplicating by `webhook-id` see it as the same
      * message), after the endpoint's pending ones; then kicks the endpoint.
      */
-    async redeliver(call: Call, endpointId: string, deliveryId: string): Promise<WebhookDeliveryOut> {
-      await admit(call);
-      const now = deps.now();
-      const id = newId('dlv', now.getTime());
-      const row = await db
-        .insertInto('webhook_deliveries')
-        .columns([
-          'id',
-          'endpoint_id',
-          'account_id',
-          'event_id',
-          'event_type',
-          'payload',
-          'source',
-          'source_id',
-          'status',
-          'attempts',
-          'next_attempt_at',
-          'created_at',
-        ])
-        .expression((eb) =>
-          eb
-            .selectFrom('webhook_deliveries')
-            .select((s) => [
-              sql.val(id).as('id'),
-              'endpoint_id',
-              'account_id',
-              'event_id',
-              'event_type',
-              'payload',
-              sql.lit('redelivery').as('source'),
-              'id as source_id',
-              sql.lit('pending').as('status'),
-              sql.lit(0).as('attempts'),
-              s.val(now).as('next_attempt_at'),
-              s.val(now).as('created_at'),
-            ])
-            .where('id', '=', deliveryId)
-            .where('endpoint_id', '=', endpointId)
-            .where('account_id', '=', call.principal.accountId),
-        )
-        .returning(DELIVERY_COLUMNS)
-        .executeTakeFirst();
-      if (!row) {
-        throw new DomainError('not_found', `No delivery ${deliveryId} of webhook endpoint ${endpointId}`);
-      }
-      await kick(endpointId);
-      return webhookDeliveryOut(row, []);
+    redeliver(call: Call, endpointId: string, deliveryId: string): Promise<Outcome<WebhookDeliveryOut>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        const now = deps.now();
+        const id = newId('dlv', now.getTime());
+        const row = await db
+          .insertInto('webhook_deliveries')
+          .columns([
+            'id',
+            'endpoint_id',
+            'account_id',
+            'event_id',
+            'event_type',
+            'payload',
+            'source',
+            'source_id',
+            'status',
+            'attempts',
+            'next_attempt_at',
+            'created_at',
+          ])
+          .expression((eb) =>
+            eb
+              .selectFrom('webhook_deliveries')
+              .select((s) => [
+                sql.val(id).as('id'),
+                'endpoint_id',
+                'account_id',
+                'event_id',
+                'event_type',
+                'payload',
+                sql.lit('redelivery').as('source'),
+                'id as source_id',
+                sql.lit('pending').as('status'),
+                sql.lit(0).as('attempts'),
+                s.val(now).as('next_attempt_at'),
+                s.val(now).as('created_at'),
+              ])
+              .where('id', '=', deliveryId)
+              .where('endpoint_id', '=', endpointId)
+              .where('account_id', '=', call.principal.accountId),
+          )
+          .returning(DELIVERY_COLUMNS)
+          .executeTakeFirst();
+        if (!row) {
+          throw new DomainError('not_found', `No delivery ${deliveryId} of webhook endpoint ${endpointId}`);
+        }
+        await kick(endpointId);
+        return webhookDeliveryOut(row, []);
+      });
     },
 
     /**
      * Replays the endpoint's events from a time (RFC 3339, not in the future): every event of its
      * types recorded since then is queued again as a `replay` delivery, after its pending ones.
      */
-    async replay(call: Call, endpointId: string, input: { from: string }): Promise<WebhookReplayOut> {
-      await admit(call);
-      const from = parseRfc3339(input.from);
-      if (from === null) {
-        throw invalidField(
-          'The from time must be an RFC 3339 time, like 2026-11-02T09:30:00Z',
-          'from',
-          'must be an RFC 3339 time, like 2026-11-02T09:30:00Z',
-        );
-      }
-      if (from.getTime() > deps.now().getTime()) refuse('from', 'must not be in the future');
-      const endpoint = await endpointOf(call, endpointId);
-      const { replayId, queued } = await replayEndpoint(delivery, endpoint, from);
-      await kick(endpointId);
-      return { replay_id: replayId, queued };
+    replay(call: Call, endpointId: string, input: { from: string }): Promise<Outcome<WebhookReplayOut>> {
+      return outcomeOf({}, async () => {
+        await admit(call);
+        const from = parseRfc3339(input.from);
+        if (from === null) {
+          throw invalidField(
+            'The from time must be an RFC 3339 time, like 2026-11-02T09:30:00Z',
+            'from',
+            'must be an RFC 3339 time, like 2026-11-02T09:30:00Z',
+          );
+        }
+        if (from.getTime() > deps.now().getTime()) refuse('from', 'must not be in the future');
+        const endpoint = await endpointOf(call, endpointId);
+        const { replayId, queued } = await replayEndpoint(delivery, endpoint, from);
+        await kick(endpointId);
+        return { replay_id: replayId, queued };
+      });
     },
   };
 }

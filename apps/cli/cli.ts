@@ -2,6 +2,7 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { z } from 'zod';
 import { KeyScope } from '../../domain/account/events.ts';
 import { DomainError, isDomainError } from '../../domain/errors.ts';
+import type { Actor } from '../../domain/event.ts';
 import { type Config, ConfigError, loadConfig } from '../../infra/config.ts';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { newPassword } from '../../infra/ids.ts';
@@ -10,6 +11,7 @@ import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { catchUp, lagOf, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
 import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
 import { createAccounts } from '../application/accounts.ts';
+import { createActivity } from '../application/activity.ts';
 import { PASSWORD_MIN_LENGTH } from '../application/commands.ts';
 import { createKeys } from '../application/keys.ts';
 import { makeMonthlyReports } from '../application/reports.ts';
@@ -74,6 +76,28 @@ async function readPassword(stdin: NodeJS.ReadableStream = process.stdin): Promi
  * open transaction elsewhere on the database server can hold events back (see docs/architecture.md);
  * then the command says so and leaves them to the server's or worker's projectors.
  */
+/** Who makes a change from the CLI, in the account's activity log. */
+const OPERATOR: Actor = { type: 'system', id: 'cli', name: 'Operator (CLI)' };
+
+/** Records a change the CLI made to an account in its activity log (source `system`), once stored. */
+async function recordOperatorChange(
+  rt: Runtime | undefined,
+  accountId: string,
+  operation: string,
+): Promise<void> {
+  if (!rt) throw new Error('the runtime is opened before a change is recorded');
+  await createActivity(rt).record({
+    accountId,
+    source: 'system',
+    actor: OPERATOR,
+    operation,
+    subject: { siteId: null, articleId: null, revision: null },
+    status: 200,
+    requestId: null,
+    durationMs: 0,
+  });
+}
+
 async function bringAsyncUpToDate(rt: Runtime, err: (text: string) => void): Promise<void> {
   for (const p of asyncProjectors) {
     const bar = progressBar(`project ${p.name}`, 0);
@@ -199,6 +223,7 @@ export async function runCli(
             const account = await accounts.findByEmail(email);
             if (!account) throw new DomainError('not_found', `No account with email ${email}`);
             await accounts.changePassword(account.id, password, { by: 'operator' });
+            await recordOperatorChange(runtime, account.id, 'change_password');
             out(
               JSON.stringify({
                 account_id: account.id,
@@ -248,10 +273,13 @@ export async function runCli(
           });
           const scope = KeyScope.safeParse(values.scope ?? 'read');
           if (!scope.success) throw new UsageError('--scope must be read or write');
-          const key = await createKeys(await open()).create(required(values, 'account'), {
+          const accountId = required(values, 'account');
+          const rt = await open();
+          const key = await createKeys(rt).create(accountId, {
             name: values.name ?? 'API key',
             scope: scope.data,
           });
+          await recordOperatorChange(rt, accountId, 'create_api_key');
           out(JSON.stringify({ key_id: key.keyId, api_key: key.key, prefix: key.prefix, scope: key.scope }));
           err('The key is shown this once: store it now. Only its hash is kept.');
           return 0;
@@ -276,10 +304,10 @@ export async function runCli(
         }
         if (sub === 'revoke') {
           const { values } = parse(args, { account: { type: 'string' }, key: { type: 'string' } });
-          const r = await createKeys(await open()).revoke(
-            required(values, 'account'),
-            required(values, 'key'),
-          );
+          const accountId = required(values, 'account');
+          const rt = await open();
+          const r = await createKeys(rt).revoke(accountId, required(values, 'key'));
+          if (r.revoked) await recordOperatorChange(rt, accountId, 'revoke_api_key');
           err(r.revoked ? 'key revoked' : 'key was already revoked');
           return 0;
         }

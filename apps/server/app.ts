@@ -237,7 +237,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
     ...(deps.jobSink ? { jobs: deps.jobSink } : {}),
     allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
+    log: app.log,
   });
+  // The activity records every face started are stored before the app closes.
+  app.addHook('onClose', () => application.activity.drain());
   await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
   // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
   // The Connect Site page and the MCP endpoint take the connections and the token verifier from it.
@@ -253,8 +256,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keys: application.keys,
     connections: oauth,
     webhooks: application.webhooks,
+    activity: application.activity,
   });
-  await app.register(accountPasswordRoutes, { kit: oauth.web, accounts: application.accounts });
+  await app.register(accountPasswordRoutes, {
+    kit: oauth.web,
+    accounts: application.accounts,
+    activity: application.activity,
+  });
   await app.register(webPages, {
     kit: oauth.web,
     application,

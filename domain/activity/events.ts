@@ -1,8 +1,12 @@
 import { z } from 'zod';
-import { Actor, type Event, eventSchema, Origin } from '../event.ts';
+import { Actor, type Event, eventSchema } from '../event.ts';
 
-/** Where an activity record came from: a revision's origins, and the service itself (`system`). */
-export const ActivitySource = z.enum([...Origin.options, 'system']);
+/**
+ * Where an activity record came from: a revision's origins (`editor`: an article change on the web
+ * pages), `web` (any other change on the pages: keys, webhooks, password, assistants), and the service
+ * itself and support staff (`system`).
+ */
+export const ActivitySource = z.enum(['api', 'mcp', 'editor', 'web', 'rewrite', 'system']);
 export type ActivitySource = z.infer<typeof ActivitySource>;
 
 /** One call through a face of the service (API, MCP, web), rejected calls included. */

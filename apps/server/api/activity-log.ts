@@ -1,22 +1,42 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActivitySource } from '../../../domain/activity/events.ts';
+import type { Actor } from '../../../domain/event.ts';
 import { isId } from '../../../domain/input.ts';
 import type { Activity } from '../../application/activity.ts';
-import type { Touched } from '../../application/call.ts';
+import type { Outcome, Subject } from '../../application/call.ts';
 import { clientRequestIdOf } from '../request-ids.ts';
-import type { AuthState } from './auth.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /**
-     * The site and article a call touched and the revision it created, for its activity record
-     * (routes and use cases fill in what params do not say).
-     */
-    activity: Touched;
+    /** What the call's activity record names: from the route's `:id`, then from its use case's outcome. */
+    activity: Subject;
+  }
+  interface FastifyContextConfig {
+    /** The operation name in the activity log (the MCP tool names: list_sites, get_article, ...). */
+    operation?: string;
+    /** What the route's `:id` names, for the activity record: a site or an article. */
+    subject?: 'site' | 'article';
+    /** The source of the route's records when it is not the face's own (the web's article changes: `editor`). */
+    source?: ActivitySource;
   }
 }
 
-type Logger = { error(obj: object, msg: string): void };
+/** Who a request acts for, once known; `refused`: credentials that name an account but were refused. */
+export type Acting = { accountId: string; actor: Actor; refused: boolean };
+
+/**
+ * Notes a use case's outcome on its request, for the activity record: what it touched and the revision
+ * it created (a route's `:id` stays when the outcome names nothing).
+ */
+export function noteOutcome(request: FastifyRequest, outcome: Outcome<unknown>): void {
+  const { subject } = outcome;
+  const known = request.activity;
+  request.activity = {
+    siteId: subject.siteId ?? known?.siteId ?? null,
+    articleId: subject.articleId ?? known?.articleId ?? null,
+    revision: subject.revision,
+  };
+}
 
 /**
  * `take(key, now)` is true at most once per `windowMs` for each key, in this process; it remembers at
@@ -40,21 +60,24 @@ function oncePerWindow(windowMs: number, maxKeys: number): { take(key: string, n
 }
 
 /**
- * Records every call made with a known key (refused ones included) as a `CallRecorded` event. It
- * hooks the response's `close`, which fires whether the response was sent or the client hung up
- * early (then the status is 499), and the append is not tied to the connection. Pending records
- * are awaited on shutdown.
+ * Records every call of a route that names an `operation` (refused ones included) through the
+ * application's activity log, as `source` (or the route's own `config.source`). It hooks the
+ * response's `close`, which fires whether the response was sent or the client hung up early (then the
+ * status is 499), and the record is not tied to the connection. `actingOf` says whom the request acts
+ * for (nobody: no record); credentials that name an account but were refused are recorded at most once
+ * a minute per actor, so that a leaked key cannot flood the account's log.
  */
 export function createActivityLog(
   activity: Pick<Activity, 'record'>,
   source: ActivitySource,
-  resolveAuth: (request: FastifyRequest) => Promise<AuthState>,
-  log: Logger,
+  actingOf: (request: FastifyRequest) => Acting | null | Promise<Acting | null>,
+  opts: { status?: (status: number) => number } = {},
 ) {
-  const pending = new Set<Promise<unknown>>();
-  const refusedKeys = oncePerWindow(60_000, 10_000);
+  const refused = oncePerWindow(60_000, 10_000);
   return {
     onRequest: async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const { operation } = request.routeOptions.config;
+      if (!operation) return;
       const started = performance.now();
       // Only a well-formed id is recorded: a path's `%00` is refused by the route and named nowhere.
       const id = (request.params as { id?: unknown } | undefined)?.id;
@@ -65,49 +88,28 @@ export function createActivityLog(
         revision: null,
       };
       reply.raw.once('close', () => {
-        const operation = request.routeOptions.config.operation;
-        if (!operation) return;
-        const status = reply.raw.writableFinished ? reply.statusCode : 499;
+        const answered = reply.raw.writableFinished ? reply.statusCode : 499;
+        const status = opts.status ? opts.status(answered) : answered;
         const durationMs = Math.round(performance.now() - started);
-        const record = ({ accountId, actor, principal }: AuthState): Promise<unknown> | undefined => {
-          if (!accountId || !actor) return;
-          // A key that names an account but is refused (revoked: before the route, or by the route's
-          // own statement): a leaked key must not flood the account's log, so its calls are recorded
-          // at most once a minute per key.
-          if ((!principal || status === 401) && !refusedKeys.take(actor.id, Date.now())) return;
-          return activity.record({
-            accountId,
-            source,
-            actor,
+        const record = (acting: Acting | null): void => {
+          if (!acting) return;
+          if ((acting.refused || status === 401) && !refused.take(acting.actor.id, Date.now())) return;
+          void activity.record({
+            accountId: acting.accountId,
+            source: request.routeOptions.config.source ?? source,
+            actor: acting.actor,
             operation,
-            siteId: request.activity.siteId,
-            articleId: request.activity.articleId,
-            revision: request.activity.revision,
+            subject: request.activity,
             status,
             requestId: String(request.id),
             clientRequestId: clientRequestIdOf(request),
             durationMs,
           });
         };
-        // The key is resolved by the time most requests end (request.auth); one that ends before
-        // (a client gone during authentication) waits for it. One promise per call: this runs on all.
-        const stored = request.auth ? record(request.auth) : resolveAuth(request).then(record);
-        if (!stored) return;
-        const settled: Promise<void> = stored.then(
-          () => {
-            pending.delete(settled);
-          },
-          (error: unknown) => {
-            pending.delete(settled);
-            log.error({ err: error }, 'could not record activity');
-          },
-        );
-        pending.add(settled);
+        const acting = actingOf(request);
+        if (acting instanceof Promise) void acting.then(record, () => undefined);
+        else record(acting);
       });
-    },
-    /** Resolves when every record started so far is stored. */
-    async drain(): Promise<void> {
-      await Promise.all([...pending]);
     },
   };
 }

@@ -36,10 +36,6 @@ declare module 'fastify' {
     auth: AuthState;
   }
   interface FastifyContextConfig {
-    /** The operation name in the activity log (the MCP tool names: list_sites, get_article, ...). */
-    operation?: string;
-    /** What the route's `:id` names, for the activity record: a site or an article. */
-    subject?: 'site' | 'article';
     /** The key scope the route needs; `read` when not given. */
     scope?: KeyScope;
     /**

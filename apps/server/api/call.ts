@@ -1,13 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ArticleWrite } from '../../application/article-write.ts';
-import type { Call } from '../../application/call.ts';
+import { type Call, type Outcome, unwrap } from '../../application/call.ts';
+import { noteOutcome } from './activity-log.ts';
 import { liveKeyOf, principalOf } from './auth.ts';
 import { publishDecision } from './limits.ts';
 
-/**
- * The application call of an API request: its key's principal with origin `api`, and the request's
- * activity record as what the call touched (the use case fills it in, the activity log stores it).
- */
+/** The application call of an API request: its key's principal with origin `api`. */
 export function apiCall(request: FastifyRequest): Call {
   const { accountId, actor, scope } = principalOf(request);
   return {
@@ -19,8 +17,17 @@ export function apiCall(request: FastifyRequest): Call {
       requestId: String(request.id),
       liveKey: liveKeyOf(request),
     },
-    touched: request.activity,
   };
+}
+
+/**
+ * A use case's outcome, taken in by the request: what it touched for the activity record, its
+ * edit-limit decision in the RateLimit fields (refused or not); its value, or its refusal thrown.
+ */
+export function settled<T>(request: FastifyRequest, reply: FastifyReply, outcome: Outcome<T>): T {
+  noteOutcome(request, outcome);
+  if (outcome.edits) publishDecision(request, reply, outcome.edits);
+  return unwrap(outcome);
 }
 
 /** The ETag of an article at a revision. */
@@ -29,21 +36,15 @@ export function weakEtag(revision: number): string {
 }
 
 /**
- * Runs an article write and answers it: 200 with the change, its revision as the ETag, and
- * `Idempotent-Replayed` on a replay; the edit-limit decision in the RateLimit fields, refused or not.
+ * Answers an article write: 200 with the change, its revision as the ETag, and `Idempotent-Replayed`
+ * on a replay (see `settled` for the rest).
  */
-export async function sendWrite(
+export function sendWrite(
   request: FastifyRequest,
   reply: FastifyReply,
-  call: Call,
-  write: () => Promise<ArticleWrite>,
-): Promise<FastifyReply> {
-  let result: ArticleWrite;
-  try {
-    result = await write();
-  } finally {
-    if (call.edits) publishDecision(request, reply, call.edits);
-  }
+  outcome: Outcome<ArticleWrite>,
+): FastifyReply {
+  const result = settled(request, reply, outcome);
   if (result.replayed) reply.header('idempotent-replayed', 'true');
   return reply.status(200).header('etag', weakEtag(result.change.revision)).send(result.change);
 }

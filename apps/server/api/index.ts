@@ -5,8 +5,9 @@ import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
 import { isDomainError, parameterError } from '../../../domain/errors.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { Application } from '../../application/index.ts';
-import { createActivityLog } from './activity-log.ts';
+import { type Acting, createActivityLog } from './activity-log.ts';
 import {
+  type AuthState,
   authenticate,
   confirmKey,
   createAuthResolver,
@@ -47,7 +48,13 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   const { db } = deps;
   const usage = createUsageRecorder(db);
   const resolveAuth = createAuthResolver(deps.application.keys, usage);
-  const activity = createActivityLog(deps.application.activity, 'api', resolveAuth, app.log);
+  // The key is resolved by the time most requests end (request.auth); one that ends before (a client
+  // gone during authentication) waits for it.
+  const acting = ({ accountId, actor, principal }: AuthState): Acting | null =>
+    accountId && actor ? { accountId, actor, refused: !principal } : null;
+  const activity = createActivityLog(deps.application.activity, 'api', (request) =>
+    request.auth ? acting(request.auth) : resolveAuth(request).then(acting),
+  );
   // Declared up front for a stable object shape; the onRequest hooks below set both on every request.
   app.decorateRequest('auth', null as never);
   app.decorateRequest('activity', null as never);
@@ -78,7 +85,6 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   app.addHook('preValidation', refuseRepeatedParameters);
   installJsonBodyParser(app);
   app.addHook('onClose', async () => {
-    await activity.drain();
     await usage.stop();
   });
   const { application, publicUrl } = deps;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Application } from '../../application/index.ts';
-import { apiCall, weakEtag } from './call.ts';
+import { apiCall, settled, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';
 import {
   ActivityQuery,
@@ -64,7 +64,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const result = await application.sites.list(apiCall(req), req.query);
+      const result = settled(req, reply, await application.sites.list(apiCall(req), req.query));
       return sendList(reply, { publicUrl, path: '/api/v1/sites', query: req.query }, result);
     },
   );
@@ -85,7 +85,11 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const result = await application.articles.list(apiCall(req), req.params.id, req.query);
+      const result = settled(
+        req,
+        reply,
+        await application.articles.list(apiCall(req), req.params.id, req.query),
+      );
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/articles`;
       return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
@@ -112,7 +116,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const article = await application.articles.get(apiCall(req), req.params.id);
+      const article = settled(req, reply, await application.articles.get(apiCall(req), req.params.id));
       const etag = weakEtag(article.revision);
       reply.header('etag', etag);
       if (req.headers['if-none-match'] === etag) return reply.status(304).send(null);
@@ -136,7 +140,11 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const result = await application.sites.backlinks(apiCall(req), req.params.id, req.query);
+      const result = settled(
+        req,
+        reply,
+        await application.sites.backlinks(apiCall(req), req.params.id, req.query),
+      );
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/backlinks`;
       return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
@@ -157,7 +165,8 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
         response: { 200: Stats, ...readErrors },
       },
     },
-    async (req) => application.sites.stats(apiCall(req), req.params.id, req.query.period),
+    async (req, reply) =>
+      settled(req, reply, await application.sites.stats(apiCall(req), req.params.id, req.query.period)),
   );
 
   app.get(
@@ -175,7 +184,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const result = await application.activity.list(apiCall(req), req.query);
+      const result = settled(req, reply, await application.activity.list(apiCall(req), req.query));
       return sendList(reply, { publicUrl, path: '/api/v1/activity', query: req.query }, result);
     },
   );

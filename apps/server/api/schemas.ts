@@ -167,7 +167,8 @@ export const ActivityQuery = z
     from: fromParam,
     to: toParam,
     source: ActivitySource.optional().meta({
-      description: 'Only records of this origin (`rewrite`: the content pipeline).',
+      description:
+        'Only records of this source (`editor`: article changes on the web pages; `web`: other changes on the web pages; `rewrite`: the content pipeline; `system`: the service and support staff).',
     }),
     site_id: idParam.optional().meta({ description: 'Only records about this site.' }),
     article_id: idParam.optional().meta({ description: 'Only records about this article.' }),

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Application } from '../../application/index.ts';
-import { apiCall } from './call.ts';
+import { apiCall, settled } from './call.ts';
 import { sendList } from './lists.ts';
 import { listOf, PageQuery, Problem } from './schemas.ts';
 import {
@@ -67,7 +67,8 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
         response: { 201: NewWebhookEndpoint, ...accountErrors, 409: Problem },
       },
     },
-    async (req, reply) => reply.status(201).send(await webhooks.create(apiCall(req), req.body)),
+    async (req, reply) =>
+      reply.status(201).send(settled(req, reply, await webhooks.create(apiCall(req), req.body))),
   );
 
   app.get(
@@ -84,7 +85,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
       },
     },
     async (req, reply) => {
-      const result = await webhooks.list(apiCall(req), req.query);
+      const result = settled(req, reply, await webhooks.list(apiCall(req), req.query));
       return sendList(reply, { publicUrl, path: '/api/v1/webhooks', query: req.query }, result);
     },
   );
@@ -101,7 +102,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
         response: { 200: WebhookEndpoint, ...endpointErrors },
       },
     },
-    async (req) => webhooks.get(apiCall(req), req.params.id),
+    async (req, reply) => settled(req, reply, await webhooks.get(apiCall(req), req.params.id)),
   );
 
   app.patch(
@@ -120,7 +121,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
         response: { 200: WebhookEndpoint, ...endpointErrors },
       },
     },
-    async (req) => webhooks.update(apiCall(req), req.params.id, req.body),
+    async (req, reply) => settled(req, reply, await webhooks.update(apiCall(req), req.params.id, req.body)),
   );
 
   app.delete(
@@ -139,7 +140,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
       },
     },
     async (req, reply) => {
-      await webhooks.remove(apiCall(req), req.params.id);
+      settled(req, reply, await webhooks.remove(apiCall(req), req.params.id));
       return reply.status(204).send(null);
     },
   );
@@ -160,7 +161,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
       },
     },
     async (req, reply) => {
-      const result = await webhooks.deliveries(apiCall(req), req.params.id, req.query);
+      const result = settled(req, reply, await webhooks.deliveries(apiCall(req), req.params.id, req.query));
       const path = `${endpointPath(req.params.id)}/deliveries`;
       return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
@@ -182,7 +183,11 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
       },
     },
     async (req, reply) =>
-      reply.status(202).send(await webhooks.redeliver(apiCall(req), req.params.id, req.params.delivery_id)),
+      reply
+        .status(202)
+        .send(
+          settled(req, reply, await webhooks.redeliver(apiCall(req), req.params.id, req.params.delivery_id)),
+        ),
   );
 
   app.post(
@@ -202,6 +207,8 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
       },
     },
     async (req, reply) =>
-      reply.status(202).send(await webhooks.replay(apiCall(req), req.params.id, req.body)),
+      reply
+        .status(202)
+        .send(settled(req, reply, await webhooks.replay(apiCall(req), req.params.id, req.body))),
   );
 };

@@ -4,7 +4,7 @@ import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../.
 import { DomainError, parameterError } from '../../../domain/errors.ts';
 import type { ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
-import { apiCall, idempotencyOf, sendWrite } from './call.ts';
+import { apiCall, idempotencyOf, sendWrite, settled } from './call.ts';
 import { sendList } from './lists.ts';
 import { readErrors } from './read-routes.ts';
 import { ArticleParams, listOf, PageQuery, Problem } from './schemas.ts';
@@ -68,8 +68,10 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       const expectedRevision = parseIfMatch(req.headers['if-match']);
       const { title, body, reason } = req.body;
       const call = apiCall(req);
-      return sendWrite(req, reply, call, () =>
-        application.articles.edit(
+      return sendWrite(
+        req,
+        reply,
+        await application.articles.edit(
           call,
           { articleId: req.params.id, title, body, reason, expectedRevision },
           idempotencyOf(req, req.body),
@@ -169,8 +171,10 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       const expectedRevision = parseIfMatch(req.headers['if-match']);
       const { image, payload } = imageOf(req);
       const call = apiCall(req);
-      return sendWrite(req, reply, call, () =>
-        application.articles.replaceFeaturedImage(
+      return sendWrite(
+        req,
+        reply,
+        await application.articles.replaceFeaturedImage(
           call,
           { articleId: req.params.id, image, expectedRevision },
           idempotencyOf(req, payload),
@@ -194,7 +198,11 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       },
     },
     async (req, reply) => {
-      const result = await application.revisions.list(apiCall(req), req.params.id, req.query);
+      const result = settled(
+        req,
+        reply,
+        await application.revisions.list(apiCall(req), req.params.id, req.query),
+      );
       const path = `/api/v1/articles/${encodeURIComponent(req.params.id)}/revisions`;
       return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
@@ -212,7 +220,8 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
         response: { 200: RevisionContent, ...readErrors },
       },
     },
-    async (req) => application.revisions.get(apiCall(req), req.params.id, req.params.n),
+    async (req, reply) =>
+      settled(req, reply, await application.revisions.get(apiCall(req), req.params.id, req.params.n)),
   );
 
   app.post(
@@ -237,8 +246,10 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       const expectedRevision = parseIfMatch(req.headers['if-match']);
       const reason = req.body?.reason ?? null;
       const call = apiCall(req);
-      return sendWrite(req, reply, call, () =>
-        application.revisions.restore(
+      return sendWrite(
+        req,
+        reply,
+        await application.revisions.restore(
           call,
           { articleId: req.params.id, revision: req.params.n, reason, expectedRevision },
           idempotencyOf(req, { n: req.params.n, reason }),

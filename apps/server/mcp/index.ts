@@ -11,7 +11,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../api/json-body.ts';
 import { publishDecision } from '../api/limits.ts';
 import { clientRequestIdOf } from '../request-ids.ts';
 import { type McpTokenVerifier, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
-import { createMcpServer, listTools, type McpRequest, type RecordedCall } from './server.ts';
+import { createMcpServer, listTools, type McpRequest } from './server.ts';
 
 export type { McpTokenVerifier } from './auth.ts';
 
@@ -86,40 +86,13 @@ function isToolCall(body: unknown): boolean {
  * tool call is recorded in the activity log with source `mcp` and the OAuth client as actor.
  */
 export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
-  const { activity } = deps.application;
   const allowedOrigin = new URL(deps.publicUrl).origin;
   const listed = listTools();
   const refusals = new WeakMap<FastifyRequest, DomainError>();
-  const pending = new Set<Promise<unknown>>();
-
-  const record = (call: RecordedCall): void => {
-    const stored = activity
-      .record({
-        accountId: call.principal.accountId,
-        source: 'mcp',
-        actor: call.principal.actor,
-        operation: call.operation,
-        siteId: call.siteId,
-        articleId: call.articleId,
-        revision: call.revision,
-        status: call.status,
-        requestId: call.requestId,
-        clientRequestId: call.clientRequestId,
-        durationMs: call.durationMs,
-      })
-      .catch((error: unknown) => app.log.error({ err: error }, 'could not record MCP activity'))
-      .finally(() => pending.delete(stored));
-    pending.add(stored);
-  };
-  app.addHook('onClose', async () => {
-    await Promise.all([...pending]);
-  });
-
-  /** What each request's server shares: the use cases, its request's log, the activity recorder. */
+  /** What each request's server shares: the use cases and its request's log. */
   const services = (request: FastifyRequest) => ({
     application: deps.application,
     log: request.log,
-    record,
   });
   /** The request a modern-era server answers, found from the fetch-shaped request the SDK hands its factory. */
   const perRequest = new WeakMap<

@@ -10,7 +10,7 @@ import { DomainError, parameterError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
-import type { Call, LimitDecision } from '../../application/call.ts';
+import { type Call, type LimitDecision, type Subject, unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Principal } from '../api/auth.ts';
 import { toolJsonSchema } from './schemas.ts';
@@ -54,22 +54,6 @@ type McpServices = {
     warn(obj: object, msg: string): void;
     info(obj: object, msg: string): void;
   };
-  /** Stores one call in the activity log (not tied to the connection; awaited on shutdown). */
-  record(call: RecordedCall): void;
-};
-
-export type RecordedCall = {
-  principal: Principal;
-  operation: string;
-  siteId: string | null;
-  articleId: string | null;
-  /** The revision the call created, null when it created none. */
-  revision: number | null;
-  status: number;
-  requestId: string;
-  /** The client's own X-Request-Id, if a valid one. */
-  clientRequestId: string | null;
-  durationMs: number;
 };
 
 /** The protocol era a server instance serves: `modern` is 2026-07-28, `legacy` the 2025 handshake era. */
@@ -163,13 +147,25 @@ export function createMcpServer(
         origin: 'mcp',
         requestId: request.requestId,
       },
-      touched: {
-        siteId: idArgument(args, 'site_id'),
-        articleId: idArgument(args, 'article_id'),
-        revision: null,
+    };
+    let subject: Subject = {
+      siteId: idArgument(args, 'site_id'),
+      articleId: idArgument(args, 'article_id'),
+      revision: null,
+    };
+    const ctx: ToolContext = {
+      call,
+      application: services.application,
+      settle(outcome) {
+        subject = {
+          siteId: outcome.subject.siteId ?? subject.siteId,
+          articleId: outcome.subject.articleId ?? subject.articleId,
+          revision: outcome.subject.revision,
+        };
+        if (outcome.edits) request.publishEdits(outcome.edits);
+        return unwrap(outcome);
       },
     };
-    const ctx: ToolContext = { call, application: services.application };
     let status = 200;
     let result: CallToolResult;
     try {
@@ -187,21 +183,19 @@ export function createMcpServer(
           argumentErrors(parsed.error.issues),
         );
       }
-      const out = await tool.call(ctx, parsed.data).finally(() => {
-        if (call.edits) request.publishEdits(call.edits);
-      });
+      const out = await tool.call(ctx, parsed.data);
       result = { content: [{ type: 'text', text: out.text }], structuredContent: out.structured };
     } catch (error) {
-      const failure = await failureOf(services, call, error, request.requestId);
+      const failure = await failureOf(services, call, subject.articleId, error, request.requestId);
       status = failure.status;
       result = era === 'modern' ? withStructuredError(failure.result) : failure.result;
     }
-    services.record({
-      principal,
+    void services.application.activity.record({
+      accountId: principal.accountId,
+      source: 'mcp',
+      actor: principal.actor,
       operation: tool.name,
-      siteId: call.touched.siteId,
-      articleId: call.touched.articleId,
-      revision: call.touched.revision,
+      subject,
       status,
       requestId: request.requestId,
       clientRequestId: request.clientRequestId,
@@ -216,6 +210,7 @@ export function createMcpServer(
 async function failureOf(
   services: McpServices,
   call: Call,
+  articleId: string | null,
   error: unknown,
   requestId: string,
 ): Promise<ToolFailure> {
@@ -241,11 +236,6 @@ async function failureOf(
   }
   if (info.code !== 'protected_links_modified') return refusal(info);
   // The refusal names the blocks; the model gets the exact markup to put back from the current body.
-  const articleId = call.touched.articleId;
-  const current = articleId
-    ? await services.application.articles
-        .get({ ...call, touched: { ...call.touched } }, articleId)
-        .catch(() => undefined)
-    : undefined;
-  return protectedLinksRefusal(info, current?.body ?? null);
+  const current = articleId ? await services.application.articles.get(call, articleId) : undefined;
+  return protectedLinksRefusal(info, current?.ok ? current.value.body : null);
 }

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
-import type { Call, Idempotency } from '../../application/call.ts';
+import type { Call, Idempotency, Outcome } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import {
@@ -40,8 +40,12 @@ import {
   UpdateArticleInput,
 } from './schemas.ts';
 
-/** What a tool call may use: its application call (principal with origin `mcp`, what it touched) and the use cases. */
-export type ToolContext = { call: Call; application: Application };
+/**
+ * What a tool call may use: its application call (principal with origin `mcp`), the use cases, and
+ * `settle`, which takes in a use case's outcome (what it touched and its edit-limit decision, for the
+ * call's record and headers) and gives its value or throws its refusal.
+ */
+export type ToolContext = { call: Call; application: Application; settle<T>(outcome: Outcome<T>): T };
 
 /** The four hints, always stated (MCP leaves their defaults pessimistic and clients differ). */
 type Hints = Required<
@@ -112,7 +116,7 @@ const listSitesTool = defineTool({
   annotations: READ,
   input: ListSitesInput,
   output: SiteList,
-  run: async (ctx, input) => withNext(await ctx.application.sites.list(ctx.call, input)),
+  run: async (ctx, input) => withNext(ctx.settle(await ctx.application.sites.list(ctx.call, input))),
   render: (out) => renderSites(out),
 });
 
@@ -128,7 +132,8 @@ const listArticlesTool = defineTool({
   annotations: READ,
   input: ListArticlesInput,
   output: ArticleList,
-  run: async (ctx, input) => withNext(await ctx.application.articles.list(ctx.call, input.site_id, input)),
+  run: async (ctx, input) =>
+    withNext(ctx.settle(await ctx.application.articles.list(ctx.call, input.site_id, input))),
   render: (out, input) => renderArticles(out, input.site_id),
 });
 
@@ -144,7 +149,7 @@ const getArticleTool = defineTool({
   annotations: READ,
   input: GetArticleInput,
   output: Article,
-  run: (ctx, input) => ctx.application.articles.get(ctx.call, input.article_id),
+  run: async (ctx, input) => ctx.settle(await ctx.application.articles.get(ctx.call, input.article_id)),
   render: (out) => renderArticle(out),
 });
 
@@ -159,7 +164,8 @@ const listBacklinksTool = defineTool({
   annotations: READ,
   input: ListBacklinksInput,
   output: BacklinkList,
-  run: async (ctx, input) => withNext(await ctx.application.sites.backlinks(ctx.call, input.site_id, input)),
+  run: async (ctx, input) =>
+    withNext(ctx.settle(await ctx.application.sites.backlinks(ctx.call, input.site_id, input))),
   render: (out, input) => renderBacklinks(out, input.site_id),
 });
 
@@ -175,7 +181,8 @@ const getStatsTool = defineTool({
   annotations: READ,
   input: GetStatsInput,
   output: Stats,
-  run: (ctx, input) => ctx.application.sites.stats(ctx.call, input.site_id, input.period),
+  run: async (ctx, input) =>
+    ctx.settle(await ctx.application.sites.stats(ctx.call, input.site_id, input.period)),
   render: (out) => renderStats(out),
 });
 
@@ -215,10 +222,12 @@ const updateArticleTool = defineTool({
   output: ArticleChange,
   run: async (ctx, input) => {
     const { article_id: articleId, title, body, reason, expected_revision: expectedRevision } = input;
-    const write = await ctx.application.articles.edit(
-      ctx.call,
-      { articleId, title, body, reason, expectedRevision },
-      idempotencyOf('update_article', input),
+    const write = ctx.settle(
+      await ctx.application.articles.edit(
+        ctx.call,
+        { articleId, title, body, reason, expectedRevision },
+        idempotencyOf('update_article', input),
+      ),
     );
     return write.change;
   },
@@ -240,14 +249,16 @@ const replaceFeaturedImageTool = defineTool({
   input: ReplaceFeaturedImageInput,
   output: ArticleChange,
   async run(ctx, input) {
-    const write = await ctx.application.articles.replaceFeaturedImage(
-      ctx.call,
-      {
-        articleId: input.article_id,
-        image: { url: input.url, alt: input.alt ?? '' },
-        expectedRevision: input.expected_revision,
-      },
-      idempotencyOf('replace_featured_image', input),
+    const write = ctx.settle(
+      await ctx.application.articles.replaceFeaturedImage(
+        ctx.call,
+        {
+          articleId: input.article_id,
+          image: { url: input.url, alt: input.alt ?? '' },
+          expectedRevision: input.expected_revision,
+        },
+        idempotencyOf('replace_featured_image', input),
+      ),
     );
     return write.change;
   },
@@ -266,7 +277,7 @@ const listRevisionsTool = defineTool({
   input: ListRevisionsInput,
   output: RevisionList,
   run: async (ctx, input) =>
-    withNext(await ctx.application.revisions.list(ctx.call, input.article_id, input)),
+    withNext(ctx.settle(await ctx.application.revisions.list(ctx.call, input.article_id, input))),
   render: (out, input) => renderRevisions(out, input.article_id),
 });
 
@@ -280,7 +291,8 @@ const getRevisionTool = defineTool({
   annotations: READ,
   input: GetRevisionInput,
   output: RevisionContent,
-  run: (ctx, input) => ctx.application.revisions.get(ctx.call, input.article_id, input.revision),
+  run: async (ctx, input) =>
+    ctx.settle(await ctx.application.revisions.get(ctx.call, input.article_id, input.revision)),
   render: (out, input) => renderRevision(out, input.article_id),
 });
 
@@ -297,15 +309,17 @@ const restoreRevisionTool = defineTool({
   input: RestoreRevisionInput,
   output: ArticleChange,
   async run(ctx, input) {
-    const write = await ctx.application.revisions.restore(
-      ctx.call,
-      {
-        articleId: input.article_id,
-        revision: input.revision,
-        reason: input.reason ?? null,
-        expectedRevision: input.expected_revision,
-      },
-      idempotencyOf('restore_revision', input),
+    const write = ctx.settle(
+      await ctx.application.revisions.restore(
+        ctx.call,
+        {
+          articleId: input.article_id,
+          revision: input.revision,
+          reason: input.reason ?? null,
+          expectedRevision: input.expected_revision,
+        },
+        idempotencyOf('restore_revision', input),
+      ),
     );
     return write.change;
   },
@@ -323,7 +337,7 @@ const listActivityTool = defineTool({
   annotations: READ,
   input: ListActivityInput,
   output: ActivityList,
-  run: async (ctx, input) => withNext(await ctx.application.activity.list(ctx.call, input)),
+  run: async (ctx, input) => withNext(ctx.settle(await ctx.application.activity.list(ctx.call, input))),
   render: (out) => renderActivity(out),
 });
 

@@ -2,7 +2,9 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Accounts } from '../../application/accounts.ts';
+import type { Activity } from '../../application/activity.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/commands.ts';
+import { recordChanges } from './call.ts';
 import { html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
@@ -30,16 +32,18 @@ const PasswordQuery = z.object({ changed: z.string().max(10).optional() });
 /** The form and who may send it (kit.ts FormSender). */
 const PASSWORD_FORM = {
   schema: { hide: true, body: PasswordBody },
-  config: { form: { from: 'account' } },
+  config: { form: { from: 'account' }, operation: 'change_password' },
 } as const;
 
-export const accountPasswordRoutes: FastifyPluginAsync<{ kit: WebKit; accounts: Accounts }> = async (
-  plain,
-  { kit, accounts },
-) => {
+export const accountPasswordRoutes: FastifyPluginAsync<{
+  kit: WebKit;
+  accounts: Accounts;
+  activity: Pick<Activity, 'record'>;
+}> = async (plain, { kit, accounts, activity }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app, kit);
   installPageHeaders(app);
+  recordChanges(app, kit, activity);
   installPageErrors(app, kit);
 
   function passwordPage(

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ActivitySource } from '../../../domain/activity/events.ts';
 import type { Actor } from '../../../domain/event.ts';
 import { PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
+import { unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { ActivityListQuery, Listed } from '../../application/lists.ts';
 import type { ActivityOut, SiteOut } from '../../application/wire.ts';
@@ -74,6 +75,7 @@ const SOURCES: Record<ActivitySource, string> = {
   api: 'API',
   mcp: 'Assistant (MCP)',
   editor: 'Web editor',
+  web: 'Web pages',
   rewrite: 'Content pipeline',
   system: 'Service',
 };
@@ -205,10 +207,10 @@ export const activityPage: FastifyPluginAsync<{ kit: WebKit; application: Applic
     let list: Listed<ActivityOut> | null = null;
     let names: Names = { sites: new Map(), articles: new Map() };
     try {
-      sites = (await application.sites.list(call, { page: 1, per_page: PER_PAGE_MAX })).data;
+      sites = unwrap(await application.sites.list(call, { page: 1, per_page: PER_PAGE_MAX })).data;
       if (filters.ok) {
-        list = await application.activity.list(call, filters.query);
-        names = await application.activity.subjects(call, list.data);
+        list = unwrap(await application.activity.list(call, filters.query));
+        names = unwrap(await application.activity.subjects(call, list.data));
       }
     } catch (error) {
       return sendRefusal(kit, request, reply, session, error);

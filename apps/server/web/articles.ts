@@ -8,10 +8,12 @@ import { diffText } from '../../../domain/html/word-diff.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import { PAGE_MAX } from '../../../domain/vocabulary.ts';
 import type { BodyDiff } from '../../../infra/sanitize-pool.ts';
+import type { ArticleWrite } from '../../application/article-write.ts';
+import { unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
-import { webCall } from './call.ts';
+import { recordChanges, settled, webCall } from './call.ts';
 import { type Html, html, raw } from './html.ts';
 import { installFormParser, installPageHeaders } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -42,7 +44,15 @@ const RestoreForm = z.object({
   csrf: z.string().max(256).optional(),
 });
 /** The restore form's route: who may send it (kit.ts FormSender). */
-const RESTORE_FORM = { schema: { hide: true }, config: { form: { from: 'account' } } } as const;
+const RESTORE_FORM = {
+  schema: { hide: true },
+  config: {
+    form: { from: 'account' },
+    operation: 'restore_revision',
+    subject: 'article',
+    source: 'editor',
+  },
+} as const;
 
 /** A positive whole number from a path or query value, or null. */
 export function wholeNumber(value: unknown, max: number): number | null {
@@ -177,6 +187,7 @@ ${page < totalPages ? link(page + 1, 'Older revisions', 'next') : ''}</nav>`;
 export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff, heavy }) => {
   installFormParser(app, kit);
   installPageHeaders(app);
+  recordChanges(app, kit, application.activity);
 
   const notFound = (what: string) => new DomainError('not_found', what);
 
@@ -213,11 +224,13 @@ export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
       const query = request.query as { page?: string; restored?: string; unchanged?: string };
       const historyPage = wholeNumber(query.page, PAGE_MAX) ?? 1;
       const call = webCall(request, session);
-      const article = await application.articles.get(call, id);
-      const history = await application.revisions.list(call, id, {
-        page: historyPage,
-        per_page: HISTORY_PER_PAGE,
-      });
+      const article = unwrap(await application.articles.get(call, id));
+      const history = unwrap(
+        await application.revisions.list(call, id, {
+          page: historyPage,
+          per_page: HISTORY_PER_PAGE,
+        }),
+      );
       const restored = wholeNumber(query.restored, REVISION_MAX);
       const restoredRecord = history.data.find((r) => r.revision === restored && r.restored_from);
       const unchanged = wholeNumber(query.unchanged, REVISION_MAX);
@@ -278,9 +291,9 @@ ${pager(id, historyPage, history.meta.total_pages)}
       const id = articleIdOf(request);
       const n = revisionOf(request);
       const call = webCall(request, session);
-      const article = await application.articles.get(call, id);
-      const at = await application.revisions.get(call, id, n);
-      const previous = n > 1 ? await application.revisions.get(call, id, n - 1) : null;
+      const article = unwrap(await application.articles.get(call, id));
+      const at = unwrap(await application.revisions.get(call, id, n));
+      const previous = n > 1 ? unwrap(await application.revisions.get(call, id, n - 1)) : null;
       const isCurrent = n === article.revision;
       const [fromPrevious, toCurrent] = await Promise.all([
         previous
@@ -416,8 +429,8 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
       const id = articleIdOf(request);
       const n = revisionOf(request);
       const call = webCall(request, session);
-      const article = await application.articles.get(call, id);
-      const at = await application.revisions.get(call, id, n);
+      const article = unwrap(await application.articles.get(call, id));
+      const at = unwrap(await application.revisions.get(call, id, n));
       return restorePage(request, reply, session, { article, at });
     }),
   );
@@ -435,8 +448,8 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
       const call = webCall(request, session);
       const refused = async (status: number, refusal: Html) => {
         const [article, at] = await Promise.all([
-          application.articles.get(webCall(request, session), id),
-          application.revisions.get(webCall(request, session), id, n),
+          application.articles.get(webCall(request, session), id).then(unwrap),
+          application.revisions.get(webCall(request, session), id, n).then(unwrap),
         ]);
         return restorePage(request, reply, session, { article, at, reason, status, refusal });
       };
@@ -453,20 +466,21 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
           html`<div class="error" role="alert"><p>The reason is ${reason.length} characters long; at most ${REASON_MAX} are kept.</p></div>`,
         );
       }
-      let result: Awaited<ReturnType<Application['revisions']['restore']>>;
+      const outcome = await application.revisions.restore(call, {
+        articleId: id,
+        revision: n,
+        reason: reason === '' ? null : reason,
+        expectedRevision,
+      });
+      let result: ArticleWrite;
       try {
-        result = await application.revisions.restore(call, {
-          articleId: id,
-          revision: n,
-          reason: reason === '' ? null : reason,
-          expectedRevision,
-        });
+        result = settled(request, outcome);
       } catch (error) {
         if (!isDomainError(error) || error.code === 'not_found') throw error;
-        if (error.code === 'edit_limit_reached' && call.edits) {
-          reply.header('retry-after', String(call.edits.resetSeconds));
+        if (error.code === 'edit_limit_reached' && outcome.edits) {
+          reply.header('retry-after', String(outcome.edits.resetSeconds));
         }
-        const current = await application.articles.get(webCall(request, session), id);
+        const current = unwrap(await application.articles.get(webCall(request, session), id));
         return await refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
       }
       const { change } = result;

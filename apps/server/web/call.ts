@@ -1,5 +1,8 @@
-import type { FastifyRequest } from 'fastify';
-import type { Call } from '../../application/call.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Activity } from '../../application/activity.ts';
+import { type Call, type Outcome, unwrap } from '../../application/call.ts';
+import { createActivityLog, noteOutcome } from '../api/activity-log.ts';
+import type { WebKit } from './kit.ts';
 import type { WebSession } from './sessions.ts';
 
 /**
@@ -15,6 +18,24 @@ export function webCall(request: FastifyRequest, session: WebSession): Call {
       scope: 'write',
       requestId: String(request.id),
     },
-    touched: { siteId: null, articleId: null, revision: null },
   };
+}
+
+/** A use case's outcome, taken in by the page: what it touched for the activity record; its value, or its refusal thrown. */
+export function settled<T>(request: FastifyRequest, outcome: Outcome<T>): T {
+  noteOutcome(request, outcome);
+  return unwrap(outcome);
+}
+
+/**
+ * Records every form of the scope that names an `operation` (a change: keys, webhooks, password,
+ * assistants as `web`; an article's edit or restore as `editor`, by its `config.source`) in the
+ * account's activity log, refused ones included, once its sender is known to be the account holder.
+ * A change answered by a redirect to its result is recorded with status 200.
+ */
+export function recordChanges(app: FastifyInstance, kit: WebKit, activity: Pick<Activity, 'record'>): void {
+  const log = createActivityLog(activity, 'web', (request) => kit.actingOf(request), {
+    status: (status) => (status >= 300 && status < 400 ? 200 : status),
+  });
+  app.addHook('onRequest', log.onRequest);
 }

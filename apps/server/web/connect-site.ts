@@ -4,11 +4,13 @@ import { z } from 'zod';
 import { isDomainError } from '../../../domain/errors.ts';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
+import type { Activity } from '../../application/activity.ts';
+import { unwrap } from '../../application/call.ts';
 import type { Keys } from '../../application/keys.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
 import { cleanText } from '../api/schemas.ts';
 import type { OAuthConnections } from '../oauth/verify.ts';
-import { webCall } from './call.ts';
+import { recordChanges, webCall } from './call.ts';
 import {
   doneNotice,
   endpointPage,
@@ -112,10 +114,12 @@ export const connectSiteRoutes: FastifyPluginAsync<{
   keys: Keys;
   connections: OAuthConnections;
   webhooks: Webhooks;
-}> = async (plain, { kit, keys: apiKeys, connections, webhooks }) => {
+  activity: Pick<Activity, 'record'>;
+}> = async (plain, { kit, keys: apiKeys, connections, webhooks, activity }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app, kit);
   installPageHeaders(app);
+  recordChanges(app, kit, activity);
   installPageErrors(app, kit);
   const mcpUrl = `${kit.publicUrl}/mcp`;
 
@@ -137,7 +141,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
     const [keys, assistants, endpoints] = await Promise.all([
       apiKeys.list(session.accountId),
       connections.listConnectedClients(session.accountId),
-      webhooks.list(webCall(request, session), { page: 1, per_page: WEBHOOK_ENDPOINTS_MAX }),
+      webhooks.list(webCall(request, session), { page: 1, per_page: WEBHOOK_ENDPOINTS_MAX }).then(unwrap),
     ]);
     const csrf = kit.csrfField(request, reply, session);
     const body = html`${opts.notice ?? ''}
@@ -207,39 +211,46 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     return connectPage(request, reply, session);
   });
 
-  app.post('/connect/keys', { schema: CREATE_KEY, config: CONNECT }, async (request, reply) => {
-    const session = await signedIn(request, reply);
-    if (!session || !kit.checkForm(request, reply, session)) return reply;
-    const name = (request.body.name ?? '').trim();
-    const scope = request.body.scope === 'write' ? 'write' : request.body.scope === 'read' ? 'read' : null;
-    if (name === '' || scope === null) {
-      return connectPage(request, reply, session, {
-        status: 400,
-        error: 'Give the key a name and choose its access.',
-      });
-    }
-    let key: Awaited<ReturnType<Keys['create']>>;
-    try {
-      key = await apiKeys.create(session.accountId, { name, scope });
-    } catch (error) {
-      if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
-      const refused = error.errors?.[0];
-      return connectPage(request, reply, session, {
-        status: 400,
-        error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
-      });
-    }
-    const notice = html`<div class="card notice" role="status" id="new-key">
+  app.post(
+    '/connect/keys',
+    { schema: CREATE_KEY, config: { ...CONNECT, operation: 'create_api_key' } },
+    async (request, reply) => {
+      const session = await signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const name = (request.body.name ?? '').trim();
+      const scope = request.body.scope === 'write' ? 'write' : request.body.scope === 'read' ? 'read' : null;
+      if (name === '' || scope === null) {
+        return connectPage(request, reply, session, {
+          status: 400,
+          error: 'Give the key a name and choose its access.',
+        });
+      }
+      let key: Awaited<ReturnType<Keys['create']>>;
+      try {
+        key = await apiKeys.create(session.accountId, { name, scope });
+      } catch (error) {
+        if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
+        const refused = error.errors?.[0];
+        return connectPage(request, reply, session, {
+          status: 400,
+          error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
+        });
+      }
+      const notice = html`<div class="card notice" role="status" id="new-key">
 <h2>Your new key</h2>
 <p>Copy it now: it will not be shown again.</p>
 <p><code id="new-key-value">${key.key}</code></p>
 </div>`;
-    return connectPage(request, reply, session, { notice });
-  });
+      return connectPage(request, reply, session, { notice });
+    },
+  );
 
   app.post(
     '/connect/keys/:keyId/revoke',
-    { schema: { hide: true, params: KeyParams, body: FormBody }, config: CONNECT },
+    {
+      schema: { hide: true, params: KeyParams, body: FormBody },
+      config: { ...CONNECT, operation: 'revoke_api_key' },
+    },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -257,7 +268,10 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/assistants/:clientId/disconnect',
-    { schema: { hide: true, params: ClientParams, body: FormBody }, config: CONNECT },
+    {
+      schema: { hide: true, params: ClientParams, body: FormBody },
+      config: { ...CONNECT, operation: 'disconnect_assistant' },
+    },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
@@ -266,36 +280,45 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     },
   );
 
-  app.post('/connect/webhooks', { schema: ADD_WEBHOOK, config: CONNECT }, async (request, reply) => {
-    const session = await signedIn(request, reply);
-    if (!session || !kit.checkForm(request, reply, session)) return reply;
-    const form = webhookFormOf(request.body);
-    try {
-      const endpoint = await webhooks.create(webCall(request, session), {
-        url: form.url,
-        events: form.events,
-        description: form.description === '' ? null : form.description,
-      });
-      return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
-    } catch (error) {
-      const refused = formErrorOf(error);
-      if (!refused) throw error;
-      const status = isDomainError(error) && error.code === 'conflict' ? 409 : 400;
-      return connectPage(request, reply, session, { status, webhookForm: { ...form, error: refused } });
-    }
-  });
+  app.post(
+    '/connect/webhooks',
+    { schema: ADD_WEBHOOK, config: { ...CONNECT, operation: 'create_webhook' } },
+    async (request, reply) => {
+      const session = await signedIn(request, reply);
+      if (!session || !kit.checkForm(request, reply, session)) return reply;
+      const form = webhookFormOf(request.body);
+      try {
+        const endpoint = unwrap(
+          await webhooks.create(webCall(request, session), {
+            url: form.url,
+            events: form.events,
+            description: form.description === '' ? null : form.description,
+          }),
+        );
+        return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
+      } catch (error) {
+        const refused = formErrorOf(error);
+        if (!refused) throw error;
+        const status = isDomainError(error) && error.code === 'conflict' ? 409 : 400;
+        return connectPage(request, reply, session, { status, webhookForm: { ...form, error: refused } });
+      }
+    },
+  );
 
   /** Enable or Disable, back to the list or to the endpoint's page (`back`). */
   for (const action of ['enable', 'disable'] as const) {
     app.post(
       `/connect/webhooks/:id/${action}`,
-      { schema: { hide: true, params: WebhookParams, body: WebhookToggleBody }, config: CONNECT },
+      {
+        schema: { hide: true, params: WebhookParams, body: WebhookToggleBody },
+        config: { ...CONNECT, operation: 'update_webhook' },
+      },
       async (request, reply) => {
         const session = await signedIn(request, reply);
         if (!session || !kit.checkForm(request, reply, session)) return reply;
         const { id } = request.params;
         try {
-          await webhooks.update(webCall(request, session), id, { enabled: action === 'enable' });
+          unwrap(await webhooks.update(webCall(request, session), id, { enabled: action === 'enable' }));
         } catch (error) {
           return sendRefusal(kit, request, reply, session, error);
         }
@@ -312,12 +335,15 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/delete',
-    { schema: { hide: true, params: WebhookParams, body: FormBody }, config: CONNECT },
+    {
+      schema: { hide: true, params: WebhookParams, body: FormBody },
+      config: { ...CONNECT, operation: 'delete_webhook' },
+    },
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
       try {
-        await webhooks.remove(webCall(request, session), request.params.id);
+        unwrap(await webhooks.remove(webCall(request, session), request.params.id));
       } catch (error) {
         return sendRefusal(kit, request, reply, session, error);
       }
@@ -337,8 +363,8 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     let body: Html;
     try {
       const [endpoint, deliveries] = await Promise.all([
-        webhooks.get(call, id),
-        webhooks.deliveries(call, id, { page: opts.page ?? 1, per_page: DELIVERIES_PER_PAGE }),
+        webhooks.get(call, id).then(unwrap),
+        webhooks.deliveries(call, id, { page: opts.page ?? 1, per_page: DELIVERIES_PER_PAGE }).then(unwrap),
       ]);
       const csrf = kit.csrfField(request, reply, session);
       body = endpointPage({
@@ -377,13 +403,16 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/deliveries/:deliveryId/redeliver',
-    { schema: { hide: true, params: DeliveryParams, body: FormBody }, config: ENDPOINT },
+    {
+      schema: { hide: true, params: DeliveryParams, body: FormBody },
+      config: { ...ENDPOINT, operation: 'redeliver_webhook' },
+    },
     async (request, reply) => {
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${request.params.id}`);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
       const { id, deliveryId } = request.params;
       try {
-        await webhooks.redeliver(webCall(request, session), id, deliveryId);
+        unwrap(await webhooks.redeliver(webCall(request, session), id, deliveryId));
       } catch (error) {
         return sendRefusal(kit, request, reply, session, error);
       }
@@ -393,7 +422,10 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
 
   app.post(
     '/connect/webhooks/:id/replay',
-    { schema: { hide: true, params: WebhookParams, body: ReplayFormBody }, config: ENDPOINT },
+    {
+      schema: { hide: true, params: WebhookParams, body: ReplayFormBody },
+      config: { ...ENDPOINT, operation: 'replay_webhook' },
+    },
     async (request, reply) => {
       const { id } = request.params;
       const session = await kit.signedIn(request, reply, `/connect/webhooks/${id}`);
@@ -408,7 +440,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
       }
       let queued: number;
       try {
-        ({ queued } = await webhooks.replay(webCall(request, session), id, { from }));
+        ({ queued } = unwrap(await webhooks.replay(webCall(request, session), id, { from })));
       } catch (error) {
         if (isDomainError(error) && error.code === 'invalid_request') {
           const first = error.errors?.[0];

@@ -3,10 +3,12 @@ import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../do
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
+import type { ArticleWrite } from '../../application/article-write.ts';
+import { unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../errors.ts';
-import { webCall } from './call.ts';
+import { recordChanges, settled, webCall } from './call.ts';
 import { type Html, html } from './html.ts';
 import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -105,6 +107,7 @@ const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}
 
 export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff }) => {
   installPageHeaders(app);
+  recordChanges(app, kit, application.activity);
   // Large bodies, in this plugin's scope only (the other pages keep FORM_BODY_MAX).
   installFormParser(app, kit, { bodyLimit: EDITOR_FORM_LIMIT });
 
@@ -133,7 +136,7 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
   ): Promise<ArticleOut | null> {
     try {
       if (!ID_PATTERN.test(id)) throw new DomainError('not_found', `No article ${id}`);
-      return await application.articles.get(webCall(request, session), id);
+      return unwrap(await application.articles.get(webCall(request, session), id));
     } catch (error) {
       sendRefusal(kit, request, reply, session, error);
       return null;
@@ -244,8 +247,8 @@ ${links.map(
     let now: RevisionContentOut | null = null;
     try {
       [before, now] = await Promise.all([
-        application.revisions.get(call, article.id, from),
-        application.revisions.get(call, article.id, article.revision),
+        application.revisions.get(call, article.id, from).then(unwrap),
+        application.revisions.get(call, article.id, article.revision).then(unwrap),
       ]);
     } catch (error) {
       if (!isDomainError(error) || error.code !== 'not_found') throw error;
@@ -292,7 +295,15 @@ ${renderBodyDiff(changes, {
 
   app.post<{ Params: { id: string } }>(
     '/articles/:id/edit',
-    { schema: { hide: true }, config: { form: { from: 'account' } } },
+    {
+      schema: { hide: true },
+      config: {
+        form: { from: 'account' },
+        operation: 'update_article',
+        subject: 'article',
+        source: 'editor',
+      },
+    },
     async (request, reply) => {
       const id = request.params.id;
       const session = await kit.signedIn(request, reply, `${articlePath(id)}/edit`);
@@ -300,15 +311,18 @@ ${renderBodyDiff(changes, {
       const article = await load(request, reply, session, id);
       if (!article) return reply;
       const draft = draftOf(request.body, article.revision);
-      let saved: Awaited<ReturnType<Application['articles']['edit']>>;
+      let saved: ArticleWrite;
       try {
-        saved = await application.articles.edit(webCall(request, session), {
-          articleId: id,
-          title: draft.title,
-          body: draft.body,
-          reason: draft.reason.trim() === '' ? null : draft.reason,
-          expectedRevision: draft.expectedRevision,
-        });
+        saved = settled(
+          request,
+          await application.articles.edit(webCall(request, session), {
+            articleId: id,
+            title: draft.title,
+            body: draft.body,
+            reason: draft.reason.trim() === '' ? null : draft.reason,
+            expectedRevision: draft.expectedRevision,
+          }),
+        );
       } catch (error) {
         if (!isDomainError(error) || error.code === 'not_found') {
           return sendRefusal(kit, request, reply, session, error);

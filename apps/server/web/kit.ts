@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { Accounts } from '../../application/accounts.ts';
+import type { Acting } from '../api/activity-log.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
 import { createDevices, type Devices } from './device.ts';
 import { FORM_BODY_MAX, parseForm } from './form-body.ts';
@@ -83,6 +84,8 @@ export type WebKit = {
    * (default: this page; a form's POST names the page the form is on).
    */
   signedIn(request: FastifyRequest, reply: FastifyReply, returnTo?: string): Promise<WebSession | null>;
+  /** Whom a request acts for, once `signedIn` has found its account holder's session (the activity log's question). */
+  actingOf(request: FastifyRequest): Acting | null;
   /** True when the POST passes the CSRF checks; otherwise sends a 403 page and returns false. */
   checkForm(
     request: FastifyRequest,
@@ -132,6 +135,7 @@ export function createWebKit(deps: WebDeps): WebKit {
   const secure = new URL(deps.publicUrl).protocol === 'https:';
   const now = deps.now ?? (() => new Date());
   const sessions = createWebSessions({ db: deps.db, secure, now });
+  const acting = new WeakMap<FastifyRequest, Acting>();
   const csrf = createCsrf({ secret: deps.secret, publicUrl: deps.publicUrl, secure });
   const kit: WebKit = {
     db: deps.db,
@@ -178,7 +182,14 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
     async signedIn(request, reply, returnTo = request.url) {
       const session = await sessions.current(request);
       if (!session) reply.redirect(kit.signInUrl(returnTo), 303);
+      else {
+        const actor = { type: 'user' as const, id: session.account.id, name: session.account.name };
+        acting.set(request, { accountId: session.accountId, actor, refused: false });
+      }
       return session;
+    },
+    actingOf(request) {
+      return acting.get(request) ?? null;
     },
     checkForm(request, reply, session) {
       const body = request.body as Record<string, unknown> | undefined;

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError } from '../../../domain/errors.ts';
+import { unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { ReportDayOut, ReportOut } from '../../application/sites.ts';
 import type { StatsOut } from '../../application/wire.ts';
@@ -98,14 +99,14 @@ ${valid ? html`<a id="csv" href="${hrefOf(`/sites/${siteId}/report.csv`, { perio
       let report: ReportOut;
       try {
         if (key === null) {
-          const site = await application.sites.get(call, siteId);
+          const site = unwrap(await application.sites.get(call, siteId));
           return badPeriod(request, reply, session, site.id, site.name, '', 'Period: must be given once');
         }
-        report = await application.sites.report(call, siteId, key);
+        report = unwrap(await application.sites.report(call, siteId, key));
       } catch (error) {
         if (isDomainError(error) && error.code === 'invalid_request' && key !== null) {
           try {
-            const site = await application.sites.get(call, siteId);
+            const site = unwrap(await application.sites.get(call, siteId));
             return badPeriod(
               request,
               reply,
@@ -123,14 +124,16 @@ ${valid ? html`<a id="csv" href="${hrefOf(`/sites/${siteId}/report.csv`, { perio
       }
       const { from, to } = report.stats.period;
       const [articles, backlinks] = await Promise.all([
-        application.articles.list(call, siteId, {
-          from,
-          to,
-          status: 'published',
-          page: 1,
-          per_page: LIST_LIMIT,
-        }),
-        application.sites.backlinks(call, siteId, { from, to, page: 1, per_page: LIST_LIMIT }),
+        application.articles
+          .list(call, siteId, {
+            from,
+            to,
+            status: 'published',
+            page: 1,
+            per_page: LIST_LIMIT,
+          })
+          .then(unwrap),
+        application.sites.backlinks(call, siteId, { from, to, page: 1, per_page: LIST_LIMIT }).then(unwrap),
       ]);
       const site = report.site;
       const path = `/sites/${encodeURIComponent(site.id)}`;
@@ -233,7 +236,7 @@ ${backlinks.meta.total > LIST_LIMIT ? html`<p class="muted">The first ${LIST_LIM
       const key = periodParam(request) ?? '';
       let report: ReportOut;
       try {
-        report = await application.sites.report(webCall(request, session), request.params.id, key);
+        report = unwrap(await application.sites.report(webCall(request, session), request.params.id, key));
       } catch (error) {
         return sendRefusal(kit, request, reply, session, error);
       }

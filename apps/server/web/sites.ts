@@ -2,9 +2,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ArticleStatus } from '../../../domain/article/events.ts';
 import { BacklinkCategory } from '../../../domain/backlink/events.ts';
 import { isWebUrl } from '../../../domain/input.ts';
+import { unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
-import type { BacklinkOut, SiteOut } from '../../application/wire.ts';
+import type { ArticleListItemOut, BacklinkOut, SiteOut } from '../../application/wire.ts';
 import { SiteParams } from '../api/schemas.ts';
 import { webCall } from './call.ts';
 import { type Html, html, raw } from './html.ts';
@@ -93,10 +94,12 @@ export const sitePages: FastifyPluginAsync<{ kit: WebKit; application: Applicati
     if (!session) return reply;
     const raw = (request.query as Record<string, unknown>).page;
     const page = typeof raw === 'string' && /^[1-9]\d{0,5}$/.test(raw) ? Number(raw) : 1;
-    const sites = await application.sites.overview(webCall(request, session), {
-      page,
-      per_page: SITES_PER_PAGE,
-    });
+    const sites = unwrap(
+      await application.sites.overview(webCall(request, session), {
+        page,
+        per_page: SITES_PER_PAGE,
+      }),
+    );
     const month = sites.data[0]?.this_month;
     const body = html`<h1>Sites</h1>
 ${
@@ -132,7 +135,7 @@ ${pager('Pages of sites', page, sites.meta.total_pages, (n) => hrefOf('/sites', 
     const call = webCall(request, session);
     let site: SiteOut;
     try {
-      site = await application.sites.get(call, siteId);
+      site = unwrap(await application.sites.get(call, siteId));
     } catch (error) {
       return fail(request, reply, session, error);
     }
@@ -153,18 +156,22 @@ ${pager('Pages of sites', page, sites.meta.total_pages, (n) => hrefOf('/sites', 
     const q = read.query;
     try {
       const [articles, backlinks] = await Promise.all([
-        application.articles.list(call, siteId, {
-          from: q.from,
-          to: q.to,
-          status: q.status,
-          page: q.page,
-          per_page: ARTICLES_PER_PAGE,
-        }),
-        application.sites.backlinks(call, siteId, {
-          category: q.category,
-          page: q.backlinks_page,
-          per_page: BACKLINKS_PER_PAGE,
-        }),
+        application.articles
+          .list(call, siteId, {
+            from: q.from,
+            to: q.to,
+            status: q.status,
+            page: q.page,
+            per_page: ARTICLES_PER_PAGE,
+          })
+          .then(unwrap),
+        application.sites
+          .backlinks(call, siteId, {
+            category: q.category,
+            page: q.backlinks_page,
+            per_page: BACKLINKS_PER_PAGE,
+          })
+          .then(unwrap),
       ]);
       return kit.send(reply, {
         title: site.name,
@@ -179,7 +186,7 @@ ${pager('Pages of sites', page, sites.meta.total_pages, (n) => hrefOf('/sites', 
   });
 };
 
-type ArticlesPage = Awaited<ReturnType<Application['articles']['list']>>;
+type ArticlesPage = Listed<ArticleListItemOut>;
 
 function sitePage(
   site: SiteOut,
