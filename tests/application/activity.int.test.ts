@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callOf, type Principal } from '../../apps/application/call.ts';
+import { callOf, type Principal, unwrap } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import type { ActivityOut } from '../../apps/application/wire.ts';
 import type { Runtime } from '../../apps/runtime.ts';
@@ -7,7 +7,7 @@ import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../support/runtime.ts';
 
 /*
- * The activity use cases: a write notes the revision it created on its call, the log stores and lists
+ * The activity use cases: a write's outcome names the revision it created, the log stores and lists
  * it, and a page of records gets the names of what it names (the account's own only).
  */
 describe('the activity use cases', () => {
@@ -25,6 +25,10 @@ describe('the activity use cases', () => {
     origin: 'api',
     scope: 'write',
   });
+  const list = async (...args: Parameters<Application['activity']['list']>) =>
+    unwrap(await app.activity.list(...args));
+  const subjects = async (...args: Parameters<Application['activity']['subjects']>) =>
+    unwrap(await app.activity.subjects(...args));
   const article = (siteId: string, title: string) => ({
     siteId,
     title,
@@ -72,24 +76,29 @@ describe('the activity use cases', () => {
     await drop?.();
   });
 
-  it('notes on the call the revision a write created, and none for a write that changed nothing or a read', async () => {
-    const edit = callOf(principal(mine.accountId));
-    expect(edit.touched.revision).toBeNull();
-    await app.articles.edit(edit, { articleId, title: 'Boilers, serviced' });
-    expect(edit.touched).toEqual({ siteId: mine.siteId, articleId, revision: 2 });
+  it('returns in the outcome the revision a write created, and none for a write that changed nothing or a read', async () => {
+    const edit = await app.articles.edit(callOf(principal(mine.accountId)), {
+      articleId,
+      title: 'Boilers, serviced',
+    });
+    expect(edit.subject).toEqual({ siteId: mine.siteId, articleId, revision: 2 });
 
-    const same = callOf(principal(mine.accountId));
-    const unchanged = await app.articles.edit(same, { articleId, title: 'Boilers, serviced' });
-    expect(unchanged.change.changed).toBe(false);
-    expect(same.touched.revision).toBeNull();
+    const unchanged = await app.articles.edit(callOf(principal(mine.accountId)), {
+      articleId,
+      title: 'Boilers, serviced',
+    });
+    expect(unwrap(unchanged).change.changed).toBe(false);
+    expect(unchanged.subject.revision).toBeNull();
 
-    const restore = callOf(principal(mine.accountId));
-    await app.revisions.restore(restore, { articleId, revision: 1 });
-    expect(restore.touched.revision).toBe(3);
+    const restore = await app.revisions.restore(callOf(principal(mine.accountId)), {
+      articleId,
+      revision: 1,
+    });
+    expect(restore.subject.revision).toBe(3);
 
-    const read = callOf(principal(mine.accountId));
-    await app.articles.get(read, articleId);
-    expect(read.touched.revision).toBeNull();
+    const read = await app.articles.get(callOf(principal(mine.accountId)), articleId);
+    expect(read.ok).toBe(true);
+    expect(read.subject).toEqual({ siteId: mine.siteId, articleId, revision: null });
   });
 
   it('stores the revision with the record and lists it; a record without one lists null', async () => {
@@ -97,14 +106,23 @@ describe('the activity use cases', () => {
       accountId: mine.accountId,
       source: 'api' as const,
       actor: apiKeyActor,
-      siteId: mine.siteId,
-      articleId,
       status: 200,
       durationMs: 3,
     };
-    await app.activity.record({ ...base, operation: 'update_article', revision: 2, requestId: 'req_w' });
-    await app.activity.record({ ...base, operation: 'get_article', revision: null, requestId: 'req_r' });
-    const listed = await app.activity.list(callOf(principal(mine.accountId)), {
+    const subject = (revision: number | null) => ({ siteId: mine.siteId, articleId, revision });
+    await app.activity.record({
+      ...base,
+      operation: 'update_article',
+      subject: subject(2),
+      requestId: 'req_w',
+    });
+    await app.activity.record({
+      ...base,
+      operation: 'get_article',
+      subject: subject(null),
+      requestId: 'req_r',
+    });
+    const listed = await list(callOf(principal(mine.accountId)), {
       page: 1,
       per_page: 100,
       source: 'api',
@@ -112,7 +130,7 @@ describe('the activity use cases', () => {
     const byRequest = Object.fromEntries(listed.data.map((r) => [r.request_id, r.revision]));
     expect(byRequest).toEqual({ req_w: 2, req_r: null });
     // The pipeline's own change (the article's creation) is revision 1.
-    const pipeline = await app.activity.list(callOf(principal(mine.accountId)), {
+    const pipeline = await list(callOf(principal(mine.accountId)), {
       page: 1,
       per_page: 100,
       source: 'rewrite',
@@ -137,14 +155,14 @@ describe('the activity use cases', () => {
       client_request_id: null,
       duration_ms: 1,
     });
-    const names = await app.activity.subjects(callOf(principal(mine.accountId)), [
+    const names = await subjects(callOf(principal(mine.accountId)), [
       record(mine.siteId, articleId),
       record(mine.siteId, null),
       record(theirs.siteId, theirArticleId),
     ]);
     expect(Object.fromEntries(names.sites)).toEqual({ [mine.siteId]: 'Northside Plumbing' });
     expect(Object.fromEntries(names.articles)).toEqual({ [articleId]: 'Boilers' });
-    expect(await app.activity.subjects(callOf(principal(mine.accountId)), [])).toEqual({
+    expect(await subjects(callOf(principal(mine.accountId)), [])).toEqual({
       sites: new Map(),
       articles: new Map(),
     });
@@ -152,9 +170,9 @@ describe('the activity use cases', () => {
   describe("support staff's searches", () => {
     const staff = { id: 'stf_audit', name: 'Sam Support', email: 'sam@support.example' };
     const looks = async (accountId: string): Promise<ActivityOut[]> =>
-      (
-        await app.activity.list(callOf(principal(accountId)), { page: 1, per_page: 100, source: 'system' })
-      ).data.filter((r) => r.operation === 'staff_search');
+      (await list(callOf(principal(accountId)), { page: 1, per_page: 100, source: 'system' })).data.filter(
+        (r) => r.operation === 'staff_search',
+      );
 
     it("records a search in every listed account's log, in no other, and in the staff audit", async () => {
       const ids = { requestId: 'req_06h0search00000000000000000', clientRequestId: null };

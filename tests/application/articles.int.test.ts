@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Call, callOf, type EditLimit, type Principal } from '../../apps/application/call.ts';
+import { type Call, callOf, type EditLimit, type Principal, unwrap } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
@@ -13,7 +13,7 @@ import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../
 
 /*
  * The use cases on their own, as every face calls them: a principal and plain inputs in, wire objects
- * or typed errors out, the edit limit's decision on the call.
+ * or typed refusals out as outcomes, with the subject touched and the edit limit's decision.
  */
 
 /** An edit limit of `quota` a day for every account, counted here. */
@@ -92,32 +92,33 @@ describe('the application layer', () => {
     if (mediaDir) await rm(mediaDir, { recursive: true, force: true });
   });
 
-  it("answers another account's article exactly as a missing one, and notes what the call touched", async () => {
-    const call = callOf(principal(theirs.accountId));
-    expect(await refusal(app().articles.get(call, articleId))).toBe('not_found');
+  it("answers another account's article exactly as a missing one, and says what the call touched", async () => {
+    const foreign = app().articles.get(callOf(principal(theirs.accountId)), articleId);
+    expect(await refusal(foreign)).toBe('not_found');
     expect(await refusal(app().articles.get(callOf(principal(mine.accountId)), 'art_missing'))).toBe(
       'not_found',
     );
-    expect(call.touched).toEqual({ siteId: null, articleId, revision: null });
+    expect((await foreign).subject).toEqual({ siteId: null, articleId, revision: null });
 
-    const own = callOf(principal(mine.accountId));
-    const article = await app().articles.get(own, articleId);
-    expect(article).toMatchObject({ id: articleId, site_id: mine.siteId, title: 'Boilers' });
-    expect(own.touched).toEqual({ siteId: mine.siteId, articleId, revision: null });
+    const own = await app().articles.get(callOf(principal(mine.accountId)), articleId);
+    expect(unwrap(own)).toMatchObject({ id: articleId, site_id: mine.siteId, title: 'Boilers' });
+    expect(own.subject).toEqual({ siteId: mine.siteId, articleId, revision: null });
   });
 
-  it("makes an edit a revision of the principal's origin and puts the edit limit's decision on the call", async () => {
+  it("makes an edit a revision of the principal's origin, with the edit limit's decision in its outcome", async () => {
     const call = callOf(principal(mine.accountId));
-    const write = await app().articles.edit(call, { articleId, title: 'Boilers in winter' });
+    const outcome = await app().articles.edit(call, { articleId, title: 'Boilers in winter' });
+    const write = unwrap(outcome);
     expect(write.replayed).toBe(false);
     expect(write.change).toMatchObject({ title: 'Boilers in winter', changed: true, revision: 2 });
-    expect(call.edits).toMatchObject({ allowed: true, policy: { name: 'edits' } });
-    const revisions = await app().revisions.list(call, articleId, { page: 1, per_page: 10 });
+    expect(outcome.edits).toMatchObject({ allowed: true, policy: { name: 'edits' } });
+    expect(outcome.subject).toEqual({ siteId: mine.siteId, articleId, revision: 2 });
+    const revisions = unwrap(await app().revisions.list(call, articleId, { page: 1, per_page: 10 }));
     expect(revisions.data[0]).toMatchObject({ revision: 2, origin: 'editor' });
     expect(revisions.meta).toEqual({ page: 1, per_page: 10, total: 2, total_pages: 1 });
   });
 
-  it('refuses a write past the edit limit with the decision on the call, and changes nothing', async () => {
+  it('refuses a write past the edit limit with the decision in its outcome, and changes nothing', async () => {
     const strict = createApplication({
       db: runtime.db,
       commands: runtime.commands,
@@ -128,12 +129,11 @@ describe('the application layer', () => {
       fetchImage: async () => png,
     });
     const call = callOf(principal(mine.accountId));
-    const before = await strict.articles.get(callOf(principal(mine.accountId)), articleId);
-    expect(await refusal(strict.articles.edit(call, { articleId, title: 'Never saved' }))).toBe(
-      'edit_limit_reached',
-    );
-    expect(call.edits).toMatchObject({ allowed: false, remaining: 0, resetSeconds: 3600 });
-    expect((await strict.articles.get(callOf(principal(mine.accountId)), articleId)).revision).toBe(
+    const before = unwrap(await strict.articles.get(callOf(principal(mine.accountId)), articleId));
+    const refused = strict.articles.edit(call, { articleId, title: 'Never saved' });
+    expect(await refusal(refused)).toBe('edit_limit_reached');
+    expect((await refused).edits).toMatchObject({ allowed: false, remaining: 0, resetSeconds: 3600 });
+    expect(unwrap(await strict.articles.get(callOf(principal(mine.accountId)), articleId)).revision).toBe(
       before.revision,
     );
   });
@@ -147,16 +147,12 @@ describe('the application layer', () => {
 
   it('replays an idempotent retry without a second revision or a second counted edit', async () => {
     const idempotency = { key: `retry-${Date.now()}`, request: ['PUT', articleId, { title: 'Once' }] };
-    const first = await app().articles.edit(
-      callOf(principal(mine.accountId)),
-      { articleId, title: 'Once' },
-      idempotency,
+    const first = unwrap(
+      await app().articles.edit(callOf(principal(mine.accountId)), { articleId, title: 'Once' }, idempotency),
     );
     const counted = limit.taken;
-    const again = await app().articles.edit(
-      callOf(principal(mine.accountId)),
-      { articleId, title: 'Once' },
-      idempotency,
+    const again = unwrap(
+      await app().articles.edit(callOf(principal(mine.accountId)), { articleId, title: 'Once' }, idempotency),
     );
     expect(again).toEqual({ replayed: true, change: first.change });
     expect(limit.taken).toBe(counted);
@@ -164,7 +160,7 @@ describe('the application layer', () => {
 
   it('stores no image for a write refused as stale, and stores one for an accepted replacement', async () => {
     const call: Call = callOf(principal(mine.accountId));
-    const current = (await app().articles.get(call, articleId)).revision;
+    const current = unwrap(await app().articles.get(call, articleId)).revision;
     const stale = app().articles.replaceFeaturedImage(call, {
       articleId,
       image: { url: 'https://images.example/a.png', alt: 'A boiler' },
@@ -173,11 +169,13 @@ describe('the application layer', () => {
     expect(await refusal(stale)).toBe('revision_mismatch');
     expect(await mediaFiles(mediaDir)).toEqual([]);
 
-    const write = await app().articles.replaceFeaturedImage(call, {
-      articleId,
-      image: { upload: async () => ({ bytes: png, alt: 'A boiler' }) },
-      expectedRevision: current,
-    });
+    const write = unwrap(
+      await app().articles.replaceFeaturedImage(call, {
+        articleId,
+        image: { upload: async () => ({ bytes: png, alt: 'A boiler' }) },
+        expectedRevision: current,
+      }),
+    );
     expect(write.change.featured_image).toMatchObject({ alt: 'A boiler', width: 40, height: 30 });
     expect(write.change.featured_image?.url).toMatch(/^https:\/\/content\.example\/media\//);
     expect(await mediaFiles(mediaDir)).toHaveLength(1);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callOf, type Principal } from '../../apps/application/call.ts';
+import { callOf, type Principal, unwrap } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import { everyDay } from '../../apps/application/sites.ts';
 import type { Runtime } from '../../apps/runtime.ts';
@@ -104,7 +104,7 @@ describe('the sites use cases', () => {
 
   it("gives each of the account's sites with its articles and this month's counts", async () => {
     const call = callOf(principal(mine.accountId));
-    const overview = await app().sites.overview(call, { page: 1, per_page: 10 });
+    const overview = unwrap(await app().sites.overview(call, { page: 1, per_page: 10 }));
     expect(overview.meta).toEqual({ page: 1, per_page: 10, total: 2, total_pages: 1 });
     expect(overview.data.map((s) => [s.id, s.name, s.articles, s.this_month])).toEqual([
       [
@@ -120,17 +120,17 @@ describe('the sites use cases', () => {
         { from: '2026-11-01', to: '2026-11-30', articles_published: 0, backlinks: 1 },
       ],
     ]);
-    const rival = await app().sites.overview(callOf(principal(theirs.accountId)), { page: 1, per_page: 10 });
+    const rival = unwrap(
+      await app().sites.overview(callOf(principal(theirs.accountId)), { page: 1, per_page: 10 }),
+    );
     expect(rival.data.map((s) => s.id)).not.toContain(mine.siteId);
   });
 
   it('gets one site of the account, and answers another account as a missing one', async () => {
     const call = callOf(principal(mine.accountId));
-    expect(await app().sites.get(call, mine.siteId)).toMatchObject({
-      id: mine.siteId,
-      domain: 'northside.example',
-    });
-    expect(call.touched.siteId).toBe(mine.siteId);
+    const site = await app().sites.get(call, mine.siteId);
+    expect(unwrap(site)).toMatchObject({ id: mine.siteId, domain: 'northside.example' });
+    expect(site.subject.siteId).toBe(mine.siteId);
     expect(await refusal(app().sites.get(callOf(principal(theirs.accountId)), mine.siteId))).toBe(
       'not_found',
     );
@@ -138,7 +138,7 @@ describe('the sites use cases', () => {
 
   it("reports every day of the period, totals equal to the stats, and the previous month's totals", async () => {
     const call = callOf(principal(mine.accountId));
-    const report = await app().sites.report(call, mine.siteId, 'this_month');
+    const report = unwrap(await app().sites.report(call, mine.siteId, 'this_month'));
     expect(report.site.id).toBe(mine.siteId);
     expect(report.days).toHaveLength(30);
     expect(report.days[0]).toEqual({
@@ -154,18 +154,20 @@ describe('the sites use cases', () => {
       backlinks_industry: 0,
       backlinks_local: 1,
     });
-    const stats = await app().sites.stats(call, mine.siteId, 'this_month');
+    const stats = unwrap(await app().sites.stats(call, mine.siteId, 'this_month'));
     expect(report.stats).toEqual(stats);
     expect(report.stats).toMatchObject({ articles: { published: 3 }, backlinks: { total: 3, industry: 1 } });
     expect(report.previous).toEqual({
-      ...(await app().sites.stats(call, mine.siteId, '2026-10')),
+      ...unwrap(await app().sites.stats(call, mine.siteId, '2026-10')),
       period: { key: 'previous', from: '2026-10-01', to: '2026-10-31' },
     });
     expect(report.previous).toMatchObject({ articles: { published: 1 }, backlinks: { industry: 2 } });
   });
 
   it('compares the last 30 days with the 30 days before', async () => {
-    const report = await app().sites.report(callOf(principal(mine.accountId)), mine.siteId, 'last_30_days');
+    const report = unwrap(
+      await app().sites.report(callOf(principal(mine.accountId)), mine.siteId, 'last_30_days'),
+    );
     expect(report.stats.period).toEqual({ key: 'last_30_days', from: '2026-10-22', to: '2026-11-20' });
     expect(report.previous.period).toEqual({ key: 'previous', from: '2026-09-22', to: '2026-10-21' });
     expect(report.days).toHaveLength(30);

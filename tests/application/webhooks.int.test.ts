@@ -8,7 +8,7 @@ import type { Db } from '../../infra/db/schema.ts';
 import { allowNetworks } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { backends } from '../support/db.ts';
-import { refusal } from '../support/errors.ts';
+import { refusal, type Throwing, throwing } from '../support/errors.ts';
 import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';
 
 /*
@@ -35,6 +35,8 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
   let drop: () => Promise<void>;
   let clock = new Date('2026-11-20T12:00:00Z');
   let app: Application;
+  /** The webhook use cases, answering their values and throwing their refusals. */
+  let hooks: Throwing<Application['webhooks']>;
   let db: Db;
 
   const principal = (accountId: string, scope: 'read' | 'write' = 'write'): Principal => ({
@@ -75,6 +77,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       fetchImage: async () => new Uint8Array(),
       allowOutbound: allowNetworks(['10.20.0.0/16']),
     });
+    hooks = throwing(app.webhooks);
   });
   afterAll(async () => {
     await drop?.();
@@ -118,7 +121,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
   describe('registering', () => {
     it('answers the endpoint with its secret, once: later answers and lists never carry it', async () => {
       const account = await openAccount('Secret Ltd');
-      const created = await app.webhooks.create(as(account), {
+      const created = await hooks.create(as(account), {
         url: 'https://hooks.example.com/content?team=7',
         events: ['article.published', 'report.ready'],
         description: 'Team chat',
@@ -144,21 +147,21 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
         .executeTakeFirstOrThrow();
       expect(stored.secret).toBe(created.secret);
 
-      const got = await app.webhooks.get(as(account), created.id);
+      const got = await hooks.get(as(account), created.id);
       expect(got).not.toHaveProperty('secret');
       const { secret: _secret, ...withoutSecret } = created;
       expect(got).toEqual(withoutSecret);
-      const listed = await app.webhooks.list(as(account), { page: 1, per_page: 20 });
+      const listed = await hooks.list(as(account), { page: 1, per_page: 20 });
       expect(listed.data).toEqual([withoutSecret]);
       expect(JSON.stringify(listed)).not.toContain(created.secret);
       // Two endpoints never share a secret.
-      const other = await app.webhooks.create(as(account), hook);
+      const other = await hooks.create(as(account), hook);
       expect(other.secret).not.toBe(created.secret);
     });
 
     it('refuses URLs that are not absolute https, carry credentials or name an address it may not reach', async () => {
       const account = await openAccount('Rules Ltd');
-      const url = (u: string) => refusedField(app.webhooks.create(as(account), { ...hook, url: u }));
+      const url = (u: string) => refusedField(hooks.create(as(account), { ...hook, url: u }));
       expect(await url('/relative/path')).toBe('invalid_request:url');
       expect(await url('hooks.example.com/content')).toBe('invalid_request:url');
       expect(await url('ftp://hooks.example.com/')).toBe('invalid_request:url');
@@ -180,7 +183,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       expect(await url('https://10.20.3.4/hook')).toBe('accepted');
       expect(await url('https://8.8.8.8/hook')).toBe('accepted');
       expect(await url('https://hooks.example.com:8443/in')).toBe('accepted');
-      const stored = await app.webhooks.list(as(account), { page: 1, per_page: 20 });
+      const stored = await hooks.list(as(account), { page: 1, per_page: 20 });
       // One clock tick for all: same created_at, so their order is by id; compare as a set.
       expect(stored.data.map((e) => e.url).sort()).toEqual([
         'http://10.20.3.4:8080/hook',
@@ -201,7 +204,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
     it('refuses events that are missing, unknown or repeated, and long or broken descriptions', async () => {
       const account = await openAccount('Events Ltd');
       const create = (input: Record<string, unknown>) =>
-        refusedField(app.webhooks.create(as(account), { ...hook, ...input } as typeof hook));
+        refusedField(hooks.create(as(account), { ...hook, ...input } as typeof hook));
       expect(await create({ events: [] })).toBe('invalid_request:events');
       expect(await create({ events: ['article.deleted'] })).toBe('invalid_request:events');
       expect(await create({ events: ['report.ready', 'report.ready'] })).toBe('invalid_request:events');
@@ -220,27 +223,27 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
           ],
         }),
       ).toBe('accepted');
-      expect((await app.webhooks.list(as(account), { page: 1, per_page: 20 })).meta.total).toBe(2);
+      expect((await hooks.list(as(account), { page: 1, per_page: 20 })).meta.total).toBe(2);
     });
 
     it('keeps at most 10 endpoints per account, even when they are added at once', async () => {
       const account = await openAccount('Many Ltd');
       const results = await Promise.all(
         Array.from({ length: 12 }, (_, i) =>
-          refusal(app.webhooks.create(as(account), { ...hook, url: `https://hooks.example.com/${i}` })),
+          refusal(hooks.create(as(account), { ...hook, url: `https://hooks.example.com/${i}` })),
         ),
       );
       expect(results.filter((r) => r === 'accepted')).toHaveLength(10);
       expect(results.filter((r) => r === 'conflict')).toHaveLength(2);
-      const error = await app.webhooks.create(as(account), hook).catch((e: unknown) => e);
+      const error = await hooks.create(as(account), hook).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(DomainError);
       expect((error as DomainError).message).toMatch(/10 webhook endpoints.*delete one/);
       // Another account has its own 10; deleting one makes room again.
-      expect(await refusal(app.webhooks.create(as(await openAccount('Few Ltd')), hook))).toBe('accepted');
-      const first = (await app.webhooks.list(as(account), { page: 1, per_page: 20 })).data[0];
-      await app.webhooks.remove(as(account), first?.id as string);
-      expect(await refusal(app.webhooks.create(as(account), hook))).toBe('accepted');
-      expect((await app.webhooks.list(as(account), { page: 1, per_page: 20 })).meta.total).toBe(10);
+      expect(await refusal(hooks.create(as(await openAccount('Few Ltd')), hook))).toBe('accepted');
+      const first = (await hooks.list(as(account), { page: 1, per_page: 20 })).data[0];
+      await hooks.remove(as(account), first?.id as string);
+      expect(await refusal(hooks.create(as(account), hook))).toBe('accepted');
+      expect((await hooks.list(as(account), { page: 1, per_page: 20 })).meta.total).toBe(10);
     });
   });
 
@@ -248,20 +251,20 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
     it("answers another account's endpoint exactly like one that does not exist", async () => {
       const mine = await openAccount('Mine Ltd');
       const theirs = await openAccount('Theirs Ltd');
-      const endpoint = await app.webhooks.create(as(theirs), hook);
+      const endpoint = await hooks.create(as(theirs), hook);
       const delivery = await insertDelivery({ id: endpoint.id, accountId: theirs }, 1);
       const id = endpoint.id;
       const me = as(mine);
-      expect(await refusal(app.webhooks.get(me, id))).toBe('not_found');
-      expect(await refusal(app.webhooks.update(me, id, { enabled: false }))).toBe('not_found');
-      expect(await refusal(app.webhooks.remove(me, id))).toBe('not_found');
-      expect(await refusal(app.webhooks.deliveries(me, id, { page: 1, per_page: 20 }))).toBe('not_found');
-      expect(await refusal(app.webhooks.redeliver(me, id, delivery))).toBe('not_found');
-      expect(await refusal(app.webhooks.replay(me, id, { from: '2026-11-01T00:00:00Z' }))).toBe('not_found');
-      expect(await refusal(app.webhooks.get(me, 'whe_nope'))).toBe('not_found');
-      expect((await app.webhooks.list(me, { page: 1, per_page: 20 })).data).toEqual([]);
+      expect(await refusal(hooks.get(me, id))).toBe('not_found');
+      expect(await refusal(hooks.update(me, id, { enabled: false }))).toBe('not_found');
+      expect(await refusal(hooks.remove(me, id))).toBe('not_found');
+      expect(await refusal(hooks.deliveries(me, id, { page: 1, per_page: 20 }))).toBe('not_found');
+      expect(await refusal(hooks.redeliver(me, id, delivery))).toBe('not_found');
+      expect(await refusal(hooks.replay(me, id, { from: '2026-11-01T00:00:00Z' }))).toBe('not_found');
+      expect(await refusal(hooks.get(me, 'whe_nope'))).toBe('not_found');
+      expect((await hooks.list(me, { page: 1, per_page: 20 })).data).toEqual([]);
       // Nothing of theirs changed.
-      const still = await app.webhooks.get(as(theirs), id);
+      const still = await hooks.get(as(theirs), id);
       expect(still.enabled).toBe(true);
       const rows = await db
         .selectFrom('webhook_deliveries')
@@ -273,7 +276,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
 
     it('needs a write grant for every webhook use case, reads included', async () => {
       const account = await openAccount('Reader Ltd');
-      const endpoint = await app.webhooks.create(as(account), hook);
+      const endpoint = await hooks.create(as(account), hook);
       const reader = as(account, 'read');
       const calls: Promise<unknown>[] = [
         app.webhooks.create(reader, hook),
@@ -286,26 +289,26 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
         app.webhooks.replay(reader, endpoint.id, { from: '2026-11-01T00:00:00Z' }),
       ];
       for (const call of calls) expect(await refusal(call)).toBe('insufficient_scope');
-      expect((await app.webhooks.get(as(account), endpoint.id)).enabled).toBe(true);
+      expect((await hooks.get(as(account), endpoint.id)).enabled).toBe(true);
     });
     it('confirms an API key the adapter left unconfirmed, refusing a revoked one', async () => {
       const account = await openAccount('Key Ltd');
       const { keyId } = await runtime.commands.createApiKey(account, { name: 'Hooks', scope: 'write' });
       const withKey = (): Call => callOf({ ...principal(account), liveKey: keyId });
-      expect(await refusal(app.webhooks.create(withKey(), hook))).toBe('accepted');
+      expect(await refusal(hooks.create(withKey(), hook))).toBe('accepted');
       await runtime.commands.revokeApiKey(account, keyId);
-      expect(await refusal(app.webhooks.list(withKey(), { page: 1, per_page: 20 }))).toBe('unauthenticated');
-      expect(await refusal(app.webhooks.create(withKey(), hook))).toBe('unauthenticated');
-      expect((await app.webhooks.list(as(account), { page: 1, per_page: 20 })).meta.total).toBe(1);
+      expect(await refusal(hooks.list(withKey(), { page: 1, per_page: 20 }))).toBe('unauthenticated');
+      expect(await refusal(hooks.create(withKey(), hook))).toBe('unauthenticated');
+      expect((await hooks.list(as(account), { page: 1, per_page: 20 })).meta.total).toBe(1);
     });
   });
 
   describe('changing (PATCH)', () => {
     it('disables with the account as the reason, and enabling clears the reason, the time and the failure streak', async () => {
       const account = await openAccount('Toggle Ltd');
-      const endpoint = await app.webhooks.create(as(account), hook);
+      const endpoint = await hooks.create(as(account), hook);
       clock = new Date('2026-11-21T08:00:00Z');
-      const off = await app.webhooks.update(as(account), endpoint.id, { enabled: false });
+      const off = await hooks.update(as(account), endpoint.id, { enabled: false });
       expect(off).toMatchObject({
         enabled: false,
         disabled_reason: 'account',
@@ -315,7 +318,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       });
       // Disabling again keeps when (and why) it was disabled.
       clock = new Date('2026-11-22T08:00:00Z');
-      const again = await app.webhooks.update(as(account), endpoint.id, { enabled: false });
+      const again = await hooks.update(as(account), endpoint.id, { enabled: false });
       expect(again).toMatchObject({ disabled_reason: 'account', disabled_at: '2026-11-21T08:00:00Z' });
 
       // The delivery engine disabled it: it answered 410.
@@ -328,13 +331,13 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
         })
         .where('id', '=', endpoint.id)
         .execute();
-      expect(await app.webhooks.get(as(account), endpoint.id)).toMatchObject({
+      expect(await hooks.get(as(account), endpoint.id)).toMatchObject({
         enabled: false,
         disabled_reason: 'gone',
         disabled_at: '2026-11-22T09:00:00Z',
       });
       // Enabled again: a kick that cannot run yet does not fail the call (the sweep finds the work).
-      const on = await app.webhooks.update(as(account), endpoint.id, { enabled: true });
+      const on = await hooks.update(as(account), endpoint.id, { enabled: true });
       expect(on).toMatchObject({ enabled: true, disabled_reason: null, disabled_at: null });
       const row = await db
         .selectFrom('webhook_endpoints')
@@ -346,14 +349,14 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
 
     it('keeps the failure streak of an endpoint that is enabled already', async () => {
       const account = await openAccount('Streak Ltd');
-      const endpoint = await app.webhooks.create(as(account), hook);
+      const endpoint = await hooks.create(as(account), hook);
       const since = new Date('2026-11-19T00:00:00Z');
       await db
         .updateTable('webhook_endpoints')
         .set({ failing_since: since })
         .where('id', '=', endpoint.id)
         .execute();
-      await app.webhooks.update(as(account), endpoint.id, { enabled: true });
+      await hooks.update(as(account), endpoint.id, { enabled: true });
       const row = await db
         .selectFrom('webhook_endpoints')
         .select('failing_since')
@@ -364,8 +367,8 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
 
     it('changes the URL, the events and the description, under the rules of registering', async () => {
       const account = await openAccount('Patch Ltd');
-      const endpoint = await app.webhooks.create(as(account), { ...hook, description: 'old' });
-      const changed = await app.webhooks.update(as(account), endpoint.id, {
+      const endpoint = await hooks.create(as(account), { ...hook, description: 'old' });
+      const changed = await hooks.update(as(account), endpoint.id, {
         url: 'https://other.example.com/in',
         events: ['backlink.acquired', 'report.ready'],
       });
@@ -375,16 +378,14 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
         description: 'old',
         enabled: true,
       });
-      expect(
-        (await app.webhooks.update(as(account), endpoint.id, { description: null })).description,
-      ).toBeNull();
+      expect((await hooks.update(as(account), endpoint.id, { description: null })).description).toBeNull();
       const patch = (input: Record<string, unknown>) =>
-        refusedField(app.webhooks.update(as(account), endpoint.id, input));
+        refusedField(hooks.update(as(account), endpoint.id, input));
       expect(await patch({})).toBe('invalid_request:url');
       expect(await patch({ url: 'http://other.example.com/' })).toBe('invalid_request:url');
       expect(await patch({ events: [] })).toBe('invalid_request:events');
       expect(await patch({ description: 'y'.repeat(501) })).toBe('invalid_request:description');
-      expect(await app.webhooks.get(as(account), endpoint.id)).toMatchObject({
+      expect(await hooks.get(as(account), endpoint.id)).toMatchObject({
         url: 'https://other.example.com/in',
         events: ['backlink.acquired', 'report.ready'],
         description: null,
@@ -393,7 +394,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
 
     it('deletes an endpoint with its deliveries and their attempts', async () => {
       const account = await openAccount('Delete Ltd');
-      const endpoint = await app.webhooks.create(as(account), hook);
+      const endpoint = await hooks.create(as(account), hook);
       const delivery = await insertDelivery({ id: endpoint.id, accountId: account }, 1);
       await db
         .insertInto('webhook_attempts')
@@ -406,9 +407,9 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
           error: null,
         })
         .execute();
-      await app.webhooks.remove(as(account), endpoint.id);
-      expect(await refusal(app.webhooks.get(as(account), endpoint.id))).toBe('not_found');
-      expect(await refusal(app.webhooks.remove(as(account), endpoint.id))).toBe('not_found');
+      await hooks.remove(as(account), endpoint.id);
+      expect(await refusal(hooks.get(as(account), endpoint.id))).toBe('not_found');
+      expect(await refusal(hooks.remove(as(account), endpoint.id))).toBe('not_found');
       const deliveries = await db
         .selectFrom('webhook_deliveries')
         .select('id')
@@ -426,8 +427,8 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
   describe('deliveries', () => {
     it('lists them newest first with their latest 10 attempts, page by page', async () => {
       const account = await openAccount('Deliveries Ltd');
-      const endpoint = await app.webhooks.create(as(account), hook);
-      const other = await app.webhooks.create(as(account), { ...hook, url: 'https://other.example.com/' });
+      const endpoint = await hooks.create(as(account), hook);
+      const other = await hooks.create(as(account), { ...hook, url: 'https://other.example.com/' });
       const ids: string[] = [];
       for (let n = 1; n <= 3; n++) ids.push(await insertDelivery({ id: endpoint.id, accountId: account }, n));
       await insertDelivery({ id: other.id, accountId: account }, 4);
@@ -446,7 +447,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
         )
         .execute();
 
-      const page = await app.webhooks.deliveries(as(account), endpoint.id, { page: 1, per_page: 2 });
+      const page = await hooks.deliveries(as(account), endpoint.id, { page: 1, per_page: 2 });
       expect(page.meta).toEqual({ page: 1, per_page: 2, total: 3, total_pages: 2 });
       expect(page.data.map((d) => d.id)).toEqual([ids[2], ids[1]]);
       expect(page.data[0]).toEqual({
@@ -481,16 +482,16 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
         duration_ms: 110,
         error: 'HTTP 503',
       });
-      const second = await app.webhooks.deliveries(as(account), endpoint.id, { page: 2, per_page: 2 });
+      const second = await hooks.deliveries(as(account), endpoint.id, { page: 2, per_page: 2 });
       expect(second.data.map((d) => d.id)).toEqual([ids[0]]);
-      const past = await app.webhooks.deliveries(as(account), endpoint.id, { page: 3, per_page: 2 });
+      const past = await hooks.deliveries(as(account), endpoint.id, { page: 3, per_page: 2 });
       expect(past).toEqual({ data: [], meta: { page: 3, per_page: 2, total: 3, total_pages: 2 } });
     });
 
     it('redelivers one as a new pending delivery of the same message, after the others', async () => {
       const account = await openAccount('Redeliver Ltd');
-      const endpoint = await app.webhooks.create(as(account), hook);
-      const other = await app.webhooks.create(as(account), { ...hook, url: 'https://other.example.com/' });
+      const endpoint = await hooks.create(as(account), hook);
+      const other = await hooks.create(as(account), { ...hook, url: 'https://other.example.com/' });
       const original = await insertDelivery({ id: endpoint.id, accountId: account }, 1, {
         status: 'failed',
         attempts: 10,
@@ -498,7 +499,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       await insertDelivery({ id: endpoint.id, accountId: account }, 2);
       clock = new Date('2026-11-23T07:30:00Z');
       // The kick cannot run yet: the new row is what the delivery engine will send.
-      const again = await app.webhooks.redeliver(as(account), endpoint.id, original);
+      const again = await hooks.redeliver(as(account), endpoint.id, original);
       expect(again).toEqual({
         id: expect.stringMatching(/^dlv_/),
         event_id: 'evt-1',
@@ -533,7 +534,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       });
       expect(copy?.payload).toEqual(first?.payload);
       // Newest first in the list; the original is as it was.
-      const listed = await app.webhooks.deliveries(as(account), endpoint.id, { page: 1, per_page: 20 });
+      const listed = await hooks.deliveries(as(account), endpoint.id, { page: 1, per_page: 20 });
       expect(listed.data.map((d) => [d.id, d.status])).toEqual([
         [again.id, 'pending'],
         [`dlv_test_${endpoint.id}_2`, 'succeeded'],
@@ -541,17 +542,17 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       ]);
       // A delivery of another endpoint, or none, is not found through this one.
       const elsewhere = await insertDelivery({ id: other.id, accountId: account }, 3);
-      expect(await refusal(app.webhooks.redeliver(as(account), endpoint.id, elsewhere))).toBe('not_found');
-      expect(await refusal(app.webhooks.redeliver(as(account), endpoint.id, 'dlv_nope'))).toBe('not_found');
+      expect(await refusal(hooks.redeliver(as(account), endpoint.id, elsewhere))).toBe('not_found');
+      expect(await refusal(hooks.redeliver(as(account), endpoint.id, 'dlv_nope'))).toBe('not_found');
     });
   });
 
   describe('replay', () => {
     it('refuses a from that is not an RFC 3339 time, or in the future', async () => {
       const account = await openAccount('Replay Ltd');
-      const endpoint = await app.webhooks.create(as(account), hook);
+      const endpoint = await hooks.create(as(account), hook);
       clock = new Date('2026-11-23T07:30:00Z');
-      const replay = (from: string) => refusedField(app.webhooks.replay(as(account), endpoint.id, { from }));
+      const replay = (from: string) => refusedField(hooks.replay(as(account), endpoint.id, { from }));
       expect(await replay('2026-11-01')).toBe('invalid_request:from');
       expect(await replay('yesterday')).toBe('invalid_request:from');
       expect(await replay('2026-11-01T10:00:00')).toBe('invalid_request:from');
@@ -587,12 +588,12 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
         );
       }
       clock = new Date(Date.now() + 60_000);
-      const endpoint = await app.webhooks.create(as(accountId), { ...hook, events: ['article.created'] });
-      const replayed = await app.webhooks.replay(as(accountId), endpoint.id, {
+      const endpoint = await hooks.create(as(accountId), { ...hook, events: ['article.created'] });
+      const replayed = await hooks.replay(as(accountId), endpoint.id, {
         from: '2000-01-01T00:00:00Z',
       });
       expect(replayed).toEqual({ replay_id: expect.stringMatching(/^rpl_/), queued: 2 });
-      const listed = await app.webhooks.deliveries(as(accountId), endpoint.id, { page: 1, per_page: 10 });
+      const listed = await hooks.deliveries(as(accountId), endpoint.id, { page: 1, per_page: 10 });
       expect(listed.data.map((d) => [d.source, d.event_type])).toEqual([
         ['replay', 'article.created'],
         ['replay', 'article.created'],

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { callOf } from '../../apps/application/call.ts';
+import { callOf, unwrap } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import {
   PUBLISH_ARTICLE,
@@ -390,12 +390,14 @@ describe('scheduled publishing', () => {
         { articleId, publishedAt: at.toISOString() },
       );
       const call = () => callOf({ accountId, actor: apiKeyActor, origin: 'api', scope: 'read' });
-      const revisions = await app.revisions.list(call(), articleId, { page: 1, per_page: 20 });
+      const revisions = unwrap(await app.revisions.list(call(), articleId, { page: 1, per_page: 20 }));
       expect(revisions.data.map((r) => [r.revision, r.origin, r.actor])).toEqual([
         [2, 'rewrite', SCHEDULER_ACTOR],
         [1, 'api', apiKeyActor],
       ]);
-      const activity = await app.activity.list(call(), { page: 1, per_page: 20, article_id: articleId });
+      const activity = unwrap(
+        await app.activity.list(call(), { page: 1, per_page: 20, article_id: articleId }),
+      );
       expect(activity.data).toEqual([
         expect.objectContaining({
           source: 'rewrite',

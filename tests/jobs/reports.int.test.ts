@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callOf } from '../../apps/application/call.ts';
+import { callOf, unwrap } from '../../apps/application/call.ts';
 import {
   MONTHLY_REPORTS,
   type MonthlyReportsSummary,
@@ -167,7 +167,7 @@ describe.each(queueKinds)('monthly reports, the job on the %s queue', (kind) => 
     for (const { account, siteId } of expected) {
       const report = made.find((r) => r.stream_id === `report-${siteId}-2026-11`);
       const call = callOf({ accountId: account.accountId, actor: apiKeyActor, origin: 'api', scope: 'read' });
-      const figures = await stats.stats(call, siteId, '2026-11');
+      const figures = unwrap(await stats.stats(call, siteId, '2026-11'));
       expect(report?.version).toBe(1);
       expect(report?.data).toEqual({
         siteId,
