@@ -632,8 +632,10 @@ async function streamVersion(executor: Kysely<Database>, streamId: string): Prom
   return row?.version ?? 0;
 }
 
-/** JSON text for a jsonb column; a value JSON cannot carry (a bigint, a cycle, undefined) is invalid. */
-/** An event's data or metadata as JSON text, or an EventValidationError when JSON cannot carry it. */
+/**
+ * An event's data or metadata as JSON text; an EventValidationError when JSON cannot carry it (a
+ * bigint, a cycle, undefined).
+ */
 export function toJson(type: string, field: 'data' | 'metadata', value: unknown): string {
   let json: string | undefined;
   try {
@@ -658,8 +660,7 @@ function matches(expected: ExpectedVersion, actual: number): boolean {
   return expected === actual;
 }
 
-/** `article-4f1c...` → `article`; an id without `-` is its own type. */
-/** A stream id's prefix before the first `-`, e.g. `article`. */
+/** A stream id's prefix before the first `-` (`article-4f1c...` → `article`); without a `-`, the whole id. */
 export function streamType(streamId: string): string {
   const dash = streamId.indexOf('-');
   return dash === -1 ? streamId : streamId.slice(0, dash);
@@ -679,7 +680,6 @@ function assertExpectedVersion(expected: ExpectedVersion): void {
   }
 }
 
-/** Zod-style `issues` when the validator threw a ZodError, else its message. */
 /** A validator's complaint as validation issues (zod's `issues`, or the error's message). */
 export function issuesOf(err: unknown): ValidationIssue[] {
   if (typeof err === 'object' && err !== null && 'issues' in err && Array.isArray(err.issues)) {

@@ -49,7 +49,6 @@ export interface CheckpointsTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
-/** The event store's tables and the read models' (read-model-tables.ts). */
 /** When each API key was last used; written in batches, not a read model (migration 003). */
 export interface ApiKeyUsageTable {
   key_id: string;
@@ -189,6 +188,7 @@ export interface WebhookAttemptsTable {
   error: string | null;
 }
 
+/** Every table: the event store's, the read models' (read-model-tables.ts) and the service's own state. */
 export interface Database extends ReadModelTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -16,7 +16,7 @@ import { CLIENT_POLICY } from './throttle.ts';
  * no secret and a new hash in `credentials` (apps/application/commands.ts); it ends every web session of
  * the account, and this browser is signed in again under a new session id (its old cookie value is
  * worth nothing). Wrong current passwords are throttled per account like a sign-in from one client
- * (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff have no web pages yet:
+ * (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff have no password page:
  * their passwords change with the CLI (`staff set-password`).
  */
 
