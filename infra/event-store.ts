@@ -379,7 +379,7 @@ export function toStoredEvent<E extends NewEvent = DomainEvent>(row: StoredRow):
  * position 10, transaction B position 11, and B commit first; a reader that sees 11 and
  * checkpoints there never sees 10 once A commits.
  *
- * Instead we order by the writing transaction's id, then position, and only return events of
+ * Instead this orders by the writing transaction's id, then position, and only return events of
  * transactions older than the oldest one still running (`pg_snapshot_xmin` of the current
  * snapshot): every transaction below that xmin has finished, and every transaction that starts
  * later gets a larger id, so no event can ever appear before a returned one. The order up to the

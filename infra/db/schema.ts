@@ -7,8 +7,8 @@ import type { ReadModelTables } from './read-model-tables.ts';
  *
  * Column types follow what `pg` returns over the wire, on both backends (PostgreSQL and PGlite
  * behind pglite-socket go through the same `pg` driver):
- * - `bigint` (int8) comes back as a decimal string: pg's default, lossless and JSON-safe; we do
- *   not install a global type parser. The event store turns positions into JS `bigint` at its
+ * - `bigint` (int8) comes back as a decimal string: pg's default, lossless and JSON-safe; no
+ *   global type parser is installed. The event store turns positions into JS `bigint` at its
  *   boundary (see infra/event-store.ts).
  * - `xid8` has no pg parser and comes back as a string as well.
  * - `timestamptz` comes back as a JS `Date`; `jsonb` as parsed JSON.
@@ -55,7 +55,7 @@ export interface ApiKeyUsageTable {
   last_used_at: ColumnType<Date, Date | string, Date | string>;
 }
 
-/** First answers to writes sent with an Idempotency-Key (migration 004); `status` null while in progress. */
+/** First answers to writes with an Idempotency-Key (migration 004); `status` null: an old version's claim. */
 export interface IdempotencyKeysTable {
   account_id: string;
   key: string;
