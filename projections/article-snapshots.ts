@@ -8,7 +8,7 @@ import { inlineProjector } from './projector.ts';
 
 /**
  * Snapshots of the article aggregate: `evolve` applied to the previous snapshot, in the append's
- * transaction. Commands load the snapshot and the events after it (apps/application/commands.ts); like every read
+ * transaction. Commands load the snapshot and the events after it (apps/application/commands/handler.ts); like every read
  * model it can be dropped and rebuilt from the events.
  *
  * A snapshot holds the state without its body: the body is in `article_bodies`, which the articles
