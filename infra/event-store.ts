@@ -114,7 +114,7 @@ export interface ReadAllOptions {
 export interface AppendOptions {
   expectedVersion: ExpectedVersion;
   /**
-   * Writes that must commit with the events or not at all (a credential: apps/application/commands.ts): run in the
+   * Writes that must commit with the events or not at all (a credential: apps/application/commands/credentials.ts): run in the
    * append's transaction before the insert, so the inline projectors see them; a conflict rolls them back.
    */
   alongside?: (trx: Transaction<Database>) => Promise<void>;

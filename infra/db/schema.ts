@@ -121,7 +121,7 @@ export interface SignInFailuresTable {
 /**
  * Secrets, outside the event log and the read models (migration 011): a password's argon2id hash
  * (`holder_id` an account or staff id) or an API key's SHA-256 (`holder_id` the key id). Written with
- * the event that says it was set, in the same transaction (apps/application/commands.ts).
+ * the event that says it was set, in the same transaction (apps/application/commands/credentials.ts).
  */
 export interface CredentialsTable {
   holder_id: string;
