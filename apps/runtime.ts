@@ -10,7 +10,7 @@ import { type BodyDiff, createSanitizePool, diffInThread } from '../infra/saniti
 import { activityProjector } from '../projections/activity.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../projections/article-snapshots.ts';
 import { createProjectors } from '../projections/index.ts';
-import { type Commands, createCommands } from './application/commands.ts';
+import { type Commands, createCommands } from './application/commands/index.ts';
 
 /** Everything the faces of the service share: the database, the event store and the command handlers. */
 export type Runtime = {

@@ -18,10 +18,10 @@ const boolish = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
-/** The environment of CONTRACT "Configuration", validated once at start. */
 /** PAGE_RATE_LIMIT_PER_MINUTE's default: a person opening pages never comes near it. */
 export const PAGE_VIEWS_PER_MINUTE = 600;
 
+/** The environment of CONTRACT "Configuration", validated once at start. */
 export const ConfigSchema = z.object({
   DATABASE_URL: z
     .url({ protocol: /^postgres(ql)?$/, message: 'expected a postgres:// or postgresql:// URL' })

@@ -114,7 +114,7 @@ export interface ReadAllOptions {
 export interface AppendOptions {
   expectedVersion: ExpectedVersion;
   /**
-   * Writes that must commit with the events or not at all (a credential: apps/application/commands.ts): run in the
+   * Writes that must commit with the events or not at all (a credential: apps/application/commands/credentials.ts): run in the
    * append's transaction before the insert, so the inline projectors see them; a conflict rolls them back.
    */
   alongside?: (trx: Transaction<Database>) => Promise<void>;
@@ -379,7 +379,7 @@ export function toStoredEvent<E extends NewEvent = DomainEvent>(row: StoredRow):
  * position 10, transaction B position 11, and B commit first; a reader that sees 11 and
  * checkpoints there never sees 10 once A commits.
  *
- * Instead we order by the writing transaction's id, then position, and only return events of
+ * Instead this orders by the writing transaction's id, then position, and only return events of
  * transactions older than the oldest one still running (`pg_snapshot_xmin` of the current
  * snapshot): every transaction below that xmin has finished, and every transaction that starts
  * later gets a larger id, so no event can ever appear before a returned one. The order up to the
@@ -632,8 +632,10 @@ async function streamVersion(executor: Kysely<Database>, streamId: string): Prom
   return row?.version ?? 0;
 }
 
-/** JSON text for a jsonb column; a value JSON cannot carry (a bigint, a cycle, undefined) is invalid. */
-/** An event's data or metadata as JSON text, or an EventValidationError when JSON cannot carry it. */
+/**
+ * An event's data or metadata as JSON text; an EventValidationError when JSON cannot carry it (a
+ * bigint, a cycle, undefined).
+ */
 export function toJson(type: string, field: 'data' | 'metadata', value: unknown): string {
   let json: string | undefined;
   try {
@@ -658,8 +660,7 @@ function matches(expected: ExpectedVersion, actual: number): boolean {
   return expected === actual;
 }
 
-/** `article-4f1c...` → `article`; an id without `-` is its own type. */
-/** A stream id's prefix before the first `-`, e.g. `article`. */
+/** A stream id's prefix before the first `-` (`article-4f1c...` → `article`); without a `-`, the whole id. */
 export function streamType(streamId: string): string {
   const dash = streamId.indexOf('-');
   return dash === -1 ? streamId : streamId.slice(0, dash);
@@ -679,7 +680,6 @@ function assertExpectedVersion(expected: ExpectedVersion): void {
   }
 }
 
-/** Zod-style `issues` when the validator threw a ZodError, else its message. */
 /** A validator's complaint as validation issues (zod's `issues`, or the error's message). */
 export function issuesOf(err: unknown): ValidationIssue[] {
   if (typeof err === 'object' && err !== null && 'issues' in err && Array.isArray(err.issues)) {

@@ -110,7 +110,7 @@ function replay(existing: Stored, hash: string): StoredResponse {
     ]);
   }
   if (existing.status === null) {
-    // Rows of this shape were claims made before the change ran (older versions of the service).
+    // Every row is written with its answer; one without is a claim left by an older version of the service.
     throw new DomainError(
       'conflict',
       'A request with this Idempotency-Key is still being processed; retry shortly',

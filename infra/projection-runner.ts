@@ -148,7 +148,7 @@ export async function applyNextBatch<E extends NewEvent>(
   return events.length;
 }
 
-/** Events of the projector's types after its checkpoint. */
+/** How many events of the projector's types come after its checkpoint. */
 export async function lagOf(db: Db, projector: Projector<NewEvent>): Promise<number> {
   const after = await readCheckpoint(db, projector.name);
   const row = await db

@@ -7,15 +7,14 @@ import type { HtmlMemoryStore } from './html-memory.ts';
 import { createSlots } from './slots.ts';
 
 /**
- * Sanitising a 20 KB body in full takes the thread that does it 1 to 3 ms (parse5), a 2 MB one
- * hundreds. In the server's thread
- * that time holds up every other request, and the transactions of other edits waiting for their
- * next statement. The pool does it in worker threads ahead of the command: `ahead(body)` sanitises
- * there and leaves the result in the runtime's html memory, where the decider's own
- * `sanitizeHtml(body, memory)` finds it (handed out once), and the facts of the result (words,
- * protected blocks) where the check and the projectors read them.
- * The decider stays as it is, and the same: with no pool, or should the pool fail, it sanitises in
- * its own thread. Bodies over the body limit are not sent (the decider refuses them unparsed).
+ * Sanitising a large body in full holds the thread that does it for milliseconds (docs/performance.md,
+ * "The sanitise pool"): in the server's thread, every other request and the transactions of other
+ * edits waiting for their next statement. The pool does it in worker threads ahead of the command:
+ * `ahead(body)` sanitises there and leaves the result in the runtime's html memory, where the
+ * decider's own `sanitizeHtml(body, memory)` finds it (handed out once), and the facts of the result
+ * (words, protected blocks) where the check and the projectors read them. With no pool, or should the
+ * pool fail, the decider sanitises in its own thread. Bodies over the body limit are not sent (the
+ * decider refuses them unparsed).
  *
  * The same workers compare revisions for the pages (`diff`: domain/html/word-diff.ts, bounded by size),
  * at most `diffSlots` at once (one fewer than the threads, at least one) so that a sanitise never waits
@@ -41,10 +40,9 @@ export const DIFF_WAIT_MS = 5_000;
 
 /**
  * Bodies up to this many UTF-16 units are sanitised in the server's thread, by the decider: an edit of
- * a body the memory holds is parsed only where it changed (domain/html/layout.ts: 0.3 to
- * 0.5 ms for a 20 KB body on a 2-core machine, less than handing it to a worker and back), and a body
- * seen for the first time takes at most a few milliseconds. Larger ones go to the pool, whose workers
- * remember the bodies they sanitised in the same way.
+ * a body the memory holds is parsed only where it changed (domain/html/layout.ts), which costs less
+ * than handing it to a worker and back, and a body seen for the first time takes at most a few
+ * milliseconds. Larger ones go to the pool, whose workers remember the bodies they sanitised the same way.
  */
 export const IN_THREAD_MAX = 32 * 1024;
 

@@ -95,7 +95,6 @@ export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow 
     .executeTakeFirst();
 }
 
-/** The refusal of a key that was revoked (after the process had seen it unrevoked). */
 /** A key that is unknown or revoked: one answer for both, so that it tells a caller nothing of which. */
 export function invalidKeyError(): DomainError {
   return new DomainError('unauthenticated', 'The API key is not valid (unknown or revoked)');

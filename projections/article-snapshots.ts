@@ -6,14 +6,14 @@ import { prepared } from '../infra/db/statement-cache.ts';
 import { ALWAYS, IN_TRANSACTION, type InlineProjector, type Pending } from '../infra/projection.ts';
 import { inlineProjector } from './projector.ts';
 
-/**
+/*
  * Snapshots of the article aggregate: `evolve` applied to the previous snapshot, in the append's
- * transaction. Commands load the snapshot and the events after it (apps/application/commands.ts); like every read
- * model it can be dropped and rebuilt from the events.
+ * transaction. Commands load the snapshot and the events after it (`readArticleSnapshot`); like every
+ * read model it can be dropped and rebuilt from the events.
  *
  * A snapshot holds the state without its body: the body is in `article_bodies`, which the articles
- * projector writes in the same transaction, and `readArticleSnapshot` joins it back. Storing it twice
- * cost every edit a 20 KB read, two 20 KB writes (statement and WAL) and their JSON on both sides.
+ * projector writes in the same transaction, and `readArticleSnapshot` joins it back, so an edit does
+ * not read or write the body twice (docs/performance.md, "Snapshots").
  */
 /**
  * The snapshots projector. With `memory` (the runtime's), it starts an event from the snapshot the

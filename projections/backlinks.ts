@@ -7,7 +7,7 @@ import { keyLive } from './accounts.ts';
 import { asyncProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 import { inScope, type SiteScope, siteOwner } from './sites.ts';
 
-/** Its only event is BacklinkAcquired, so it needs no switch. */
+/** Backlinks and their per-site counts (async). Its only event is BacklinkAcquired, so it needs no switch. */
 export const backlinksProjector = asyncProjector({
   name: 'backlinks@1',
   mode: 'async',

@@ -10,7 +10,8 @@ export type Accounts = ReturnType<typeof createAccounts>;
 
 /**
  * Accounts and support staff: opening them, finding them by email (sign-in, the CLI) and their
- * passwords. The rules of a password (length) and where its hash is kept are the command handlers'.
+ * passwords. The password policy is domain/account/password.ts; the command handlers apply it and
+ * keep the hash (apps/application/commands/accounts.ts).
  */
 export function createAccounts(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
   const { db, commands } = deps;

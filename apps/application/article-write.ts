@@ -2,7 +2,7 @@ import { DomainError } from '../../domain/errors.ts';
 import { idempotent, requestHash } from '../../infra/idempotency.ts';
 import { findArticleSite } from '../../projections/articles.ts';
 import { type Call, type Idempotency, type Note, requireWrite } from './call.ts';
-import type { EditResult, KeepAnswer } from './commands.ts';
+import type { EditResult, KeepAnswer } from './commands/index.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type ArticleChangeOut, changeOut } from './wire.ts';
 

@@ -3,7 +3,7 @@ import type { JobSink } from '../../infra/jobs/queue.ts';
 import type { FetchImage } from '../../infra/media/fetch.ts';
 import type { MediaStore } from '../../infra/media/store.ts';
 import type { EditLimit } from './call.ts';
-import type { Commands } from './commands.ts';
+import type { Commands } from './commands/index.ts';
 
 /** What the use cases are given by a composition root (apps/server/app.ts, the CLI, the tests). */
 export type ApplicationDeps = {

@@ -5,7 +5,7 @@ import type { Db } from '../../infra/db/schema.ts';
 import { type AddOptions, type JobSink, jobIdOf } from '../../infra/jobs/queue.ts';
 import type { AsyncProjector, Stored } from '../../infra/projection.ts';
 import { asyncProjector } from '../../projections/projector.ts';
-import type { Commands } from './commands.ts';
+import type { Commands } from './commands/index.ts';
 
 /*
  * Scheduled publishing: an article with status `scheduled` becomes `published` once its published_at

@@ -4,7 +4,7 @@ import type { Db } from '../../infra/db/schema.ts';
 import { headPosition, isAfter, type LogPosition, readCheckpoint } from '../../infra/event-store.ts';
 import { applyNextBatch } from '../../infra/projection-runner.ts';
 import { type Period, resolvePeriod, siteStats, siteStatsProjector } from '../../projections/site-stats.ts';
-import type { Commands } from './commands.ts';
+import type { Commands } from './commands/index.ts';
 
 /*
  * Monthly reports: on the first day of a month (UTC), every site's figures of the month before are

@@ -12,7 +12,7 @@ import type { BacklinkRow } from '../../projections/backlinks.ts';
 import type { RevisionRow } from '../../projections/revisions.ts';
 import type { Period, SiteStats } from '../../projections/site-stats.ts';
 import type { SiteRow } from '../../projections/sites.ts';
-import type { EditResult } from './commands.ts';
+import type { EditResult } from './commands/index.ts';
 import type {
   ActivityRecord,
   Article,

@@ -1,6 +1,7 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { z } from 'zod';
 import { KeyScope } from '../../domain/account/events.ts';
+import { passwordProblem } from '../../domain/account/password.ts';
 import { DomainError, isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
 import { type Config, ConfigError, loadConfig } from '../../infra/config.ts';
@@ -12,7 +13,6 @@ import { catchUp, lagOf, projectionStatus, rebuild } from '../../infra/projectio
 import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
 import { createAccounts } from '../application/accounts.ts';
 import { createActivity } from '../application/activity.ts';
-import { PASSWORD_MIN_LENGTH } from '../application/commands.ts';
 import { createKeys } from '../application/keys.ts';
 import { makeMonthlyReports } from '../application/reports.ts';
 import { openRuntime, type Runtime } from '../runtime.ts';
@@ -60,6 +60,12 @@ Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), 
 REDIS_URL and JOBS_PREFIX (the job queues; unset REDIS_URL: they live in the server process).`;
 
 class UsageError extends Error {}
+
+/** Refuses a password the policy does not accept as a usage error, before anything is opened. */
+function checkNewPassword(password: string): void {
+  const problem = passwordProblem(password);
+  if (problem !== null) throw new UsageError(`the password must be ${problem}`);
+}
 
 /** The first line of stdin (a password piped in: `printf '%s' "$P" | npm run cli -- ... --password-stdin`). */
 async function readPassword(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
@@ -215,9 +221,7 @@ export async function runCli(
           });
           const email = required(values, 'email');
           const password = values['password-stdin'] ? await readPassword(io?.stdin) : newPassword();
-          if (password.length < PASSWORD_MIN_LENGTH) {
-            throw new UsageError(`the password must be at least ${PASSWORD_MIN_LENGTH} characters long`);
-          }
+          checkNewPassword(password);
           const accounts = createAccounts(await open());
           if (command === 'accounts') {
             const account = await accounts.findByEmail(email);
@@ -254,6 +258,7 @@ export async function runCli(
         const email = z.email().safeParse(required(values, 'email'));
         if (!email.success) throw new UsageError('--email must be an email address');
         const password = values.password ?? newPassword();
+        checkNewPassword(password);
         const person = { name: required(values, 'name'), email: email.data, password };
         const accounts = createAccounts(await open());
         const created =

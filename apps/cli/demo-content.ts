@@ -1,6 +1,6 @@
 import { AnchorType, type BacklinkCategory } from '../../domain/backlink/events.ts';
 
-/** Realistic-looking demo content: bodies of real HTML with protected backlink anchors and internal links. */
+/* Realistic-looking demo content: bodies of real HTML with protected backlink anchors and internal links. */
 
 const TRADES = [
   { name: 'Northside Plumbing', domain: 'northside-plumbing.example', topic: 'plumbing' },

@@ -8,7 +8,7 @@ import { isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
 import { ID_PATTERN, ID_RULE, WebUrl } from '../../domain/input.ts';
 import { EventValidationError } from '../../infra/event-store.ts';
-import type { Commands } from '../application/commands.ts';
+import type { Commands } from '../application/commands/index.ts';
 import { progressBar } from './progress.ts';
 
 export const ingestKinds = ['sites', 'articles', 'backlinks', 'rewrites'] as const;

@@ -1,6 +1,6 @@
 import type { Actor } from '../../domain/event.ts';
 import { newPassword } from '../../infra/ids.ts';
-import type { Commands } from '../application/commands.ts';
+import type { Commands } from '../application/commands/index.ts';
 import { demoArticle, demoBacklink, demoSite, seededRandom } from './demo-content.ts';
 import { progressBar } from './progress.ts';
 

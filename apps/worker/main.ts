@@ -8,7 +8,7 @@ import { LOG_REDACTION } from '../server/log-redaction.ts';
 import { createJobs, startBackground } from './background.ts';
 import { modulesFor } from './modules.ts';
 
-/**
+/*
  * The async projectors and the background jobs apart from the HTTP processes, for scale-out: run the
  * API processes with RUN_WORKERS=false and RUN_JOBS=false. Several workers may run: each batch of a
  * projector or subscription holds an advisory lock, so they take turns and never apply an event twice;

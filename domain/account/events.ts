@@ -6,8 +6,9 @@ export type KeyScope = z.infer<typeof KeyScope>;
 
 /*
  * No secret is ever in an event: password hashes and API key hashes live in the `credentials` table
- * (apps/application/commands.ts writes it in the append's transaction). The events say only that a credential was
- * set. The schemas are strict: an event carrying a `passwordHash` or `hash` is refused on append.
+ * (apps/application/commands/credentials.ts writes it in the append's transaction). The events say
+ * only that a credential was set. The schemas are strict: an event carrying a `passwordHash` or
+ * `hash` is refused on append.
  */
 export const AccountOpenedData = z.strictObject({
   accountId: z.string().min(1),

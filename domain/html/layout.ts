@@ -3,7 +3,7 @@ import type { NodeFacts } from './facts.ts';
 import type { HtmlMemory } from './memory.ts';
 import { type ChildNode, type DocumentFragment, isElement, isText, parseBody } from './tree.ts';
 
-/**
+/*
  * Sanitised bodies remembered with their trees (in an HtmlMemory: memory.ts), so that an edit of one
  * of them is parsed only where it differs (`sanitizeHtml`'s edit path, in sanitize.ts).
  *

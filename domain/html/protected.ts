@@ -160,7 +160,7 @@ function canonical(element: Element): string {
 }
 
 /**
- * The attributes of an element, sorted by name, as the sanitiser now stores them: a link's `rel` is
+ * The attributes of an element, sorted by name, as the sanitiser stores them: a link's `rel` is
  * taken as `requiredRel` makes it, so that a block stored before that rule compares equal to the same
  * block stored after it (an edit that leaves it alone is not a rewrite of it).
  */

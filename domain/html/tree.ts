@@ -3,7 +3,7 @@ import { defaultTreeAdapter, parseFragment, html as spec } from 'parse5';
 import { z } from 'zod';
 import { PROTECTED_KINDS } from './allowlist.ts';
 
-/** The parse5 tree of a body, and the few ways the sanitiser, the text and the protected blocks read it. */
+/* The parse5 tree of a body, and the few ways the sanitiser, the text and the protected blocks read it. */
 
 export type ChildNode = DefaultTreeAdapterTypes.ChildNode;
 export type Element = DefaultTreeAdapterTypes.Element;

@@ -219,6 +219,9 @@ interface Listener {
   close(): Promise<void>;
 }
 
+/** How long appended types wait to go out together in one NOTIFY. */
+const ANNOUNCE_EVERY_MS = 50;
+
 /**
  * Tells other processes (their LISTEN connections) which event types were appended: after the
  * append's commit, in a statement of its own. A NOTIFY inside the append's transaction would take
@@ -229,8 +232,6 @@ interface Listener {
  * other processes' projectors wake that much later, which async read models allow. A NOTIFY that
  * fails is logged: the other processes poll every second.
  */
-const ANNOUNCE_EVERY_MS = 50;
-
 function createAnnouncer(
   pool: pg.Pool,
   logger: DbLogger,

@@ -7,8 +7,8 @@ import type { ReadModelTables } from './read-model-tables.ts';
  *
  * Column types follow what `pg` returns over the wire, on both backends (PostgreSQL and PGlite
  * behind pglite-socket go through the same `pg` driver):
- * - `bigint` (int8) comes back as a decimal string: pg's default, lossless and JSON-safe; we do
- *   not install a global type parser. The event store turns positions into JS `bigint` at its
+ * - `bigint` (int8) comes back as a decimal string: pg's default, lossless and JSON-safe; no
+ *   global type parser is installed. The event store turns positions into JS `bigint` at its
  *   boundary (see infra/event-store.ts).
  * - `xid8` has no pg parser and comes back as a string as well.
  * - `timestamptz` comes back as a JS `Date`; `jsonb` as parsed JSON.
@@ -49,14 +49,13 @@ export interface CheckpointsTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
-/** The event store's tables and the read models' (read-model-tables.ts). */
 /** When each API key was last used; written in batches, not a read model (migration 003). */
 export interface ApiKeyUsageTable {
   key_id: string;
   last_used_at: ColumnType<Date, Date | string, Date | string>;
 }
 
-/** First answers to writes sent with an Idempotency-Key (migration 004); `status` null while in progress. */
+/** First answers to writes with an Idempotency-Key (migration 004); `status` null: an old version's claim. */
 export interface IdempotencyKeysTable {
   account_id: string;
   key: string;
@@ -122,7 +121,7 @@ export interface SignInFailuresTable {
 /**
  * Secrets, outside the event log and the read models (migration 011): a password's argon2id hash
  * (`holder_id` an account or staff id) or an API key's SHA-256 (`holder_id` the key id). Written with
- * the event that says it was set, in the same transaction (apps/application/commands.ts).
+ * the event that says it was set, in the same transaction (apps/application/commands/credentials.ts).
  */
 export interface CredentialsTable {
   holder_id: string;
@@ -189,6 +188,7 @@ export interface WebhookAttemptsTable {
   error: string | null;
 }
 
+/** Every table: the event store's, the read models' (read-model-tables.ts) and the service's own state. */
 export interface Database extends ReadModelTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -3,31 +3,23 @@ import pg from 'pg';
 import type { Db } from './schema.ts';
 
 /*
- * The statement cache: the driver-level work that keeps the hot statements cheap, in one place, and
- * the one place that touches `pg`'s client.
+ * The statement cache, and the one place that touches `pg`'s client (figures: docs/performance.md,
+ * "Prepared statements").
  *
- * 1. Server-side prepared statements (`createStatementNames`, `StatementNamingClient`). kysely sends
- *    every statement unnamed, so PostgreSQL parses and plans it on every execution; on an article
- *    edit, planning alone was 40% of the database's time per statement (pg_stat_statements with
- *    track_planning), and naming the repeated statements took a get from 1,638 to 2,696 requests a
- *    second (docs/performance.md). A statement with a name is parsed once per connection, and once it
- *    has run a few times PostgreSQL keeps a generic plan when that plan is as good as the custom ones
- *    (`plan_cache_mode = auto`). node-postgres prepares a query given a `name`: the pool's clients are
- *    `StatementNamingClient`s (pg-pool's documented `Client` option, see `namingClient`), whose
- *    `query` names a text the second time this pool sends it with parameters. Statements without
- *    parameters (begin, commit) stay unnamed; so do texts past the first `MAX_NAMED`, which keeps the
- *    statements each server connection holds bounded, and texts longer than `MAX_NAMED_LENGTH`, which
- *    are never remembered at all. Those are multi-row inserts (a text per row count, tens of
- *    kilobytes at hundreds of rows): naming them saved little planning, and the texts, kept by the
- *    map and by every connection's client, grew the heap through a long run as more row counts came
- *    (docs/reliability.md, soak). The hot statements are under 2 KB.
- * 2. Compiled queries (`prepared`): a hot kysely query built and compiled to SQL once instead of on
- *    every call.
+ * 1. Named statements (`createStatementNames`, `StatementNamingClient`). kysely sends every statement
+ *    unnamed, so PostgreSQL parses and plans it on every execution. The pool's clients (pg-pool's
+ *    `Client` option, see `namingClient`) send a text with parameters as a named prepared statement
+ *    the second time the pool sees it: parsed once per connection, planned once where a generic plan
+ *    is as good (`plan_cache_mode = auto`). Texts without parameters stay unnamed, and so do texts past
+ *    the first `MAX_NAMED` (bounding what each server connection holds) and texts over
+ *    `MAX_NAMED_LENGTH`, which are never remembered: multi-row inserts have a text per row count, and
+ *    keeping them grew the heap (docs/reliability.md, soak).
+ * 2. Compiled queries (`prepared`): a hot kysely query built and compiled to SQL once.
  *
- * What this relies on in `pg` (8.x), pinned by tests/infra/statement-cache.int.test.ts, which fails
- * if an upgrade changes it: pg-pool builds its clients with `new options.Client(options)`; kysely's
- * PostgresDialect and `pool.query` reach a client through `client.query(text, values[, callback])`;
- * and a query config with a `name` is sent as a named prepared statement (Parse once per connection).
+ * What this relies on in `pg` (8.x), pinned by tests/infra/statement-cache.int.test.ts: pg-pool builds
+ * its clients with `new options.Client(options)`; kysely's PostgresDialect and `pool.query` call
+ * `client.query(text, values[, callback])`; a query config with a `name` is sent as a named prepared
+ * statement.
  */
 
 /** At most this many texts are named per pool (so per server connection). */

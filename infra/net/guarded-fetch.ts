@@ -290,7 +290,7 @@ function pinnedConnector(deps: ConnectorDeps): buildConnector.connector {
   };
 }
 
-/** Drops a response body we will not read (destroying it emits an abort error nobody needs). */
+/** Drops a response body that will not be read (destroying it emits an abort error nobody needs). */
 function discard(body: Readable): void {
   body.on('error', () => {});
   body.destroy();
@@ -429,7 +429,7 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
           discard(body);
           throw words.failed(`The ${words.one} URL answered with HTTP status ${statusCode}.`);
         }
-        // A Content-Length over the cap is refused at once; under the cap it is not trusted: we count.
+        // A Content-Length over the cap is refused at once; one under it is not trusted: bytes are counted.
         const declared = Number(headers['content-length']);
         if (Number.isFinite(declared) && declared > maxBytes) {
           discard(body);

@@ -130,6 +130,13 @@ describe('CLI against PostgreSQL', () => {
     );
     expect(short.code).toBe(2);
     expect(short.stderr).toContain('at least 12 characters');
+    const shortCreate = await cli(
+      ['accounts', 'create', '--name', 'Short', '--email', 'short@pw.example', '--password', 'short'],
+      env,
+    );
+    expect(shortCreate.code).toBe(2);
+    expect(shortCreate.stderr).toContain('the password must be at least 12 characters long');
+    expect(await findAccountByEmail(db, 'short@pw.example')).toBeUndefined();
     const unknown = await cli(['accounts', 'set-password', '--email', 'nobody@pw.example'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('not_found');

@@ -159,6 +159,28 @@ describe.each(backends)('credentials on %s', (backend) => {
       .execute();
     expect(strays).toEqual([]);
   });
+
+  it('refuses to open an account or add a staff member with a short password, and writes nothing', async () => {
+    const { commands, db } = runtime;
+    const count = async (table: 'events' | 'credentials'): Promise<number> =>
+      Number((await db.selectFrom(table).select(db.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const before = { events: await count('events'), credentials: await count('credentials') };
+    const email = `too.short.${backend}@credentials.example`;
+    await expect(commands.openAccount({ name: 'Too Short', email, password: 'short' })).rejects.toMatchObject(
+      {
+        code: 'invalid_request',
+        message: 'The password must be at least 12 characters long',
+      },
+    );
+    await expect(
+      commands.addStaffMember({ name: 'Too Short', email, password: 'p'.repeat(1025) }),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: 'The password must be at most 1024 characters long',
+    });
+    expect({ events: await count('events'), credentials: await count('credentials') }).toEqual(before);
+    expect(await findAccountByEmail(db, email)).toBeUndefined();
+  });
 });
 
 describe.each(backends)('migration 011 on %s', (backend) => {

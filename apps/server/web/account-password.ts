@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { PASSWORD_MIN_LENGTH, passwordProblem } from '../../../domain/account/password.ts';
 import type { Accounts } from '../../application/accounts.ts';
 import type { Activity } from '../../application/activity.ts';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/commands.ts';
 import { recordChanges } from './call.ts';
 import { html } from './html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
@@ -14,12 +14,12 @@ import { CLIENT_POLICY } from './throttle.ts';
 
 /*
  * GET/POST /account/password: a signed-in account holder changes their password (the current one, the
- * new one twice, at least PASSWORD_MIN_LENGTH characters). The change is a `PasswordChanged` event with
- * no secret and a new hash in `credentials` (apps/application/commands.ts); it ends every web session of
- * the account, and this browser is signed in again under a new session id (its old cookie value is
- * worth nothing). Wrong current passwords are throttled per account like a sign-in from one client
- * (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff have no web pages yet:
- * their passwords change with the CLI (`staff set-password`).
+ * new one twice, as the policy of domain/account/password.ts wants it). The change is a `PasswordChanged`
+ * event with no secret and a new hash in `credentials` (apps/application/commands/accounts.ts); it ends
+ * every web session of the account, and this browser is signed in again under a new session id (its old
+ * cookie value is worth nothing). Wrong current passwords are throttled per account like a sign-in from
+ * one client (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff have no
+ * password page: theirs change with the CLI (`staff set-password`).
  */
 
 const PasswordBody = z.object({
@@ -94,12 +94,8 @@ ${kit.csrfField(request, reply, session)}
     const refuse = (status: number, error: string): FastifyReply =>
       passwordPage(request, reply, session, { status, error });
     if (current === '' || password === '') return refuse(400, 'Enter your current password and a new one.');
-    if (password.length < PASSWORD_MIN_LENGTH) {
-      return refuse(400, `The new password must be at least ${PASSWORD_MIN_LENGTH} characters long.`);
-    }
-    if (password.length > PASSWORD_MAX_LENGTH) {
-      return refuse(400, `The new password must be at most ${PASSWORD_MAX_LENGTH} characters long.`);
-    }
+    const problem = passwordProblem(password);
+    if (problem !== null) return refuse(400, `The new password must be ${problem}.`);
     if (password !== repeat) return refuse(400, 'The two new passwords are not the same.');
     const keys = [{ key: `password-change:${session.accountId}`, policy: CLIENT_POLICY }];
     const verdict = await kit.throttle.reserve(keys);

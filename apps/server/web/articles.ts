@@ -106,8 +106,7 @@ function featuredImage(image: ArticleOut['featured_image']): Html {
   }><figcaption class="muted">${image.alt}</figcaption></figure>`;
 }
 
-/** The body as stored: sanitised by the domain when it was written (no script, no handler, no style). */
-/** An article's stored (sanitised) body, as the page shows it. */
+/** An article's body as stored (sanitised by the domain when it was written), as the page shows it. */
 export function storedBody(body: string): Html {
   return html`<article class="article-body">${raw(body)}</article>`;
 }

@@ -10,7 +10,7 @@ import { createWebSessions, type StaffSession, type WebSession, type WebSessions
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
 
 /*
- * What every server-rendered page shares (sign-in, consent, and the Connect Site page to come): the
+ * What every server-rendered page shares (sign-in, consent, the account's pages, the staff area): the
  * session store, CSRF tokens, the layout, the form parser and the security headers.
  */
 

@@ -3,7 +3,7 @@ import type { Db } from '../../../infra/db/schema.ts';
 import type { JobKind, JobSink, Repeat } from '../../../infra/jobs/queue.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
 import type { AsyncProjector } from '../../../infra/projection.ts';
-import type { Commands } from '../../application/commands.ts';
+import type { Commands } from '../../application/commands/index.ts';
 
 /*
  * The background side, area by area (webhooks, publishing, reports, housekeeping): each gives its job

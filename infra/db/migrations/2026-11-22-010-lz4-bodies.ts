@@ -4,10 +4,9 @@ import { type Kysely, sql } from 'kysely';
 type AnyDb = Kysely<any>;
 
 /**
- * The 20 KB values an edit writes (the event's data, the body row) compressed with lz4 instead of
- * pglz: about 0.03 ms a value instead of 0.25 ms on the benchmark machine, and reading them back is
- * no slower. Values already stored keep their compression; new ones use lz4. PGlite is built without
- * lz4 and keeps pglz.
+ * The large values an edit writes (the event's data, the body row) compressed with lz4 rather than
+ * pglz, which is slower (docs/performance.md, "Snapshots"). Values already stored keep their
+ * compression; new ones use lz4. PGlite is built without lz4 and keeps pglz.
  */
 export async function up(db: AnyDb): Promise<void> {
   await setCompression(db, 'lz4');

@@ -6,7 +6,7 @@ type AnyDb = Kysely<any>;
 /*
  * Secrets out of the event log: password hashes (argon2id) and API key hashes (SHA-256) go to
  * `credentials`, one row per holder and kind, written by the command handlers in the same transaction as
- * the event that says a credential was set (apps/application/commands.ts). Not a read model: rebuilds never touch
+ * the event that says a credential was set (apps/application/commands/credentials.ts). Not a read model: rebuilds never touch
  * it (the api_keys read model's `hash` is filled from it).
  *
  * The one place history is rewritten: the hashes that `AccountOpened` (`passwordHash`),

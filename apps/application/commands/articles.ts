@@ -1,0 +1,258 @@
+import type { Transaction } from 'kysely';
+import {
+  type Article,
+  type ArticleCommand,
+  type ArticleState,
+  type CreateArticle,
+  decide,
+  evolve,
+  initialState,
+} from '../../../domain/article/decider.ts';
+import {
+  type ArticleEvent,
+  type ArticleStatus,
+  articleStream,
+  type FeaturedImage,
+} from '../../../domain/article/events.ts';
+import { DomainError } from '../../../domain/errors.ts';
+import type { Actor, Origin } from '../../../domain/event.ts';
+import type { SanitizedItem } from '../../../domain/html/sanitized-item.ts';
+import type { Database } from '../../../infra/db/schema.ts';
+import { newId } from '../../../infra/ids.ts';
+import { readArticleSnapshot } from '../../../projections/article-snapshots.ts';
+import { type ArticleDetailRow, detailOf } from '../../../projections/articles.ts';
+import type { CommandContext } from './handler.ts';
+import { requireSite } from './sites.ts';
+
+/*
+ * Articles: creating one, and the changes that make a revision (edit, featured image, restore,
+ * status). A change starts from the article's snapshot and answers with the article as it left it;
+ * `articleAt` replays a stream up to a revision.
+ */
+
+/**
+ * Who asks, from which face, and why: every revision carries it. `keep`, for an article change: what
+ * is written with the change's events or not at all, given the answer the change will have (the
+ * answer an idempotent retry replays: apps/application/article-write.ts).
+ */
+type Caller = {
+  origin: Origin;
+  actor: Actor;
+  requestId?: string | undefined;
+  keep?: KeepAnswer | undefined;
+};
+
+/** Writes to commit with an article change's events, given the answer the change will have. */
+export type KeepAnswer = (result: EditResult) => (trx: Transaction<Database>) => Promise<void>;
+
+export type EditResult = {
+  article: ArticleDetailRow;
+  changed: boolean;
+  revision: number;
+  sanitized: SanitizedItem[];
+};
+
+const articleFold = { initial: initialState, evolve };
+
+/** What every change of an article says besides its own data: who, why, on which revision. */
+type ChangeInput = { reason?: string | null | undefined; expectedRevision?: number | undefined };
+const changeOf = (articleId: string, input: ChangeInput, caller: Caller) => ({
+  articleId,
+  reason: input.reason ?? null,
+  expectedRevision: input.expectedRevision,
+  origin: caller.origin,
+  actor: caller.actor,
+});
+
+export function articleCommands(deps: CommandContext) {
+  const { db, store, run, meta } = deps;
+
+  async function articleCommand(
+    accountId: string,
+    articleId: string,
+    build: (state: Article) => ArticleCommand,
+    caller?: Caller,
+  ): Promise<EditResult> {
+    let sanitized: SanitizedItem[] = [];
+    /** The answer the decided events will give once appended: what `caller.keep` writes with them. */
+    let answer: EditResult | undefined;
+    const keep = caller?.keep;
+    const result = await run(
+      articleStream(articleId),
+      articleFold,
+      (state) => {
+        // Another account's article is answered exactly like one that does not exist.
+        if (!state.exists || state.accountId !== accountId)
+          throw new DomainError('not_found', `No article ${articleId}`);
+        const events = decide(build(state), state, deps.html);
+        const edited = events.find((e) => e.type === 'ArticleEdited');
+        sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
+        if (keep)
+          answer = editResult(
+            articleId,
+            events.reduce(articleFold.evolve, state),
+            events.length > 0,
+            sanitized,
+          );
+        return events;
+      },
+      {
+        snapshot: () => readArticleSnapshot(db, articleId, deps.snapshots),
+        alongside: keep
+          ? (trx) => {
+              if (!answer) throw new Error('an article change is appended before it is decided');
+              return keep(answer)(trx);
+            }
+          : undefined,
+      },
+    );
+    // The answer is the article as this command left it (what a read of its row gives once projected,
+    // which happened in the append's transaction), not whatever a later edit made of it meanwhile.
+    return editResult(articleId, result.state, result.events.length > 0, sanitized);
+  }
+
+  function editResult(
+    articleId: string,
+    state: ArticleState,
+    changed: boolean,
+    sanitized: SanitizedItem[],
+  ): EditResult {
+    if (!state.exists) throw new DomainError('not_found', `No article ${articleId}`);
+    const article = detailOf(state, deps.html);
+    return { article, changed, revision: article.revision, sanitized };
+  }
+
+  /** The article as it was at revision n, by replaying its stream up to n. */
+  async function articleAt(accountId: string, articleId: string, revision: number): Promise<ArticleState> {
+    const missing = new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
+    if (!Number.isInteger(revision) || revision < 1) throw missing;
+    // Each body-carrying event replaces the body whole: only the last one's is read.
+    const events = await store.readStream<ArticleEvent>(articleStream(articleId), {
+      to: revision,
+      onlyLast: 'body',
+    });
+    const state = events.reduce((s, e) => evolve(s, e), initialState);
+    if (!state.exists || state.accountId !== accountId)
+      throw new DomainError('not_found', `No article ${articleId}`);
+    if (state.revision !== revision) {
+      throw missing;
+    }
+    return state;
+  }
+
+  return {
+    async createArticle(
+      accountId: string,
+      input: Omit<CreateArticle['data'], 'articleId' | 'accountId' | 'origin' | 'actor' | 'reason'> & {
+        articleId?: string;
+        reason?: string | null;
+      },
+      caller: Caller,
+    ): Promise<{ articleId: string }> {
+      await Promise.all([requireSite(store, accountId, input.siteId), deps.sanitizeAhead?.(input.body)]);
+      const articleId = input.articleId ?? newId('art');
+      await run(articleStream(articleId), articleFold, (state) =>
+        decide(
+          {
+            type: 'CreateArticle',
+            data: {
+              articleId,
+              siteId: input.siteId,
+              accountId,
+              title: input.title,
+              body: input.body,
+              url: input.url,
+              status: input.status,
+              publishedAt: input.publishedAt,
+              targetKeyword: input.targetKeyword,
+              featuredImage: input.featuredImage,
+              origin: caller.origin,
+              actor: caller.actor,
+              reason: input.reason ?? null,
+            },
+            metadata: meta(caller),
+          },
+          state,
+          deps.html,
+        ),
+      );
+      return { articleId };
+    },
+
+    async editArticle(
+      accountId: string,
+      articleId: string,
+      input: ChangeInput & { title?: string | undefined; body?: string | undefined },
+      caller: Caller,
+    ): Promise<EditResult> {
+      if (input.body !== undefined) await deps.sanitizeAhead?.(input.body);
+      return articleCommand(
+        accountId,
+        articleId,
+        () => ({
+          type: 'EditArticle',
+          data: { ...changeOf(articleId, input, caller), title: input.title, body: input.body },
+          metadata: meta(caller),
+        }),
+        caller,
+      );
+    },
+
+    replaceFeaturedImage(
+      accountId: string,
+      articleId: string,
+      input: ChangeInput & { featuredImage: FeaturedImage },
+      caller: Caller,
+    ): Promise<EditResult> {
+      return articleCommand(
+        accountId,
+        articleId,
+        () => ({
+          type: 'ReplaceFeaturedImage',
+          data: { ...changeOf(articleId, input, caller), featuredImage: input.featuredImage },
+          metadata: meta(caller),
+        }),
+        caller,
+      );
+    },
+
+    async restoreRevision(
+      accountId: string,
+      articleId: string,
+      input: ChangeInput & { revision: number },
+      caller: Caller,
+    ): Promise<EditResult> {
+      const snapshot = await articleAt(accountId, articleId, input.revision);
+      return articleCommand(
+        accountId,
+        articleId,
+        () => ({
+          type: 'RestoreRevision',
+          data: { ...changeOf(articleId, input, caller), revision: input.revision, snapshot },
+          metadata: meta(caller),
+        }),
+        caller,
+      );
+    },
+
+    changeArticleStatus(
+      accountId: string,
+      articleId: string,
+      /** `publishedAt` left out keeps the article's current one. */
+      input: ChangeInput & { status: ArticleStatus; publishedAt?: string | null | undefined },
+      caller: Caller,
+    ): Promise<EditResult> {
+      return articleCommand(accountId, articleId, (state) => ({
+        type: 'ChangeArticleStatus',
+        data: {
+          ...changeOf(articleId, input, caller),
+          status: input.status,
+          publishedAt: input.publishedAt !== undefined ? input.publishedAt : state.publishedAt,
+        },
+        metadata: meta(caller),
+      }));
+    },
+
+    articleAt,
+  };
+}

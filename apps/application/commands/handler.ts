@@ -1,0 +1,155 @@
+import type { Transaction } from 'kysely';
+import { DomainError } from '../../../domain/errors.ts';
+import type { EventMetadata } from '../../../domain/event.ts';
+import type { DomainEvent } from '../../../domain/events.ts';
+import type { HtmlMemory } from '../../../domain/html/memory.ts';
+import type { Database, Db } from '../../../infra/db/schema.ts';
+import {
+  ConcurrencyError,
+  type EventStore,
+  type ExpectedVersion,
+  type StoredEvent,
+} from '../../../infra/event-store.ts';
+import type { SnapshotMemory } from '../../../projections/article-snapshots.ts';
+
+/*
+ * The one command handler every aggregate's commands go through: start from a snapshot (or the
+ * initial state), fold the events after it, decide, append at the version that was read. Commands on
+ * one stream queue in this process; across processes the expected version decides, and the loser
+ * loads and decides again.
+ */
+
+/** An aggregate's fold: its state before any event, and what one event makes of a state. */
+export type Fold<S, E> = { initial: S; evolve: (state: S, event: E) => S };
+
+/**
+ * Where a fold starts: a snapshot of the state at a version, and the stream's version when the
+ * snapshot's read knows it (equal: no event to read after it). Undefined: the initial state at 0.
+ */
+export type StartFrom<S> = () => Promise<{ state: S; version: number; streamVersion?: number } | undefined>;
+
+/** Writes committed with a command's events or not at all (see EventStore.append). */
+export type Alongside = (trx: Transaction<Database>) => Promise<void>;
+
+/** The events a command appended (none: nothing to do), and the state and version after them. */
+export type Handled<S, E extends DomainEvent> = { events: StoredEvent<E>[]; state: S; version: number };
+
+export type CommandHandler = <S, E extends DomainEvent>(
+  streamId: string,
+  fold: Fold<S, E>,
+  decide: (state: S, version: number) => E[],
+  opts?: { snapshot?: StartFrom<S> | undefined; alongside?: Alongside | undefined },
+) => Promise<Handled<S, E>>;
+
+/** A command without its metadata: the handler stamps it when it decides. */
+export type Unstamped<C> = C extends unknown ? Omit<C, 'metadata'> : never;
+
+/** What the composition root gives the command handlers. */
+export type CommandDeps = {
+  db: Db;
+  store: EventStore;
+  /** The clock is injected so tests and replays are deterministic. */
+  now?: () => Date;
+  /** Sanitises a body ahead of its command, off this thread (infra/sanitize-pool.ts); optional. */
+  sanitizeAhead?: (body: string) => Promise<void>;
+  /** The runtime's snapshot memory, shared with its snapshot projector (projections/article-snapshots.ts). */
+  snapshots: SnapshotMemory;
+  /** What the html rules remember, passed to the article decider (the runtime's, shared with its pool and projectors). */
+  html?: HtmlMemory;
+};
+
+/** What every aggregate's commands are built from: the deps, the one handler, the clock and metadata. */
+export type CommandContext = CommandDeps & {
+  run: CommandHandler;
+  now: () => Date;
+  meta: (caller?: { requestId?: string | undefined }) => EventMetadata;
+};
+
+export function commandContext(deps: CommandDeps): CommandContext {
+  const now = deps.now ?? (() => new Date());
+  return {
+    ...deps,
+    run: createCommandHandler(deps.store),
+    now,
+    meta: (caller) => ({
+      at: now().toISOString(),
+      ...(caller?.requestId ? { requestId: caller.requestId } : {}),
+    }),
+  };
+}
+
+/** How many times a command is decided again after losing a race for its stream. */
+const MAX_ATTEMPTS = 10;
+
+/** The command handler of one event store, with its per-stream queue. */
+export function createCommandHandler(store: EventStore): CommandHandler {
+  const queue = keyedQueue();
+  return (streamId, fold, decide, opts = {}) =>
+    queue(streamId, () => handle(store, streamId, fold, decide, opts));
+}
+
+/**
+ * Load, fold, decide, append at the version that was read. On a concurrent write, load and decide
+ * again (the decision may now differ: a stale If-Match is refused, an edit without one applies on top
+ * of the winner) after a short random pause, up to MAX_ATTEMPTS times; then `conflict`.
+ */
+async function handle<S, E extends DomainEvent>(
+  store: EventStore,
+  streamId: string,
+  fold: Fold<S, E>,
+  decide: (state: S, version: number) => E[],
+  { snapshot, alongside }: { snapshot?: StartFrom<S> | undefined; alongside?: Alongside | undefined },
+): Promise<Handled<S, E>> {
+  for (let attempt = 0; ; attempt++) {
+    const start = (await snapshot?.()) ?? { state: fold.initial, version: 0 };
+    const history =
+      start.streamVersion === start.version
+        ? []
+        : await store.readStream<E>(streamId, { from: start.version + 1 });
+    const state = history.reduce((s, e) => fold.evolve(s, e), start.state);
+    const version =
+      history.length === 0 ? start.version : (history[history.length - 1]?.version ?? start.version);
+    const events = decide(state, version);
+    if (events.length === 0) return { events: [], state, version };
+    const expectedVersion: ExpectedVersion = version === 0 ? 'no_stream' : version;
+    try {
+      const result = await store.append(streamId, events, {
+        expectedVersion,
+        ...(alongside ? { alongside } : {}),
+      });
+      const after = events.reduce(fold.evolve, state);
+      return { events: result.events, state: after, version: result.nextVersion };
+    } catch (error) {
+      if (error instanceof ConcurrencyError && attempt + 1 < MAX_ATTEMPTS) {
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
+        continue;
+      }
+      if (error instanceof ConcurrencyError) {
+        throw new DomainError(
+          'conflict',
+          'The resource was changed by another request at the same time; try again',
+        );
+      }
+      throw error;
+    }
+  }
+}
+
+/**
+ * Runs work for one key at a time in this process, in arrival order: concurrent commands on one
+ * stream queue here instead of racing to the database and retrying.
+ */
+function keyedQueue(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return async (key, work) => {
+    const before = tails.get(key) ?? Promise.resolve();
+    const mine = before.then(work, work);
+    const tail = mine.catch(() => undefined);
+    tails.set(key, tail);
+    try {
+      return await mine;
+    } finally {
+      if (tails.get(key) === tail) tails.delete(key);
+    }
+  };
+}
