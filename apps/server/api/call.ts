@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ArticleWrite } from '../../application/article-write.ts';
 import type { Call } from '../../application/call.ts';
+import { publishDecision } from '../http/limits.ts';
 import { liveKeyOf, principalOf } from './auth.ts';
-import { publishDecision } from './limits.ts';
 
 /**
  * The application call of an API request: its key's principal with origin `api`, and the request's

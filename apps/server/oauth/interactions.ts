@@ -6,12 +6,13 @@ import { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
+import { SCOPES } from '../http/oauth-port.ts';
 import { type Html, html } from '../web/html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from '../web/kit.ts';
 import { installPageErrors, PAGE_REFUSALS } from '../web/refusal.ts';
 import type { WebSession } from '../web/sessions.ts';
 import { redirectHostOf } from './client-rules.ts';
-import { OAUTH_PREFIX, SCOPES } from './provider.ts';
+import { OAUTH_PREFIX } from './provider.ts';
 
 /*
  * The person's side of an authorization: oidc-provider sends the browser to

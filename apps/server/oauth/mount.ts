@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { addressKey } from '../api/limits.ts';
+import { addressKey } from '../http/limits.ts';
 import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
 import { parameterTextProblem } from './input-rules.ts';
 import { OAUTH_PREFIX, providerCookieNames } from './provider.ts';

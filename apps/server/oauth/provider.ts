@@ -3,7 +3,8 @@ import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-pro
 import type { Db } from '../../../infra/db/schema.ts';
 import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
-import { redactUrl } from '../log-redaction.ts';
+import { redactUrl } from '../http/log-redaction.ts';
+import { SCOPES } from '../http/oauth-port.ts';
 import { createOAuthAdapter } from './adapter.ts';
 import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
 import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
@@ -33,7 +34,6 @@ import type { OAuthSecrets } from './keys.ts';
  */
 
 export const OAUTH_PREFIX = '/oauth';
-export const SCOPES = { read: 'content:read', write: 'content:write' } as const;
 const ACCESS_TOKEN_TTL_S = 60 * 60;
 const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
 /** How long a connection may last without being renewed by a new consent. */

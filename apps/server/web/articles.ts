@@ -10,7 +10,7 @@ import { PAGE_MAX } from '../../../domain/vocabulary.ts';
 import type { BodyDiff } from '../../../infra/sanitize-pool.ts';
 import type { Application } from '../../application/index.ts';
 import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../application/wire.ts';
-import { statusOf } from '../errors.ts';
+import { statusOf } from '../http/errors.ts';
 import { webCall } from './call.ts';
 import { type Html, html, raw } from './html.ts';
 import { installFormParser, installPageHeaders } from './kit.ts';

@@ -6,8 +6,8 @@ import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Keys } from '../../application/keys.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
-import { cleanText } from '../api/schemas.ts';
-import type { OAuthConnections } from '../oauth/verify.ts';
+import type { ConnectedClients } from '../http/oauth-port.ts';
+import { cleanText } from '../http/schemas.ts';
 import { webCall } from './call.ts';
 import {
   doneNotice,
@@ -110,7 +110,7 @@ function when(date: Date | null | undefined): string {
 export const connectSiteRoutes: FastifyPluginAsync<{
   kit: WebKit;
   keys: Keys;
-  connections: OAuthConnections;
+  connections: ConnectedClients;
   webhooks: Webhooks;
 }> = async (plain, { kit, keys: apiKeys, connections, webhooks }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();

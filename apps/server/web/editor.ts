@@ -5,7 +5,7 @@ import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import type { Application } from '../../application/index.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
-import { statusOf } from '../errors.ts';
+import { statusOf } from '../http/errors.ts';
 import { webCall } from './call.ts';
 import { type Html, html } from './html.ts';
 import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';

@@ -3,7 +3,7 @@ import { isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
 import type { ReportDayOut, ReportOut } from '../../application/sites.ts';
 import type { StatsOut } from '../../application/wire.ts';
-import { SiteParams } from '../api/schemas.ts';
+import { SiteParams } from '../http/schemas.ts';
 import { webCall } from './call.ts';
 import { barChart, longDate } from './chart.ts';
 import { csvText } from './csv.ts';

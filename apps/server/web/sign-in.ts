@@ -2,7 +2,7 @@ import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { addressKey } from '../api/limits.ts';
+import { addressKey } from '../http/limits.ts';
 import { html, STYLESHEET, STYLESHEET_PATH } from './html.ts';
 import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';

@@ -5,7 +5,7 @@ import { isWebUrl } from '../../../domain/input.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import type { BacklinkOut, SiteOut } from '../../application/wire.ts';
-import { SiteParams } from '../api/schemas.ts';
+import { SiteParams } from '../http/schemas.ts';
 import { webCall } from './call.ts';
 import { type Html, html, raw } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';

@@ -3,8 +3,8 @@ import type { ActivitySource } from '../../../domain/activity/events.ts';
 import { isId } from '../../../domain/input.ts';
 import type { Activity } from '../../application/activity.ts';
 import type { Touched } from '../../application/call.ts';
-import { clientRequestIdOf } from '../request-ids.ts';
 import type { AuthState } from './auth.ts';
+import { clientRequestIdOf } from './request-ids.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
