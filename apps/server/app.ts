@@ -31,9 +31,11 @@ import { installSlicedResponses } from './http/sliced-responses.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
+import { loadOAuthSecrets } from './oauth/keys.ts';
 import { registerOpenApi } from './openapi.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
+import { registerWeb } from './web/index.ts';
 import { webPages } from './web/pages.ts';
 import { PAGE_REFUSALS } from './web/refusal.ts';
 
@@ -239,24 +241,34 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
   });
   await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
-  // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
-  // The Connect Site page and the MCP endpoint take the connections and the token verifier from it.
+  // The web pages' kit and sign-in; the authorization server for /mcp (docs/oauth.md), its consent
+  // pages in the web pages' layout and session; also `app.oauth`. The Connect Site page and the MCP
+  // endpoint take the connections and the token verifier from it.
+  const secrets = await loadOAuthSecrets(db);
+  const web = await registerWeb(app, {
+    db,
+    accounts: application.accounts,
+    publicUrl,
+    secret: secrets.webSecret,
+    now: deps.webNow ?? (() => new Date()),
+  });
   const oauth = await registerOAuth(app, {
     db,
     accounts: application.accounts,
-    publicUrl: deps.config.PUBLIC_URL,
+    publicUrl,
+    secrets,
+    pages: web.pages,
     fetchTrust: fetchTrustOf(deps.config),
-    ...(deps.webNow ? { webNow: deps.webNow } : {}),
   });
   await app.register(connectSiteRoutes, {
-    kit: oauth.web,
+    kit: web.kit,
     keys: application.keys,
     connections: oauth,
     webhooks: application.webhooks,
   });
-  await app.register(accountPasswordRoutes, { kit: oauth.web, accounts: application.accounts });
+  await app.register(accountPasswordRoutes, { kit: web.kit, accounts: application.accounts });
   await app.register(webPages, {
-    kit: oauth.web,
+    kit: web.kit,
     application,
     diff: deps.runtime.diff,
     heavy,

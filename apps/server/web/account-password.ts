@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Accounts } from '../../application/accounts.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../application/commands.ts';
-import { html } from './html.ts';
+import { html } from '../http/html.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
 import type { WebSession } from './sessions.ts';

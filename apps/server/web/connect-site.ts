@@ -6,6 +6,7 @@ import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Keys } from '../../application/keys.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
+import { type Html, html } from '../http/html.ts';
 import type { ConnectedClients } from '../http/oauth-port.ts';
 import { cleanText } from '../http/schemas.ts';
 import { webCall } from './call.ts';
@@ -18,7 +19,6 @@ import {
   type WebhookFormState,
   webhooksSection,
 } from './connect-webhooks.ts';
-import { type Html, html } from './html.ts';
 import { type FormSender, installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors, sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';

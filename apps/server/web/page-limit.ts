@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Counter } from '../../../infra/limits.ts';
+import { html } from '../http/html.ts';
 import { addressKey, publishDecision } from '../http/limits.ts';
-import { html } from './html.ts';
 import type { WebKit } from './kit.ts';
 
 /** Whose budget a page view spends: its live session's (account holder or staff), else its client address's. */
