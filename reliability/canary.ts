@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { MAX_JSON_DEPTH } from '../apps/server/api/json-body.ts';
+import { MAX_JSON_DEPTH } from '../apps/server/http/json-body.ts';
 import { BODY_MAX_BYTES } from '../domain/article/events.ts';
 import { browserless, freePort } from '../tests/oauth/helpers.ts';
 import { createTestDatabase } from '../tests/support/db.ts';

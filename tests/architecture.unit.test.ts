@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 /*
  * The layering rules of docs/architecture.md, checked on every module's imports: dependencies point
  * one way (adapters -> application -> domain, with infra and projections plugged in below the
- * application), and a face never reaches into another face's routes.
+ * application), and a face imports only itself and what every face shares (apps/server/http), never
+ * another face.
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -23,6 +24,28 @@ const COMPOSITION_ROOTS = new Set([
   'apps/cli/cli.ts',
   'apps/runtime.ts',
 ]);
+
+/**
+ * The faces: each serves one kind of caller. A face imports itself, the shared HTTP layer, the
+ * application, projections, infra and domain (as its layer allows), and the named ports below.
+ */
+const FACES = [
+  'apps/server/api/',
+  'apps/server/mcp/',
+  'apps/server/oauth/',
+  'apps/server/web/',
+  'apps/server/media-routes.ts',
+  'apps/cli/',
+  'apps/worker/jobs/',
+];
+/** What every face of the server shares: it imports no face. */
+const HTTP = 'apps/server/http/';
+/** Files of a face that other faces may import: none (the ports are in apps/server/http). */
+const NAMED_PORTS: readonly string[] = [];
+
+function faceOf(file: string): string | null {
+  return FACES.find((face) => file === face || file.startsWith(face)) ?? null;
+}
 
 function layerOf(file: string): Layer {
   if (COMPOSITION_ROOTS.has(file)) return 'composition';
@@ -79,6 +102,27 @@ describe('the layering of the source tree', () => {
   it('keeps each face to its own routes: no module imports a route file of another directory', () => {
     const wrong = edges
       .filter(({ from, to }) => to.endsWith('-routes.ts') && dirname(from) !== dirname(to))
+      .map(({ from, to }) => `${from} imports ${to}`);
+    expect(wrong).toEqual([]);
+  });
+
+  it('finds every face and the shared HTTP layer', () => {
+    for (const face of FACES) expect(files.some((f) => faceOf(f) === face)).toBe(true);
+    expect(files.some((f) => f.startsWith(HTTP))).toBe(true);
+  });
+
+  it('keeps each face to itself: a face imports no other face, nor any adapter outside apps/server/http', () => {
+    const wrong = edges
+      .filter(({ from }) => faceOf(from) !== null && layerOf(from) === 'adapter')
+      .filter(({ from, to }) => layerOf(to) === 'adapter' && faceOf(to) !== faceOf(from))
+      .filter(({ to }) => !to.startsWith(HTTP) && !NAMED_PORTS.includes(to))
+      .map(({ from, to }) => `${from} imports ${to}`);
+    expect(wrong).toEqual([]);
+  });
+
+  it('keeps the shared HTTP layer below the faces: apps/server/http imports no face', () => {
+    const wrong = edges
+      .filter(({ from, to }) => from.startsWith(HTTP) && faceOf(to) !== null)
       .map(({ from, to }) => `${from} imports ${to}`);
     expect(wrong).toEqual([]);
   });

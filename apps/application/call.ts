@@ -1,6 +1,7 @@
 import type { KeyScope } from '../../domain/account/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { Actor, Origin } from '../../domain/event.ts';
+import type { LimitDecision } from '../../infra/limits.ts';
 
 /** Who acts, through which face, with which grant: every use case takes one. */
 export type Principal = {
@@ -24,15 +25,8 @@ export type RequestIds = { requestId: string; clientRequestId: string | null };
 /** What a call's activity record names: the site and article it touched and the revision it created. */
 export type Subject = { siteId: string | null; articleId: string | null; revision: number | null };
 
-/** The outcome of counting one unit against a limit: the adapter states it (HTTP: the RateLimit fields). */
-export type LimitDecision = {
-  policy: { name: string; quota: number; window: number | 'utc-day' };
-  allowed: boolean;
-  /** Units left in the current window (0 when refused). */
-  remaining: number;
-  /** Whole seconds until the window resets. */
-  resetSeconds: number;
-};
+/** The outcome of counting one unit against a limit (infra/limits.ts counts it; the adapter states it). */
+export type { LimitDecision };
 
 /** The daily edit limit: counts one article edit of an account, atomically across processes. */
 export type EditLimit = { take(accountId: string): Promise<LimitDecision> };

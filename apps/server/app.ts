@@ -12,6 +12,7 @@ import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
 import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
+import { type Counter, createEditLimiter, createPageLimiter } from '../../infra/limits.ts';
 import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
 import { projectionStatus } from '../../infra/projection-runner.ts';
@@ -19,21 +20,22 @@ import { projectors } from '../../projections/index.ts';
 import type { EditLimit } from '../application/call.ts';
 import { createApplication } from '../application/index.ts';
 import type { Runtime } from '../runtime.ts';
-import { createEditLimiter } from './api/edit-limit.ts';
-import { apiV1, type LimitHook } from './api/index.ts';
-import { type Counter, createRequestLimiter } from './api/limits.ts';
-import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './errors.ts';
-import { createHeavyWork, type HeavyWork, installHeavyWork } from './heavy-work.ts';
-import { LOG_REDACTION, redactUrl, requestSerializer } from './log-redaction.ts';
-import { type McpTokenVerifier, mcpRoutes } from './mcp/index.ts';
+import { apiV1 } from './api/index.ts';
+import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './http/errors.ts';
+import { createHeavyWork, type HeavyWork, installHeavyWork } from './http/heavy-work.ts';
+import { createRequestLimiter, type LimitHook } from './http/limits.ts';
+import { LOG_REDACTION, redactUrl, requestSerializer } from './http/log-redaction.ts';
+import type { McpTokenVerifier } from './http/oauth-port.ts';
+import { newRequestId } from './http/request-ids.ts';
+import { installSlicedResponses } from './http/sliced-responses.ts';
+import { mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
+import { loadOAuthSecrets } from './oauth/keys.ts';
 import { registerOpenApi } from './openapi.ts';
-import { newRequestId } from './request-ids.ts';
-import { installSlicedResponses } from './sliced-responses.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
-import { createPageLimiter } from './web/page-limit.ts';
+import { registerWeb } from './web/index.ts';
 import { webPages } from './web/pages.ts';
 import { PAGE_REFUSALS } from './web/refusal.ts';
 
@@ -242,29 +244,39 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // The activity records every face started are stored before the app closes.
   app.addHook('onClose', () => application.activity.drain());
   await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
-  // Sign-in, consent and the authorization server for /mcp (docs/oauth.md); also `app.oauth`.
-  // The Connect Site page and the MCP endpoint take the connections and the token verifier from it.
+  // The web pages' kit and sign-in; the authorization server for /mcp (docs/oauth.md), its consent
+  // pages in the web pages' layout and session; also `app.oauth`. The Connect Site page and the MCP
+  // endpoint take the connections and the token verifier from it.
+  const secrets = await loadOAuthSecrets(db);
+  const web = await registerWeb(app, {
+    db,
+    accounts: application.accounts,
+    publicUrl,
+    secret: secrets.webSecret,
+    now: deps.webNow ?? (() => new Date()),
+  });
   const oauth = await registerOAuth(app, {
     db,
     accounts: application.accounts,
-    publicUrl: deps.config.PUBLIC_URL,
+    publicUrl,
+    secrets,
+    pages: web.pages,
     fetchTrust: fetchTrustOf(deps.config),
-    ...(deps.webNow ? { webNow: deps.webNow } : {}),
   });
   await app.register(connectSiteRoutes, {
-    kit: oauth.web,
+    kit: web.kit,
     keys: application.keys,
     connections: oauth,
     webhooks: application.webhooks,
     activity: application.activity,
   });
   await app.register(accountPasswordRoutes, {
-    kit: oauth.web,
+    kit: web.kit,
     accounts: application.accounts,
     activity: application.activity,
   });
   await app.register(webPages, {
-    kit: oauth.web,
+    kit: web.kit,
     application,
     diff: deps.runtime.diff,
     heavy,

@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { loadConfigOrExit } from '../../infra/config.ts';
+import { createEditLimiter, createPageLimiter } from '../../infra/limits.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
@@ -7,11 +8,9 @@ import { projectors } from '../../projections/index.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
 import { modulesFor } from '../worker/modules.ts';
-import { createEditLimiter } from './api/edit-limit.ts';
-import { createRequestLimiter } from './api/limits.ts';
 import { buildApp } from './app.ts';
-import { LOG_REDACTION } from './log-redaction.ts';
-import { createPageLimiter } from './web/page-limit.ts';
+import { createRequestLimiter } from './http/limits.ts';
+import { LOG_REDACTION } from './http/log-redaction.ts';
 
 const config = loadConfigOrExit();
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.ts';
 import { MEDIA_KEY, type MediaStore } from '../../infra/media/store.ts';
-import { Problem } from './api/schemas.ts';
+import { Problem } from './http/schemas.ts';
 
 type MediaRouteDeps = { store: MediaStore };
 

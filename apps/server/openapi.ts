@@ -7,8 +7,8 @@ import type { ErrorCode } from '../../domain/errors.ts';
 import { PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../domain/vocabulary.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { WWW_AUTHENTICATE } from './api/auth.ts';
-import { statusOf } from './errors.ts';
-import { HEAVY_BUSY_DETAIL } from './heavy-work.ts';
+import { statusOf } from './http/errors.ts';
+import { HEAVY_BUSY_DETAIL } from './http/heavy-work.ts';
 
 /*
  * The OpenAPI 3.1 document, generated from the routes themselves: @fastify/swagger walks every route,

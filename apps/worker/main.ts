@@ -4,7 +4,7 @@ import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { projectors } from '../../projections/index.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
-import { LOG_REDACTION } from '../server/log-redaction.ts';
+import { LOG_REDACTION } from '../server/http/log-redaction.ts';
 import { createJobs, startBackground } from './background.ts';
 import { modulesFor } from './modules.ts';
 

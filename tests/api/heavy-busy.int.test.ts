@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
-import { createHeavyWork, HEAVY_BODY_BYTES, HEAVY_BUSY_DETAIL } from '../../apps/server/heavy-work.ts';
+import { createHeavyWork, HEAVY_BODY_BYTES, HEAVY_BUSY_DETAIL } from '../../apps/server/http/heavy-work.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';
 import { addSiteWithArticle, createTestRuntime, setUpAccount } from '../support/runtime.ts';
 

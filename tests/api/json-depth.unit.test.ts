@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonDepth, nestsDeeperThan } from '../../apps/server/api/json-body.ts';
+import { jsonDepth, nestsDeeperThan } from '../../apps/server/http/json-body.ts';
 
 /** The nesting depth of a parsed JSON value. */
 function depthOf(value: unknown): number {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Counter, createCounter, requestsPolicy } from '../../apps/server/api/limits.ts';
+import { type Counter, createCounter, requestsPolicy } from '../../infra/limits.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';

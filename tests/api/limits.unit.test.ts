@@ -1,20 +1,16 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { installErrorHandling } from '../../apps/server/http/errors.ts';
 import {
   addressKey,
-  createCounter,
   createRequestLimiter,
-  type Decision,
-  editsPolicy,
   MAX_PAUSED_REFUSALS,
   rateLimitField,
   rateLimitPolicyField,
-  requestsPolicy,
-  windowOf,
-} from '../../apps/server/api/limits.ts';
-import { installErrorHandling } from '../../apps/server/errors.ts';
+} from '../../apps/server/http/limits.ts';
 import { ConfigError, loadConfig } from '../../infra/config.ts';
+import { createCounter, type Decision, editsPolicy, requestsPolicy, windowOf } from '../../infra/limits.ts';
 
 type Logged = { level: 'info' | 'warn'; msg: string; obj: object };
 function recordingLogger(): { logger: { info: Log; warn: Log }; lines: Logged[] } {

@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installErrorHandling } from '../../apps/server/errors.ts';
+import { installErrorHandling } from '../../apps/server/http/errors.ts';
 import { mediaRoutes } from '../../apps/server/media-routes.ts';
 import { createDirectoryMediaStore, MEDIA_KEY, type MediaStore } from '../../infra/media/store.ts';
 

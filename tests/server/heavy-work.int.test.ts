@@ -1,13 +1,13 @@
 import { connect } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installErrorHandling } from '../../apps/server/errors.ts';
+import { installErrorHandling } from '../../apps/server/http/errors.ts';
 import {
   createHeavyWork,
   HEAVY_BODY_BYTES,
   HEAVY_BUSY_DETAIL,
   installHeavyWork,
-} from '../../apps/server/heavy-work.ts';
+} from '../../apps/server/http/heavy-work.ts';
 
 /*
  * Heavy requests (a body of HEAVY_BODY_BYTES or more) run one at a time per process, a bounded number

@@ -8,7 +8,7 @@ import {
   redactHeaders,
   redactSecrets,
   redactUrl,
-} from '../../apps/server/log-redaction.ts';
+} from '../../apps/server/http/log-redaction.ts';
 import { newApiKey } from '../../infra/ids.ts';
 
 const URL_ALPHABET = 'useandom-26T198340PX75pxJACKVERYMINDBUSHWOLF_GQZbfghjklqvwyzrict';

@@ -6,7 +6,7 @@ import {
   SLICE_BYTES,
   SLICED_FROM,
   slices,
-} from '../../apps/server/sliced-responses.ts';
+} from '../../apps/server/http/sliced-responses.ts';
 
 // Multi-byte characters (2, 3 and 4 bytes in UTF-8) so that slices cut through characters.
 const large = `<p>${'ü日😀 words '.repeat(Math.ceil((SLICED_FROM * 2) / 12))}</p>`;

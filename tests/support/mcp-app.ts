@@ -7,11 +7,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import type { Runtime } from '../../apps/runtime.ts';
-import type { Principal } from '../../apps/server/api/auth.ts';
-import type { LimitHook } from '../../apps/server/api/index.ts';
-import { createRequestLimiter } from '../../apps/server/api/limits.ts';
 import { buildApp } from '../../apps/server/app.ts';
-import type { McpTokenVerifier } from '../../apps/server/mcp/index.ts';
+import type { RequestPrincipal } from '../../apps/server/http/auth.ts';
+import { createRequestLimiter, type LimitHook } from '../../apps/server/http/limits.ts';
+import type { McpTokenVerifier } from '../../apps/server/http/oauth-port.ts';
 import { DomainError } from '../../domain/errors.ts';
 import type { FetchImage } from '../../infra/media/fetch.ts';
 import { listArticles } from '../../projections/articles.ts';
@@ -151,7 +150,7 @@ export async function startMcpTestApp(
     cWrite: 'mcp-test-token-c-write-0000000000000000',
   };
   const actor = { type: 'oauth_client' as const, id: testClient.id, name: testClient.name };
-  const principals = new Map<string, Principal>([
+  const principals = new Map<string, RequestPrincipal>([
     [tokens.aWrite, { accountId: a.accountId, scope: 'write', actor }],
     [tokens.aRead, { accountId: a.accountId, scope: 'read', actor }],
     [tokens.bWrite, { accountId: b.accountId, scope: 'write', actor }],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { htmlText } from '../../apps/server/http/html.ts';
 import { draftOf, removedList, savedNotice } from '../../apps/server/web/editor.ts';
-import { htmlText } from '../../apps/server/web/html.ts';
 
 describe('editor helpers', () => {
   it('reads the form, anything missing empty, a bad expected revision replaced by the current one', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { html, htmlText, raw, STYLESHEET } from '../../apps/server/web/html.ts';
+import { html, htmlText, raw } from '../../apps/server/http/html.ts';
+import { STYLESHEET } from '../../apps/server/web/html.ts';
 import { safeReturnTo } from '../../apps/server/web/kit.ts';
 import { delayAfter, EMAIL_POLICY } from '../../apps/server/web/throttle.ts';
 

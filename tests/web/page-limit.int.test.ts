@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
-import { createPageLimiter } from '../../apps/server/web/page-limit.ts';
+import { createPageLimiter } from '../../infra/limits.ts';
 import { createPerson } from '../oauth/helpers.ts';
 import { type InjectBrowser, injectBrowser, signInWith } from '../support/inject-browser.ts';
 import { createTestRuntime } from '../support/runtime.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { htmlText } from '../../apps/server/http/html.ts';
 import { barChart, describeChart, labelledDays, yScale } from '../../apps/server/web/chart.ts';
-import { htmlText } from '../../apps/server/web/html.ts';
 import { change, periodChoices, periodLabel, reportCsv } from '../../apps/server/web/report.ts';
 import { readSiteQuery } from '../../apps/server/web/site-query.ts';
 import { hrefOf, httpHref } from '../../apps/server/web/sites.ts';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
-import { createHeavyWork, HEAVY_BUSY_DETAIL } from '../../apps/server/heavy-work.ts';
+import { createHeavyWork, HEAVY_BUSY_DETAIL } from '../../apps/server/http/heavy-work.ts';
 import { DIFF_EDITS_MAX } from '../../domain/html/word-diff.ts';
 import { createPerson } from '../oauth/helpers.ts';
 import { type InjectBrowser, injectBrowser, signInWith } from '../support/inject-browser.ts';

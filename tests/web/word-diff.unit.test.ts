@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { htmlText } from '../../apps/server/http/html.ts';
 import { sentence, wholeNumber } from '../../apps/server/web/articles.ts';
-import { htmlText } from '../../apps/server/web/html.ts';
 import { renderBodyDiff, renderDiff } from '../../apps/server/web/word-diff.ts';
 import { diffBodies, diffText, shorten } from '../../domain/html/word-diff.ts';
 

@@ -6,47 +6,8 @@ import type { Actor } from '../../../domain/event.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../../infra/ids.ts';
 import { invalidKeyError, type Keys } from '../../application/keys.ts';
+import { type AuthState, queryCredentialOf, type RequestPrincipal } from '../http/auth.ts';
 
-/** Who is calling: an account, through one key (or, on /mcp, one OAuth grant). */
-export type Principal = {
-  accountId: string;
-  scope: KeyScope;
-  actor: Actor;
-  /** The key's id, for last-use tracking; absent for OAuth. */
-  keyId?: string;
-  /**
-   * Whether this request has seen the key unrevoked in the database. A key seen before in this
-   * process is known without a lookup (its account, scope and name never change); that it is not
-   * revoked since must still be confirmed before the answer: by the route's own statement
-   * (`liveKeyOf`), or by a lookup before the route runs (`confirmKey`).
-   */
-  keyConfirmed?: boolean;
-};
-
-/** What the key said about the caller even when the call is refused: a revoked key still names its account. */
-export type AuthState = {
-  principal: Principal | null;
-  accountId: string | null;
-  actor: Actor | null;
-  failure: DomainError | null;
-};
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    auth: AuthState;
-  }
-  interface FastifyContextConfig {
-    /** The key scope the route needs; `read` when not given. */
-    scope?: KeyScope;
-    /**
-     * `statement`: the route's read confirms that the key is not revoked in its own statement
-     * (it passes `liveKeyOf(request)` to the query); every other route has it confirmed before it runs.
-     */
-    keyCheck?: 'statement';
-  }
-}
-
-const QUERY_CREDENTIALS = ['api_key', 'apikey', 'key', 'access_token', 'token'];
 export const WWW_AUTHENTICATE = 'Bearer realm="content-service"';
 
 function failure(detail: string): DomainError {
@@ -55,8 +16,7 @@ function failure(detail: string): DomainError {
 
 /** The key the request presents, or the reason it presents none that can be used. */
 function presentedKey(request: FastifyRequest): { key: string } | { error: DomainError } | null {
-  const query = request.query as Record<string, unknown> | undefined;
-  const inQuery = QUERY_CREDENTIALS.find((name) => query && name in query);
+  const inQuery = queryCredentialOf(request);
   if (inQuery) {
     return {
       error: failure(
@@ -196,8 +156,7 @@ export function createAuthResolver(
       accountId: key.accountId,
       scope: key.scope,
       actor,
-      keyId: key.id,
-      keyConfirmed: confirmed,
+      liveKey: confirmed ? undefined : key.id,
     };
     usage.touch(key.id, new Date());
     return state;
@@ -224,10 +183,10 @@ export function createAuthResolver(
 export function confirmKey(keys: Pick<Keys, 'isLive'>) {
   return async (request: FastifyRequest): Promise<void> => {
     const principal = request.auth.principal;
-    if (!principal?.keyId || principal.keyConfirmed) return;
+    if (!principal?.liveKey) return;
     if (request.routeOptions.config.keyCheck === 'statement') return;
-    if (!(await keys.isLive(principal.keyId))) throw invalidKeyError();
-    principal.keyConfirmed = true;
+    if (!(await keys.isLive(principal.liveKey))) throw invalidKeyError();
+    principal.liveKey = undefined;
   };
 }
 
@@ -236,8 +195,7 @@ export function confirmKey(keys: Pick<Keys, 'isLive'>) {
  * undefined when this request has confirmed it already.
  */
 export function liveKeyOf(request: FastifyRequest): string | undefined {
-  const principal = request.auth.principal;
-  return principal?.keyId && !principal.keyConfirmed ? principal.keyId : undefined;
+  return request.auth.principal?.liveKey;
 }
 
 /** onRequest: resolves the API key into `request.auth`; refusing is left to `requireAuth`, after the rate limit. */
@@ -268,7 +226,7 @@ export async function requireAuth(request: FastifyRequest, reply: FastifyReply):
 }
 
 /** The authenticated principal of a route behind requireAuth. */
-export function principalOf(request: FastifyRequest): Principal {
+export function principalOf(request: FastifyRequest): RequestPrincipal {
   const principal = request.auth.principal;
   if (!principal) throw new DomainError('unauthenticated', 'Authentication required');
   return principal;

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ArticleWrite } from '../../application/article-write.ts';
 import { type Call, type Outcome, unwrap } from '../../application/call.ts';
-import { noteOutcome } from './activity-log.ts';
+import { noteOutcome } from '../http/activity-log.ts';
+import { publishDecision } from '../http/limits.ts';
 import { liveKeyOf, principalOf } from './auth.ts';
-import { publishDecision } from './limits.ts';
 
 /** The application call of an API request: its key's principal with origin `api`. */
 export function apiCall(request: FastifyRequest): Call {

@@ -1,13 +1,15 @@
 import multipart from '@fastify/multipart';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
 import { isDomainError, parameterError } from '../../../domain/errors.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { Application } from '../../application/index.ts';
-import { type Acting, createActivityLog } from './activity-log.ts';
+import { type Acting, createActivityLog } from '../http/activity-log.ts';
+import type { AuthState } from '../http/auth.ts';
+import { installJsonBodyParser, MAX_JSON_DEPTH, type UnreadableJson } from '../http/json-body.ts';
+import type { LimitHook } from '../http/limits.ts';
 import {
-  type AuthState,
   authenticate,
   confirmKey,
   createAuthResolver,
@@ -15,13 +17,9 @@ import {
   requireAuth,
   WWW_AUTHENTICATE,
 } from './auth.ts';
-import { installJsonBodyParser } from './json-body.ts';
 import { readRoutes } from './read-routes.ts';
 import { webhookRoutes } from './webhook-routes.ts';
 import { writeRoutes } from './write-routes.ts';
-
-/** An onRequest hook that enforces request limits (between authentication and refusal, so floods of bad keys count too). */
-export type LimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 type ApiDeps = {
   /** Where the last use of each API key is written (api_key_usage). */
@@ -41,6 +39,22 @@ async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> 
       repeated.map(([name]) => ({ in: 'query', name, message: 'must be given once' })),
     );
   }
+}
+
+/** A JSON body that cannot be read is a 400 `invalid_request` that says why. */
+function unreadableBody(why: UnreadableJson): { error: Error } {
+  if (why === 'nested') {
+    return {
+      error: parameterError(`The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+        { in: 'body', name: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
+      ]),
+    };
+  }
+  return {
+    error: parameterError(`The body is not valid JSON: ${why.message}`, [
+      { in: 'body', name: 'body', message: 'must be valid JSON' },
+    ]),
+  };
 }
 
 /** `/api/v1`: API-key authentication, limits, the activity log, and the routes. */
@@ -83,7 +97,7 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
     }
   });
   app.addHook('preValidation', refuseRepeatedParameters);
-  installJsonBodyParser(app);
+  installJsonBodyParser(app, unreadableBody);
   app.addHook('onClose', async () => {
     await usage.stop();
   });

@@ -1,8 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Application } from '../../application/index.ts';
-import { apiCall, settled, weakEtag } from './call.ts';
-import { sendList } from './lists.ts';
 import {
   ActivityQuery,
   ActivityRecord,
@@ -19,7 +17,9 @@ import {
   SiteParams,
   Stats,
   StatsQuery,
-} from './schemas.ts';
+} from '../http/schemas.ts';
+import { apiCall, settled, weakEtag } from './call.ts';
+import { sendList } from './lists.ts';
 
 type ReadRouteDeps = { application: Application; publicUrl: string };
 

@@ -8,7 +8,7 @@ import {
   WebhookEventType,
   WebhookReplay,
 } from '../../application/wire-schemas.ts';
-import { atMost, idParam } from './schemas.ts';
+import { atMost, idParam } from '../http/schemas.ts';
 
 /*
  * The webhook routes' requests as zod schemas (CONTRACT "Webhooks"). They check shapes; the rules of

@@ -4,10 +4,7 @@ import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../.
 import { DomainError, parameterError } from '../../../domain/errors.ts';
 import type { ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
-import { apiCall, idempotencyOf, sendWrite, settled } from './call.ts';
-import { sendList } from './lists.ts';
-import { readErrors } from './read-routes.ts';
-import { ArticleParams, listOf, PageQuery, Problem } from './schemas.ts';
+import { ArticleParams, listOf, PageQuery, Problem } from '../http/schemas.ts';
 import {
   ArticleChange,
   EditArticleBody,
@@ -18,7 +15,10 @@ import {
   RevisionContent,
   RevisionParams,
   WriteHeaders,
-} from './write-schemas.ts';
+} from '../http/write-schemas.ts';
+import { apiCall, idempotencyOf, sendWrite, settled } from './call.ts';
+import { sendList } from './lists.ts';
+import { readErrors } from './read-routes.ts';
 
 type WriteRouteDeps = { application: Application; publicUrl: string };
 

@@ -1,28 +1,16 @@
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../../../domain/errors.ts';
-import type { AuthState } from '../api/auth.ts';
-import { SCOPES } from '../oauth/provider.ts';
-import type { McpTokenVerifier } from '../oauth/verify.ts';
-
-/**
- * The principal of a bearer token presented to /mcp, or null when it is unknown, expired, revoked or
- * for another resource (actor `oauth_client`; scope `write` when the grant includes content:write). The
- * product's verifier is the authorization server's (apps/server/oauth/verify.ts), which owns the type.
- */
-export type { McpTokenVerifier };
-
-/** Without a verifier every token is unknown: /mcp answers 401 to everything. */
+import { type AuthState, queryCredentialOf } from '../http/auth.ts';
+import { type McpTokenVerifier, SCOPES } from '../http/oauth-port.ts';
 
 /** RFC 6750 `b64token`. */
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-const QUERY_CREDENTIALS = ['access_token', 'token', 'api_key', 'key'];
 
 /** What a request presents: no credentials, a malformed one, or a bearer token. */
 export function presentedToken(
   request: FastifyRequest,
 ): { token: string } | { malformed: string } | { none: true } {
-  const query = request.query as Record<string, unknown> | undefined;
-  const inQuery = QUERY_CREDENTIALS.find((name) => query && name in query);
+  const inQuery = queryCredentialOf(request);
   if (inQuery) {
     return {
       malformed: `Tokens are not accepted in the query string (${inQuery}); send Authorization: Bearer <token>`,

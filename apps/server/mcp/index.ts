@@ -6,14 +6,12 @@ import {
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
-import type { LimitHook } from '../api/index.ts';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../api/json-body.ts';
-import { publishDecision } from '../api/limits.ts';
-import { clientRequestIdOf } from '../request-ids.ts';
-import { type McpTokenVerifier, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
+import { installJsonBodyParser, MAX_JSON_DEPTH } from '../http/json-body.ts';
+import { type LimitHook, publishDecision } from '../http/limits.ts';
+import type { McpTokenVerifier } from '../http/oauth-port.ts';
+import { clientRequestIdOf } from '../http/request-ids.ts';
+import { presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
 import { createMcpServer, listTools, type McpRequest } from './server.ts';
-
-export type { McpTokenVerifier } from './auth.ts';
 
 type McpDeps = {
   publicUrl: string;
@@ -117,21 +115,15 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
 
   app.decorateRequest('auth', null as never);
 
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string;
-    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-      const marker = {};
-      unreadable.set(marker, `Parse error: the JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
-      return done(null, marker);
-    }
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      const marker = {};
-      unreadable.set(marker, 'Parse error: the body is not valid JSON');
-      done(null, marker);
-    }
+  installJsonBodyParser(app, (why) => {
+    const marker = {};
+    unreadable.set(
+      marker,
+      why === 'nested'
+        ? `Parse error: the JSON is nested deeper than ${MAX_JSON_DEPTH} levels`
+        : 'Parse error: the body is not valid JSON',
+    );
+    return { body: marker };
   });
 
   app.addHook('onRequest', async (request, reply) => {

@@ -24,7 +24,7 @@ import {
   Site,
   Stats,
   StatsQuery,
-} from '../api/schemas.ts';
+} from '../http/schemas.ts';
 import {
   ArticleChange,
   EditArticleBody,
@@ -33,7 +33,7 @@ import {
   Revision,
   RevisionContent,
   RevisionParams,
-} from '../api/write-schemas.ts';
+} from '../http/write-schemas.ts';
 
 /*
  * The tools' inputs and outputs. Inputs are the HTTP parameters under the same names, built from the

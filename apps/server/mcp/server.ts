@@ -12,7 +12,7 @@ import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Call, type LimitDecision, type Subject, unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
-import type { Principal } from '../api/auth.ts';
+import type { RequestPrincipal } from '../http/auth.ts';
 import { toolJsonSchema } from './schemas.ts';
 import {
   argumentErrors,
@@ -73,7 +73,7 @@ export const CACHE_HINTS = {
 
 /** The HTTP request a server answers: who calls, its id, and its per-request limits. */
 export type McpRequest = {
-  principal: Principal;
+  principal: RequestPrincipal;
   requestId: string;
   /** The client's own X-Request-Id, if a valid one: for the activity record only. */
   clientRequestId: string | null;

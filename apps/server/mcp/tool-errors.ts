@@ -10,7 +10,7 @@ import {
   parseBody,
   walk,
 } from '../../../domain/html/tree.ts';
-import { statusOf, UNAVAILABLE_DETAIL, UNAVAILABLE_RETRY_AFTER_S, wireErrors } from '../errors.ts';
+import { statusOf, UNAVAILABLE_DETAIL, UNAVAILABLE_RETRY_AFTER_S, wireErrors } from '../http/errors.ts';
 
 /**
  * Where a failed call's code, detail and details travel besides its text: a namespaced `_meta` entry, on

@@ -1,5 +1,5 @@
-import { html, page } from '../web/html.ts';
-import { PAGE_HEADERS } from '../web/kit.ts';
+import { html } from '../http/html.ts';
+import type { PageKit } from '../http/page-kit.ts';
 
 /*
  * The page the authorization server shows, on this service, when it refuses a request it will not send
@@ -40,12 +40,26 @@ function text(value: unknown): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** The error page's HTML for an OAuth error (`{error, error_description}`; `state` is never shown). */
-export function authorizationErrorPage(out: ErrorOut): string {
+/** The error page: its HTML for an OAuth error (`{error, error_description}`; `state` is never shown), and its headers. */
+export type ErrorPage = {
+  html(out: ErrorOut): string;
+  /** The headers every page of this service carries (never cached, never framed, no scripts). */
+  headers: Readonly<Record<string, string>>;
+};
+
+/** The error page in the web pages' layout. */
+export function errorPageOf(pages: Pick<PageKit, 'standalone' | 'headers'>): ErrorPage {
+  return {
+    html: (out) => authorizationErrorPage(pages, out),
+    headers: { ...pages.headers, 'cache-control': 'no-store' },
+  };
+}
+
+function authorizationErrorPage(pages: Pick<PageKit, 'standalone'>, out: ErrorOut): string {
   const code = text(out.error) || 'error';
   const description = text(out.error_description);
   const plainly = PLAINLY[code] ?? 'The assistant sent a request this service cannot accept.';
-  return page({
+  return pages.standalone({
     title: 'Could not connect',
     body: html`<div class="card">
 <h1>The assistant's request could not be completed</h1>
@@ -55,9 +69,3 @@ export function authorizationErrorPage(out: ErrorOut): string {
 </div>`,
   });
 }
-
-/** The headers every page of this service carries (never cached, never framed, no scripts). */
-export const ERROR_PAGE_HEADERS: Readonly<Record<string, string>> = {
-  ...PAGE_HEADERS,
-  'cache-control': 'no-store',
-};

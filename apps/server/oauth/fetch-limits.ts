@@ -1,5 +1,5 @@
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { addressKey } from '../api/limits.ts';
+import { addressKey } from '../http/limits.ts';
 
 /*
  * How often the authorization server may fetch client ID metadata documents. A client_id that is an

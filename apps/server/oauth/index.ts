@@ -3,11 +3,11 @@ import type Provider from 'oidc-provider';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
-import { createWebKit, type WebKit } from '../web/kit.ts';
-import { webRoutes } from '../web/sign-in.ts';
+import type { PageKit } from '../http/page-kit.ts';
+import { errorPageOf } from './error-page.ts';
 import type { MetadataFetchLimits } from './fetch-limits.ts';
 import { interactionRoutes } from './interactions.ts';
-import { loadOAuthSecrets } from './keys.ts';
+import type { OAuthSecrets } from './keys.ts';
 import { protectedResourceMetadata, resourceMetadataUrl } from './metadata.ts';
 import { providerMount } from './mount.ts';
 import { createOAuthProvider, mcpResourceOf } from './provider.ts';
@@ -15,8 +15,9 @@ import { createOAuthConnections, type OAuthConnections } from './verify.ts';
 
 /*
  * The authorization side of /mcp, wired into the app: the authorization server (oidc-provider under
- * /oauth, metadata at the root), the protected resource metadata, the sign-in and consent pages, and
- * what the MCP endpoint and the Connect Site page need from it. docs/oauth.md explains the whole.
+ * /oauth, metadata at the root), the protected resource metadata, the consent pages (in the web pages'
+ * layout and session, through the PageKit handed in), and what the MCP endpoint and the Connect Site
+ * page need from it. docs/oauth.md explains the whole.
  */
 
 type OAuthSetup = OAuthConnections & {
@@ -25,8 +26,6 @@ type OAuthSetup = OAuthConnections & {
   /** PUBLIC_URL/.well-known/oauth-protected-resource/mcp, for `WWW-Authenticate: Bearer resource_metadata="..."`. */
   resourceMetadataUrl: string;
   provider: Provider;
-  /** Sessions, CSRF and the page layout, for other server-rendered pages (the Connect Site page). */
-  web: WebKit;
 };
 
 type OAuthOptions = {
@@ -34,6 +33,10 @@ type OAuthOptions = {
   /** Finds account holders (sign-in, the claims of a grant). */
   accounts: Accounts;
   publicUrl: string;
+  /** The persisted keys (loadOAuthSecrets). */
+  secrets: OAuthSecrets;
+  /** The web face's sessions, layout and forms, for the consent and error pages. */
+  pages: PageKit;
   /** Trust settings for fetching client ID metadata documents: the image fetcher's (CA file, allowed networks). */
   fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
   /** Client registrations allowed per client address per hour (default 60, per process). */
@@ -41,8 +44,6 @@ type OAuthOptions = {
   /** How often client ID metadata documents may be fetched (default METADATA_FETCH_LIMITS, per process). */
   metadataFetchLimits?: MetadataFetchLimits;
   now?: () => Date;
-  /** The web pages' clock (sessions, the sign-in throttle); default `now`. Tests move it. */
-  webNow?: () => Date;
 };
 
 declare module 'fastify' {
@@ -53,41 +54,35 @@ declare module 'fastify' {
 }
 
 /**
- * Registers the authorization server and the web pages on `app` (the root instance) and returns what
- * the rest of the app needs; also available as `app.oauth`.
+ * Registers the authorization server and its pages on `app` (the root instance) and returns what the
+ * rest of the app needs; also available as `app.oauth`.
  */
 export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): Promise<OAuthSetup> {
-  const { db, publicUrl } = opts;
+  const { db, publicUrl, secrets, pages } = opts;
   const now = opts.now ?? (() => new Date());
-  const secrets = await loadOAuthSecrets(db);
+  const errorPage = errorPageOf(pages);
   const resource = mcpResourceOf(publicUrl);
   const provider = createOAuthProvider({
     db,
     accounts: opts.accounts,
     publicUrl,
     secrets,
+    errorPage,
     logger: app.log.child({ component: 'oauth' }),
     ...(opts.fetchTrust ? { fetchTrust: opts.fetchTrust } : {}),
     ...(opts.metadataFetchLimits ? { metadataFetchLimits: opts.metadataFetchLimits } : {}),
     now,
   });
-  const web = createWebKit({
-    db,
-    accounts: opts.accounts,
-    publicUrl,
-    secret: secrets.webSecret,
-    now: opts.webNow ?? now,
-  });
   const connections = createOAuthConnections({ provider, db, resource, now });
 
-  await app.register(webRoutes, { kit: web });
   await app.register(providerMount, {
     provider,
     publicUrl,
+    errorPage,
     ...(opts.registrationsPerHour ? { registrationsPerHour: opts.registrationsPerHour } : {}),
   });
   await app.register(protectedResourceMetadata, { publicUrl, resource });
-  await app.register(interactionRoutes, { provider, kit: web, db, resource });
+  await app.register(interactionRoutes, { provider, kit: pages, db, resource });
 
   // Expired tokens, codes, sessions and sign-in failure counts are deleted by the housekeeping job
   // `housekeeping.sessions` (infra/jobs/housekeeping.ts), not by each server process.
@@ -100,7 +95,6 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
     mcpResource: resource,
     resourceMetadataUrl: resourceMetadataUrl(publicUrl),
     provider,
-    web,
   };
   app.decorate('oauth', setup);
   return setup;

@@ -6,12 +6,11 @@ import { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
-import { type Html, html } from '../web/html.ts';
-import { installFormParser, installPageHeaders, type WebKit } from '../web/kit.ts';
-import { installPageErrors, PAGE_REFUSALS } from '../web/refusal.ts';
-import type { WebSession } from '../web/sessions.ts';
+import { type Html, html } from '../http/html.ts';
+import { SCOPES } from '../http/oauth-port.ts';
+import type { PageKit, PageSession } from '../http/page-kit.ts';
 import { redirectHostOf } from './client-rules.ts';
-import { OAUTH_PREFIX, SCOPES } from './provider.ts';
+import { OAUTH_PREFIX } from './provider.ts';
 
 /*
  * The person's side of an authorization: oidc-provider sends the browser to
@@ -33,7 +32,7 @@ const Decision = z.object({
   csrf: z.string().max(256).optional(),
 });
 
-type InteractionDeps = { provider: Provider; kit: WebKit; db: Db; resource: string };
+type InteractionDeps = { provider: Provider; kit: PageKit; db: Db; resource: string };
 
 function requestedScopes(details: InteractionDetails): Set<string> {
   const scope = typeof details.params.scope === 'string' ? details.params.scope : '';
@@ -56,14 +55,12 @@ export function displayName(name: unknown, clientId: string): string {
 export const interactionRoutes: FastifyPluginAsync<InteractionDeps> = async (plain, deps) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   const { provider, kit, db, resource } = deps;
-  installFormParser(app, kit);
   // An assistant may run its sign-in in a popup, which must find its way back to it.
-  installPageHeaders(app, { keepOpener: true });
-  installPageErrors(app, kit);
+  kit.installPages(app, { keepOpener: true });
 
   const here = (uid: string): string => `${OAUTH_PREFIX}/interaction/${encodeURIComponent(uid)}`;
 
-  function expired(request: FastifyRequest, reply: FastifyReply, session: WebSession | null): FastifyReply {
+  function expired(request: FastifyRequest, reply: FastifyReply, session: PageSession | null): FastifyReply {
     return kit.send(reply, {
       status: 400,
       title: 'Connection expired',
@@ -78,7 +75,7 @@ export const interactionRoutes: FastifyPluginAsync<InteractionDeps> = async (pla
     request: FastifyRequest,
     res: FastifyReply,
     details: InteractionDetails,
-    session: WebSession,
+    session: PageSession,
   ): Promise<FastifyReply> {
     const clientId = String(details.params.client_id ?? '');
     const client = await provider.Client.find(clientId);
@@ -117,7 +114,7 @@ ${kit.csrfField(request, res, session)}
     return kit.send(res, { title: `Connect ${name}`, body, session, request });
   }
 
-  function accountChanged(request: FastifyRequest, res: FastifyReply, session: WebSession): FastifyReply {
+  function accountChanged(request: FastifyRequest, res: FastifyReply, session: PageSession): FastifyReply {
     return kit.send(res, {
       status: 409,
       title: 'Start again',
@@ -133,7 +130,7 @@ ${kit.csrfField(request, res, session)}
     { schema: { hide: true, params: Params } },
     async (request, res) => {
       const { uid } = request.params;
-      const session = await kit.sessions.current(request);
+      const session = await kit.session(request);
       const details = await loadDetails(request, res, uid);
       if (!details) return expired(request, res, session);
       if (!session) return res.redirect(kit.signInUrl(here(uid)), 303);
@@ -160,7 +157,7 @@ ${kit.csrfField(request, res, session)}
     },
     async (request, res) => {
       const { uid } = request.params;
-      const session = await kit.sessions.current(request);
+      const session = await kit.session(request);
       if (!session) return res.redirect(kit.signInUrl(here(uid)), 303);
       if (!kit.checkForm(request, res, session)) return res;
       const details = await loadDetails(request, res, uid);
@@ -222,8 +219,7 @@ ${kit.csrfField(request, res, session)}
     url: `${OAUTH_PREFIX}/interaction/*`,
     schema: { hide: true },
     config: { form: { from: 'account' } },
-    handler: async (_request, reply) =>
-      PAGE_REFUSALS.send(reply, { status: 404, detail: 'There is no connection request at this address' }),
+    handler: async (_request, reply) => kit.notFound(reply, 'There is no connection request at this address'),
   });
 
   async function loadDetails(

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { SCOPES } from './provider.ts';
+import { SCOPES } from '../http/oauth-port.ts';
 
 /*
  * RFC 9728 protected resource metadata for /mcp, served path-aware

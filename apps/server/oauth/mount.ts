@@ -2,8 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { addressKey } from '../api/limits.ts';
-import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
+import { addressKey } from '../http/limits.ts';
+import type { ErrorPage } from './error-page.ts';
 import { parameterTextProblem } from './input-rules.ts';
 import { OAUTH_PREFIX, providerCookieNames } from './provider.ts';
 
@@ -67,8 +67,9 @@ function normalise(
 export const providerMount: FastifyPluginAsync<{
   provider: Provider;
   publicUrl: string;
+  errorPage: ErrorPage;
   registrationsPerHour?: number;
-}> = async (app, { provider, publicUrl, registrationsPerHour }) => {
+}> = async (app, { provider, publicUrl, errorPage, registrationsPerHour }) => {
   const callback = provider.callback();
   const origin = new URL(publicUrl);
   const { session } = providerCookieNames(publicUrl);
@@ -108,10 +109,7 @@ export const providerMount: FastifyPluginAsync<{
     const out = { error: 'invalid_request', error_description: problem };
     reply.status(400).header('cache-control', 'no-store');
     if (url.startsWith(`${OAUTH_PREFIX}/authorize`)) {
-      await reply
-        .headers(ERROR_PAGE_HEADERS)
-        .type('text/html; charset=utf-8')
-        .send(authorizationErrorPage(out));
+      await reply.headers(errorPage.headers).type('text/html; charset=utf-8').send(errorPage.html(out));
     } else {
       await reply.send(out);
     }

@@ -3,10 +3,11 @@ import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-pro
 import type { Db } from '../../../infra/db/schema.ts';
 import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
-import { redactUrl } from '../log-redaction.ts';
+import { redactUrl } from '../http/log-redaction.ts';
+import { SCOPES } from '../http/oauth-port.ts';
 import { createOAuthAdapter } from './adapter.ts';
 import { applicationTypeOf, redirectUriProblem } from './client-rules.ts';
-import { authorizationErrorPage, ERROR_PAGE_HEADERS } from './error-page.ts';
+import type { ErrorPage } from './error-page.ts';
 import { createMetadataFetchLimiter, type MetadataFetchLimits } from './fetch-limits.ts';
 import { metadataTextProblem } from './input-rules.ts';
 import type { OAuthSecrets } from './keys.ts';
@@ -33,7 +34,6 @@ import type { OAuthSecrets } from './keys.ts';
  */
 
 export const OAUTH_PREFIX = '/oauth';
-export const SCOPES = { read: 'content:read', write: 'content:write' } as const;
 const ACCESS_TOKEN_TTL_S = 60 * 60;
 const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
 /** How long a connection may last without being renewed by a new consent. */
@@ -65,6 +65,8 @@ type ProviderDeps = {
   accounts: Accounts;
   publicUrl: string;
   secrets: OAuthSecrets;
+  /** The page of an error not sent back to the client. */
+  errorPage: ErrorPage;
   logger: FastifyBaseLogger;
   /** How client ID metadata documents are fetched: the image fetcher's trust settings (CA, networks). */
   fetchTrust?: Pick<GuardedFetchOptions, 'ca' | 'allowAddresses' | 'lookup'>;
@@ -305,9 +307,9 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
     async renderError(ctx: KoaContextWithOIDC, out: Record<string, unknown>) {
       // A prompt=none refusal carries 303, meant for a redirect it no longer gets.
       if (ctx.status < 400) ctx.status = 400;
-      for (const [name, value] of Object.entries(ERROR_PAGE_HEADERS)) ctx.set(name, value);
+      for (const [name, value] of Object.entries(deps.errorPage.headers)) ctx.set(name, value);
       ctx.type = 'html';
-      ctx.body = authorizationErrorPage(out);
+      ctx.body = deps.errorPage.html(out);
     },
   };
 

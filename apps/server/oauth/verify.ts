@@ -1,37 +1,16 @@
 import { sql } from 'kysely';
 import type Provider from 'oidc-provider';
-import type { KeyScope } from '../../../domain/account/events.ts';
 import type { Db } from '../../../infra/db/schema.ts';
-import type { Principal } from '../api/auth.ts';
-import { SCOPES } from './provider.ts';
-
-/**
- * The principal of a bearer token presented to /mcp, or null when the token is unknown, expired,
- * revoked, for another audience/resource, or its grant was revoked. Principal.actor =
- * { type: 'oauth_client', id: clientId, name: client_name ?? clientId }; Principal.scope = 'write' when
- * the grant includes content:write, else 'read'.
- */
-export type McpTokenVerifier = (token: string) => Promise<Principal | null>;
+import {
+  type ConnectedClient,
+  type ConnectedClients,
+  type McpTokenVerifier,
+  SCOPES,
+} from '../http/oauth-port.ts';
 
 /** An assistant connected to an account (for the Connect Site page). */
-export type ConnectedClient = {
-  clientId: string;
-  name: string;
-  redirectHost: string;
-  access: KeyScope;
-  connectedAt: Date;
-  lastUsedAt?: Date;
-};
-
-export type OAuthConnections = {
+export type OAuthConnections = ConnectedClients & {
   verifyMcpToken: McpTokenVerifier;
-  /** The assistants connected to the account: one entry per client, however many times it was allowed. */
-  listConnectedClients(accountId: string): Promise<ConnectedClient[]>;
-  /**
-   * Disconnects an assistant from the account: every grant of the account to that client is revoked,
-   * with its access and refresh tokens and pending codes, at once (the next call with them gets null).
-   */
-  disconnectClient(accountId: string, clientId: string): Promise<void>;
   /** Writes pending last-use times (the server calls it on close). */
   flush(): Promise<void>;
   stop(): Promise<void>;

@@ -6,9 +6,9 @@ import { unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { ActivityListQuery, Listed } from '../../application/lists.ts';
 import type { ActivityOut, SiteOut } from '../../application/wire.ts';
-import { ActivityQuery } from '../api/schemas.ts';
+import { type Html, html, raw } from '../http/html.ts';
+import { ActivityQuery } from '../http/schemas.ts';
 import { webCall } from './call.ts';
-import { type Html, html, raw } from './html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Activity } from '../../application/activity.ts';
 import { type Call, type Outcome, unwrap } from '../../application/call.ts';
-import { createActivityLog, noteOutcome } from '../api/activity-log.ts';
+import { createActivityLog, noteOutcome } from '../http/activity-log.ts';
 import type { WebKit } from './kit.ts';
 import type { WebSession } from './sessions.ts';
 

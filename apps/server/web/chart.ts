@@ -1,4 +1,4 @@
-import { type Html, html } from './html.ts';
+import { type Html, html } from '../http/html.ts';
 
 /*
  * Bar charts as SVG rendered on the server (no script): one bar per day, stacked when there are several

@@ -8,8 +8,9 @@ import type { Activity } from '../../application/activity.ts';
 import { unwrap } from '../../application/call.ts';
 import type { Keys } from '../../application/keys.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
-import { cleanText } from '../api/schemas.ts';
-import type { OAuthConnections } from '../oauth/verify.ts';
+import { type Html, html } from '../http/html.ts';
+import type { ConnectedClients } from '../http/oauth-port.ts';
+import { cleanText } from '../http/schemas.ts';
 import { recordChanges, webCall } from './call.ts';
 import {
   doneNotice,
@@ -20,7 +21,6 @@ import {
   type WebhookFormState,
   webhooksSection,
 } from './connect-webhooks.ts';
-import { type Html, html } from './html.ts';
 import { type FormSender, installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors, sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
@@ -112,7 +112,7 @@ function when(date: Date | null | undefined): string {
 export const connectSiteRoutes: FastifyPluginAsync<{
   kit: WebKit;
   keys: Keys;
-  connections: OAuthConnections;
+  connections: ConnectedClients;
   webhooks: Webhooks;
   activity: Pick<Activity, 'record'>;
 }> = async (plain, { kit, keys: apiKeys, connections, webhooks, activity }) => {

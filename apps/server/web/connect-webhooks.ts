@@ -3,7 +3,7 @@ import type { Listed } from '../../application/lists.ts';
 import type { NewWebhookEndpointOut } from '../../application/webhooks.ts';
 import { WEBHOOK_DESCRIPTION_MAX, WEBHOOK_URL_MAX } from '../../application/webhooks.ts';
 import type { WebhookDeliveryOut, WebhookEndpointOut } from '../../application/wire.ts';
-import { type Html, html, raw } from './html.ts';
+import { type Html, html, raw } from '../http/html.ts';
 
 /*
  * The webhook parts of the Connect Site page (connect-site.ts has the routes): the Webhooks section

@@ -1,17 +1,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { Accounts } from '../../application/accounts.ts';
-import type { Acting } from '../api/activity-log.ts';
+import type { Acting } from '../http/activity-log.ts';
+import { type Html, html, raw } from '../http/html.ts';
+import type { PageOptions } from '../http/page-kit.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
 import { createDevices, type Devices } from './device.ts';
 import { FORM_BODY_MAX, parseForm } from './form-body.ts';
-import { type Html, html, page, raw } from './html.ts';
+import { page } from './html.ts';
 import { createWebSessions, type StaffSession, type WebSession, type WebSessions } from './sessions.ts';
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
 
 /*
- * What every server-rendered page shares (sign-in, consent, the account's pages, the staff area): the
- * session store, CSRF tokens, the layout, the form parser and the security headers.
+ * What every server-rendered page shares (the web face's pages, and through PageKit the authorization
+ * server's consent pages): the session store, CSRF tokens, the layout, the form parser and the security
+ * headers.
  */
 
 /**
@@ -36,11 +39,11 @@ declare module 'fastify' {
   }
 }
 
-type WebDeps = {
+export type WebDeps = {
   db: Db;
   accounts: Accounts;
   publicUrl: string;
-  /** The persisted web secret (apps/server/oauth/keys.ts): CSRF tokens are HMACs under it. */
+  /** The persisted web secret (kept with the authorization server's keys): CSRF tokens are HMACs under it. */
   secret: Buffer;
   now?: () => Date;
 };
@@ -68,12 +71,7 @@ export type WebKit = {
    */
   send(
     reply: FastifyReply,
-    opts: {
-      status?: number;
-      title: string;
-      body: Html;
-      session: WebSession | null;
-      request: FastifyRequest;
+    opts: PageOptions & {
       wide?: boolean;
       /** A support staff member's page: the staff header instead of the account's navigation. */
       staff?: StaffSession;

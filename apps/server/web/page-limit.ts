@@ -1,26 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import {
-  addressKey,
-  type Counter,
-  type CounterOptions,
-  createCounter,
-  type Policy,
-  publishDecision,
-} from '../api/limits.ts';
-import { html } from './html.ts';
+import type { Counter } from '../../../infra/limits.ts';
+import { html } from '../http/html.ts';
+import { addressKey, publishDecision } from '../http/limits.ts';
 import type { WebKit } from './kit.ts';
-
-/** Page views per minute per web session (per client address without one). */
-export function pagesPolicy(perMinute: number): Policy {
-  return { name: 'pages', quota: perMinute, window: 60 };
-}
-
-/** The page-view counter: in Redis when a client is given (every process counts one budget), else in memory. */
-export function createPageLimiter(opts: { perMinute: number } & Omit<CounterOptions, 'now'>): Counter {
-  const { perMinute, ...counterOptions } = opts;
-  return createCounter(pagesPolicy(perMinute), counterOptions);
-}
 
 /** Whose budget a page view spends: its live session's (account holder or staff), else its client address's. */
 async function subjectOf(request: FastifyRequest, kit: WebKit): Promise<string> {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { Counter } from '../../../infra/limits.ts';
 import type { Application } from '../../application/index.ts';
-import type { Counter } from '../api/limits.ts';
-import type { HeavyWork } from '../heavy-work.ts';
+import type { HeavyWork } from '../http/heavy-work.ts';
 import { activityPage } from './activity.ts';
 import { articlePages, type DiffBodies } from './articles.ts';
 import { editorRoutes } from './editor.ts';

@@ -2,9 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type DomainError, type ErrorCode, isDomainError } from '../../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
-import { type EarlyRefusals, statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../errors.ts';
+import { type EarlyRefusals, statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../http/errors.ts';
+import { html } from '../http/html.ts';
 import { FORM_BODY_MAX, isFormRefused } from './form-body.ts';
-import { html, page } from './html.ts';
+import { page } from './html.ts';
 import { PAGE_HEADERS, safeReturnTo, type WebKit } from './kit.ts';
 import type { WebSession } from './sessions.ts';
 

@@ -1,6 +1,6 @@
 import type { TextDiff } from '../../../domain/html/word-diff.ts';
 import type { BodyDiff } from '../../../infra/sanitize-pool.ts';
-import { type Html, html } from './html.ts';
+import { type Html, html } from '../http/html.ts';
 
 /*
  * Word diffs on the revision, restore, staff and stale-editor pages: computed on the worker pool

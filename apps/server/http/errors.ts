@@ -2,8 +2,8 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { type ErrorCode, type ErrorDetail, isDomainError } from '../../domain/errors.ts';
-import { isDatabaseUnavailable } from '../../infra/db/unavailable.ts';
+import { type ErrorCode, type ErrorDetail, isDomainError } from '../../../domain/errors.ts';
+import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { newRequestId } from './request-ids.ts';
 
 /** Retry-After of a 503: a database restart or failover is typically over within seconds. */

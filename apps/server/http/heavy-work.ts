@@ -1,7 +1,7 @@
 import { finished } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError } from '../../domain/errors.ts';
-import { createSlots } from '../../infra/slots.ts';
+import { DomainError } from '../../../domain/errors.ts';
+import { createSlots } from '../../../infra/slots.ts';
 
 /*
  * Requests that move megabytes through the server's thread (a body of 256 KiB or more on any face, a

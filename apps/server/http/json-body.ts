@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { parameterError } from '../../../domain/errors.ts';
 
 export const MAX_JSON_DEPTH = 256;
 
@@ -48,32 +47,33 @@ function isEscaped(text: string, at: number): boolean {
   return backslashes % 2 === 1;
 }
 
+/** Why a JSON body could not be read: it nests deeper than MAX_JSON_DEPTH, or JSON.parse's error. */
+export type UnreadableJson = 'nested' | Error;
+
 /**
- * JSON request bodies: a body nested deeper than 256 levels is refused before it is parsed (a
- * deep enough one would exhaust the parser's stack), malformed JSON is a 400 that says where.
+ * JSON request bodies, for every face: a body nested deeper than MAX_JSON_DEPTH levels is refused
+ * before it is parsed (a deep enough one would exhaust the parser's stack). What an unreadable body
+ * becomes is the face's: an error to answer with (`{ error }`), or a body its handler answers (`{ body }`).
  */
-export function installJsonBodyParser(app: FastifyInstance): void {
+export function installJsonBodyParser(
+  app: FastifyInstance,
+  unreadable: (why: UnreadableJson) => { error: Error } | { body: unknown },
+): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
+    let outcome: { error: Error } | { body: unknown };
     if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-      done(
-        parameterError(`The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
-          { in: 'body', name: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
-        ]),
-        undefined,
-      );
-      return;
+      outcome = unreadable('nested');
+    } else {
+      try {
+        done(null, JSON.parse(text));
+        return;
+      } catch (error) {
+        outcome = unreadable(error as Error);
+      }
     }
-    try {
-      done(null, JSON.parse(text));
-    } catch (error) {
-      done(
-        parameterError(`The body is not valid JSON: ${(error as Error).message}`, [
-          { in: 'body', name: 'body', message: 'must be valid JSON' },
-        ]),
-        undefined,
-      );
-    }
+    if ('error' in outcome) done(outcome.error, undefined);
+    else done(null, outcome.body);
   });
 }

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { newId } from '../../infra/ids.ts';
-import type { RequestIds } from '../application/call.ts';
+import { newId } from '../../../infra/ids.ts';
+import type { RequestIds } from '../../application/call.ts';
 
 /** What a client's own `X-Request-Id` may be to be kept: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -4,7 +4,7 @@ import type { Actor } from '../../../domain/event.ts';
 import { isId } from '../../../domain/input.ts';
 import type { Activity } from '../../application/activity.ts';
 import type { Outcome, Subject } from '../../application/call.ts';
-import { clientRequestIdOf } from '../request-ids.ts';
+import { clientRequestIdOf } from './request-ids.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
