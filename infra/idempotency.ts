@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { isDeepStrictEqual } from 'node:util';
 import { type Kysely, sql } from 'kysely';
-import { DomainError, parameterError } from '../domain/errors.ts';
 import type { Database, Db } from './db/schema.ts';
 
-export type StoredResponse = { status: number; headers: Record<string, string>; body: unknown };
+/*
+ * Where the answers of idempotent writes are kept: one row per (account, key), for 24 hours. What a
+ * write under a key does (replay, refuse, run once) is the application's (apps/application/idempotency.ts).
+ */
 
 const WINDOW = sql`interval '24 hours'`;
 /** An Idempotency-Key: 1 to 255 visible ASCII characters (the API's header and MCP's `idempotency_key`). */
@@ -14,113 +15,65 @@ export function requestHash(parts: readonly unknown[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
-/** Writes the answer to keep for a key, in the transaction of the change it answers (see `idempotent`). */
-export type KeepResponse = (response: StoredResponse) => (trx: Kysely<Database>) => Promise<void>;
-
-type Stored = {
-  request_hash: string;
-  status: number | null;
-  headers: Record<string, string> | null;
-  body: unknown;
-};
+/** One write's key in its account, and the hash of the request it names. */
+export type AnswerKey = { accountId: string; key: string; requestHash: string };
 
 /**
- * Runs `work` once per (account, Idempotency-Key) within 24 hours. A retry with the same key and the same
- * request gets the first answer again, without running `work` (so no second revision, no second edit
- * counted); the same key with a different request is a 422. `work` is given `keep`: the answer's row is
- * written by the transaction that commits the change (an article change's events), so a process killed
- * between the two leaves neither or both, and a retry after the crash either runs the change or replays
- * its answer. A retry sent while the first is still running waits for the first's commit and replays its
- * answer. A change that commits nothing (no events) has its answer kept after it. Only successful answers
- * are kept: after an error the key may be used again.
+ * What is kept under a key: the request's hash and the answer, or (`open`) a claim without an answer,
+ * which only older versions of the service wrote (they claimed a key before running the write).
  */
-export async function idempotent(
-  db: Db,
-  accountId: string,
-  key: string,
-  hash: string,
-  work: (keep: KeepResponse) => Promise<StoredResponse>,
-): Promise<{ replayed: boolean; response: StoredResponse }> {
-  if (!IDEMPOTENCY_KEY.test(key)) {
-    throw parameterError('The Idempotency-Key must be 1 to 255 visible ASCII characters', [
-      { in: 'header', name: 'idempotency-key', message: 'must be 1 to 255 visible ASCII characters' },
-    ]);
-  }
+export type Kept =
+  | { requestHash: string; answer: unknown; open: false }
+  | { requestHash: string; open: true };
+
+/** What is kept under a key within the last 24 hours (an older row is deleted first). */
+export async function findKept(db: Db, accountId: string, key: string): Promise<Kept | undefined> {
   await db
     .deleteFrom('idempotency_keys')
     .where('account_id', '=', accountId)
     .where('key', '=', key)
     .where('created_at', '<', sql<Date>`now() - ${WINDOW}`)
     .execute();
-  const first = await storedAnswer(db, accountId, key);
-  if (first) return { replayed: true, response: replay(first, hash) };
-  const row = (response: StoredResponse) => ({
-    account_id: accountId,
-    key,
-    request_hash: hash,
-    status: response.status,
-    headers: JSON.stringify(response.headers),
-    body: JSON.stringify(response.body),
-  });
-  let response: StoredResponse;
-  try {
-    response = await work((answer) => async (trx) => {
-      await trx.insertInto('idempotency_keys').values(row(answer)).execute();
-    });
-  } catch (error) {
-    // Another request with this key committed first: its answer is this one's.
-    const taken = isKeyTaken(error) ? await storedAnswer(db, accountId, key) : undefined;
-    if (taken) return { replayed: true, response: replay(taken, hash) };
-    throw error;
-  }
-  const inserted = await db
-    .insertInto('idempotency_keys')
-    .values(row(response))
-    .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
-    .executeTakeFirst();
-  if ((inserted.numInsertedOrUpdatedRows ?? 0n) === 0n) {
-    // Kept already: by this change's transaction, or by another request with the key that committed
-    // first (this one then changed nothing); the other's answer is this one's.
-    const kept = await storedAnswer(db, accountId, key);
-    if (kept && !isDeepStrictEqual(kept.body, JSON.parse(JSON.stringify(response.body)))) {
-      return { replayed: true, response: replay(kept, hash) };
-    }
-  }
-  return { replayed: false, response };
-}
-
-async function storedAnswer(db: Db, accountId: string, key: string): Promise<Stored | undefined> {
-  return db
+  const row = await db
     .selectFrom('idempotency_keys')
-    .select(['request_hash', 'status', 'headers', 'body'])
+    .select(['request_hash', 'status', 'body'])
     .where('account_id', '=', accountId)
     .where('key', '=', key)
     .executeTakeFirst();
+  if (!row) return undefined;
+  return row.status === null
+    ? { requestHash: row.request_hash, open: true }
+    : { requestHash: row.request_hash, answer: row.body, open: false };
 }
 
-/** The kept answer for a retry: a 422 for a different request under the key, a 409 for a claim still open. */
-function replay(existing: Stored, hash: string): StoredResponse {
-  if (existing.request_hash !== hash) {
-    throw parameterError('This Idempotency-Key was used for a different request', [
-      {
-        in: 'header',
-        name: 'idempotency-key',
-        message: 'was used with a different request in the last 24 hours',
-      },
-    ]);
-  }
-  if (existing.status === null) {
-    // Every row is written with its answer; one without is a claim left by an older version of the service.
-    throw new DomainError(
-      'conflict',
-      'A request with this Idempotency-Key is still being processed; retry shortly',
-    );
-  }
-  return { status: existing.status, headers: existing.headers ?? {}, body: existing.body };
+/**
+ * Keeps an answer under its key: in `executor` (the transaction of the change it answers, so both
+ * commit or neither), failing on a key kept already (`isKeyTaken`); or, with `ifAbsent`, not at all
+ * then (false). The status and headers columns are what older versions read: always 200 and none.
+ */
+export async function keepAnswer(
+  executor: Kysely<Database>,
+  at: AnswerKey,
+  answer: unknown,
+  opts: { ifAbsent?: boolean } = {},
+): Promise<boolean> {
+  const insert = executor.insertInto('idempotency_keys').values({
+    account_id: at.accountId,
+    key: at.key,
+    request_hash: at.requestHash,
+    status: 200,
+    headers: '{}',
+    body: JSON.stringify(answer),
+  });
+  const result = await (opts.ifAbsent
+    ? insert.onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
+    : insert
+  ).executeTakeFirst();
+  return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
 }
 
 /** Whether `error` is the unique violation of an idempotency key (another request kept it first). */
-function isKeyTaken(error: unknown): boolean {
+export function isKeyTaken(error: unknown): boolean {
   const e = error as { code?: unknown; constraint?: unknown };
   return e?.code === '23505' && e.constraint === 'idempotency_keys_pk';
 }

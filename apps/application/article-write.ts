@@ -1,9 +1,10 @@
 import { DomainError } from '../../domain/errors.ts';
-import { idempotent, requestHash } from '../../infra/idempotency.ts';
+import type { AnswerKey } from '../../infra/idempotency.ts';
 import { findArticleSite } from '../../projections/articles.ts';
 import { type Call, type Idempotency, type Note, requireWrite } from './call.ts';
-import type { EditResult, KeepAnswer } from './commands/index.ts';
+import type { EditResult } from './commands/index.ts';
 import type { ApplicationDeps } from './deps.ts';
+import { once } from './idempotency.ts';
 import { type ArticleChangeOut, changeOut } from './wire.ts';
 
 /** A write's answer: the change, and whether it is the first answer replayed (an idempotent retry). */
@@ -16,18 +17,16 @@ export type ArticleWriter = {
    */
   own(call: Call, note: Note, articleId: string): Promise<string>;
   /**
-   * Runs one change of an article the call owns (`own` first): with an idempotency key a retry
-   * replays the first answer without running again; otherwise the edit is counted against the daily
-   * limit (the decision noted, refused past it) just before the change runs; the revision it made is
-   * noted. `change`
-   * passes `keep` on to the command (its caller's `keep`): the answer is kept by the change's own
-   * transaction.
+   * Runs one change of an article the call owns (`own` first): with an idempotency key, once
+   * (apps/application/idempotency.ts: `change` is given the key its answer is kept under); otherwise
+   * the edit is counted against the daily limit (the decision noted, refused past it) just before the
+   * change runs; the revision it made is noted.
    */
   write(
     call: Call,
     note: Note,
     idempotency: Idempotency | undefined,
-    change: (keep: KeepAnswer | undefined) => Promise<EditResult>,
+    change: (answerKey: AnswerKey | undefined) => Promise<EditResult>,
   ): Promise<ArticleWrite>;
 };
 
@@ -46,7 +45,7 @@ export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimi
     async write(call, note, idempotency, change) {
       const { accountId } = call.principal;
       requireWrite(call.principal, 'This call');
-      const work = async (keep: KeepAnswer | undefined): Promise<ArticleChangeOut> => {
+      const work = async (answerKey: AnswerKey | undefined): Promise<ArticleChangeOut> => {
         const decision = await editLimit.take(accountId);
         note.edits(decision);
         if (!decision.allowed) {
@@ -55,24 +54,14 @@ export function createArticleWriter(deps: Pick<ApplicationDeps, 'db' | 'editLimi
             `The account has made its ${decision.policy.quota} article edits for today (UTC); more are possible after midnight UTC`,
           );
         }
-        const result = await change(keep);
+        const result = await change(answerKey);
         // A change that changed nothing made no revision: its record names none.
         if (result.changed) note.revision(result.revision);
         return changeOut(result);
       };
       if (!idempotency) return { change: await work(undefined), replayed: false };
-      const { response, replayed } = await idempotent(
-        db,
-        accountId,
-        idempotency.key,
-        requestHash(idempotency.request),
-        async (keepResponse) => ({
-          status: 200,
-          headers: {},
-          body: await work((result) => keepResponse({ status: 200, headers: {}, body: changeOut(result) })),
-        }),
-      );
-      return { change: response.body as ArticleChangeOut, replayed };
+      const { value, replayed } = await once(db, accountId, idempotency, work);
+      return { change: value, replayed };
     },
   };
 }

@@ -62,7 +62,7 @@ export function createArticles(
       const { articleId } = input;
       return outcomeOf({ articleId }, async (note) => {
         await writer.own(call, note, articleId);
-        return writer.write(call, note, idempotency, (keep) =>
+        return writer.write(call, note, idempotency, (answerKey) =>
           commands.editArticle(
             call.principal.accountId,
             articleId,
@@ -72,7 +72,7 @@ export function createArticles(
               reason: input.reason,
               expectedRevision: input.expectedRevision,
             },
-            { ...call.principal, keep },
+            { ...call.principal, answerKey },
           ),
         );
       });
@@ -110,7 +110,7 @@ export function createArticles(
     const info = await inspectImage(bytes);
     const request =
       idempotency && identity ? { ...idempotency, request: [...idempotency.request, identity] } : idempotency;
-    return writer.write(call, note, request, async (keep) => {
+    return writer.write(call, note, request, async (answerKey) => {
       if (expectedRevision !== undefined) {
         const current = await findArticleRevision(db, accountId, articleId);
         if (current === undefined) throw new DomainError('not_found', `No article ${articleId}`);
@@ -127,7 +127,7 @@ export function createArticles(
         accountId,
         articleId,
         { featuredImage, expectedRevision },
-        { ...call.principal, keep },
+        { ...call.principal, answerKey },
       );
     });
   }

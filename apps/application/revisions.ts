@@ -53,12 +53,12 @@ export function createRevisions(deps: Pick<ApplicationDeps, 'db' | 'commands'>, 
       const { articleId, revision, expectedRevision } = input;
       return outcomeOf({ articleId }, async (note) => {
         await writer.own(call, note, articleId);
-        return writer.write(call, note, idempotency, (keep) =>
+        return writer.write(call, note, idempotency, (answerKey) =>
           commands.restoreRevision(
             call.principal.accountId,
             articleId,
             { revision, reason: input.reason ?? null, expectedRevision },
-            { ...call.principal, keep },
+            { ...call.principal, answerKey },
           ),
         );
       });

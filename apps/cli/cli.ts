@@ -92,7 +92,7 @@ async function recordOperatorChange(
   operation: string,
 ): Promise<void> {
   if (!rt) throw new Error('the runtime is opened before a change is recorded');
-  await createActivity(rt).record({
+  const stored = createActivity(rt).record({
     accountId,
     source: 'system',
     actor: OPERATOR,
@@ -102,6 +102,9 @@ async function recordOperatorChange(
     requestId: null,
     durationMs: 0,
   });
+  // Stored now rather than after the batch's delay: the command is about to exit.
+  await rt.commands.flushCalls();
+  await stored;
 }
 
 async function bringAsyncUpToDate(rt: Runtime, err: (text: string) => void): Promise<void> {

@@ -4,9 +4,10 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { once } from '../../apps/application/idempotency.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import type { FeaturedImage } from '../../domain/article/events.ts';
-import { idempotent, type StoredResponse } from '../../infra/idempotency.ts';
+import { requestHash } from '../../infra/idempotency.ts';
 import { collectMedia, purgeIdempotency } from '../../infra/jobs/housekeeping.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
 import { backends } from '../support/db.ts';
@@ -134,14 +135,15 @@ describe.each(backends)('housekeeping jobs on %s', (backend) => {
   });
 
   it('purges idempotency records older than 24 hours and keeps younger ones, which still replay', async () => {
-    const hash = 'h'.repeat(64);
-    const answer: StoredResponse = { status: 200, headers: { etag: 'W/"2"' }, body: { revision: 2 } };
+    const request = ['PATCH', '/api/v1/articles/art_1'];
+    const answer = { revision: 2 };
     let runs = 0;
-    const work = async (): Promise<StoredResponse> => {
+    const work = async () => {
       runs++;
       return answer;
     };
-    await idempotent(runtime.db, accountId, 'young-key', hash, work);
+    const hash = requestHash(request);
+    await once(runtime.db, accountId, { key: 'young-key', request }, work);
     expect(runs).toBe(1);
     for (const [key, hoursAgo] of [
       ['old-1', 25],
@@ -177,8 +179,8 @@ describe.each(backends)('housekeeping jobs on %s', (backend) => {
     expect(await purgeIdempotency({ db: runtime.db, now: () => new Date() })).toEqual({ purged: 0 });
 
     // A retry within 24 hours still gets the first answer, without running the work again.
-    const retry = await idempotent(runtime.db, accountId, 'young-key', hash, work);
-    expect(retry).toEqual({ replayed: true, response: answer });
+    const retry = await once(runtime.db, accountId, { key: 'young-key', request }, work);
+    expect(retry).toEqual({ replayed: true, value: answer });
     expect(runs).toBe(1);
     const count = await sql<{ n: number }>`select count(*)::int as n from idempotency_keys`.execute(
       runtime.db,

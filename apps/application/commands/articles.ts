@@ -1,4 +1,3 @@
-import type { Transaction } from 'kysely';
 import {
   type Article,
   type ArticleCommand,
@@ -17,10 +16,11 @@ import {
 import { DomainError } from '../../../domain/errors.ts';
 import type { Actor, Origin } from '../../../domain/event.ts';
 import type { SanitizedItem } from '../../../domain/html/sanitized-item.ts';
-import type { Database } from '../../../infra/db/schema.ts';
+import { type AnswerKey, keepAnswer } from '../../../infra/idempotency.ts';
 import { newId } from '../../../infra/ids.ts';
 import { readArticleSnapshot } from '../../../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../../../projections/articles.ts';
+import { changeOut } from '../wire.ts';
 import type { CommandContext } from './handler.ts';
 import { requireSite } from './sites.ts';
 
@@ -31,19 +31,16 @@ import { requireSite } from './sites.ts';
  */
 
 /**
- * Who asks, from which face, and why: every revision carries it. `keep`, for an article change: what
- * is written with the change's events or not at all, given the answer the change will have (the
- * answer an idempotent retry replays: apps/application/article-write.ts).
+ * Who asks, from which face: every revision carries it. `answerKey`, for an article change made under
+ * an idempotency key: the change's answer is kept under it by the transaction that appends its events
+ * (apps/application/idempotency.ts).
  */
 type Caller = {
   origin: Origin;
   actor: Actor;
   requestId?: string | undefined;
-  keep?: KeepAnswer | undefined;
+  answerKey?: AnswerKey | undefined;
 };
-
-/** Writes to commit with an article change's events, given the answer the change will have. */
-export type KeepAnswer = (result: EditResult) => (trx: Transaction<Database>) => Promise<void>;
 
 export type EditResult = {
   article: ArticleDetailRow;
@@ -74,9 +71,9 @@ export function articleCommands(deps: CommandContext) {
     caller?: Caller,
   ): Promise<EditResult> {
     let sanitized: SanitizedItem[] = [];
-    /** The answer the decided events will give once appended: what `caller.keep` writes with them. */
+    /** The answer the decided events will give once appended: what is kept under `answerKey` with them. */
     let answer: EditResult | undefined;
-    const keep = caller?.keep;
+    const answerKey = caller?.answerKey;
     const result = await run(
       articleStream(articleId),
       articleFold,
@@ -87,7 +84,7 @@ export function articleCommands(deps: CommandContext) {
         const events = decide(build(state), state, deps.html);
         const edited = events.find((e) => e.type === 'ArticleEdited');
         sanitized = edited?.type === 'ArticleEdited' ? edited.data.sanitized : [];
-        if (keep)
+        if (answerKey)
           answer = editResult(
             articleId,
             events.reduce(articleFold.evolve, state),
@@ -98,10 +95,10 @@ export function articleCommands(deps: CommandContext) {
       },
       {
         snapshot: () => readArticleSnapshot(db, articleId, deps.snapshots),
-        alongside: keep
-          ? (trx) => {
+        alongside: answerKey
+          ? async (trx) => {
               if (!answer) throw new Error('an article change is appended before it is decided');
-              return keep(answer)(trx);
+              await keepAnswer(trx, answerKey, changeOut(answer));
             }
           : undefined,
       },

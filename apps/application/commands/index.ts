@@ -11,7 +11,7 @@ import { siteCommands } from './sites.ts';
  * aggregate's commands (accounts.ts, sites.ts, ...) run on the one handler of handler.ts.
  */
 
-export type { EditResult, KeepAnswer } from './articles.ts';
+export type { EditResult } from './articles.ts';
 export type { CommandDeps } from './handler.ts';
 
 export type Commands = ReturnType<typeof createCommands>;
