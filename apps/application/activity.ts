@@ -1,10 +1,30 @@
-import type { ActivitySource } from '../../domain/activity/events.ts';
+import { z } from 'zod';
+import { ActivitySource } from '../../domain/activity/events.ts';
 import type { Actor } from '../../domain/event.ts';
 import { type ActivitySubjects, activitySubjects, listActivity } from '../../projections/activity.ts';
 import { type Call, type Outcome, outcomeOf, type Subject } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
-import { type ActivityListQuery, type Listed, listed, pageOf } from './lists.ts';
+import { type Listed, listed, pageOf } from './lists.ts';
+import { dateRange, fromParam, idParam, pageParam, perPageParam, toParam } from './requests.ts';
 import { type ActivityOut, activityOut } from './wire.ts';
+
+/* What the activity log is asked with. */
+
+export const ActivityQuery = z
+  .strictObject({
+    from: fromParam,
+    to: toParam,
+    source: ActivitySource.optional().meta({
+      description:
+        'Only records of this source (`editor`: article changes on the web pages; `web`: other changes on the web pages; `rewrite`: the content pipeline; `system`: the service and support staff).',
+    }),
+    site_id: idParam.optional().meta({ description: 'Only records about this site.' }),
+    article_id: idParam.optional().meta({ description: 'Only records about this article.' }),
+    page: pageParam,
+    per_page: perPageParam,
+  })
+  .superRefine(dateRange);
+export type ActivityListQuery = z.output<typeof ActivityQuery>;
 
 export type Activity = ReturnType<typeof createActivity>;
 

@@ -1,5 +1,7 @@
+import { z } from 'zod';
 import { checkExpectedRevision } from '../../domain/article/decider.ts';
 import type { FeaturedImage } from '../../domain/article/events.ts';
+import { ALT_MAX, ArticleStatus, BODY_MAX_MIB, TITLE_MAX } from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
@@ -8,8 +10,69 @@ import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
-import { type ArticleListQuery, type Listed, listed, pageOf } from './lists.ts';
+import { type Listed, listed, pageOf } from './lists.ts';
+import {
+  atMost,
+  cleanText,
+  dateRange,
+  fromParam,
+  pageParam,
+  perPageParam,
+  reasonField,
+  toParam,
+} from './requests.ts';
 import { type ArticleListItemOut, type ArticleOut, articleListItemOut, articleOut } from './wire.ts';
+
+/* What the article use cases are asked with: every face's parameters and bodies derive from these. */
+
+export const ArticleQuery = z
+  .strictObject({
+    from: fromParam,
+    to: toParam,
+    status: ArticleStatus.optional().meta({ description: 'Only articles with this status.' }),
+    page: pageParam,
+    per_page: perPageParam,
+  })
+  .superRefine(dateRange);
+export const EditArticleBody = z
+  .strictObject({
+    title: cleanText(z.string().min(1, 'must not be empty').max(TITLE_MAX, atMost(TITLE_MAX)), {
+      lines: false,
+    }).optional(),
+    // Its text rule (no control characters but tab and line breaks, no lone surrogates) is the
+    // decider's, with the same 400 naming `body`: one scan of up to 2 MiB per edit, not two.
+    body: z
+      .string()
+      .optional()
+      .meta({ description: `The new HTML body, at most ${BODY_MAX_MIB} MiB; sanitised as the editor does.` }),
+    reason: reasonField,
+  })
+  .refine((b) => b.title !== undefined || b.body !== undefined, {
+    message: 'give a title, a body, or both',
+    path: ['title'],
+  })
+  .meta({
+    id: 'EditArticle',
+    example: {
+      title: 'How to choose a boiler in 2026',
+      body: '<p>Updated intro.</p><p>Read our <a href="https://northside-plumbing.example/services" data-service-protected="internal" data-service-id="il_1">boiler services</a> first.</p>',
+      reason: 'Refreshed for the new year',
+    },
+  });
+export const FeaturedImageJsonBody = z
+  .strictObject({
+    url: cleanText(z.url({ message: 'must be an absolute URL' }).max(2048), { lines: false }).meta({
+      description: 'An https address of the image.',
+    }),
+    alt: cleanText(z.string().max(ALT_MAX, atMost(ALT_MAX)), { lines: false })
+      .optional()
+      .meta({ description: 'Alternative text.' }),
+  })
+  .meta({
+    id: 'FeaturedImageFromUrl',
+    example: { url: 'https://images.example.org/boiler.webp', alt: 'A new combi boiler' },
+  });
+export type ArticleListQuery = z.output<typeof ArticleQuery>;
 
 /** The featured image of a replacement: an https address the service fetches, or bytes the caller sends. */
 export type ImageInput =

@@ -1,27 +1,13 @@
-import type { ActivitySource } from '../../domain/activity/events.ts';
-import type { ArticleStatus } from '../../domain/article/events.ts';
-import type { BacklinkCategory } from '../../domain/backlink/events.ts';
 import type { Page, PageQuery } from '../../projections/projector.ts';
+import type { ListQuery } from './requests.ts';
+
+export type { DateRange, ListQuery } from './requests.ts';
 
 /*
- * Lists as every face asks for them and answers them: the CONTRACT's parameter names (page, per_page,
- * from, to, ...), and the items with the counts of the list envelope. Each face adds its own way on:
+ * Lists as every face answers them: the items with the counts of the list envelope (what a list is
+ * asked with is in requests.ts). Each face adds its own way on:
  * the API its `links` and `Link` header, MCP its `next_page`.
  */
-
-/** Which page, and how long: what every list takes. */
-export type ListQuery = { page: number; per_page: number };
-/** Inclusive UTC calendar dates (YYYY-MM-DD). */
-export type DateRange = { from?: string | undefined; to?: string | undefined };
-
-export type ArticleListQuery = ListQuery & DateRange & { status?: ArticleStatus | undefined };
-export type BacklinkListQuery = ListQuery & DateRange & { category?: BacklinkCategory | undefined };
-export type ActivityListQuery = ListQuery &
-  DateRange & {
-    source?: ActivitySource | undefined;
-    site_id?: string | undefined;
-    article_id?: string | undefined;
-  };
 
 /** A page of a list: its items and where it stands (CONTRACT "Lists", without the links). */
 export type Listed<T> = {

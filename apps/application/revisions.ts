@@ -1,10 +1,27 @@
+import { z } from 'zod';
 import { DomainError } from '../../domain/errors.ts';
 import { findRevision, listRevisions } from '../../projections/revisions.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Outcome, outcomeOf } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
+import { idParam, reasonField } from './requests.ts';
 import { type RevisionContentOut, type RevisionOut, revisionOut, rfc3339 } from './wire.ts';
+
+/* What the revision use cases are asked with. */
+
+export const RevisionParams = z.strictObject({
+  id: idParam.meta({ description: 'Article id' }),
+  n: z.coerce
+    .number({ message: 'must be a whole number' })
+    .int('must be a whole number')
+    .min(1, 'must be 1 or more')
+    .max(1_000_000)
+    .meta({ description: 'Revision number, from 1 (the creation)' }),
+});
+export const RestoreBody = z
+  .strictObject({ reason: reasonField })
+  .meta({ id: 'Restore', example: { reason: 'Back to the version before the rewrite' } });
 
 export type Revisions = ReturnType<typeof createRevisions>;
 

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { BacklinkCategory } from '../../domain/backlink/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { listBacklinks } from '../../projections/backlinks.ts';
 import {
@@ -12,8 +14,36 @@ import {
 import { findSite, listSiteOverview, listSites, ofOwnSite, type SiteScope } from '../../projections/sites.ts';
 import { type Call, type Outcome, outcomeOf } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
-import { type BacklinkListQuery, type Listed, type ListQuery, listed, pageOf } from './lists.ts';
+import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
+import { dateRange, fromParam, pageParam, perPageParam, toParam } from './requests.ts';
 import { type BacklinkOut, backlinkOut, type SiteOut, type StatsOut, siteOut, statsOut } from './wire.ts';
+
+/* What the site use cases are asked with. */
+
+export const BacklinkQuery = z
+  .strictObject({
+    from: fromParam,
+    to: toParam,
+    category: BacklinkCategory.optional().meta({ description: 'Only industry or only local backlinks.' }),
+    page: pageParam,
+    per_page: perPageParam,
+  })
+  .superRefine(dateRange);
+export const StatsQuery = z.strictObject({
+  period: z
+    .string()
+    .regex(
+      /^(this_month|last_month|last_30_days|(19[7-9]\d|[2-9]\d{3})-(0[1-9]|1[0-2]))$/,
+      'must be this_month, last_month, last_30_days or a month YYYY-MM from 1970-01 on',
+    )
+    .default('this_month')
+    .meta({
+      description:
+        'this_month (default), last_month, last_30_days (today and the 29 days before), or a month YYYY-MM. UTC.',
+      examples: ['2026-10'],
+    }),
+});
+export type BacklinkListQuery = z.output<typeof BacklinkQuery>;
 
 export type Sites = ReturnType<typeof createSites>;
 

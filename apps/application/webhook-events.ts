@@ -9,16 +9,19 @@ import type { Database } from '../../infra/db/schema.ts';
 import { storedColumns, toStoredEvent } from '../../infra/event-store.ts';
 import type { Stored } from '../../infra/projection.ts';
 import type { SnapshotMemory } from '../../projections/article-snapshots.ts';
+import { articleRowOf } from '../../projections/articles.ts';
 import {
+  ArticleListItem,
   type ArticleListItemOut,
   articleListItemOut,
+  Backlink,
   type BacklinkOut,
   backlinkOut,
   rfc3339,
+  Stats,
   type StatsOut,
   statsOut,
 } from './wire.ts';
-import { ArticleListItem, Backlink, Stats } from './wire-schemas.ts';
 
 /*
  * Webhook messages from the log (CONTRACT "Webhooks"): which event makes which message type, and the
@@ -238,19 +241,7 @@ const articleColumns = [
 function itemOf(state: Article, wordCount: number | undefined): ArticleListItemSource {
   if (wordCount === undefined)
     throw new Error(`article ${state.articleId} has no revision ${state.revision} in revisions`);
-  return {
-    id: state.articleId,
-    site_id: state.siteId,
-    title: state.title,
-    url: state.url,
-    status: state.status,
-    published_at: state.publishedAt === null ? null : new Date(state.publishedAt),
-    target_keyword: state.targetKeyword,
-    word_count: wordCount,
-    featured_image: state.featuredImage,
-    revision: state.revision,
-    updated_at: new Date(state.updatedAt),
-  };
+  return articleRowOf(state, wordCount);
 }
 
 function isArticleEvent(event: WebhookSource): event is ArticleEvent {

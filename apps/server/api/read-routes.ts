@@ -1,22 +1,19 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { ActivityQuery } from '../../application/activity.ts';
+import { ArticleQuery } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
+import { ArticleParams, PageQuery, SiteParams } from '../../application/requests.ts';
+import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
 import {
-  ActivityQuery,
   ActivityRecord,
   Article,
   ArticleListItem,
-  ArticleParams,
-  ArticleQuery,
   Backlink,
-  BacklinkQuery,
   listOf,
-  PageQuery,
   Problem,
   Site,
-  SiteParams,
   Stats,
-  StatsQuery,
 } from '../http/schemas.ts';
 import { apiCall, settled, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Application } from '../../application/index.ts';
-import { listOf, PageQuery, Problem } from '../http/schemas.ts';
+import { PageQuery } from '../../application/requests.ts';
+import { listOf, Problem } from '../http/schemas.ts';
 import { apiCall, settled } from './call.ts';
 import { sendList } from './lists.ts';
 import {

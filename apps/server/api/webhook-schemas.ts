@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
+import { atMost, idParam } from '../../application/requests.ts';
 import { WEBHOOK_DESCRIPTION_MAX, WEBHOOK_URL_MAX } from '../../application/webhooks.ts';
 import {
   NewWebhookEndpoint,
@@ -7,8 +8,7 @@ import {
   WebhookEndpoint,
   WebhookEventType,
   WebhookReplay,
-} from '../../application/wire-schemas.ts';
-import { atMost, idParam } from '../http/schemas.ts';
+} from '../../application/wire.ts';
 
 /*
  * The webhook routes' requests as zod schemas (CONTRACT "Webhooks"). They check shapes; the rules of

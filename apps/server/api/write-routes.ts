@@ -2,18 +2,16 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { DomainError, parameterError } from '../../../domain/errors.ts';
-import type { ImageInput } from '../../application/articles.ts';
+import { EditArticleBody, FeaturedImageJsonBody, type ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
-import { ArticleParams, listOf, PageQuery, Problem } from '../http/schemas.ts';
+import { ArticleParams, PageQuery } from '../../application/requests.ts';
+import { RestoreBody, RevisionParams } from '../../application/revisions.ts';
+import { listOf, Problem } from '../http/schemas.ts';
 import {
   ArticleChange,
-  EditArticleBody,
-  FeaturedImageJsonBody,
   FeaturedImageMultipartDoc,
-  RestoreBody,
   Revision,
   RevisionContent,
-  RevisionParams,
   WriteHeaders,
 } from '../http/write-schemas.ts';
 import { apiCall, idempotencyOf, sendWrite, settled } from './call.ts';

@@ -9,31 +9,21 @@ import {
 } from '../../../domain/article/events.ts';
 import { PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
 import { IDEMPOTENCY_KEY } from '../../../infra/idempotency.ts';
+import { ActivityQuery } from '../../application/activity.ts';
+import { ArticleQuery, EditArticleBody, FeaturedImageJsonBody } from '../../application/articles.ts';
+import { dateRange, idParam, PageQuery } from '../../application/requests.ts';
+import { RestoreBody, RevisionParams } from '../../application/revisions.ts';
+import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
 import {
-  ActivityQuery,
   ActivityRecord,
   Article,
   ArticleListItem,
-  ArticleQuery,
   Backlink,
-  BacklinkQuery,
-  dateRange,
-  idParam,
   PageMeta,
-  PageQuery,
   Site,
   Stats,
-  StatsQuery,
 } from '../http/schemas.ts';
-import {
-  ArticleChange,
-  EditArticleBody,
-  FeaturedImageJsonBody,
-  RestoreBody,
-  Revision,
-  RevisionContent,
-  RevisionParams,
-} from '../http/write-schemas.ts';
+import { ArticleChange, Revision, RevisionContent } from '../http/write-schemas.ts';
 
 /*
  * The tools' inputs and outputs. Inputs are the HTTP parameters under the same names, built from the

@@ -7,10 +7,10 @@ import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/voca
 import type { Activity } from '../../application/activity.ts';
 import { unwrap } from '../../application/call.ts';
 import type { Keys } from '../../application/keys.ts';
+import { cleanText } from '../../application/requests.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
 import { type Html, html } from '../http/html.ts';
 import type { ConnectedClients } from '../http/oauth-port.ts';
-import { cleanText } from '../http/schemas.ts';
 import { recordChanges, webCall } from './call.ts';
 import {
   doneNotice,
