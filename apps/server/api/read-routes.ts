@@ -5,16 +5,8 @@ import { ArticleQuery } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
 import { ArticleParams, PageQuery, SiteParams } from '../../application/requests.ts';
 import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
-import {
-  ActivityRecord,
-  Article,
-  ArticleListItem,
-  Backlink,
-  listOf,
-  Problem,
-  Site,
-  Stats,
-} from '../http/schemas.ts';
+import { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } from '../../application/wire.ts';
+import { listOf, Problem } from '../http/schemas.ts';
 import { apiCall, settled, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';
 

@@ -6,14 +6,9 @@ import { EditArticleBody, FeaturedImageJsonBody, type ImageInput } from '../../a
 import type { Application } from '../../application/index.ts';
 import { ArticleParams, PageQuery } from '../../application/requests.ts';
 import { RestoreBody, RevisionParams } from '../../application/revisions.ts';
+import { ArticleChange, Revision, RevisionContent } from '../../application/wire.ts';
 import { listOf, Problem } from '../http/schemas.ts';
-import {
-  ArticleChange,
-  FeaturedImageMultipartDoc,
-  Revision,
-  RevisionContent,
-  WriteHeaders,
-} from '../http/write-schemas.ts';
+import { FeaturedImageMultipartDoc, WriteHeaders } from '../http/write-schemas.ts';
 import { apiCall, idempotencyOf, sendWrite, settled } from './call.ts';
 import { sendList } from './lists.ts';
 import { readErrors } from './read-routes.ts';

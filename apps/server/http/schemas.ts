@@ -1,15 +1,12 @@
 import { z } from 'zod';
 import { ErrorCode } from '../../../domain/errors.ts';
 import { PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
-import { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } from '../../application/wire.ts';
 
 /*
- * The API's requests as zod schemas (parameters, queries, the problem document and the list envelope);
- * the wire objects they answer with are the application's (apps/application/wire.ts), re-exported
- * here for the routes. The OpenAPI document is generated from both.
+ * What the HTTP faces add to the application's requests and answers: the problem document and the
+ * list envelope (its page counts and links). The requests are the use cases' (apps/application), the
+ * answers' shapes too (apps/application/wire.ts); the OpenAPI document is generated from all three.
  */
-
-export { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats };
 
 export const Problem = z
   .object({

@@ -1,8 +1,5 @@
 import { z } from 'zod';
 import { ALT_MAX, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
-import { ArticleChange, Revision, RevisionContent } from '../../application/wire.ts';
-
-export { ArticleChange, Revision, RevisionContent };
 
 export const WriteHeaders = z.object({
   'if-match': z.string().optional().meta({

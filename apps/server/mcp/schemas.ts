@@ -17,17 +17,19 @@ import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
 import {
   ActivityRecord,
   Article,
+  ArticleChange,
   ArticleListItem,
   Backlink,
-  PageMeta,
+  Revision,
+  RevisionContent,
   Site,
   Stats,
-} from '../http/schemas.ts';
-import { ArticleChange, Revision, RevisionContent } from '../http/write-schemas.ts';
+} from '../../application/wire.ts';
+import { PageMeta } from '../http/schemas.ts';
 
 /*
- * The tools' inputs and outputs. Inputs are the HTTP parameters under the same names, built from the
- * API's own zod fields (same limits, same messages), with descriptions written for a model. Outputs are
+ * The tools' inputs and outputs. Inputs are the use cases' requests under the same names, built from
+ * the application's own zod fields (same limits, same messages), with descriptions written for a model. Outputs are
  * the API's wire shapes; lists are `{data, meta, next_page}` (the API envelope without its links,
  * which point at the HTTP API: a model pages by calling the tool again with `page: next_page`).
  */

@@ -1,15 +1,14 @@
 import { z } from 'zod';
 import { ArticleStatus } from '../../../domain/article/events.ts';
 import { BacklinkCategory } from '../../../domain/backlink/events.ts';
+import { ArticleQuery } from '../../application/articles.ts';
+import { BacklinkQuery } from '../../application/sites.ts';
 
 /*
  * The query strings of the site pages, read as a person's input: an empty field is no filter, and a
  * refused value is named with the label of its field so that the form can say what to fix.
  */
 
-const date = z.iso
-  .date({ message: 'must be a date YYYY-MM-DD' })
-  .refine((d) => !d.startsWith('0000'), 'must be a date from 0001-01-01 on');
 const page = z.coerce
   .number({ message: 'must be a whole number from 1' })
   .int('must be a whole number from 1')
@@ -17,14 +16,17 @@ const page = z.coerce
   .max(100_000, 'must be at most 100000')
   .default(1);
 
-/** `/sites/{id}`: the articles' filters and page, the backlinks' category and page. */
+/**
+ * `/sites/{id}`: the articles' filters and page, the backlinks' category and page: the filters are the
+ * use cases' own fields (a page's numbers are read as a person types them).
+ */
 export const SiteQuery = z
   .object({
-    from: date.optional(),
-    to: date.optional(),
-    status: ArticleStatus.optional(),
+    from: ArticleQuery.shape.from,
+    to: ArticleQuery.shape.to,
+    status: ArticleQuery.shape.status,
     page,
-    category: BacklinkCategory.optional(),
+    category: BacklinkQuery.shape.category,
     backlinks_page: page,
   })
   .superRefine((q, ctx) => {
