@@ -127,6 +127,31 @@ describe('the layering of the source tree', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('has one activity recorder: only apps/application/activity.ts stores a call, every face goes through it', () => {
+    // The command that appends records is called by the recorder alone; faces, staff views and the
+    // CLI call `activity.record`.
+    const wrong = files
+      .filter((f) => !f.startsWith('apps/application/commands/') && f !== 'apps/application/activity.ts')
+      .filter((f) => /\brecordCall\b|activity-batcher/.test(readFileSync(join(ROOT, f), 'utf8')))
+      .sort();
+    expect(wrong).toEqual([]);
+    const recorders = files
+      .filter((f) =>
+        /\bactivity\.record\(|createActivity\(\w*\)\.record\(|createActivityLog\(|recordChanges\(/.test(
+          readFileSync(join(ROOT, f), 'utf8'),
+        ),
+      )
+      .sort();
+    // The API and the web pages (one HTTP hook), MCP's tool calls, staff views, the CLI.
+    for (const face of ['apps/server/api/', 'apps/server/web/', 'apps/server/mcp/', 'apps/cli/']) {
+      expect(
+        recorders.some((f) => f.startsWith(face)),
+        face,
+      ).toBe(true);
+    }
+    expect(recorders).toContain('apps/application/staff.ts');
+  });
+
   it('keeps the domain free of module-level mutable state', () => {
     const wrong: string[] = [];
     for (const file of files.filter((f) => layerOf(f) === 'domain')) {

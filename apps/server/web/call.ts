@@ -33,7 +33,20 @@ export function settled<T>(request: FastifyRequest, outcome: Outcome<T>): T {
  * account's activity log, refused ones included, once its sender is known to be the account holder.
  * A change answered by a redirect to its result is recorded with status 200.
  */
-export function recordChanges(app: FastifyInstance, kit: WebKit, activity: Pick<Activity, 'record'>): void {
+export function recordChanges(
+  app: FastifyInstance,
+  kit: Pick<WebKit, 'actingOf'>,
+  activity: Pick<Activity, 'record'>,
+): void {
+  // A form of the scope changes something: one that names no operation would change it unrecorded.
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    if (methods.some((m) => m !== 'GET' && m !== 'HEAD') && !route.config?.operation) {
+      throw new Error(
+        `${methods.join(',')} ${route.url}: a change on the pages names its operation (config.operation)`,
+      );
+    }
+  });
   const log = createActivityLog(activity, 'web', (request) => kit.actingOf(request), {
     status: (status) => (status >= 300 && status < 400 ? 200 : status),
   });
