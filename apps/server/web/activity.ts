@@ -90,6 +90,9 @@ const ACTOR_TYPES: Record<Actor['type'], string> = {
 
 const STATUSES: Record<number, string> = {
   200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'Done',
   400: 'Bad request',
   401: 'Not signed in',
   403: 'Not allowed',
@@ -101,6 +104,7 @@ const STATUSES: Record<number, string> = {
   429: 'Limit reached',
   499: 'Client left',
   500: 'Failed',
+  503: 'Unavailable',
 };
 
 /** `update_article` as "Update article". */
