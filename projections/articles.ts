@@ -1,5 +1,5 @@
 import { type Expression, type Kysely, type Selectable, type SqlBool, sql } from 'kysely';
-import type { Article } from '../domain/article/decider.ts';
+import { type Article, evolve, initialState } from '../domain/article/decider.ts';
 import {
   type ArticleEdited,
   type ArticleEvent,
@@ -159,22 +159,16 @@ async function project(
   switch (event.type) {
     case 'ArticleCreated': {
       const d = event.data;
+      const created = evolve(initialState, event);
+      if (!created.exists) throw new Error(`ArticleCreated ${d.articleId} makes no article`);
+      const row = articleRowOf(created, wordCount(d.body, memory));
       const inserted = await trx
         .insertInto('articles')
         .values({
-          id: d.articleId,
-          site_id: d.siteId,
+          ...row,
           account_id: d.accountId,
-          title: d.title,
-          url: d.url,
-          status: d.status,
-          published_at: d.publishedAt,
-          target_keyword: d.targetKeyword,
-          word_count: wordCount(d.body, memory),
-          featured_image: JSON.stringify(d.featuredImage),
-          revision: d.revision,
+          featured_image: JSON.stringify(row.featured_image),
           created_at: at,
-          updated_at: at,
         })
         .onConflict((oc) => oc.column('id').doNothing())
         .executeTakeFirst();
@@ -230,12 +224,10 @@ export type ArticleRow = Omit<Selectable<ArticlesTable>, 'account_id' | 'created
 export type ArticleDetailRow = ArticleRow & Pick<Selectable<ArticleBodiesTable>, 'body' | 'protected_links'>;
 
 /**
- * The row `findArticle` reads once the article's events up to `state` are projected: the projector
- * above writes these same values from the same events (title, body, status and dates as the events
- * carry them, the word count and protected links from the body). An edit answers with it instead of
- * reading the row back. `memory`: the html memory the decider left the body's facts in.
+ * The row of an article at a state, with its body's word count: what the projector writes for it, an
+ * edit answers with (`detailOf`) and a webhook message carries, the one mapping of the three.
  */
-export function detailOf(state: Article, memory?: HtmlMemory): ArticleDetailRow {
+export function articleRowOf(state: Article, words: number): ArticleRow {
   return {
     id: state.articleId,
     site_id: state.siteId,
@@ -244,10 +236,20 @@ export function detailOf(state: Article, memory?: HtmlMemory): ArticleDetailRow 
     status: state.status,
     published_at: state.publishedAt === null ? null : new Date(state.publishedAt),
     target_keyword: state.targetKeyword,
-    word_count: wordCount(state.body, memory),
+    word_count: words,
     featured_image: state.featuredImage,
     revision: state.revision,
     updated_at: new Date(state.updatedAt),
+  };
+}
+
+/**
+ * The row `findArticle` reads once the article's events up to `state` are projected. An edit answers
+ * with it instead of reading the row back. `memory`: the html memory the decider left the body's facts in.
+ */
+export function detailOf(state: Article, memory?: HtmlMemory): ArticleDetailRow {
+  return {
+    ...articleRowOf(state, wordCount(state.body, memory)),
     body: state.body,
     protected_links: extractProtectedLinks(state.body, memory),
   };
