@@ -1,21 +1,41 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /*
- * Two groups, one after the other: every test file side by side, then the tests whose rule is a timing
- * (the canary, docs/reliability.md), alone on the machine so that the other files' load is not what
- * they measure.
+ * Three groups. The unit tests (`npm run test:unit`: pure, no database, server or browser) and the
+ * suite run side by side, two files at a time at least (most of a file's time is spent waiting on
+ * its servers, databases and browser); then the tests whose rule is a timing (the canary and the
+ * slow-neighbours scenario, docs/reliability.md), alone, so that the other files' load is not what
+ * they measure. The suite's global setup makes the migrated database templates once per run.
+ *
+ * Timeouts are sized for a machine at a quarter of its speed (other work on its cores): a test that
+ * waits for something polls for it (tests/support/wait.ts) and ends as soon as it holds.
  */
-const ALONE = ['tests/reliability/canary.e2e.test.ts'];
+const UNIT = ['tests/**/*.unit.test.ts'];
+const ALONE = ['tests/reliability/canary.e2e.test.ts', 'tests/reliability/slow-neighbours.e2e.test.ts'];
 
 export default defineConfig({
   test: {
     pool: 'forks',
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    maxWorkers: Math.max(2, availableParallelism()),
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'suite', include: ['tests/**/*.test.ts'], exclude: ALONE } },
-      { extends: true, test: { name: 'alone', include: ALONE, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      {
+        extends: true,
+        test: {
+          name: 'suite',
+          include: ['tests/**/*.test.ts'],
+          exclude: [...UNIT, ...ALONE],
+          globalSetup: ['tests/support/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', include: ALONE, sequence: { groupOrder: 1 }, maxWorkers: 1 },
+      },
     ],
   },
 });

@@ -219,8 +219,9 @@ export const canary: Scenario = {
       const json = { ...key, 'content-type': 'application/json' };
       const siteId = seeded.sites[0]?.id as string;
       const list = (await (
-        await fetch(`${base}/api/v1/sites/${siteId}/articles?from=2000-01-01&to=2100-01-01`, { headers: key })
+        await fetch(`${base}/api/v1/sites/${siteId}/articles`, { headers: key })
       ).json()) as { data: Array<{ id: string }> };
+      // Undated: the seed's one article may be a draft, which a list of a period leaves out.
       const articleId = list.data[0]?.id as string;
       const original = (
         (await (await fetch(`${base}/api/v1/articles/${articleId}`, { headers: key })).json()) as {

@@ -1,9 +1,10 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { recordingClient } from '../support/http.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /*
  * The API as an attacker tries it: bad bytes in ids and text, broken URLs, credentials in query
@@ -86,17 +87,16 @@ describe('hardening of the API through a real server', () => {
 
   /**
    * The account's activity records, once the records of `requestIds` (the service's request ids or the
-   * clients' own) are all stored (or 5 s have passed).
+   * clients' own) are all stored.
    */
   async function activityOf(seed: Seed, requestIds: string[]): Promise<Activity[]> {
-    const deadline = Date.now() + 5_000;
-    for (;;) {
+    return vi.waitFor(async () => {
       const records = (await client.get('/api/v1/activity?per_page=100', seed.api_key))
         .body as List<Activity>;
       const seen = new Set(records.data.flatMap((r) => [r.request_id, r.client_request_id]));
-      if (requestIds.every((id) => seen.has(id)) || Date.now() > deadline) return records.data;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      expect(requestIds.filter((id) => !seen.has(id))).toEqual([]);
+      return records.data;
+    }, PATIENCE);
   }
 
   describe('one bad record erases no one else’s activity', () => {
@@ -239,11 +239,10 @@ describe('hardening of the API through a real server', () => {
       );
       expect(r.status).toBe(401);
       const requestId = r.headers['x-request-id'] as string;
-      const deadline = Date.now() + 3_000;
-      while (!server.logs().some((l) => l.includes(requestId) && l.includes('request completed'))) {
-        if (Date.now() > deadline) throw new Error('no access-log line for the request');
-        await new Promise((done) => setTimeout(done, 50));
-      }
+      await vi.waitFor(() => {
+        const completed = server.logs().some((l) => l.includes(requestId) && l.includes('request completed'));
+        expect(completed, 'an access-log line for the request').toBe(true);
+      }, PATIENCE);
       const lines = server.logs().filter((l) => l.includes(requestId));
       const logged = lines.join('\n');
       for (const secret of secrets) expect(logged).not.toContain(secret);

@@ -1,11 +1,12 @@
 import { request } from 'node:http';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { type Recorded, recordingClient } from '../support/http.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /** Links are absolute, on the address clients use (PUBLIC_URL), not the one the process listens on. */
 const PUBLIC = 'https://content.example.test';
@@ -432,14 +433,13 @@ describe('read API v1 through a real server', () => {
 
   describe('activity log', () => {
     /** A's record of the call that sent `clientRequestId` as its own X-Request-Id. */
-    async function activityFor(clientRequestId: string): Promise<Activity | undefined> {
-      for (let i = 0; i < 100; i++) {
+    async function activityFor(clientRequestId: string): Promise<Activity> {
+      return vi.waitFor(async () => {
         const page = (await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>;
         const found = page.data.find((x) => x.client_request_id === clientRequestId);
-        if (found) return found;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      return undefined;
+        expect(found, `the record of ${clientRequestId}`).toBeDefined();
+        return found as Activity;
+      }, PATIENCE);
     }
 
     it("makes every request id itself, and keeps a client's own X-Request-Id apart as client_request_id", async () => {
@@ -464,15 +464,14 @@ describe('read API v1 through a real server', () => {
       });
       expect(long.headers['x-request-id']).toMatch(/^req_/);
       await activityFor('req_victim123');
-      let records: Activity[] = [];
-      for (let i = 0; i < 100; i++) {
-        records = ((await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>)
+      const records = await vi.waitFor(async () => {
+        const data = ((await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>)
           .data;
-        const ids = new Set(records.map((r) => r.request_id));
-        if (ids.has(invalid.headers['x-request-id'] ?? '') && ids.has(long.headers['x-request-id'] ?? ''))
-          break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+        const ids = new Set(data.map((r) => r.request_id));
+        expect(ids).toContain(invalid.headers['x-request-id']);
+        expect(ids).toContain(long.headers['x-request-id']);
+        return data;
+      }, PATIENCE);
       for (const r of [invalid, long]) {
         expect(records.find((x) => x.request_id === r.headers['x-request-id'])).toMatchObject({
           client_request_id: null,

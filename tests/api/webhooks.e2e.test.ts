@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { type Recorded, recordingClient } from '../support/http.ts';
 import { loadOpenApi, type OpenApiDoc, validateResponse } from '../support/openapi.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /*
  * The webhook routes of CONTRACT "Webhooks" over HTTP against a real server: statuses, the secret
@@ -411,17 +412,14 @@ describe('webhook API v1 through a real server', () => {
   it('records every webhook call in the activity log under its operation', async () => {
     const marker = `wh-${Date.now()}`;
     await client.call('GET', '/api/v1/webhooks', { key: a.api_key, headers: { 'x-request-id': marker } });
-    let operations: string[] = [];
-    for (let i = 0; i < 30 && !operations.includes('list_webhooks'); i++) {
-      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+    const operations = await vi.waitFor(async () => {
       const page = (await client.get('/api/v1/activity?per_page=100', a.api_key)).body as {
         data: { operation: string; client_request_id: string; site_id: string | null; status: number }[];
       };
-      operations = page.data.map((r) => r.operation);
       const record = page.data.find((r) => r.client_request_id === marker);
-      if (record) expect(record).toMatchObject({ operation: 'list_webhooks', site_id: null, status: 200 });
-      else operations = [];
-    }
+      expect(record).toMatchObject({ operation: 'list_webhooks', site_id: null, status: 200 });
+      return page.data.map((r) => r.operation);
+    }, PATIENCE);
     expect(operations).toEqual(
       expect.arrayContaining([
         'create_webhook',

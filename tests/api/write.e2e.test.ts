@@ -1,11 +1,12 @@
 import { request } from 'node:http';
 import { parseFragment } from 'parse5';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { recordingClient } from '../support/http.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 type Seed = { account_id: string; api_key: string; sites: { id: string }[] };
 type Change = {
@@ -370,15 +371,15 @@ describe('write API v1 through a real server', () => {
 
       type Record = { client_request_id: string | null; source: string; revision: number | null };
       const mine = (r: Record): boolean => r.client_request_id?.startsWith(`${tag}-`) ?? false;
-      let records: Record[] = [];
       // The calls' records are stored in batches, a moment after their answers.
-      for (let i = 0; i < 100 && records.filter(mine).length < 7; i++) {
-        if (i > 0) await new Promise((r) => setTimeout(r, 100));
-        records = (
+      const records = await vi.waitFor(async () => {
+        const data = (
           (await client.get(`/api/v1/activity?article_id=${art.id}&per_page=100`, a.api_key))
             .body as List<Record>
         ).data;
-      }
+        expect(data.filter(mine).length).toBeGreaterThanOrEqual(7);
+        return data;
+      }, PATIENCE);
       const byCall = Object.fromEntries(
         records.filter(mine).map((r) => [r.client_request_id?.slice(tag.length + 1), r.revision]),
       );

@@ -11,6 +11,7 @@ import { listArticles } from '../../projections/articles.ts';
 import { listBacklinks } from '../../projections/backlinks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli, NODE, run } from '../support/process.ts';
+import { catchUpAll } from '../support/runtime.ts';
 
 /** CONTRACT "CLI": `seed-demo --json` prints exactly this object on stdout and nothing else. */
 const SeedOutput = z.strictObject({
@@ -20,6 +21,9 @@ const SeedOutput = z.strictObject({
   api_key: z.string().regex(/^cs_live_/),
   sites: z.array(z.strictObject({ id: z.string().min(1), domain: z.string().min(1) })),
 });
+
+/** Tests that start a CLI process many times (each a second or two), or make a new embedded database. */
+const HEAVY = 120_000;
 
 describe('CLI against PostgreSQL', () => {
   let test: TestDatabase;
@@ -190,151 +194,165 @@ describe('CLI against PostgreSQL', () => {
     expect(await findApiKeyByHash(test.handle.db, hashApiKey(api_key))).toMatchObject({ account_id });
   });
 
-  it('ingests JSONL: good lines apply, a bad line is reported by number and applies nothing', async () => {
-    const account = JSON.parse(
-      (await cli(['accounts', 'create', '--name', 'Feed', '--email', 'feed@feed.example'], env)).stdout,
-    ) as {
-      account_id: string;
-    };
-    const a = account.account_id;
-    const sites = join(dir, 'sites.jsonl');
-    await writeFile(
-      sites,
-      [
-        JSON.stringify({
-          id: 'site_feed_1',
-          name: 'Feed One',
-          domain: 'one.example',
-          url: 'https://one.example/',
-        }),
-        '{"id": "site_feed_2", "name": "broken"',
-        JSON.stringify({ id: 'site_feed_3', name: 'No URL', domain: 'three.example' }),
-        '',
-        JSON.stringify({
-          id: 'site_feed_4',
-          name: 'Feed Four',
-          domain: 'four.example',
-          url: 'https://four.example/',
-        }),
-        JSON.stringify({
-          id: 'site feed/5',
-          name: 'Bad id',
-          domain: 'five.example',
-          url: 'https://five.example/',
-        }),
-      ].join('\n'),
-    );
-    const r = await cli(['ingest', 'sites', '--file', sites, '--account', a], env);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`${sites}:2: not valid JSON`);
-    expect(r.stderr).toMatch(new RegExp(`${sites}:3: url: `));
-    expect(r.stderr).toMatch(new RegExp(`${sites}:6: id: must be an id`));
-    expect(JSON.parse(r.stdout)).toMatchObject({
-      applied: 2,
-      failed: [{ line: 2 }, { line: 3 }, { line: 6 }],
-    });
-    const ids = (await test.handle.db.selectFrom('sites').select('id').where('account_id', '=', a).execute())
-      .map((s) => s.id)
-      .sort();
-    expect(ids).toEqual(['site_feed_1', 'site_feed_4']);
+  it(
+    'ingests JSONL: good lines apply, a bad line is reported by number and applies nothing',
+    async () => {
+      const account = JSON.parse(
+        (await cli(['accounts', 'create', '--name', 'Feed', '--email', 'feed@feed.example'], env)).stdout,
+      ) as {
+        account_id: string;
+      };
+      const a = account.account_id;
+      const sites = join(dir, 'sites.jsonl');
+      await writeFile(
+        sites,
+        [
+          JSON.stringify({
+            id: 'site_feed_1',
+            name: 'Feed One',
+            domain: 'one.example',
+            url: 'https://one.example/',
+          }),
+          '{"id": "site_feed_2", "name": "broken"',
+          JSON.stringify({ id: 'site_feed_3', name: 'No URL', domain: 'three.example' }),
+          '',
+          JSON.stringify({
+            id: 'site_feed_4',
+            name: 'Feed Four',
+            domain: 'four.example',
+            url: 'https://four.example/',
+          }),
+          JSON.stringify({
+            id: 'site feed/5',
+            name: 'Bad id',
+            domain: 'five.example',
+            url: 'https://five.example/',
+          }),
+        ].join('\n'),
+      );
+      const r = await cli(['ingest', 'sites', '--file', sites, '--account', a], env);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`${sites}:2: not valid JSON`);
+      expect(r.stderr).toMatch(new RegExp(`${sites}:3: url: `));
+      expect(r.stderr).toMatch(new RegExp(`${sites}:6: id: must be an id`));
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        applied: 2,
+        failed: [{ line: 2 }, { line: 3 }, { line: 6 }],
+      });
+      const ids = (
+        await test.handle.db.selectFrom('sites').select('id').where('account_id', '=', a).execute()
+      )
+        .map((s) => s.id)
+        .sort();
+      expect(ids).toEqual(['site_feed_1', 'site_feed_4']);
 
-    const articles = join(dir, 'articles.jsonl');
-    const body =
-      '<p>Hello <a href="https://partner.example/" data-service-protected="backlink" data-service-id="bl_1">partner</a></p>';
-    await writeFile(
-      articles,
-      [
-        JSON.stringify({
-          id: 'art_feed_1',
-          site_id: 'site_feed_1',
-          title: 'One',
-          body,
-          url: 'https://one.example/1',
-          status: 'published',
-          published_at: '2026-11-01T10:00:00Z',
-        }),
-        JSON.stringify({
-          id: 'art_feed_2',
-          site_id: 'site_feed_1',
-          title: 'Two',
-          body,
-          url: 'https://one.example/2',
-          status: 'published',
-        }),
-        JSON.stringify({
-          id: 'art_feed_3',
-          site_id: 'site_other',
-          title: 'Three',
-          body,
-          url: 'https://one.example/3',
-          status: 'draft',
-        }),
-      ].join('\n'),
-    );
-    const ra = await cli(['ingest', 'articles', '--file', articles, '--account', a], env);
-    expect(ra.stderr).toContain(':2: invalid_request: A published article needs published_at');
-    expect(ra.stderr).toContain(':3: not_found');
-    expect(JSON.parse(ra.stdout)).toMatchObject({ applied: 1 });
+      const articles = join(dir, 'articles.jsonl');
+      const body =
+        '<p>Hello <a href="https://partner.example/" data-service-protected="backlink" data-service-id="bl_1">partner</a></p>';
+      await writeFile(
+        articles,
+        [
+          JSON.stringify({
+            id: 'art_feed_1',
+            site_id: 'site_feed_1',
+            title: 'One',
+            body,
+            url: 'https://one.example/1',
+            status: 'published',
+            published_at: '2026-11-01T10:00:00Z',
+          }),
+          JSON.stringify({
+            id: 'art_feed_2',
+            site_id: 'site_feed_1',
+            title: 'Two',
+            body,
+            url: 'https://one.example/2',
+            status: 'published',
+          }),
+          JSON.stringify({
+            id: 'art_feed_3',
+            site_id: 'site_other',
+            title: 'Three',
+            body,
+            url: 'https://one.example/3',
+            status: 'draft',
+          }),
+        ].join('\n'),
+      );
+      const ra = await cli(['ingest', 'articles', '--file', articles, '--account', a], env);
+      expect(ra.stderr).toContain(':2: invalid_request: A published article needs published_at');
+      expect(ra.stderr).toContain(':3: not_found');
+      expect(JSON.parse(ra.stdout)).toMatchObject({ applied: 1 });
 
-    const rewrites = join(dir, 'rewrites.jsonl');
-    await writeFile(
-      rewrites,
-      [
-        JSON.stringify({ article_id: 'art_feed_1', title: 'One, rewritten', reason: 'freshness' }),
-        JSON.stringify({ article_id: 'art_feed_1', body: '<p>All links gone</p>' }),
-        JSON.stringify({ article_id: 'art_feed_1', status: 'archived' }),
-      ].join('\n'),
-    );
-    const rr = await cli(['ingest', 'rewrites', '--file', rewrites, '--account', a], env);
-    expect(rr.stderr).toContain(':2: protected_links_modified');
-    expect(JSON.parse(rr.stdout)).toMatchObject({ applied: 2 });
-    const revisions = await test.handle.db
-      .selectFrom('revisions')
-      .selectAll()
-      .where('article_id', '=', 'art_feed_1')
-      .orderBy('revision')
-      .execute();
-    expect(revisions.map((r) => [r.revision, r.origin, r.title])).toEqual([
-      [1, 'rewrite', 'One'],
-      [2, 'rewrite', 'One, rewritten'],
-      [3, 'rewrite', 'One, rewritten'],
-    ]);
-    expect(revisions[1]?.reason).toBe('freshness');
+      const rewrites = join(dir, 'rewrites.jsonl');
+      await writeFile(
+        rewrites,
+        [
+          JSON.stringify({ article_id: 'art_feed_1', title: 'One, rewritten', reason: 'freshness' }),
+          JSON.stringify({ article_id: 'art_feed_1', body: '<p>All links gone</p>' }),
+          JSON.stringify({ article_id: 'art_feed_1', status: 'archived' }),
+        ].join('\n'),
+      );
+      const rr = await cli(['ingest', 'rewrites', '--file', rewrites, '--account', a], env);
+      expect(rr.stderr).toContain(':2: protected_links_modified');
+      expect(JSON.parse(rr.stdout)).toMatchObject({ applied: 2 });
+      const revisions = await test.handle.db
+        .selectFrom('revisions')
+        .selectAll()
+        .where('article_id', '=', 'art_feed_1')
+        .orderBy('revision')
+        .execute();
+      expect(revisions.map((r) => [r.revision, r.origin, r.title])).toEqual([
+        [1, 'rewrite', 'One'],
+        [2, 'rewrite', 'One, rewritten'],
+        [3, 'rewrite', 'One, rewritten'],
+      ]);
+      expect(revisions[1]?.reason).toBe('freshness');
 
-    const backlinks = join(dir, 'backlinks.jsonl');
-    const line = {
-      id: 'bl_feed_1',
-      site_id: 'site_feed_1',
-      acquired_on: '2026-11-03',
-      source_domain: 'news.example',
-      source_url: 'https://news.example/a',
-      target_url: 'https://one.example/',
-      anchor_text: 'one',
-      anchor_type: 'branded',
-      category: 'local',
-    };
-    await writeFile(
-      backlinks,
-      [
-        JSON.stringify(line),
-        JSON.stringify(line),
-        JSON.stringify({ ...line, id: 'bl_feed_2', category: 'national' }),
-      ].join('\n'),
-    );
-    const rb = await cli(['ingest', 'backlinks', '--file', backlinks, '--account', a], env);
-    expect(rb.stderr).toContain(':2: conflict');
-    expect(rb.stderr).toContain(':3: category:');
-    expect(
-      (await listBacklinks(test.handle.db, { accountId: a, siteId: 'site_feed_1' }, { page: 1, perPage: 10 }))
-        ?.total,
-    ).toBe(1);
+      const backlinks = join(dir, 'backlinks.jsonl');
+      const line = {
+        id: 'bl_feed_1',
+        site_id: 'site_feed_1',
+        acquired_on: '2026-11-03',
+        source_domain: 'news.example',
+        source_url: 'https://news.example/a',
+        target_url: 'https://one.example/',
+        anchor_text: 'one',
+        anchor_type: 'branded',
+        category: 'local',
+      };
+      await writeFile(
+        backlinks,
+        [
+          JSON.stringify(line),
+          JSON.stringify(line),
+          JSON.stringify({ ...line, id: 'bl_feed_2', category: 'national' }),
+        ].join('\n'),
+      );
+      const rb = await cli(['ingest', 'backlinks', '--file', backlinks, '--account', a], env);
+      expect(rb.stderr).toContain(':2: conflict');
+      expect(rb.stderr).toContain(':3: category:');
+      expect(
+        (
+          await listBacklinks(
+            test.handle.db,
+            { accountId: a, siteId: 'site_feed_1' },
+            { page: 1, perPage: 10 },
+          )
+        )?.total,
+      ).toBe(1);
 
-    const nofile = await cli(['ingest', 'sites', '--file', join(dir, 'missing.jsonl')], env);
-    expect(nofile.code).toBe(1);
-    expect(nofile.stderr).toContain('ENOENT');
-  });
+      const nofile = await cli(['ingest', 'sites', '--file', join(dir, 'missing.jsonl')], env);
+      expect(nofile.code).toBe(1);
+      expect(nofile.stderr).toContain('ENOENT');
+    },
+    HEAVY,
+  );
 
   it('reports projection status and rebuilds with the same rows', async () => {
+    // The async projectors are caught up first: a transaction open elsewhere on the server (another
+    // test file's) can hold the last events back from the CLI's own catch-up for a while.
+    await catchUpAll(test.handle.db);
     const status = await cli(['projections', 'status'], env);
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/backlinks@1\s+async\s+lag\s+0/);
@@ -416,36 +434,40 @@ describe('CLI against PostgreSQL', () => {
 });
 
 describe('CLI on the embedded database', () => {
-  it('migrates and seeds a demo account in DATA_DIR, which survives to the next command', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
-    try {
-      const env = { DATA_DIR: dataDir };
-      expect((await cli(['migrate'], env)).code).toBe(0);
-      const seeded = await cli(
-        ['seed-demo', '--json', '--sites', '1', '--articles', '2', '--backlinks', '3'],
-        env,
-      );
-      expect(seeded.code, seeded.stderr).toBe(0);
-      const out = SeedOutput.parse(JSON.parse(seeded.stdout));
-      const listed = await cli(['keys', 'list', '--account', out.account_id], env);
-      expect(listed.code, listed.stderr).toBe(0);
-      expect(listed.stdout).toContain('"scope":"write"');
-      const handle = await openDatabase({ dataDir });
+  it(
+    'migrates and seeds a demo account in DATA_DIR, which survives to the next command',
+    async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
       try {
-        expect(
-          (
-            await listBacklinks(
-              handle.db,
-              { accountId: out.account_id, siteId: out.sites[0]?.id as string },
-              { page: 1, perPage: 10 },
-            )
-          )?.total,
-        ).toBe(3);
+        const env = { DATA_DIR: dataDir };
+        expect((await cli(['migrate'], env)).code).toBe(0);
+        const seeded = await cli(
+          ['seed-demo', '--json', '--sites', '1', '--articles', '2', '--backlinks', '3'],
+          env,
+        );
+        expect(seeded.code, seeded.stderr).toBe(0);
+        const out = SeedOutput.parse(JSON.parse(seeded.stdout));
+        const listed = await cli(['keys', 'list', '--account', out.account_id], env);
+        expect(listed.code, listed.stderr).toBe(0);
+        expect(listed.stdout).toContain('"scope":"write"');
+        const handle = await openDatabase({ dataDir });
+        try {
+          expect(
+            (
+              await listBacklinks(
+                handle.db,
+                { accountId: out.account_id, siteId: out.sites[0]?.id as string },
+                { page: 1, perPage: 10 },
+              )
+            )?.total,
+          ).toBe(3);
+        } finally {
+          await handle.close();
+        }
       } finally {
-        await handle.close();
+        await rm(dataDir, { recursive: true, force: true });
       }
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  });
+    },
+    HEAVY,
+  );
 });

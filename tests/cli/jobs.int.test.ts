@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createBullJobs } from '../../infra/jobs/bullmq.ts';
 import type { Jobs } from '../../infra/jobs/queue.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli } from '../support/process.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /*
  * `npm run cli -- jobs status|failed|retry` against the real Redis (a prefix of this file's own) and
@@ -42,9 +43,7 @@ describe('CLI jobs', () => {
     });
     jobs.startWorkers();
     await jobs.add('test.doomed', { n: 1 }, { jobId: 'doomed-1' });
-    const deadline = Date.now() + 10_000;
-    while ((await jobs.failed()).length === 0 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 25));
+    await vi.waitFor(async () => expect(await jobs.failed()).not.toEqual([]), PATIENCE);
   });
 
   afterAll(async () => {
@@ -99,9 +98,7 @@ describe('CLI jobs', () => {
     const before = runs;
     const r = await cli(['jobs', 'retry', 'doomed-1'], env);
     expect(r.code, r.stderr).toBe(0);
-    const deadline = Date.now() + 10_000;
-    while (runs === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 25));
-    expect(runs).toBe(before + 1);
+    await vi.waitFor(() => expect(runs).toBe(before + 1), PATIENCE);
   });
 
   it('explains that without REDIS_URL the queues are in the server', async () => {

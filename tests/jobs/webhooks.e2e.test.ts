@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { cli, NODE, ROOT } from '../support/process.ts';
+import { baseEnv, cli, NODE, ROOT } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
 
 /*
@@ -208,7 +208,7 @@ describe('webhooks on PostgreSQL and Redis', () => {
     const api1 = await startServer({ ...env, RUN_JOBS: 'false', RUN_WORKERS: 'false' });
     const worker = spawn(NODE, ['apps/worker/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, LOG_LEVEL: 'info' },
+      env: { ...baseEnv(), ...env, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -290,7 +290,21 @@ describe('webhooks on the embedded default (no database server, no Redis)', () =
     const env = { ...fast, DATA_DIR: dataDir };
     const account = await seed(env);
     const siteId = account.sites[0]?.id as string;
-    const at = new Date(Date.now() + 12_000);
+    // The webhook first: the publication is sent to it whether the server is up at the article's
+    // time or starts after it (the scheduler then publishes at once).
+    const before = await startServer(env);
+    let secret: string;
+    try {
+      const created = await api(before, account.api_key)('POST', '/webhooks', {
+        url: receiver.url,
+        events: ['article.published'],
+      });
+      expect(created.status).toBe(201);
+      ({ secret } = created.json as { secret: string });
+    } finally {
+      expect(await before.stop()).toBe(0);
+    }
+    const at = new Date(Date.now() + 2_000);
     const file = join(dataDir, 'scheduled.jsonl');
     await writeFile(
       file,
@@ -310,9 +324,6 @@ describe('webhooks on the embedded default (no database server, no Redis)', () =
     const server = await startServer(env);
     try {
       const call = api(server, account.api_key);
-      const created = await call('POST', '/webhooks', { url: receiver.url, events: ['article.published'] });
-      expect(created.status).toBe(201);
-      const { secret } = created.json as { secret: string };
       await until(() => receiver.received.length >= 1, 40_000);
       expect(Date.now()).toBeGreaterThanOrEqual(at.getTime());
       const [published] = messages(receiver, secret);

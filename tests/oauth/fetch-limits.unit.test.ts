@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMetadataFetchLimiter, METADATA_FETCH_LIMITS } from '../../apps/server/oauth/fetch-limits.ts';
 
 describe('client metadata document fetch limits', () => {
@@ -7,6 +6,13 @@ describe('client metadata document fetch limits', () => {
     perAddress: { everySeconds: 1, burst: 2 },
     perProcess: { everySeconds: 1, burst: 4 },
   };
+  // The clock stands still unless a test moves it: a slow machine cannot refill a budget mid-test.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('allows an address a burst, then refuses it with the wait; other addresses are not refused for it', async () => {
     const limiter = createMetadataFetchLimiter(small);
@@ -48,7 +54,7 @@ describe('client metadata document fetch limits', () => {
     const limiter = createMetadataFetchLimiter(small);
     for (let i = 0; i < 3; i++) await limiter.consume('192.0.2.1');
     expect((await limiter.consume('192.0.2.1')).allowed).toBe(false);
-    await sleep(1_100);
+    vi.advanceTimersByTime(1_100);
     expect(await limiter.consume('192.0.2.1')).toEqual({ allowed: true });
     expect((await limiter.consume('192.0.2.1')).allowed).toBe(false);
   });

@@ -23,10 +23,15 @@ describe('heavy requests one at a time', () => {
   let most = 0;
   const releases = new Map<string, () => void>();
   const started: string[] = [];
+  /** The requests that reached the hook just before heavy work's own: each then asks for its turn. */
+  const asking: string[] = [];
 
   beforeAll(async () => {
     app = Fastify();
     installErrorHandling(app);
+    app.addHook('preValidation', async (request) => {
+      asking.push((request.params as { name: string }).name);
+    });
     installHeavyWork(app, createHeavyWork({ atOnce: 1, waiting: 1, waitMs: 60_000 }));
     app.addContentTypeParser(
       'text/plain',
@@ -113,8 +118,10 @@ describe('heavy requests one at a time', () => {
     await until(() => started.includes('gone'));
     socket.destroy();
     const next = post('next', large);
-    // The client is gone but its work goes on: the next heavy request waits for it.
-    await new Promise((r) => setTimeout(r, 100));
+    // The client is gone but its work goes on: the next heavy request asks for its turn and waits.
+    // (Given the turn, its handler would start within the same turn of the event loop.)
+    await until(() => asking.includes('next'));
+    await new Promise((r) => setImmediate(r));
     expect(started).not.toContain('next');
     releases.get('gone')?.();
     await until(() => started.includes('next'));

@@ -3,10 +3,11 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { NODE, run } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 describe('server on the embedded default', () => {
   let dataDir: string;
@@ -80,26 +81,38 @@ describe('server on PostgreSQL', () => {
     expect(((await ready.json()) as { checks: { database: { kind: string } } }).checks.database.kind).toBe(
       'postgres',
     );
-    // A request whose body is still arriving when SIGTERM comes is answered, not cut off.
+    // A request whose body is still arriving when SIGTERM comes is answered, not cut off. The server
+    // has read its head once it says `100 Continue`; the rest of the body follows once it is stopping.
     const { port } = new URL(server.url);
+    let headRead: () => void = () => {};
+    const inFlight = new Promise<void>((resolve) => {
+      headRead = resolve;
+    });
+    let finishBody: () => void = () => {};
     const answered = new Promise<number>((resolve, reject) => {
       const req = request({
         host: '127.0.0.1',
         port,
         method: 'POST',
         path: '/healthz',
-        headers: { 'content-type': 'application/json', 'content-length': '11' },
+        headers: { 'content-type': 'application/json', 'content-length': '11', expect: '100-continue' },
+      });
+      req.on('continue', () => {
+        req.write('{"a":');
+        headRead();
       });
       req.on('response', (res) => {
         res.resume();
         resolve(res.statusCode ?? 0);
       });
       req.on('error', reject);
-      req.write('{"a":');
-      setTimeout(() => req.end('"bcd"}'), 500);
+      req.flushHeaders();
+      finishBody = () => req.end('"bcd"}');
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await inFlight;
     const code = server.stop();
+    await vi.waitFor(() => expect(server.logs().join('\n')).toContain('shutting down'), PATIENCE);
+    finishBody();
     expect(await answered).toBe(404);
     expect(await code).toBe(0);
     await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
@@ -180,11 +193,12 @@ describe('readiness when the database is gone', () => {
       expect(text).not.toContain(name);
       expect(text).not.toMatch(/does not exist|terminating|administrator/);
       expect(JSON.parse(text)).toMatchObject({ status: 'not_ready', checks: { database: { ok: false } } });
-      const deadline = Date.now() + 5_000;
-      while (!server.logs().some((line) => line.includes('readiness check: the database did not answer'))) {
-        if (Date.now() > deadline) throw new Error(`no readiness log line:\n${server.logs().join('\n')}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await vi.waitFor(() => {
+        const logged = server
+          .logs()
+          .some((line) => line.includes('readiness check: the database did not answer'));
+        expect(logged, `a readiness log line:\n${server.logs().join('\n')}`).toBe(true);
+      }, PATIENCE);
     } finally {
       await server.stop();
       await test.drop();

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { it, type TestAPI } from 'vitest';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
@@ -10,6 +13,14 @@ export type Backend = 'postgres' | 'pglite';
 export const backends: Backend[] = ['postgres', 'pglite'];
 
 const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * Migrated templates made once per run by tests/support/global-setup.ts: a PostgreSQL database that
+ * `CREATE DATABASE ... TEMPLATE` copies, and a PGlite folder that is copied. Without them (a script
+ * outside vitest) each database is migrated itself.
+ */
+const PG_TEMPLATE = 'CS_TEST_PG_TEMPLATE';
+const PGLITE_TEMPLATE = 'CS_TEST_PGLITE_TEMPLATE';
 
 export interface TestDatabase {
   handle: DbHandle;
@@ -25,32 +36,61 @@ function testDatabaseUrl(): string {
   return url === undefined || url === '' ? DEFAULT_TEST_DATABASE_URL : url;
 }
 
+function urlOf(name: string): string {
+  const url = new URL(testDatabaseUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
 /**
  * A fresh, migrated database: on postgres a new `cs_test_<random>` database beside
- * TEST_DATABASE_URL's (an unreachable server fails the test: nothing is skipped), on pglite an
- * in-memory PGlite. Create one per test file, in beforeAll; drop it in afterAll.
+ * TEST_DATABASE_URL's (an unreachable server fails the test: nothing is skipped), on pglite a
+ * PGlite of its own. Create one per test file, in beforeAll; drop it in afterAll.
  */
 export async function createTestDatabase(kind: Backend): Promise<TestDatabase> {
-  if (kind === 'pglite') {
+  return kind === 'pglite' ? createPglite() : createPostgres();
+}
+
+async function createPglite(): Promise<TestDatabase> {
+  const template = process.env[PGLITE_TEMPLATE];
+  if (!template) {
     const handle = await openDatabase({ dataDir: 'memory://' });
-    try {
-      await migrateToLatest(handle.db);
-    } catch (err) {
-      await handle.close();
-      throw err;
-    }
+    await migrateOrClose(handle, async () => {});
     return { handle, databaseUrl: undefined, drop: () => handle.close() };
   }
+  // Opening a copied folder skips PGlite's initdb, which is most of its start.
+  const dataDir = await mkdtemp(join(tmpdir(), 'cs-test-pglite-'));
+  const remove = (): Promise<void> => rm(dataDir, { recursive: true, force: true });
+  let handle: DbHandle;
+  try {
+    await cp(template, dataDir, { recursive: true });
+    handle = await openDatabase({ dataDir });
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return {
+    handle,
+    databaseUrl: undefined,
+    async drop() {
+      try {
+        await handle.close();
+      } finally {
+        await remove();
+      }
+    },
+  };
+}
 
+async function createPostgres(): Promise<TestDatabase> {
   const adminUrl = testDatabaseUrl();
+  const template = process.env[PG_TEMPLATE];
   const name = `cs_test_${randomBytes(6).toString('hex')}`;
-  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const databaseUrl = url.toString();
-
-  const dropDatabase = (): Promise<unknown> =>
-    withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await withAdmin(adminUrl, (admin) =>
+    admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`),
+  );
+  const databaseUrl = urlOf(name);
+  const dropDatabase = (): Promise<unknown> => dropByName(adminUrl, name);
 
   let handle: DbHandle;
   try {
@@ -59,13 +99,7 @@ export async function createTestDatabase(kind: Backend): Promise<TestDatabase> {
     await dropDatabase();
     throw err;
   }
-  try {
-    await migrateToLatest(handle.db);
-  } catch (err) {
-    await handle.close();
-    await dropDatabase();
-    throw err;
-  }
+  if (!template) await migrateOrClose(handle, dropDatabase);
   return {
     handle,
     databaseUrl,
@@ -76,6 +110,59 @@ export async function createTestDatabase(kind: Backend): Promise<TestDatabase> {
         await dropDatabase();
       }
     },
+  };
+}
+
+async function migrateOrClose(handle: DbHandle, cleanUp: () => Promise<unknown>): Promise<void> {
+  try {
+    await migrateToLatest(handle.db);
+  } catch (err) {
+    await handle.close();
+    await cleanUp();
+    throw err;
+  }
+}
+
+function dropByName(adminUrl: string, name: string): Promise<unknown> {
+  return withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
+/**
+ * Makes the migrated templates (both at once) and names them in the environment the test workers
+ * inherit; returns what removes them. Called once per run by tests/support/global-setup.ts.
+ */
+export async function makeTemplates(): Promise<() => Promise<void>> {
+  const adminUrl = testDatabaseUrl();
+  const name = `cs_test_template_${randomBytes(6).toString('hex')}`;
+  const dataDir = await mkdtemp(join(tmpdir(), 'cs-test-pglite-template-'));
+  const removeAll = async (): Promise<void> => {
+    await Promise.all([dropByName(adminUrl, name), rm(dataDir, { recursive: true, force: true })]);
+  };
+  const migrated = async (open: () => Promise<DbHandle>): Promise<void> => {
+    const handle = await open();
+    try {
+      await migrateToLatest(handle.db);
+    } finally {
+      await handle.close();
+    }
+  };
+  try {
+    await Promise.all([
+      withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name}`)).then(() =>
+        migrated(() => openDatabase({ databaseUrl: urlOf(name), dataDir: 'memory://' })),
+      ),
+      migrated(() => openDatabase({ dataDir })),
+    ]);
+  } catch (err) {
+    await removeAll();
+    throw err;
+  }
+  process.env[PG_TEMPLATE] = name;
+  process.env[PGLITE_TEMPLATE] = dataDir;
+  return async () => {
+    delete process.env[PG_TEMPLATE];
+    delete process.env[PGLITE_TEMPLATE];
+    await removeAll();
   };
 }
 

@@ -9,6 +9,7 @@ import { createInProcessJobs } from '../../infra/jobs/in-process.ts';
 import type { JobSink, Jobs } from '../../infra/jobs/queue.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { closeRedis, openRedis } from '../../infra/redis.ts';
+import { PATIENCE } from './wait.ts';
 
 /*
  * Background areas (apps/worker/jobs/*) on a real queue for the job tests: the in-process queue, or
@@ -90,7 +91,7 @@ export async function startTestBackground(
     modules,
     logs: logger.lines,
     failures: () => logger.lines.filter((l) => l.msg.startsWith('job failed')),
-    async settled(timeoutMs = 10_000) {
+    async settled(timeoutMs = PATIENCE.timeout) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const busy = (await jobs.status()).some((q) => q.waiting + q.active + q.delayed > 0);
@@ -123,7 +124,10 @@ async function removePrefix(prefix: string): Promise<void> {
 }
 
 /** Polls `check` until it returns a value other than undefined, or throws after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = PATIENCE.timeout,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -7,6 +7,18 @@ export const NODE = resolve(ROOT, 'node_modules/.bin/node');
 
 type Run = { code: number | null; stdout: string; stderr: string };
 
+/**
+ * What every process a test starts inherits from the test's own environment: PATH, HOME and the
+ * compile cache (tests/support/global-setup.ts), and nothing else.
+ */
+export function baseEnv(): Record<string, string | undefined> {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE,
+  };
+}
+
 /** Runs a command to completion with a clean environment plus `env`; never throws on a non-zero exit. */
 export function run(
   command: string,
@@ -18,8 +30,8 @@ export function run(
     const child = spawn(command, args, {
       cwd: ROOT,
       env: {
+        ...baseEnv(),
         PATH: `${resolve(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
-        HOME: process.env.HOME,
         LOG_LEVEL: 'warn',
         ...env,
       },

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { NODE, ROOT } from './process.ts';
+import { baseEnv, NODE, ROOT } from './process.ts';
 
 export type ServerProcess = {
   url: string;
@@ -19,7 +19,7 @@ export function startServer(
   return new Promise((resolve, reject) => {
     const child = spawn(NODE, ['apps/server/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', LOG_LEVEL: 'info', ...env },
+      env: { ...baseEnv(), PORT: '0', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const lines: string[] = [];

@@ -47,6 +47,15 @@ export async function startWebApp(
   const dir = await mkdtemp(join(tmpdir(), 'cs-web-e2e-'));
   const db: TestDatabase = await createTestDatabase('postgres');
   const env = { DATABASE_URL: db.databaseUrl as string, DATA_DIR: dir, MEDIA_DIR: join(dir, 'media') };
+  // A start that fails part way leaves nothing behind (afterAll has no `stop` to call then).
+  const undo: Array<() => Promise<unknown>> = [
+    () => rm(dir, { recursive: true, force: true }),
+    () => db.drop(),
+  ];
+  const undone = async (err: unknown): Promise<never> => {
+    for (const step of undo.reverse()) await step().catch(() => {});
+    throw err;
+  };
   const seeded = await cli(
     [
       'seed-demo',
@@ -61,13 +70,16 @@ export async function startWebApp(
       '7',
     ],
     env,
-  );
-  expect(seeded.code, seeded.stderr).toBe(0);
+  ).catch(undone);
+  if (seeded.code !== 0) await undone(new Error(`seed-demo failed: ${seeded.stderr}`));
   const demo = JSON.parse(seeded.stdout) as DemoAccount;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = await startServer({ ...env, ...opts.env, PORT: String(port), PUBLIC_URL: url });
-  const browser = await launchBrowser();
+  const server = await startServer({ ...env, ...opts.env, PORT: String(port), PUBLIC_URL: url }).catch(
+    undone,
+  );
+  undo.push(() => server.stop());
+  const browser = await launchBrowser().catch(undone);
   const contexts: BrowserContext[] = [];
   return {
     server,

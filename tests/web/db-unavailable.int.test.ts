@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
 import { authorizeUrl, createPerson, type Person, PUBLIC_CLIENT, pkce } from '../oauth/helpers.ts';
@@ -9,6 +9,7 @@ import { launchBrowser } from '../support/browser.ts';
 import { csrfOf, type InjectBrowser, injectBrowser } from '../support/inject-browser.ts';
 import { createProxiedTestRuntime, type PgProxy } from '../support/pg-proxy.ts';
 import { addSiteWithArticle, pipelineActor } from '../support/runtime.ts';
+import { PATIENCE } from '../support/wait.ts';
 import { SHOTS, screenshot } from '../support/web.ts';
 
 /*
@@ -38,7 +39,7 @@ const browser = (): InjectBrowser => injectBrowser(app, { headers: { origin: PUB
 async function whileAway<T>(work: () => Promise<T>): Promise<T> {
   await proxy.cut();
   // The pool notices its idle connections are gone before the request is made.
-  await new Promise((r) => setTimeout(r, 100));
+  await vi.waitFor(() => expect(runtime.handle.pool.idleCount).toBe(0), PATIENCE);
   try {
     return await work();
   } finally {

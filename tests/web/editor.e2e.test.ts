@@ -266,7 +266,7 @@ describe('the editor, JavaScript off', () => {
     expect(past.status).toBe(413);
     expect(past.type).toContain('text/html');
     expect(past.text).toContain('larger than 2 MiB');
-  });
+  }, 120_000); // typing 2 MB into the page and sending about 5 MB: slow on a busy machine
 
   it('answers an unknown article with a page, not JSON', async () => {
     const context = await web.signedIn();

@@ -1,6 +1,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cli } from '../support/process.ts';
+import { PATIENCE_API } from '../support/wait.ts';
 import { expectLabelled, screenshot, startWebApp, type WebApp } from '../support/web.ts';
 
 /*
@@ -50,14 +51,13 @@ describe('support staff', () => {
     expect(forged.status).toBe(200);
     expect(forged.headers.get('x-request-id')).not.toBe(requestId);
     // The forged call's record is stored a moment after the call.
-    for (let i = 0; i < 50; i++) {
+    await vi.waitFor(async () => {
       const res = await fetch(`${web.url}/api/v1/activity?per_page=100`, {
         headers: { authorization: `Bearer ${attacker.api_key}` },
       });
       const records = ((await res.json()) as { data: { client_request_id: string | null }[] }).data;
-      if (records.some((r) => r.client_request_id === requestId)) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      expect(records.map((r) => r.client_request_id)).toContain(requestId);
+    }, PATIENCE_API);
     staff = await web.browser.newContext({
       javaScriptEnabled: false,
       viewport: { width: 1100, height: 800 },
@@ -92,12 +92,11 @@ describe('support staff', () => {
     expect(await search(web.demo.sites[0]?.domain ?? '')).toContain(account);
     expect(await search(articleId)).toContain(account);
     // The call's activity record is stored a moment after the call.
-    let found: string[] = [];
-    for (let i = 0; i < 50 && !found.includes(account); i++) {
-      found = await search(requestId);
-      if (!found.includes(account)) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(found).toContain(account);
+    const found = await vi.waitFor(async () => {
+      const listed = await search(requestId);
+      expect(listed).toContain(account);
+      return listed;
+    }, PATIENCE_API);
     // Another account's call that sent the customer's request id as its own is not found by it.
     expect(found).toEqual([account]);
     expect(await search('customer-own-id')).toEqual([]);
@@ -166,13 +165,15 @@ describe('support staff', () => {
   });
 
   it('records every staff view in the account’s own activity log', async () => {
-    let views: { operation: string; source: string; actor: { type: string; name: string } }[] = [];
-    for (let i = 0; i < 50 && views.length < 4; i++) {
+    type View = { operation: string; source: string; actor: { type: string; name: string } };
+    const views = await vi.waitFor(async () => {
       const res = await web.api('/activity?source=system&per_page=100');
-      views = ((await res.json()) as { data: typeof views }).data.filter((r) => r.operation === 'staff_view');
-      if (views.length < 4) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(views.length).toBeGreaterThanOrEqual(4);
+      const staffViews = ((await res.json()) as { data: View[] }).data.filter(
+        (r) => r.operation === 'staff_view',
+      );
+      expect(staffViews.length).toBeGreaterThanOrEqual(4);
+      return staffViews;
+    }, PATIENCE_API);
     expect(views[0]?.actor).toMatchObject({ type: 'staff', name: 'Sam Support' });
   });
 
