@@ -264,10 +264,14 @@ export async function runCli(
         checkNewPassword(password);
         const person = { name: required(values, 'name'), email: email.data, password };
         const accounts = createAccounts(await open());
-        const created =
-          command === 'accounts'
-            ? { account_id: (await accounts.open(person)).accountId }
-            : { staff_id: (await accounts.addStaff(person)).staffId };
+        let created: { account_id: string } | { staff_id: string };
+        if (command === 'accounts') {
+          const { accountId } = await accounts.open(person);
+          await recordOperatorChange(runtime, accountId, 'open_account');
+          created = { account_id: accountId };
+        } else {
+          created = { staff_id: (await accounts.addStaff(person)).staffId };
+        }
         out(JSON.stringify({ ...created, email: email.data, ...(values.password ? {} : { password }) }));
         return 0;
       }

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { openDatabase } from '../../infra/db/open.ts';
 import { hashApiKey } from '../../infra/ids.ts';
 import { findAccountByEmail, findApiKeyByHash } from '../../projections/accounts.ts';
+import { listActivity } from '../../projections/activity.ts';
 import { listArticles } from '../../projections/articles.ts';
 import { listBacklinks } from '../../projections/backlinks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -97,6 +98,13 @@ describe('CLI against PostgreSQL', () => {
     const missing = await cli(['keys', 'revoke', '--account', account_id, '--key', 'key_nope'], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('not_found');
+    // Each change is in the account's activity log, as the operator's (a refused one changed nothing).
+    const log = await listActivity(test.handle.db, account_id, { page: 1, perPage: 20, source: 'system' });
+    expect(log.rows.map((r) => [r.operation, r.actor.name, r.status]).reverse()).toEqual([
+      ['open_account', 'Operator (CLI)', 200],
+      ['create_api_key', 'Operator (CLI)', 200],
+      ['revoke_api_key', 'Operator (CLI)', 200],
+    ]);
   });
 
   it('sets a password from stdin or generated, for accounts and staff; no secret reaches the log', async () => {
