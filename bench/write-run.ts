@@ -72,7 +72,7 @@ const copy = async (label: string): Promise<string> => {
       siteId: long.site_id,
       title: `Write benchmark ${label}`,
       body: long.body,
-      url: `${long.url}-write-benchmark-${Date.now()}-${label}`,
+      url: `${long.url}-write-benchmark-${Date.now()}-${label.replaceAll(' ', '-')}`,
       status: 'draft',
       publishedAt: null,
       targetKeyword: null,
