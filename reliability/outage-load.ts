@@ -183,9 +183,12 @@ export type Readiness = {
   };
 };
 
-/** Words of the database driver or server that must never reach a client. */
+/**
+ * Words of the database driver or server that must never reach a client, in the case they are written
+ * in: the service's ids are lower case and hold `57p0` or `sql` now and then by chance.
+ */
 export const DRIVER_WORDS =
-  /ECONN|terminating connection|Connection terminated|database system is|57P0|timeout exceeded|pg_|postgres|SQL/i;
+  /ECONN|[Tt]erminating connection|Connection terminated|database system is|57P0|timeout exceeded|pg_|[Pp]ostgres|SQL/;
 
 /** Sleeps. */
 export function sleep(ms: number): Promise<void> {
