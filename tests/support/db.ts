@@ -84,11 +84,21 @@ async function createPglite(): Promise<TestDatabase> {
 
 async function createPostgres(): Promise<TestDatabase> {
   const adminUrl = testDatabaseUrl();
-  const template = process.env[PG_TEMPLATE];
   const name = `cs_test_${randomBytes(6).toString('hex')}`;
-  await withAdmin(adminUrl, (admin) =>
-    admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`),
-  );
+  // Without its template (none made for this run, or gone), the database is migrated itself.
+  const template = await withAdmin(adminUrl, async (admin) => {
+    const from = process.env[PG_TEMPLATE];
+    if (from) {
+      try {
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${from}`);
+        return from;
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== '3D000') throw err;
+      }
+    }
+    await admin.query(`CREATE DATABASE ${name}`);
+    return undefined;
+  });
   const databaseUrl = urlOf(name);
   const dropDatabase = (): Promise<unknown> => dropByName(adminUrl, name);
 
