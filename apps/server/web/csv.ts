@@ -24,8 +24,11 @@ const NEEDS_QUOTES = /[",;\t\r\n]/;
 export function csvField(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  let text = String(value).replace(FORMULA_AFTER_SEPARATOR, (separator) => `${separator}'`);
-  if (FORMULA_START.test(text)) text = `'${text}`;
+  const raw = String(value);
+  // The start is judged on the value as given: the guard after a separator may stand between its
+  // leading spaces (a carriage return among them) and the trigger.
+  let text = raw.replace(FORMULA_AFTER_SEPARATOR, (separator) => `${separator}'`);
+  if (FORMULA_START.test(raw)) text = `'${text}`;
   return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
