@@ -47,6 +47,17 @@ describe('jsonDepth', () => {
     );
   });
 
+  it('given a depth to stop above, is the depth up to one more than it, on any text', () => {
+    const soup = fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', '\\', 'a', ' ', ',') });
+    fc.assert(
+      fc.property(soup, fc.integer({ min: 0, max: 8 }), (text, stopAbove) => {
+        expect(jsonDepth(text, stopAbove)).toBe(Math.min(reference(text), stopAbove + 1));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(jsonDepth(`${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}`, 256)).toBe(257);
+  });
+
   it('counts brackets after escaped quotes and escaped backslashes correctly', () => {
     expect(jsonDepth('{"a":"\\"[[[","b":[1]}')).toBe(2);
     expect(jsonDepth('{"a":"\\\\","b":[[1]]}')).toBe(3);

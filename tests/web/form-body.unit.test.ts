@@ -1,6 +1,7 @@
 import * as querystring from 'node:querystring';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FORM_FIELDS_MAX, FormRefused, parseForm } from '../../apps/server/web/form-body.ts';
+import { countingFields, FORM_FIELDS_MAX, FormRefused, parseForm } from '../../apps/server/web/form-body.ts';
 
 vi.mock('node:querystring', async (actual) => {
   const real = await actual<typeof import('node:querystring')>();
@@ -67,5 +68,58 @@ describe('the form parser', () => {
     expect(refusal('csrf=good&csrf=forged')).toBe('repeated_field');
     expect(refusal('a&a')).toBe('repeated_field');
     expect(refusal('title=x&body=y')).toBeNull();
+  });
+});
+
+/** What countingFields passes on of `chunks`, and the bytes it says it was given. */
+async function throughCounter(chunks: string[], max?: number): Promise<{ passed: string; received: number }> {
+  const counted = countingFields(max);
+  const out: Buffer[] = [];
+  counted.on('data', (chunk: Buffer) => out.push(chunk));
+  const ended = new Promise((resolve) => counted.on('end', resolve));
+  for (const chunk of chunks) counted.write(Buffer.from(chunk));
+  counted.end();
+  await ended;
+  return { passed: Buffer.concat(out).toString(), received: counted.receivedEncodedLength };
+}
+
+/** `text` cut into pieces at the given places. */
+function cut(text: string, at: number[]): string[] {
+  const places = [...new Set(at.map((a) => a % (text.length + 1)))].sort((a, b) => a - b);
+  return [0, ...places].map((from, i) => text.slice(from, places[i] ?? text.length));
+}
+
+describe('the field count as a body arrives', () => {
+  it(`passes a body of at most ${FORM_FIELDS_MAX} fields whole, however it is cut`, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.stringMatching(/^[a-z=%0-9+]{0,8}$/), { minLength: 1, maxLength: FORM_FIELDS_MAX }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        async (fields, at) => {
+          const body = fields.join('&');
+          expect(await throughCounter(cut(body, at))).toEqual({ passed: body, received: body.length });
+        },
+      ),
+    );
+  });
+
+  it('drops what comes after the chunk with the field over the cap, counts every byte, and the parser refuses it', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 5, max: 200 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        async (n, at) => {
+          const body = 'a&'.repeat(n);
+          const chunks = cut(body, at);
+          const { passed, received } = await throughCounter(chunks, 4);
+          expect(received).toBe(body.length);
+          // Whole chunks, up to the first one where the body has a 5th field.
+          let upTo = 0;
+          while ((chunks.slice(0, upTo).join('').match(/&/g)?.length ?? 0) < 4) upTo++;
+          expect(passed).toBe(chunks.slice(0, upTo).join(''));
+          expect(refusal(passed, 4)).toBe('too_many_fields');
+        },
+      ),
+    );
   });
 });

@@ -3,11 +3,13 @@ import type { FastifyInstance } from 'fastify';
 export const MAX_JSON_DEPTH = 256;
 
 /**
- * How deeply arrays and objects nest in a JSON text, found in one pass without parsing it. Strings
- * (most of an article's JSON: its body) are skipped with `indexOf` to their closing quote, one not
- * preceded by an odd number of backslashes, rather than read character by character.
+ * How deeply arrays and objects nest in a JSON text, found in one pass without parsing it, up to
+ * `stopAbove + 1`: the scan ends at the first bracket that goes deeper than `stopAbove` (a body a
+ * million brackets deep is refused after its first few hundred characters). Strings (most of an
+ * article's JSON: its body) are skipped with `indexOf` to their closing quote, one not preceded by an
+ * odd number of backslashes, rather than read character by character.
  */
-export function jsonDepth(text: string): number {
+export function jsonDepth(text: string, stopAbove = Number.POSITIVE_INFINITY): number {
   let depth = 0;
   let max = 0;
   for (let i = 0; i < text.length; i++) {
@@ -20,6 +22,7 @@ export function jsonDepth(text: string): number {
     } else if (c === 123 || c === 91) {
       depth++;
       if (depth > max) max = depth;
+      if (max > stopAbove) return max;
     } else if (c === 125 || c === 93) depth--;
   }
   return max;
@@ -34,7 +37,7 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   let openers = 0;
   for (const bracket of ['{', '[']) {
     for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) {
-      if (++openers > limit) return jsonDepth(text) > limit;
+      if (++openers > limit) return jsonDepth(text, limit) > limit;
     }
   }
   return false;

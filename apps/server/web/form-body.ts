@@ -1,10 +1,14 @@
 import { parse } from 'node:querystring';
+import { Transform } from 'node:stream';
 
 /*
  * The one parser of the web pages' form bodies (`application/x-www-form-urlencoded`). Its cost is linear
  * in the body and bounded by the field cap:
  * - the fields are counted first (one scan for `&`, stopping at the cap + 1): a body of more than
- *   FORM_FIELDS_MAX fields is refused before anything is decoded;
+ *   FORM_FIELDS_MAX fields is refused before anything is decoded. The pages count them as the body
+ *   arrives (`countingFields`): from the chunk that holds the field over the cap on, the body is read
+ *   and dropped, never gathered nor decoded (a megabytes long `a&a&…` costs little more than its
+ *   transfer);
  * - the fields are then decoded by `node:querystring` (one pass, `maxKeys` set to the cap as well);
  * - a field given twice is refused: no form of the service sends a name twice, and which copy counts
  *   would otherwise be up to whoever reads it.
@@ -45,6 +49,37 @@ function countFields(body: string, stopAfter: number): number {
     count += 1;
   }
   return count;
+}
+
+const AMPERSAND = 0x26;
+
+/** What countingFields passes on, and how many bytes it was given (fastify's body limit and length checks read it). */
+export type CountedBody = Transform & { receivedEncodedLength: number };
+
+/**
+ * A stream a form body passes through as it is until the chunk where the body gets more than
+ * `maxFields` fields (`&` separators: one fewer than the fields); the chunks after it are read and
+ * dropped. parseForm then refuses what was passed on, once the whole body has arrived: a sender is
+ * answered when it has sent its body, not while it is still sending (a connection closed under a
+ * sender can lose the answer).
+ */
+export function countingFields(maxFields: number = FORM_FIELDS_MAX): CountedBody {
+  let separators = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      counted.receivedEncodedLength += chunk.length;
+      if (separators >= maxFields) {
+        callback();
+        return;
+      }
+      for (let at = chunk.indexOf(AMPERSAND); at !== -1; at = chunk.indexOf(AMPERSAND, at + 1)) {
+        if (++separators >= maxFields) break;
+      }
+      callback(null, chunk);
+    },
+  }) as CountedBody;
+  counted.receivedEncodedLength = 0;
+  return counted;
 }
 
 /**

@@ -6,7 +6,7 @@ import { type Html, html, raw } from '../http/html.ts';
 import type { PageOptions } from '../http/page-kit.ts';
 import { CSRF_FIELD, type Csrf, createCsrf } from './csrf.ts';
 import { createDevices, type Devices } from './device.ts';
-import { FORM_BODY_MAX, parseForm } from './form-body.ts';
+import { countingFields, FORM_BODY_MAX, parseForm } from './form-body.ts';
 import { page } from './html.ts';
 import { createWebSessions, type StaffSession, type WebSession, type WebSessions } from './sessions.ts';
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
@@ -236,8 +236,9 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
  * 1. before the body is read (`onRequest`): the sender the route names (`config.form`, FormSender), so
  *    a request without a session, or from another site, is answered without reading its body;
  * 2. the body: `application/x-www-form-urlencoded` only (any other type is a 415), at most `bodyLimit`
- *    bytes (FORM_BODY_MAX by default; 413), parsed by parseForm (linear, at most FORM_FIELDS_MAX fields,
- *    none twice; 400). The pages of these refusals are refusal.ts's installPageErrors;
+ *    bytes (FORM_BODY_MAX by default; 413), its fields counted as it arrives (`preParsing`,
+ *    countingFields: past FORM_FIELDS_MAX the rest is dropped, not gathered), parsed by parseForm
+ *    (linear, at most FORM_FIELDS_MAX fields, none twice; 400). The pages of these refusals are refusal.ts's installPageErrors;
  * 3. the handler: the CSRF token (`kit.checkForm`), then the form's own work.
  * A route of the scope with a method other than GET that names no sender is refused at startup.
  */
@@ -257,6 +258,10 @@ export function installFormParser(
     if (!sender || request.method === 'GET' || request.method === 'HEAD') return;
     if (await kit.admitForm(request, reply, sender)) return;
     return reply;
+  });
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    if (!/^application\/x-www-form-urlencoded\b/i.test(request.headers['content-type'] ?? '')) return payload;
+    return payload.pipe(countingFields());
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
