@@ -426,6 +426,11 @@ interface SubscriberBatch<E extends NewEvent = DomainEvent> {
    * `events`), or `after` on an empty log.
    */
   through: LogPosition;
+  /**
+   * Whether the statement saw committed events past the head: events of transactions younger than
+   * one still open somewhere on the server, which a read a moment later may return.
+   */
+  heldBack: boolean;
 }
 
 /**
@@ -446,18 +451,28 @@ export async function readBatch<E extends NewEvent = DomainEvent>(
 ): Promise<SubscriberBatch<E>> {
   if (!Number.isSafeInteger(limit) || limit < 1)
     throw new RangeError(`limit must be a positive integer: ${limit}`);
-  if (types.length === 0) return { events: [], through: after };
-  const { rows } = await sql<Partial<StoredRow> & { head_transaction_id: string; head_position: string }>`
+  if (types.length === 0) return { events: [], through: after, heldBack: false };
+  const { rows } = await sql<
+    Partial<StoredRow> & {
+      head_transaction_id: string | null;
+      head_position: string | null;
+      held_back: boolean;
+    }
+  >`
     with head as (
       select transaction_id, position from events
       where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
       order by transaction_id desc, position desc
       limit 1
+    ), held as (
+      select exists (
+        select 1 from events where transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+      ) as held_back
     )
     select e.position, e.transaction_id::text as transaction_id, e.event_id, e.stream_id, e.version,
       e.type, e.data, e.metadata, e.recorded_at,
-      head.transaction_id::text as head_transaction_id, head.position as head_position
-    from head left join lateral (
+      head.transaction_id::text as head_transaction_id, head.position as head_position, held.held_back
+    from held left join head on true left join lateral (
       select * from events
       where (events.transaction_id, events.position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)
         and (events.transaction_id, events.position) <= (head.transaction_id, head.position)
@@ -466,12 +481,14 @@ export async function readBatch<E extends NewEvent = DomainEvent>(
       limit ${limit}
     ) e on true`.execute(executor);
   const first = rows[0];
-  if (first === undefined) return { events: [], through: after };
+  const heldBack = first?.held_back === true;
+  if (first?.head_transaction_id == null || first.head_position == null)
+    return { events: [], through: after, heldBack };
   const events = rows.filter((row) => row.position != null).map((row) => toStoredEvent<E>(row as StoredRow));
   const last = events.at(-1);
-  if (events.length === limit && last) return { events, through: positionOf(last) };
+  if (events.length === limit && last) return { events, through: positionOf(last), heldBack };
   const head = { transactionId: BigInt(first.head_transaction_id), position: BigInt(first.head_position) };
-  return { events, through: isAfter(head, after) ? head : after };
+  return { events, through: isAfter(head, after) ? head : after, heldBack };
 }
 
 /** Whether `a` comes after `b` in the log's (transaction_id, position) order. */

@@ -122,21 +122,22 @@ async function lockProjectorForBatch(trx: Kysely<Database>, name: string): Promi
  * One batch of an async projector in one transaction: lock, read the checkpoint, read the next events
  * (before writing anything, so the transaction has no id that would hold back its own read), apply
  * them, move the checkpoint: past the events of other types too, up to where the read saw the log
- * (readBatch), so that the next read starts there. Returns how many events it applied.
+ * (readBatch), so that the next read starts there. Says how many events it applied, and whether the
+ * read saw committed events held back behind a transaction still open (readBatch's `heldBack`).
  */
 export async function applyNextBatch<E extends NewEvent>(
   db: Db,
   projector: Projector<E>,
   batchSize = BATCH,
   onAfterCommitError?: (error: unknown) => void,
-): Promise<number> {
-  const events = await db.transaction().execute(async (trx) => {
+): Promise<{ applied: number; heldBack: boolean }> {
+  const { events, heldBack } = await db.transaction().execute(async (trx) => {
     await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
-    const { events, through } = await readBatch<E>(trx, after, batchSize, projector.handles);
-    await applyEvents(projector, events, trx);
-    if (isAfter(through, after)) await writeCheckpoint(trx, projector.name, through);
-    return events;
+    const batch = await readBatch<E>(trx, after, batchSize, projector.handles);
+    await applyEvents(projector, batch.events, trx);
+    if (isAfter(batch.through, after)) await writeCheckpoint(trx, projector.name, batch.through);
+    return batch;
   });
   if (events.length > 0 && projector.mode === 'async' && projector.afterCommit) {
     try {
@@ -145,7 +146,7 @@ export async function applyNextBatch<E extends NewEvent>(
       onAfterCommitError?.(error);
     }
   }
-  return events.length;
+  return { applied: events.length, heldBack };
 }
 
 /** How many events of the projector's types come after its checkpoint. */
@@ -179,7 +180,7 @@ export async function catchUp<E extends NewEvent>(
   let done = 0;
   onProgress?.({ done, total });
   for (;;) {
-    const n = await applyNextBatch(db, projector, batchSize);
+    const { applied: n } = await applyNextBatch(db, projector, batchSize);
     done += n;
     onProgress?.({ done, total: Math.max(total, done) });
     if (n === batchSize) continue;
@@ -310,8 +311,14 @@ export async function projectionStatus(
  * their projectors) or a short poll interval passes (an event hidden behind a transaction that was
  * still open becomes visible without a notification of its own). Woken, it first lets appends settle
  * for `settleMs` (100): under load every request appends (its activity record), and one batch for many
- * appends costs a few statements where a batch per append would cost a few statements each.
+ * appends costs a few statements where a batch per append would cost a few statements each. A
+ * projector whose read saw committed events held back (behind a transaction still open anywhere on
+ * the server, another database's included) looks again after HELD_BACK_FIRST_MS, then twice as long
+ * each time, up to the poll interval: the wake-up of those events came before they could be read.
  */
+/** How soon a projector whose read saw events held back looks again, the first time. */
+export const HELD_BACK_FIRST_MS = 50;
+
 export function startAsyncProjections<E extends NewEvent = DomainEvent>(opts: {
   handle: Pick<DbHandle, 'db' | 'onAppended'>;
   projectors: readonly Projector<E>[];
@@ -338,23 +345,30 @@ export function startAsyncProjections<E extends NewEvent = DomainEvent>(opts: {
   });
   let idleWaiters: Array<() => void> = [];
 
+  /** The projectors whose last read saw events held back, and how long they wait to look again. */
+  const heldBack = new Set<Projector<E>>();
+  let heldBackWait = 0;
+
   const loop = (async () => {
     let failures = 0;
     while (!stopped) {
       const due = asyncProjectors.filter((p) => dirty.has(p));
-      for (const p of due) dirty.delete(p);
+      for (const p of due) {
+        dirty.delete(p);
+        heldBack.delete(p);
+      }
       let full = false;
       try {
         for (const p of due) {
           if (stopped) break;
           // A batch short of full means the projector is caught up with what was visible.
-          const n = await applyNextBatch(handle.db, p, BATCH, (error) =>
+          const batch = await applyNextBatch(handle.db, p, BATCH, (error) =>
             logger?.error({ err: error, projector: p.name }, 'after-commit step failed; the sweep takes it'),
           );
-          if (n === BATCH) {
+          if (batch.applied === BATCH) {
             full = true;
             dirty.add(p);
-          }
+          } else if (batch.heldBack) heldBack.add(p);
         }
         failures = 0;
       } catch (error) {
@@ -371,11 +385,14 @@ export function startAsyncProjections<E extends NewEvent = DomainEvent>(opts: {
       for (const resolve of idleWaiters) resolve();
       idleWaiters = [];
       if (stopped) break;
-      const delay = failures > 0 ? Math.min(30_000, pollMs * 2 ** failures) : pollMs;
+      const held = failures === 0 && heldBack.size > 0;
+      heldBackWait = held ? Math.min(pollMs, heldBackWait === 0 ? HELD_BACK_FIRST_MS : heldBackWait * 2) : 0;
+      const delay = failures > 0 ? Math.min(30_000, pollMs * 2 ** failures) : held ? heldBackWait : pollMs;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           // Polled: an event held back by a transaction that was open can be visible now.
-          markAll();
+          if (held) for (const p of heldBack) dirty.add(p);
+          else markAll();
           resolve();
         }, delay);
         timer.unref();

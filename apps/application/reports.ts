@@ -83,7 +83,7 @@ async function statisticsUpToNow(db: Db): Promise<void> {
   const deadline = Date.now() + CATCH_UP_TIMEOUT_MS;
   for (;;) {
     if (!isAfter(target, await readCheckpoint(db, siteStatsProjector.name))) return;
-    const applied = await applyNextBatch(db, siteStatsProjector);
+    const { applied } = await applyNextBatch(db, siteStatsProjector);
     if (applied > 0) continue;
     if (Date.now() > deadline) {
       throw new Error(`${siteStatsProjector.name} has not reached the log's head; the reports wait for it`);

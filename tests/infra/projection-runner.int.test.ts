@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createEventStore,
   type EventStore,
   type LogPosition,
   type NewEvent,
+  readBatch,
   readCheckpoint,
 } from '../../infra/event-store.ts';
 import type { AsyncProjector } from '../../infra/projection.ts';
 import { applyNextBatch, startAsyncProjections } from '../../infra/projection-runner.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 const event = (type: string): NewEvent => ({ type, data: {}, metadata: { at: '2026-11-21T10:00:00.000Z' } });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -32,7 +35,11 @@ function recorder(types: string[]): AsyncProjector<NewEvent> & { seen: string[] 
 const atOrAfter = (a: LogPosition, b: LogPosition): boolean =>
   a.transactionId > b.transactionId || (a.transactionId === b.transactionId && a.position >= b.position);
 
-async function until(check: () => Promise<boolean> | boolean, what: string, ms = 10_000): Promise<void> {
+async function until(
+  check: () => Promise<boolean> | boolean,
+  what: string,
+  ms = PATIENCE.timeout,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -59,11 +66,61 @@ describe.each(backends)('async projection runner on %s', (backend) => {
     if (!last) throw new Error('nothing appended');
     // Its next read starts after them: it does not scan them again on every batch.
     await until(async () => {
-      expect(await applyNextBatch(db, projector)).toBe(0);
+      expect((await applyNextBatch(db, projector)).applied).toBe(0);
       return atOrAfter(await readCheckpoint(db, projector.name), last);
     }, 'the checkpoint to move');
     expect(projector.seen).toEqual([]);
   });
+
+  it.runIf(backend === 'postgres')(
+    'applies an event its wake-up found held back behind an open transaction once that ends, with no other wake-up',
+    async () => {
+      const { db } = testDb.handle;
+      const a = recorder([`A${randomUUID().slice(0, 8)}`]);
+      const type = a.handles[0] as string;
+      // One wake-up for the event, the append's own: the NOTIFY that echoes it later is not passed on.
+      let woken = false;
+      const runner = startAsyncProjections({
+        handle: {
+          db,
+          onAppended: (listener) =>
+            testDb.handle.onAppended((types) => {
+              if (woken || !types?.includes(type)) return;
+              woken = true;
+              listener(types);
+            }),
+        },
+        projectors: [a],
+        pollMs: 600_000,
+        settleMs: 0,
+      });
+      // A transaction with an id, open while the event is appended and its wake-up read.
+      const open = await db.startTransaction().execute();
+      try {
+        await runner.idle();
+        await sql`select pg_current_xact_id()`.execute(open);
+        const appended = await store.append(`article-${randomUUID()}`, [event(type)], {
+          expectedVersion: 'no_stream',
+        });
+        expect(woken).toBe(true);
+        // The wake-up's read sees the event held back (its checkpoint stays before it).
+        await until(async () => {
+          const { heldBack } = await readBatch(db, await readCheckpoint(db, a.name), 10, a.handles);
+          return heldBack;
+        }, 'the event to be held back');
+        expect(a.seen).toEqual([]);
+        await open.rollback().execute();
+        await until(() => a.seen.length === 1, 'the projector to apply the event the transaction held back');
+        expect(a.seen).toEqual([appended.events[0]?.eventId]);
+      } finally {
+        await open
+          .rollback()
+          .execute()
+          .catch(() => {});
+        await runner.stop();
+      }
+    },
+  );
 
   it('wakes a projector for appends of the types it handles, not for others', async () => {
     const { db } = testDb.handle;
