@@ -503,11 +503,27 @@ function positionOf(event: EventPlace): LogPosition {
 }
 
 /** The newest position readAllEvents can return now (START on an empty log). */
-export async function headPosition(executor: Kysely<Database>): Promise<LogPosition> {
-  const row = await executor
+export function headPosition(executor: Kysely<Database>): Promise<LogPosition> {
+  return newestPosition(executor, { readable: true });
+}
+
+/**
+ * The newest committed event's position (START on an empty log), held back or not: where a reader
+ * must get to to have seen everything committed now. headPosition is as far as it can read now; the
+ * two differ while a transaction older than the newest events is still open somewhere on the server.
+ */
+export function committedHead(executor: Kysely<Database>): Promise<LogPosition> {
+  return newestPosition(executor, { readable: false });
+}
+
+/** The newest event's position, of those readAllEvents can return now (`readable`) or of all committed. */
+async function newestPosition(executor: Kysely<Database>, opts: { readable: boolean }): Promise<LogPosition> {
+  let query = executor
     .selectFrom('events')
-    .select(['position', sql<string>`transaction_id::text`.as('transaction_id')])
-    .where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`)
+    .select(['position', sql<string>`transaction_id::text`.as('transaction_id')]);
+  if (opts.readable)
+    query = query.where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`);
+  const row = await query
     .orderBy(sql`events.transaction_id`, 'desc')
     .orderBy(sql`events.position`, 'desc')
     .limit(1)

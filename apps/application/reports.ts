@@ -1,7 +1,7 @@
 import { DomainError } from '../../domain/errors.ts';
 import { reportStream } from '../../domain/report/events.ts';
 import type { Db } from '../../infra/db/schema.ts';
-import { headPosition, isAfter, type LogPosition, readCheckpoint } from '../../infra/event-store.ts';
+import { committedHead, isAfter, type LogPosition, readCheckpoint } from '../../infra/event-store.ts';
 import { applyNextBatch } from '../../infra/projection-runner.ts';
 import { type Period, resolvePeriod, siteStats, siteStatsProjector } from '../../projections/site-stats.ts';
 import type { Commands } from './commands/index.ts';
@@ -76,11 +76,13 @@ export function reportPeriodOf(period: string | undefined, now: Date): Period & 
  * Brings the statistics read model up to where the log stood when this was called: the report of a
  * month is made once, so it must count every event committed before it, however far the projection
  * runner (maybe in another process, maybe not running) has got. Batches are applied as the runner
- * applies them, under the projector's lock, so this and the runners take turns.
+ * applies them, under the projector's lock, so this and the runners take turns. The target is the
+ * newest committed event, held back or not (committedHead): an event committed behind a transaction
+ * still open is waited for, up to `timeoutMs`, then the run fails and the job tries again.
  */
-async function statisticsUpToNow(db: Db): Promise<void> {
-  const target: LogPosition = await headPosition(db);
-  const deadline = Date.now() + CATCH_UP_TIMEOUT_MS;
+async function statisticsUpToNow(db: Db, timeoutMs: number): Promise<void> {
+  const target: LogPosition = await committedHead(db);
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (!isAfter(target, await readCheckpoint(db, siteStatsProjector.name))) return;
     const { applied } = await applyNextBatch(db, siteStatsProjector);
@@ -100,12 +102,12 @@ async function statisticsUpToNow(db: Db): Promise<void> {
 export async function makeMonthlyReports(
   deps: ReportDeps,
   period?: string,
-  opts: { sitesPerPage?: number } = {},
+  opts: { sitesPerPage?: number; catchUpMs?: number } = {},
 ): Promise<MonthlyReportsSummary> {
   const pageSize = opts.sitesPerPage ?? SITE_PAGE;
   const month = reportPeriodOf(period, deps.now());
   const endOfMonth = new Date(`${month.to}T00:00:00Z`).getTime() + 86_400_000;
-  await statisticsUpToNow(deps.db);
+  await statisticsUpToNow(deps.db, opts.catchUpMs ?? CATCH_UP_TIMEOUT_MS);
   const summary: MonthlyReportsSummary = { period: month.month, sites: 0, made: 0, skipped: 0 };
   let after = '';
   for (;;) {
