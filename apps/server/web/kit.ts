@@ -238,7 +238,8 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
  * 2. the body: `application/x-www-form-urlencoded` only (any other type is a 415), at most `bodyLimit`
  *    bytes (FORM_BODY_MAX by default; 413), its fields counted as it arrives (`preParsing`,
  *    countingFields: past FORM_FIELDS_MAX the rest is dropped, not gathered), parsed by parseForm
- *    (linear, at most FORM_FIELDS_MAX fields, none twice; 400). The pages of these refusals are refusal.ts's installPageErrors;
+ *    (linear, at most FORM_FIELDS_MAX fields, none twice; 400). The pages of these refusals are
+ *    refusal.ts's installPageErrors;
  * 3. the handler: the CSRF token (`kit.checkForm`), then the form's own work.
  * A route of the scope with a method other than GET that names no sender is refused at startup.
  */
