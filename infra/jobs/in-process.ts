@@ -37,6 +37,9 @@ type Entry = {
 /** How many failed jobs are kept for `jobs failed` and /readyz. */
 const FAILED_KEPT = 1_000;
 
+/** The longest delay a Node timer holds (about 24.8 days); a longer one fires at once, with a warning. */
+const TIMER_MAX_MS = 2 ** 31 - 1;
+
 export function createInProcessJobs(opts: {
   kinds: readonly JobKind<never>[];
   logger: JobsLogger;
@@ -81,10 +84,12 @@ export function createInProcessJobs(opts: {
 
   const enqueue = (entry: Entry, delayMs: number): void => {
     if (delayMs > 0) {
+      // A timer holds at most TIMER_MAX_MS (a longer one fires at once): a later time is reached in steps.
+      const step = Math.min(delayMs, TIMER_MAX_MS);
       entry.timer = setTimeout(() => {
         delete entry.timer;
-        enqueue(entry, 0);
-      }, delayMs);
+        enqueue(entry, delayMs - step);
+      }, step);
       entry.timer.unref();
       return;
     }
@@ -156,13 +161,13 @@ export function createInProcessJobs(opts: {
       nextDelay(repeat); // a bad pattern throws here, not later in a timer
       clearTimeout(repeats.get(id));
       const wait = (target: number): void => {
-        // A timer holds at most ~24.8 days: a later time is reached in steps.
+        // A later time than a timer holds is reached in steps (TIMER_MAX_MS).
         const timer = setTimeout(
           () => {
             if (now() < target) return wait(target);
             void add(name, data, { jobId: `${id}.${target}` }).finally(plan);
           },
-          Math.min(Math.max(0, target - now()), 2 ** 31 - 1),
+          Math.min(Math.max(0, target - now()), TIMER_MAX_MS),
         );
         timer.unref();
         repeats.set(id, timer);

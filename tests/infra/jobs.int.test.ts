@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createBullJobs } from '../../infra/jobs/bullmq.ts';
 import { createInProcessJobs } from '../../infra/jobs/in-process.ts';
 import { backoffDelay, type JobContext, type JobKind, type Jobs, jobIdOf } from '../../infra/jobs/queue.ts';
@@ -182,6 +182,17 @@ describe.each(implementations)('jobs on %s', (_name, open) => {
     expect(Date.now() - added).toBeGreaterThanOrEqual(280);
   });
 
+  it('keeps a job delayed longer than a timer holds (24.8 days) waiting: one due sooner runs first', async () => {
+    const r = recorder();
+    jobs = open(r.kinds);
+    jobs.startWorkers();
+    await jobs.add('test.ok', { n: 'in 30 days' }, { delayMs: 30 * 86_400_000 });
+    await jobs.add('test.ok', { n: 'in 100 ms' }, { delayMs: 100 });
+    await until(() => r.runs.length === 1);
+    expect(r.runs.map((x) => x.data)).toEqual([{ n: 'in 100 ms' }]);
+    expect((await jobs.status()).find((s) => s.queue === 'maintenance')?.delayed).toBe(1);
+  });
+
   it('runs a repeatable job every so often; declaring it twice keeps one schedule', async () => {
     const r = recorder();
     jobs = open(r.kinds);
@@ -211,6 +222,25 @@ describe.each(implementations)('jobs on %s', (_name, open) => {
     jobs = undefined;
     await closing.close(5_000);
     expect(r.runs).toHaveLength(1);
+  });
+});
+
+describe('in-process jobs: a delay longer than a timer holds', () => {
+  it('runs the job when its time comes, 60 days on, reached in steps', async () => {
+    vi.useFakeTimers();
+    const r = recorder();
+    const jobs = createInProcessJobs({ kinds: r.kinds, logger: quiet });
+    try {
+      jobs.startWorkers();
+      await jobs.add('test.ok', { n: 1 }, { delayMs: 60 * 86_400_000 });
+      await vi.advanceTimersByTimeAsync(59 * 86_400_000);
+      expect(r.runs).toEqual([]);
+      await vi.advanceTimersByTimeAsync(86_400_000);
+      expect(r.runs.map((x) => x.data)).toEqual([{ n: 1 }]);
+    } finally {
+      await jobs.close(0);
+      vi.useRealTimers();
+    }
   });
 });
 
