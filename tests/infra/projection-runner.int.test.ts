@@ -72,6 +72,7 @@ describe.each(backends)('async projection runner on %s', (backend) => {
     expect(projector.seen).toEqual([]);
   });
 
+  // PostgreSQL only: PGlite has one connection, so no transaction can stay open while another appends.
   it.runIf(backend === 'postgres')(
     'applies an event its wake-up found held back behind an open transaction once that ends, with no other wake-up',
     async () => {
