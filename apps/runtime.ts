@@ -87,10 +87,18 @@ export function createRuntime(
 
 export async function openRuntime(
   config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
-  opts: { migrate?: boolean; logger?: DbLogger; poolSize?: number; sanitizeThreads?: number } = {},
+  opts: {
+    migrate?: boolean;
+    logger?: DbLogger;
+    poolSize?: number;
+    sanitizeThreads?: number;
+    /** What this process is, for the embedded database's lock (openDatabase's `holder`). */
+    holder?: string;
+  } = {},
 ): Promise<Runtime> {
   const handle = await openDatabase({
     dataDir: config.DATA_DIR,
+    ...(opts.holder ? { holder: opts.holder } : {}),
     ...(config.DATABASE_URL ? { databaseUrl: config.DATABASE_URL } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),

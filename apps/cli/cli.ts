@@ -170,15 +170,18 @@ export async function runCli(
     throw error;
   }
   let runtime: Runtime | undefined;
+  // What the embedded database's lock says of this process to another one.
+  const sub = rest[0] !== undefined && !rest[0].startsWith('-') ? ` ${rest[0]}` : '';
+  const holder = `the CLI command ${command}${sub} (npm run cli)`;
   const open = async (): Promise<Runtime> => {
-    runtime = await openRuntime(config, { migrate: true, poolSize: 4 });
+    runtime = await openRuntime(config, { migrate: true, poolSize: 4, holder });
     return runtime;
   };
   try {
     switch (command) {
       case 'migrate': {
         parse(rest, {});
-        const rt = await openRuntime(config, { migrate: false, poolSize: 1 });
+        const rt = await openRuntime(config, { migrate: false, poolSize: 1, holder });
         runtime = rt;
         const { applied } = await migrateToLatest(rt.db);
         err(
@@ -441,6 +444,11 @@ export async function runCli(
     }
     if (isDomainError(error)) {
       err(`${error.code}: ${error.message}`);
+      return 1;
+    }
+    // The database could not be opened: its folder is in use by another process, or cannot be written.
+    if (error instanceof ConfigError) {
+      err(error.message);
       return 1;
     }
     if (error instanceof Error && 'code' in error && error.code === 'ENOENT') {

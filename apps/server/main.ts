@@ -19,6 +19,7 @@ const config = loadConfigOrExit();
 const databaseLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'database' });
 const runtime = await openRuntimeOrExit(config, {
   migrate: true,
+  holder: 'the server (npm start)',
   sanitizeThreads: config.SANITIZE_THREADS,
   logger: databaseLog,
 });

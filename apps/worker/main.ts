@@ -25,7 +25,11 @@ if (!config.DATABASE_URL) {
 if (!config.REDIS_URL) {
   log.warn("no REDIS_URL: the job queues are this process's own; the API processes cannot add to them");
 }
-const runtime = await openRuntimeOrExit(config, { migrate: true, logger: log });
+const runtime = await openRuntimeOrExit(config, {
+  migrate: true,
+  logger: log,
+  holder: 'the worker (npm run worker)',
+});
 const workers = startAsyncProjections({ handle: runtime.handle, projectors, logger: log });
 const jobsLog = log.child({ component: 'jobs' });
 const { jobs, modules } = createJobs(

@@ -6,6 +6,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError } from '../config.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import type { Database, Db } from './schema.ts';
 import { namingClient } from './statement-cache.ts';
 
@@ -52,6 +53,11 @@ interface OpenDatabaseOptions {
   /** pg pool size on PostgreSQL (default 10). Always 1 on PGlite: pglite-socket serves one connection. */
   poolSize?: number;
   logger?: DbLogger;
+  /**
+   * What this process is, in words, for the embedded database's lock on `dataDir` ("the server (npm
+   * start)"): a second process is told who holds the folder. Default: the script this process runs.
+   */
+  holder?: string;
 }
 
 export interface DbHandle {
@@ -106,7 +112,7 @@ const consoleLogger: DbLogger = {
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<DbHandle> {
   const logger = opts.logger ?? consoleLogger;
   return opts.databaseUrl === undefined || opts.databaseUrl === ''
-    ? openPglite(opts.dataDir, logger)
+    ? openPglite(opts.dataDir, opts.holder ?? defaultHolder(), logger)
     : openPostgres(opts.databaseUrl, opts.poolSize ?? DEFAULT_POOL_SIZE, logger);
 }
 
@@ -406,12 +412,25 @@ async function requireWritable(location: string): Promise<void> {
   }
 }
 
-async function openPglite(dataDir: string, logger: DbLogger): Promise<DbHandle> {
+/** A process that does not say what it is: the script it runs. */
+function defaultHolder(): string {
+  return `a process running ${process.argv[1] ?? process.argv0}`;
+}
+
+async function openPglite(dataDir: string, holder: string, logger: DbLogger): Promise<DbHandle> {
   const inMemory = dataDir.startsWith('memory://');
   const location = inMemory ? dataDir : resolve(dataDir);
   if (!inMemory) await requireWritable(location);
+  // One process per folder (data-dir-lock.ts): taken before the engine reads a page of it.
+  const lock = inMemory ? undefined : await lockDataDir(location, holder);
 
-  const pglite = await PGlite.create(location);
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(location);
+  } catch (err) {
+    await lock?.release();
+    throw err;
+  }
   // Port 0: the OS picks a free loopback port. maxConnections stays at its default of 1, and the
   // pool below has one connection: pglite-socket 0.2.17's multiplexer (maxConnections > 1) queues
   // wire messages one by one and only keeps a connection's messages together inside an explicit
@@ -422,6 +441,7 @@ async function openPglite(dataDir: string, logger: DbLogger): Promise<DbHandle> 
     await server.start();
   } catch (err) {
     await pglite.close();
+    await lock?.release();
     throw err;
   }
   const port = Number(server.getServerConn().split(':').at(-1));
@@ -461,6 +481,7 @@ async function openPglite(dataDir: string, logger: DbLogger): Promise<DbHandle> 
         },
         () => server.stop(),
         () => pglite.close(),
+        async () => lock?.release(),
       ],
       logger,
     ),

@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../config.ts';
+
+/*
+ * The embedded database's folder belongs to one process: PGlite keeps its pages in that process's
+ * memory and writes them back on its own schedule, so a second process opening the same DATA_DIR
+ * works on a copy that the first one later overwrites (a demo account made beside a running server
+ * was gone after a restart, and half of it stayed). Every process that opens the folder takes this
+ * lock first: a file in DATA_DIR naming its holder (pid, host, what it is), made atomically with
+ * its content (a hard link of a file written beside it: the name appears whole or not at all). A
+ * holder that is gone (killed, crashed) leaves its file behind; the next process sees that its pid
+ * runs no more on this host and takes the lock over. A holder on another host (a folder shared over
+ * the network) cannot be checked and is believed.
+ */
+
+/** The lock's file in DATA_DIR. */
+export const LOCK_FILE = 'content-service.lock';
+
+/** What the lock file says of its holder. */
+export type LockHolder = {
+  pid: number;
+  host: string;
+  /** What the holder is, in words: "the server (npm start)", "the CLI command seed-demo". */
+  what: string;
+  /** When it took the lock (ISO 8601). */
+  since: string;
+  /** This holding's own id: a release or a takeover removes only the file it read. */
+  token: string;
+};
+
+/**
+ * Another process holds the folder. A ConfigError, so that the entry points print its message as
+ * their one line and exit 1, as they do for a folder they cannot write.
+ */
+export class DataDirInUse extends ConfigError {
+  readonly holder: LockHolder;
+  constructor(dataDir: string, holder: LockHolder) {
+    const where = holder.host === hostname() ? '' : ` on ${holder.host}`;
+    super(
+      `DATA_DIR=${JSON.stringify(dataDir)} is in use by ${holder.what} (pid ${holder.pid}${where}, since ` +
+        `${holder.since}): the embedded database serves one process. Stop that process first, or set ` +
+        'DATABASE_URL to share a PostgreSQL server between processes.',
+    );
+    this.name = 'DataDirInUse';
+    this.holder = holder;
+  }
+}
+
+export interface DataDirLock {
+  readonly holder: LockHolder;
+  /** Removes the lock file if it is still this holding's. Idempotent. */
+  release(): Promise<void>;
+}
+
+/** Whether a process with this pid runs on this host (signal 0 checks without sending anything). */
+export function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function readHolder(file: string): Promise<LockHolder | null> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<LockHolder>;
+    if (typeof parsed.pid === 'number' && typeof parsed.token === 'string') {
+      return {
+        pid: parsed.pid,
+        host: String(parsed.host ?? ''),
+        what: String(parsed.what ?? 'another process'),
+        since: String(parsed.since ?? 'unknown'),
+        token: parsed.token,
+      };
+    }
+  } catch {}
+  // Not a lock this code wrote whole (it never writes a partial one): nobody's, taken over.
+  return { pid: 0, host: hostname(), what: 'nobody', since: 'unknown', token: `unreadable:${text}` };
+}
+
+function isStale(holder: LockHolder, runs: (pid: number) => boolean): boolean {
+  return holder.host === hostname() && (holder.pid <= 0 || !runs(holder.pid));
+}
+
+/**
+ * Moves a stale lock file out of the way, unless someone replaced it since it was read: the file is
+ * renamed aside (atomic) and checked; a fresh holder's file moved by mistake goes back in place.
+ */
+async function removeStale(file: string, stale: LockHolder): Promise<void> {
+  const aside = `${file}.${process.pid}.${randomUUID()}`;
+  try {
+    await rename(file, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  try {
+    const moved = await readHolder(aside);
+    if (moved?.token !== stale.token) await link(aside, file).catch(() => {});
+  } finally {
+    await unlink(aside).catch(() => {});
+  }
+}
+
+/**
+ * Takes the lock on `dataDir` (which exists) for this process, described as `what`; throws
+ * DataDirInUse when a running process holds it. `runs` says whether a pid runs (a seam for tests).
+ */
+export async function lockDataDir(
+  dataDir: string,
+  what: string,
+  runs: (pid: number) => boolean = processRuns,
+): Promise<DataDirLock> {
+  const file = join(dataDir, LOCK_FILE);
+  const holder: LockHolder = {
+    pid: process.pid,
+    host: hostname(),
+    what,
+    since: new Date().toISOString(),
+    token: randomUUID(),
+  };
+  // A running holder is refused before anything is written in its folder.
+  const before = await readHolder(file);
+  if (before !== null && !isStale(before, runs)) throw new DataDirInUse(dataDir, before);
+  const draft = `${file}.${holder.token}`;
+  await writeFile(draft, `${JSON.stringify(holder)}\n`, { flag: 'wx' });
+  try {
+    // A takeover can race another process's: the loser reads the winner's file next and is refused.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await link(draft, file);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const current = await readHolder(file);
+      if (current !== null && (!isStale(current, runs) || attempt >= 5)) {
+        throw new DataDirInUse(dataDir, current);
+      }
+      if (current !== null) await removeStale(file, current);
+    }
+  } finally {
+    await unlink(draft).catch(() => {});
+  }
+  let released: Promise<void> | undefined;
+  return {
+    holder,
+    release() {
+      released ??= (async () => {
+        const current = await readHolder(file);
+        if (current?.token === holder.token) await unlink(file).catch(() => {});
+      })();
+      return released;
+    },
+  };
+}

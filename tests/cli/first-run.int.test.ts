@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../infra/db/open.ts';
+import { freePort } from '../oauth/helpers.ts';
+import { cli, NODE, run } from '../support/process.ts';
+import { type ServerProcess, startServer } from '../support/server.ts';
+
+/*
+ * A newcomer's first run on the embedded database: `npm start` beside `npm run cli -- ...` in another
+ * terminal, a server killed and started again, the folder's lock.
+ */
+
+const HEAVY = 180_000;
+
+/** Signs in on the sign-in form over HTTP, as a browser without JavaScript does; true when it worked. */
+async function signsIn(base: string, login: { email: string; password: string }): Promise<boolean> {
+  const form = await fetch(`${base}/sign-in`);
+  const cookies = (response: Response): string[] =>
+    response.headers.getSetCookie().map((c) => c.split(';')[0] as string);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  const posted = await fetch(`${base}/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: {
+      cookie: cookies(form).join('; '),
+      origin: base,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ csrf, email: login.email, password: login.password }),
+  });
+  if (posted.status !== 303) return false;
+  const page = await fetch(`${base}/sign-in`, { headers: { cookie: cookies(posted).join('; ') } });
+  return (await page.text()).includes(`(${login.email})`);
+}
+
+/** The accounts in an embedded database no process holds. */
+async function accountsIn(dataDir: string): Promise<string[]> {
+  const handle = await openDatabase({ dataDir });
+  try {
+    return (await handle.db.selectFrom('accounts').select('email').execute()).map((a) => a.email);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A real server on a free port whose PUBLIC_URL is its own address (the sign-in form checks it). */
+async function serve(env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  return startServer({ ...env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
+}
+
+describe('DATA_DIR belongs to one process', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'cs-lock-'));
+  });
+  afterAll(async () => rm(dataDir, { recursive: true, force: true }));
+
+  it(
+    'refuses `seed-demo` beside a running server with one line naming it, and loses nothing across a restart',
+    async () => {
+      const env = { DATA_DIR: dataDir };
+      let server = await serve(env);
+      const holder = server.child.pid;
+      let seeded: Awaited<ReturnType<typeof cli>>;
+      try {
+        seeded = await cli(
+          ['seed-demo', '--json', '--sites', '1', '--articles', '2', '--backlinks', '2'],
+          env,
+        );
+        // A worker is refused the same way, and names the server too.
+        const worker = await run(NODE, ['apps/worker/main.ts'], env);
+        expect(worker.code).toBe(1);
+        expect(worker.stderr).toContain(`is in use by the server (npm start) (pid ${holder},`);
+      } finally {
+        expect(await server.stop()).toBe(0);
+      }
+      server = await serve(env);
+      try {
+        // Whatever seed-demo said it made is there after the restart (without the lock it was not).
+        if (seeded.code === 0) {
+          const made = JSON.parse(seeded.stdout) as { email: string; password: string };
+          expect(await signsIn(server.url, made), 'the account seed-demo printed signs in').toBe(true);
+        }
+        expect(seeded.code).toBe(1);
+        expect(seeded.stdout).toBe('');
+        expect(seeded.stderr.trim().split('\n')).toHaveLength(1);
+        expect(seeded.stderr).toMatch(
+          new RegExp(
+            `^DATA_DIR="${dataDir}" is in use by the server \\(npm start\\) \\(pid ${holder}, since [^)]+\\): .*Stop that process first, or set DATABASE_URL`,
+          ),
+        );
+      } finally {
+        expect(await server.stop()).toBe(0);
+      }
+      // Stopped, the server let go: the CLI opens the folder, which holds no account.
+      expect(await accountsIn(dataDir)).toEqual([]);
+      const listed = await cli(['projections', 'status'], env);
+      expect(listed.code, listed.stderr).toBe(0);
+    },
+    HEAVY,
+  );
+
+  it(
+    'is taken over from a holder that was killed (kill -9), and a CLI command names itself to a server',
+    async () => {
+      const env = { DATA_DIR: dataDir };
+      const killed = await serve(env);
+      killed.child.kill('SIGKILL');
+      await new Promise((resolve) => killed.child.once('exit', resolve));
+      const server = await serve(env);
+      expect(await server.stop()).toBe(0);
+
+      // The other way round: a server started while a CLI command holds the folder is refused.
+      const holding = await openDatabase({ dataDir, holder: 'the CLI command ingest sites (npm run cli)' });
+      try {
+        const refused = await run(NODE, ['apps/server/main.ts'], { ...env, PORT: '0' });
+        expect(refused.code).toBe(1);
+        expect(refused.stderr.trim()).toMatch(
+          new RegExp(
+            `^DATA_DIR="${dataDir}" is in use by the CLI command ingest sites \\(npm run cli\\) \\(pid ${process.pid},`,
+          ),
+        );
+      } finally {
+        await holding.close();
+      }
+    },
+    HEAVY,
+  );
+});
