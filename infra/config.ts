@@ -93,6 +93,11 @@ export const ConfigSchema = z.object({
     })
     .optional(),
   LOG_LEVEL: LogLevel.default('info'),
+  /**
+   * Whether `npm start` on a database that has never stored anything makes a demo account and prints
+   * how to sign in with it. Unset: on the embedded database only, never on a DATABASE_URL.
+   */
+  DEMO_ON_FIRST_START: boolish.optional(),
   /** Run the async projectors and job workers inside the server process (the embedded default is complete). */
   RUN_WORKERS: boolish.default(true),
   /**
@@ -206,6 +211,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const c = parsed.data;
   const publicUrl = (c.PUBLIC_URL ?? `http://localhost:${c.PORT === 0 ? 3000 : c.PORT}`).replace(/\/+$/, '');
   return { ...c, PUBLIC_URL: publicUrl, MEDIA_DIR: c.MEDIA_DIR ?? path.join(c.DATA_DIR, 'media') };
+}
+
+/** Whether a start on an empty database makes the demo account: DEMO_ON_FIRST_START, else only when embedded. */
+export function demoOnFirstStart(config: Pick<Config, 'DEMO_ON_FIRST_START' | 'DATABASE_URL'>): boolean {
+  return config.DEMO_ON_FIRST_START ?? config.DATABASE_URL === undefined;
 }
 
 /** For a process entry point: the configuration, or one line on stderr naming the bad variable and exit 1. */

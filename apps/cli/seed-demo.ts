@@ -1,4 +1,5 @@
 import type { Actor } from '../../domain/event.ts';
+import type { Db } from '../../infra/db/schema.ts';
 import { newPassword } from '../../infra/ids.ts';
 import type { Commands } from '../application/commands/index.ts';
 import { demoArticle, demoBacklink, demoSite, seededRandom } from './demo-content.ts';
@@ -11,7 +12,7 @@ type SeedOptions = {
   seed?: number;
   quiet?: boolean;
 };
-type SeedResult = {
+export type SeedResult = {
   account_id: string;
   email: string;
   password: string;
@@ -97,4 +98,37 @@ export async function seedDemo(
   }
   bar?.stop();
   return { account_id: accountId, email, password, api_key: key.key, sites };
+}
+
+/**
+ * The demo account `npm start` makes on a database that has never stored anything (no event yet):
+ * smaller than seed-demo's default, so that the first start stays quick.
+ */
+export const FIRST_START_DEMO: SeedOptions = { sites: 2, articles: 6, backlinks: 12, quiet: true };
+
+/**
+ * `seedDemo` on an empty database, null on one that holds anything: a start on a database that was
+ * used (by the first start's demo or anything else) makes nothing.
+ */
+export async function seedDemoIfEmpty(
+  runtime: { db: Db; commands: Commands },
+  opts: SeedOptions = FIRST_START_DEMO,
+): Promise<SeedResult | null> {
+  const used = await runtime.db.selectFrom('events').select('position').limit(1).executeTakeFirst();
+  return used === undefined ? seedDemo(runtime, opts) : null;
+}
+
+/** What `npm start` prints, in plain words, after making the first start's demo account. */
+export function firstStartMessage(demo: SeedResult, address: string): string {
+  return [
+    '',
+    `Content Service is running. Open ${address} in a browser and sign in with:`,
+    '',
+    `  email     ${demo.email}`,
+    `  password  ${demo.password}`,
+    '',
+    'This is the demo account made for this new database: its sites, articles and backlinks are made up.',
+    'The password is shown only this once. DEMO_ON_FIRST_START=false starts a new database without it.',
+    '',
+  ].join('\n');
 }

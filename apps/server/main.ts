@@ -1,10 +1,11 @@
 import pino from 'pino';
-import { loadConfigOrExit } from '../../infra/config.ts';
+import { demoOnFirstStart, loadConfigOrExit } from '../../infra/config.ts';
 import { createEditLimiter, createPageLimiter } from '../../infra/limits.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { projectors } from '../../projections/index.ts';
+import { firstStartMessage, seedDemoIfEmpty } from '../cli/seed-demo.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
 import { modulesFor } from '../worker/modules.ts';
@@ -23,6 +24,8 @@ const runtime = await openRuntimeOrExit(config, {
   sanitizeThreads: config.SANITIZE_THREADS,
   logger: databaseLog,
 });
+// A newcomer's first start: a demo account to sign in with (printed once the server listens).
+const demo = demoOnFirstStart(config) ? await seedDemoIfEmpty(runtime) : null;
 // Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
 // the Redis client log through their own pino instance: they exist before the app and its logger.
 const limitsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'limits' });
@@ -123,6 +126,7 @@ try {
     },
     'content service ready',
   );
+  if (demo) process.stderr.write(firstStartMessage(demo, config.PUBLIC_URL));
 } catch (error) {
   app.log.error({ err: error }, 'could not start');
   await limiter.close();

@@ -1,15 +1,17 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../../infra/db/open.ts';
 import { freePort } from '../oauth/helpers.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli, NODE, run } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /*
  * A newcomer's first run on the embedded database: `npm start` beside `npm run cli -- ...` in another
- * terminal, a server killed and started again, the folder's lock.
+ * terminal, a server killed and started again, the login printed by the first start.
  */
 
 const HEAVY = 180_000;
@@ -33,6 +35,17 @@ async function signsIn(base: string, login: { email: string; password: string })
   if (posted.status !== 303) return false;
   const page = await fetch(`${base}/sign-in`, { headers: { cookie: cookies(posted).join('; ') } });
   return (await page.text()).includes(`(${login.email})`);
+}
+
+/** The email and password the first start printed, once it has. */
+async function printedLogin(server: ServerProcess): Promise<{ email: string; password: string }> {
+  return vi.waitFor(() => {
+    const text = server.logs().join('\n');
+    const email = /^ {2}email {5}(\S+)$/m.exec(text)?.[1];
+    const password = /^ {2}password {2}(\S+)$/m.exec(text)?.[1];
+    if (!email || !password) throw new Error(`no login printed yet:\n${text}`);
+    return { email, password };
+  }, PATIENCE);
 }
 
 /** The accounts in an embedded database no process holds. */
@@ -61,7 +74,7 @@ describe('DATA_DIR belongs to one process', () => {
   it(
     'refuses `seed-demo` beside a running server with one line naming it, and loses nothing across a restart',
     async () => {
-      const env = { DATA_DIR: dataDir };
+      const env = { DATA_DIR: dataDir, DEMO_ON_FIRST_START: 'false' };
       let server = await serve(env);
       const holder = server.child.pid;
       let seeded: Awaited<ReturnType<typeof cli>>;
@@ -106,7 +119,7 @@ describe('DATA_DIR belongs to one process', () => {
   it(
     'is taken over from a holder that was killed (kill -9), and a CLI command names itself to a server',
     async () => {
-      const env = { DATA_DIR: dataDir };
+      const env = { DATA_DIR: dataDir, DEMO_ON_FIRST_START: 'false' };
       const killed = await serve(env);
       killed.child.kill('SIGKILL');
       await new Promise((resolve) => killed.child.once('exit', resolve));
@@ -125,6 +138,73 @@ describe('DATA_DIR belongs to one process', () => {
         );
       } finally {
         await holding.close();
+      }
+    },
+    HEAVY,
+  );
+});
+
+describe('the first start on an empty embedded database', () => {
+  let dataDir: string;
+  let test: TestDatabase;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'cs-first-'));
+    test = await createTestDatabase('postgres');
+  });
+  afterAll(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+    await test.drop();
+  });
+
+  it(
+    'prints the address and a demo login that signs in, once: a second start makes and prints nothing',
+    async () => {
+      const env = { DATA_DIR: join(dataDir, 'data') };
+      let server = await serve(env);
+      let login: { email: string; password: string };
+      try {
+        login = await printedLogin(server);
+        const text = server.logs().join('\n');
+        expect(text).toContain(`Open ${server.url} in a browser and sign in with:`);
+        expect(await signsIn(server.url, login)).toBe(true);
+        expect(await signsIn(server.url, { ...login, password: 'not the password' })).toBe(false);
+      } finally {
+        expect(await server.stop()).toBe(0);
+      }
+      expect(await accountsIn(env.DATA_DIR)).toEqual([login.email]);
+
+      server = await serve(env);
+      try {
+        expect(await signsIn(server.url, login)).toBe(true);
+      } finally {
+        expect(await server.stop()).toBe(0);
+      }
+      expect(server.logs().join('\n')).not.toContain('sign in with');
+      expect(await accountsIn(env.DATA_DIR)).toEqual([login.email]);
+    },
+    HEAVY,
+  );
+
+  it(
+    'makes nothing with DEMO_ON_FIRST_START=false, nor on a DATABASE_URL unless it asks',
+    async () => {
+      const off = { DATA_DIR: join(dataDir, 'off'), DEMO_ON_FIRST_START: 'false' };
+      const server = await serve(off);
+      expect(await server.stop()).toBe(0);
+      expect(server.logs().join('\n')).not.toContain('sign in with');
+      expect(await accountsIn(off.DATA_DIR)).toEqual([]);
+
+      const postgres = { DATABASE_URL: test.databaseUrl as string, DATA_DIR: join(dataDir, 'unused') };
+      const onPostgres = await serve(postgres);
+      expect(await onPostgres.stop()).toBe(0);
+      expect(onPostgres.logs().join('\n')).not.toContain('sign in with');
+      expect(await test.handle.db.selectFrom('accounts').select('id').execute()).toEqual([]);
+
+      const asked = await serve({ ...postgres, DEMO_ON_FIRST_START: 'true' });
+      try {
+        expect(await signsIn(asked.url, await printedLogin(asked))).toBe(true);
+      } finally {
+        expect(await asked.stop()).toBe(0);
       }
     },
     HEAVY,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../infra/config.ts';
+import { ConfigError, demoOnFirstStart, loadConfig } from '../../infra/config.ts';
 
 describe('configuration', () => {
   it('has the CONTRACT defaults', () => {
@@ -20,6 +20,14 @@ describe('configuration', () => {
     expect(loadConfig({ RUN_JOBS: 'false' }).RUN_JOBS).toBe(false);
   });
 
+  it('makes the first start demo account on the embedded database only, unless DEMO_ON_FIRST_START says', () => {
+    const pg = { DATABASE_URL: 'postgres://db.example/cs' };
+    expect(demoOnFirstStart(loadConfig({}))).toBe(true);
+    expect(demoOnFirstStart(loadConfig({ DEMO_ON_FIRST_START: 'false' }))).toBe(false);
+    expect(demoOnFirstStart(loadConfig(pg))).toBe(false);
+    expect(demoOnFirstStart(loadConfig({ ...pg, DEMO_ON_FIRST_START: 'true' }))).toBe(true);
+  });
+
   it('treats an empty variable as unset and trims a trailing slash from PUBLIC_URL', () => {
     const c = loadConfig({ DATABASE_URL: '', PUBLIC_URL: 'https://content.example.com/' });
     expect(c.DATABASE_URL).toBeUndefined();
@@ -38,6 +46,7 @@ describe('configuration', () => {
     ['TRUST_PROXY', '0', /TRUST_PROXY="0": expected a hop count from 1 to 10/],
     ['TRUST_PROXY', '10.0.0.0/8, proxy.example', /not an address: proxy\.example/],
     ['RUN_JOBS', 'often', /RUN_JOBS="often": expected true or false/],
+    ['DEMO_ON_FIRST_START', 'sure', /DEMO_ON_FIRST_START="sure": expected true or false/],
   ])('refuses a bad %s in one line that names it', (name, value, message) => {
     let error: unknown;
     try {
