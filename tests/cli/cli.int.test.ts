@@ -40,10 +40,23 @@ describe('CLI against PostgreSQL', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('`npm run cli -- seed-demo --json` prints the CONTRACT object and nothing else on stdout', async () => {
+  it('`npm run -s cli -- seed-demo --json` prints the CONTRACT object and nothing else on stdout', async () => {
     const r = await run(
       'npm',
-      ['run', 'cli', '--', 'seed-demo', '--json', '--sites', '2', '--articles', '4', '--backlinks', '6'],
+      [
+        'run',
+        '-s',
+        'cli',
+        '--',
+        'seed-demo',
+        '--json',
+        '--sites',
+        '2',
+        '--articles',
+        '4',
+        '--backlinks',
+        '6',
+      ],
       env,
     );
     expect(r.code, r.stderr).toBe(0);
