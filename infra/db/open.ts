@@ -6,7 +6,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError } from '../config.ts';
-import { lockDataDir } from './data-dir-lock.ts';
+import { type DataDirLock, lockDataDir } from './data-dir-lock.ts';
 import type { Database, Db } from './schema.ts';
 import { namingClient } from './statement-cache.ts';
 
@@ -397,18 +397,32 @@ async function requireWritable(location: string): Promise<void> {
     await mkdir(location, { recursive: true });
     await access(location, constants.W_OK);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
-    const why =
-      code === 'EROFS'
-        ? 'the folder is on a read-only file system'
-        : code === 'EACCES' || code === 'EPERM'
-          ? 'this process may not write there'
-          : code === 'ENOSPC'
-            ? 'the disk is full'
-            : `it cannot be written (${code})`;
-    throw new ConfigError(
-      `Invalid configuration: DATA_DIR=${JSON.stringify(location)}: the embedded database must write there, and ${why}`,
-    );
+    throw unwritable(location, error);
+  }
+}
+
+/** The one line naming DATA_DIR and why the embedded database cannot write there. */
+function unwritable(location: string, error: unknown): ConfigError {
+  const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
+  const why =
+    code === 'EROFS'
+      ? 'the folder is on a read-only file system'
+      : code === 'EACCES' || code === 'EPERM'
+        ? 'this process may not write there'
+        : code === 'ENOSPC'
+          ? 'the disk is full'
+          : `it cannot be written (${code})`;
+  return new ConfigError(
+    `Invalid configuration: DATA_DIR=${JSON.stringify(location)}: the embedded database must write there, and ${why}`,
+  );
+}
+
+/** The folder's lock (data-dir-lock.ts); a lock file that cannot be written is said as requireWritable says it. */
+async function lockFolder(location: string, holder: string): Promise<DataDirLock> {
+  try {
+    return await lockDataDir(location, holder);
+  } catch (error) {
+    throw error instanceof ConfigError ? error : unwritable(location, error);
   }
 }
 
@@ -422,7 +436,7 @@ async function openPglite(dataDir: string, holder: string, logger: DbLogger): Pr
   const location = inMemory ? dataDir : resolve(dataDir);
   if (!inMemory) await requireWritable(location);
   // One process per folder (data-dir-lock.ts): taken before the engine reads a page of it.
-  const lock = inMemory ? undefined : await lockDataDir(location, holder);
+  const lock = inMemory ? undefined : await lockFolder(location, holder);
 
   let pglite: PGlite;
   try {
