@@ -56,8 +56,9 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   jobs failed [--limit N] [--json]          the jobs that failed every attempt (newest first)
   jobs retry ID                             run a failed job again
 
-Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data), MEDIA_DIR, LOG_LEVEL,
-REDIS_URL and JOBS_PREFIX (the job queues; unset REDIS_URL: they live in the server process).`;
+Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data, which one process opens
+at a time: stop the server first), MEDIA_DIR, LOG_LEVEL, REDIS_URL and JOBS_PREFIX (the job queues;
+unset REDIS_URL: they live in the server process).`;
 
 class UsageError extends Error {}
 
