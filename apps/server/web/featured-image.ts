@@ -90,7 +90,7 @@ async function readForm(request: FastifyRequest, tokenOk: (token: unknown) => bo
           unreadable = 'The form sent more than one file.';
           part.file.resume();
         } else {
-          // An input left empty is a part with no name and no bytes.
+          // A file input left empty sends a part with no file name and no bytes.
           file = await part.toBuffer().then(
             (bytes) => (part.filename === '' && bytes.length === 0 ? null : bytes),
             (error: unknown) => {
