@@ -418,6 +418,13 @@ describe('featured images on the web', () => {
         expect(await res.text()).toContain('id="refusal"');
       }
       expect(await article(target.id)).toEqual(before);
+      // A good form for an article that is not the person's: the 404 page, the body read and dropped.
+      const form = `${part('csrf', csrf ?? '')}${part('image', photo.toString('latin1'), 'a.png')}${part('alt', 'x')}--b--\r\n`;
+      const missing = await page.request.post(`${web.url}/articles/art_not_there/featured-image`, {
+        headers: { 'content-type': 'multipart/form-data; boundary=b' },
+        data: Buffer.from(form, 'latin1'),
+      });
+      expect(missing.status()).toBe(404);
       await page.close();
     });
 

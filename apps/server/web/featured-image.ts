@@ -133,6 +133,16 @@ async function readForm(request: FastifyRequest, tokenOk: (token: unknown) => bo
   };
 }
 
+/** Reads a multipart body to its end, keeping nothing (a refusal waits for it: a browser still sending would not see it). */
+async function drop(request: FastifyRequest): Promise<void> {
+  if (!request.isMultipart()) return;
+  try {
+    for await (const part of request.parts()) if (part.type === 'file') part.file.resume();
+  } catch {
+    // A broken body: nothing more to read of it.
+  }
+}
+
 function tooLarge(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'FST_REQ_FILE_TOO_LARGE';
 }
@@ -329,12 +339,17 @@ ${altField('url')}
       const session = await kit.signedIn(request, reply);
       if (!session) return reply;
       try {
+        // The file is read only for an article of the person's (as the API reads it); another's,
+        // or none, is the 404 page once the body has been read and dropped.
+        const article = await articleOf(request, session).catch(async (error: unknown) => {
+          await drop(request);
+          throw error;
+        });
         let sent: Sent;
         try {
           sent = await readForm(request, (token) => kit.csrf.check(request, session, token));
         } catch (error) {
           if (!(error instanceof UnreadableForm)) throw error;
-          const article = await articleOf(request, session);
           return imagePage(request, reply, session, article, {
             status: 400,
             refusal: { kind: null, field: null, message: error.message },
@@ -342,7 +357,6 @@ ${altField('url')}
         }
         // A wrong token: the 403 "This form has expired" page.
         if (!kit.checkForm(request, reply, session, sent.token)) return reply;
-        const article = await articleOf(request, session);
         const image = imageOf(sent);
         if (!('url' in image) && !('upload' in image)) {
           return imagePage(request, reply, session, article, {
