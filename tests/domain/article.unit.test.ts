@@ -219,6 +219,12 @@ describe('article decider', () => {
       .given([articleCreated({ featuredImage: image })])
       .when(command)
       .thenEvents([]);
+    // The same image read back from the event store's jsonb, which orders an object's keys its own way.
+    const stored = { alt: image.alt, url: image.url, height: image.height, width: image.width };
+    spec
+      .given([articleCreated({ featuredImage: stored })])
+      .when(command)
+      .thenEvents([]);
   });
 
   it('restores an earlier revision as a new revision that names where it came from', () => {

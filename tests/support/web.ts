@@ -41,7 +41,7 @@ export type WebApp = {
  * (`seed-demo`: two sites, articles with protected links, backlinks), and headless Chromium.
  */
 export async function startWebApp(
-  opts: { articles?: number; backlinks?: number; env?: Record<string, string> } = {},
+  opts: { articles?: number; backlinks?: number; env?: Record<string, string>; browserArgs?: string[] } = {},
 ): Promise<WebApp> {
   await mkdir(SHOTS, { recursive: true });
   const dir = await mkdtemp(join(tmpdir(), 'cs-web-e2e-'));
@@ -79,7 +79,7 @@ export async function startWebApp(
     undone,
   );
   undo.push(() => server.stop());
-  const browser = await launchBrowser().catch(undone);
+  const browser = await launchBrowser(opts.browserArgs).catch(undone);
   const contexts: BrowserContext[] = [];
   return {
     server,

@@ -116,6 +116,7 @@ describe('accessibility (axe-core)', () => {
           `/articles/${articleId}/revisions/1`,
           `/articles/${articleId}/revisions/1/restore`,
           `/articles/${articleId}/edit`,
+          `/articles/${articleId}/featured-image`,
           '/activity',
           '/connect',
           '/account/password',

@@ -94,6 +94,7 @@ afterAll(async () => {
 const FORMS = (): string[] => [
   `/articles/${articleId}/edit`,
   `/articles/${articleId}/revisions/1/restore`,
+  `/articles/${articleId}/featured-image`,
   '/account/password',
   '/connect/keys',
   '/connect/keys/key_x/revoke',

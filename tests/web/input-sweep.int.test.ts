@@ -112,6 +112,7 @@ const HOLDER_PAGES = (): string[] => [
   `/articles/${articleId}?unchanged={v}`,
   `/articles/${articleId}?saved={v}`,
   '/articles/{v}/edit',
+  '/articles/{v}/featured-image',
   '/articles/{v}/revisions/1',
   `/articles/${articleId}/revisions/{v}`,
   '/articles/{v}/revisions/1/restore',
@@ -150,6 +151,7 @@ const STAFF_PAGES = (): string[] => [
 /** Every form of an account holder, each with `{v}` where a hostile value goes. */
 const HOLDER_FORMS = (): string[] => [
   '/articles/{v}/edit',
+  '/articles/{v}/featured-image',
   '/articles/{v}/revisions/1/restore',
   `/articles/${articleId}/revisions/{v}/restore`,
   '/connect/keys/{v}/revoke',

@@ -132,7 +132,7 @@ describe('the rich editor, JavaScript on', () => {
       actor: { type: 'user' },
       reason: 'Rich editor test',
     });
-    // The article page shows external images as their alt text (its policy loads images from the service only).
-    expect(errors.filter((e) => !e.includes("img-src 'self'"))).toEqual([]);
+    // The article page loads its featured image from the demo's https host, which does not answer here.
+    expect(errors.filter((e) => !e.startsWith('Failed to load resource: net::ERR_'))).toEqual([]);
   });
 });

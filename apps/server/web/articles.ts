@@ -14,7 +14,8 @@ import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../applicat
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { recordChanges, settled, webCall } from './call.ts';
-import { installFormParser, installPageHeaders } from './kit.ts';
+import { savedNotice } from './editor.ts';
+import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
@@ -98,11 +99,15 @@ function when(iso: string | null): Html {
 const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}`;
 const revisionPath = (id: string, n: number): string => `${articlePath(id)}/revisions/${n}`;
 
-function featuredImage(image: ArticleOut['featured_image']): Html {
+/**
+ * The featured image with its alt text as caption (an image stored without alt text says so). Its
+ * width and height, when known, keep its place while it loads or when it cannot be loaded.
+ */
+export function featuredImage(image: ArticleOut['featured_image']): Html {
   if (!image) return html`<p class="muted">No featured image.</p>`;
   return html`<figure class="featured"><img src="${image.url}" alt="${image.alt}"${
     image.width && image.height ? raw(` width="${image.width}" height="${image.height}"`) : ''
-  }><figcaption class="muted">${image.alt}</figcaption></figure>`;
+  }><figcaption class="muted">${image.alt || 'No alt text.'}</figcaption></figure>`;
 }
 
 /** An article's body as stored (sanitised by the domain when it was written), as the page shows it. */
@@ -184,7 +189,7 @@ ${page < totalPages ? link(page + 1, 'Older revisions', 'next') : ''}</nav>`;
 
 export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff, heavy }) => {
   installFormParser(app, kit);
-  installPageHeaders(app);
+  installPageHeaders(app, { policy: ARTICLE_PAGE_CSP });
   recordChanges(app, kit, application.activity);
 
   const notFound = (what: string) => new DomainError('not_found', what);
@@ -240,6 +245,7 @@ export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
       const links = article.protected_links;
       const body = html`<div class="article-view">
 ${notice}
+${savedNotice(request.query)}
 <div class="card">
 <h1>${article.title}</h1>
 <div class="article-head">
@@ -253,6 +259,7 @@ ${notice}
 ${featuredImage(article.featured_image)}
 </div>
 <div class="actions"><a class="button primary" href="${articlePath(id)}/edit">Edit article</a>
+<a class="button" href="${articlePath(id)}/featured-image">${article.featured_image ? 'Replace featured image' : 'Add a featured image'}</a>
 <a class="button" href="${revisionPath(id, article.revision)}">Current revision and its changes</a></div>
 <nav class="jump" aria-label="On this page"><a href="#body">Text</a> <a href="#protected-links">Protected links (${links.length})</a> <a href="#history">History (${history.meta.total})</a></nav>
 </div>

@@ -118,6 +118,11 @@ nav.timeline-pages { display: flex; gap: 1rem; align-items: center; }
 .article-view .diff-legend ins, .article-view .diff-legend del { padding: 0 .2rem; }
 .article-view .error p { margin: .25rem 0; }
 .article-view .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+/* The featured image page (featured-image.ts). */
+.image-form input[type=url] { width: 100%; padding: .55rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+.image-form input[type=file] { font: inherit; max-width: 100%; }
+.image-form p.muted { margin: 0 0 .4rem; }
+.image-form [aria-invalid=true] { border: 2px solid var(--danger); border-radius: .35rem; }
 /* The editor (/articles/{id}/edit) and word diffs. */
 .editor { display: grid; grid-template-columns: minmax(0, 1fr) 18rem; gap: 1rem; align-items: start; }
 @media (max-width: 760px) { .editor { grid-template-columns: minmax(0, 1fr); } }

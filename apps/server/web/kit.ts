@@ -84,11 +84,15 @@ export type WebKit = {
   signedIn(request: FastifyRequest, reply: FastifyReply, returnTo?: string): Promise<WebSession | null>;
   /** Whom a request acts for, once `signedIn` has found its account holder's session (the activity log's question). */
   actingOf(request: FastifyRequest): Acting | null;
-  /** True when the POST passes the CSRF checks; otherwise sends a 403 page and returns false. */
+  /**
+   * True when the POST passes the CSRF checks; otherwise sends a 403 page and returns false. The token
+   * is the parsed form's `csrf` field unless given (a multipart form's, read by its route).
+   */
   checkForm(
     request: FastifyRequest,
     reply: FastifyReply,
     session: Pick<WebSession, 'secret'> | null,
+    token?: unknown,
   ): boolean;
   /**
    * Whether `sender` may send this form, from its headers and session alone: true, or false after
@@ -189,9 +193,9 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
     actingOf(request) {
       return acting.get(request) ?? null;
     },
-    checkForm(request, reply, session) {
+    checkForm(request, reply, session, token) {
       const body = request.body as Record<string, unknown> | undefined;
-      if (csrf.check(request, session, body?.[CSRF_FIELD])) return true;
+      if (csrf.check(request, session, token ?? body?.[CSRF_FIELD])) return true;
       formExpired(request, reply, session);
       return false;
     },
@@ -292,8 +296,19 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /**
+ * The policy of the pages that show an article's featured image and body (articles.ts,
+ * featured-image.ts): PAGE_HEADERS' policy with images from any https address too, where the
+ * articles' images live. Never `http:` (a page over https would mix in what anyone on the way can
+ * change) nor `data:`; nothing else is widened. The pages' `Referrer-Policy: same-origin` sends no
+ * address to those hosts.
+ */
+export const ARTICLE_PAGE_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self' https:; frame-ancestors 'none'; base-uri 'none'";
+
+/**
  * The policy of a page that runs the service's own scripts (the rich editor): PAGE_HEADERS' policy
- * with scripts from this origin only (no inline script, no eval).
+ * with scripts from this origin only (no inline script, no eval). Images stay `'self'`: the rich
+ * editor has no image node, so a body with images is edited in the HTML textarea, which shows none.
  */
 export const SCRIPT_PAGE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
@@ -311,11 +326,19 @@ export const OPENER_POLICY: Readonly<Record<string, string>> = {
 
 /**
  * PAGE_HEADERS (and OPENER_POLICY unless `keepOpener`), and `no-store` unless the route set its own
- * caching, on every response of this scope. A route that set its own Content-Security-Policy
+ * caching, on every response of this scope; `policy` is the scope's Content-Security-Policy instead
+ * of PAGE_HEADERS' (ARTICLE_PAGE_CSP). A route that set its own Content-Security-Policy
  * (SCRIPT_PAGE_CSP) keeps it.
  */
-export function installPageHeaders(app: FastifyInstance, opts: { keepOpener?: boolean } = {}): void {
-  const headers = opts.keepOpener ? PAGE_HEADERS : { ...PAGE_HEADERS, ...OPENER_POLICY };
+export function installPageHeaders(
+  app: FastifyInstance,
+  opts: { keepOpener?: boolean; policy?: string } = {},
+): void {
+  const headers = {
+    ...PAGE_HEADERS,
+    ...(opts.keepOpener ? {} : OPENER_POLICY),
+    ...(opts.policy ? { 'content-security-policy': opts.policy } : {}),
+  };
   app.addHook('onSend', async (_request, reply, payload) => {
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     const policy = reply.getHeader('content-security-policy');

@@ -5,6 +5,7 @@ import type { HeavyWork } from '../http/heavy-work.ts';
 import { activityPage } from './activity.ts';
 import { articlePages, type DiffBodies } from './articles.ts';
 import { editorRoutes } from './editor.ts';
+import { featuredImagePages } from './featured-image.ts';
 import type { WebKit } from './kit.ts';
 import { installPageLimit } from './page-limit.ts';
 import { installPageErrors } from './refusal.ts';
@@ -44,6 +45,7 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   });
   await app.register(articlePages, deps);
   await app.register(editorRoutes, deps);
+  await app.register(featuredImagePages, deps);
   await app.register(sitePages, deps);
   await app.register(reportPages, deps);
   await app.register(activityPage, { kit: deps.kit, application: deps.application });
