@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ArticleStatus } from '../../../domain/article/events.ts';
 import { BacklinkCategory } from '../../../domain/backlink/events.ts';
 import { isWebUrl } from '../../../domain/input.ts';
-import { unwrap } from '../../application/call.ts';
+import { type Call, unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import { SiteParams } from '../../application/requests.ts';
@@ -65,6 +65,26 @@ export function crumbs(trail: readonly (readonly [string, string | null])[]): Ht
     ([label, href]) =>
       html`<li>${href ? html`<a href="${href}">${label}</a>` : html`<span aria-current="page">${label}</span>`}</li>`,
   )}</ol></nav>`;
+}
+
+/**
+ * The breadcrumb at the top of an article's pages (the article, a revision, restore, the editor):
+ * Sites › its site › the article, then `more` (a revision, an action); the last one is the page
+ * itself. The site's name is read with the person's call (`sites.get`).
+ */
+export async function articleCrumbs(
+  application: Application,
+  call: Call,
+  article: { id: string; site_id: string; title: string },
+  more: readonly (readonly [string, string | null])[] = [],
+): Promise<Html> {
+  const site = unwrap(await application.sites.get(call, article.site_id));
+  return crumbs([
+    ['Sites', '/sites'],
+    [site.name, `/sites/${encodeURIComponent(site.id)}`],
+    [article.title, more.length > 0 ? `/articles/${encodeURIComponent(article.id)}` : null],
+    ...more,
+  ]);
 }
 
 function option(value: string, label: string, selected: string): Html {
