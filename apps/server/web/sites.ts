@@ -99,6 +99,23 @@ export function linkTo(url: string, text: string): Html {
 
 const capital = (word: string): string => word.charAt(0).toUpperCase() + word.slice(1);
 
+/**
+ * `/sites` of an account without a site: sites are not added on these pages (nor through the API or
+ * an assistant) but by the service, which brings each site in with its articles and backlinks; what
+ * the person can set up meanwhile.
+ */
+const noSites = html`<div class="card" id="no-sites">
+<h2>No sites yet</h2>
+<p>Your sites are added by the service, not on these pages: once the team running it brings in a site, it appears here with its articles and backlinks, and you can read and edit them. You do not need to do anything for that; if you expected a site here, ask the service's support.</p>
+<p>Meanwhile, on <a href="/connect">Connect Site</a>, you can:</p>
+<ul>
+<li>create an API key for your own tools,</li>
+<li>connect an AI assistant,</li>
+<li>add a webhook, to be told when an article is published or a backlink acquired.</li>
+</ul>
+<p>Each of them will see your sites as soon as they are added.</p>
+</div>`;
+
 export const sitePages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
   app,
   { kit, application },
@@ -124,7 +141,7 @@ export const sitePages: FastifyPluginAsync<{ kit: WebKit; application: Applicati
     const body = html`<h1>Sites</h1>
 ${
   sites.meta.total === 0
-    ? html`<div class="card"><p id="no-sites">No sites yet. Sites are added when a site is connected to the service: see <a href="/connect">Connect Site</a>.</p></div>`
+    ? noSites
     : html`<div class="card">
 <table class="site-table" id="sites">
 <caption>Your sites${month ? html`, with this month's counts (${month.from} to ${month.to})` : ''}</caption>
