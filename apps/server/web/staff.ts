@@ -174,7 +174,7 @@ ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${m
 ${timelineSection(`${path}/${request.params.id}`, f, view.timeline)}</div>`,
           });
         } catch (error) {
-          return sendRefusal(kit, request, reply, null, error);
+          return sendRefusal(kit, request, reply, null, error, staff);
         }
       },
     );
@@ -249,7 +249,7 @@ ${at.restored_from ? html`<dt>Restores</dt><dd>revision ${at.restored_from}</dd>
 </div>`,
         });
       } catch (error) {
-        return sendRefusal(kit, request, reply, null, error);
+        return sendRefusal(kit, request, reply, null, error, staff);
       }
     },
   );
