@@ -80,7 +80,8 @@ const STATUSES: Record<ArticleOut['status'], string> = {
   archived: 'Archived',
 };
 
-function originLabel(origin: string): string {
+/** A revision's origin as the history names it: `mcp` as "AI assistant (MCP)". */
+export function originLabel(origin: string): string {
   return ORIGINS[origin as Origin] ?? origin;
 }
 

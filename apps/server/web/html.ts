@@ -83,6 +83,8 @@ form.timeline-filters label { margin: 0; }
 form.timeline-filters .actions { margin: 0; }
 form.timeline-filters select, form.timeline-filters input[type=date] { padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
 nav.timeline-pages { display: flex; gap: 1rem; align-items: center; }
+form.timeline-filters .check { display: flex; gap: .4rem; align-items: center; }
+form.timeline-filters .check label { font-weight: 400; }
 @media (max-width: 40rem) { table.timeline thead { display: none; } table.timeline td { display: block; border: 0; padding: .1rem .25rem; } table.timeline tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; } }
 
 /* The article pages (articles.ts): facts, the stored text, history, word diffs. */
