@@ -271,9 +271,11 @@ describe('support staff', () => {
       expect(await page.getAttribute('main a[href="/staff"]', 'href'), path).toBe('/staff');
     }
     await screenshot(page, 'staff-not-found');
-    // Signed in, the sign-in page sends staff to the support area.
-    await page.goto(`${web.url}/sign-in`);
-    expect(new URL(page.url()).pathname).toBe('/staff');
+    // Signed in, the sign-in page and the home page (the header's "Content Service") send staff to support.
+    for (const path of ['/sign-in', '/']) {
+      await page.goto(`${web.url}${path}`);
+      expect(new URL(page.url()).pathname, path).toBe('/staff');
+    }
   });
 
   it('holds its layout on a phone: nothing wider than the screen', async () => {
