@@ -44,7 +44,15 @@ export type TimelineQuery = PageQuery & {
   /** Only revisions, or only activity records. */
   kind?: 'revision' | 'activity' | undefined;
   articleId?: string | undefined;
+  /**
+   * Whether the support staff's own looks (`staff_view` and `staff_search` records) are listed: they
+   * are recorded on every staff page, so a staff member's browsing would otherwise bury the rest.
+   */
+  staffLooks?: boolean | undefined;
 };
+
+/** The operations of the records support staff's looks leave in an account's activity log. */
+export const STAFF_LOOKS = ['staff_view', 'staff_search'] as const;
 
 type Row = {
   kind: 'revision' | 'activity';
@@ -65,12 +73,15 @@ type Row = {
   client_request_id: string | null;
 };
 
-/** A page of an account's revisions and activity records, interleaved by time, newest first. */
+/**
+ * A page of an account's revisions and activity records, interleaved by time, newest first; with the
+ * number of the staff's looks the other filters match, listed or not (`staffLooks`).
+ */
 export async function accountTimeline(
   db: Db,
   accountId: string,
   q: TimelineQuery,
-): Promise<Page<TimelineEntry>> {
+): Promise<Page<TimelineEntry> & { staffLooks: number }> {
   const from = q.from ? sql`and t.at >= ${q.from}::date` : sql``;
   const to = q.to ? sql`and t.at < ${q.to}::date + 1` : sql``;
   const kind = q.kind ? sql`and t.kind = ${q.kind}` : sql``;
@@ -87,14 +98,21 @@ export async function accountTimeline(
            v.source, v.operation, v.status, v.request_id, v.client_request_id
       from activity v
      where v.account_id = ${accountId}`;
-  const filtered = sql`from (${timeline}) t where true ${from} ${to} ${kind} ${article}`;
+  const look = sql`coalesce(t.operation in (${sql.join([...STAFF_LOOKS])}), false)`;
+  const looks = q.staffLooks ? sql`` : sql`and not ${look}`;
+  const matched = sql`from (${timeline}) t where true ${from} ${to} ${kind} ${article}`;
   const [rows, count] = await Promise.all([
-    sql<Row>`select t.* ${filtered} order by t.at desc, t.key desc limit ${q.perPage} offset ${offsetOf(q)}`.execute(
+    sql<Row>`select t.* ${matched} ${looks} order by t.at desc, t.key desc limit ${q.perPage} offset ${offsetOf(q)}`.execute(
       db,
     ),
-    sql<{ n: number }>`select count(*)::integer as n ${filtered}`.execute(db),
+    sql<{ n: number; looks: number }>`select count(*) filter (where true ${looks})::integer as n,
+      count(*) filter (where ${look})::integer as looks ${matched}`.execute(db),
   ]);
-  return { rows: rows.rows.map(entryOf), total: count.rows[0]?.n ?? 0 };
+  return {
+    rows: rows.rows.map(entryOf),
+    total: count.rows[0]?.n ?? 0,
+    staffLooks: count.rows[0]?.looks ?? 0,
+  };
 }
 
 function entryOf(row: Row): TimelineEntry {

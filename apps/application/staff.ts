@@ -1,6 +1,7 @@
 import { DomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
 import { findAccount } from '../../projections/accounts.ts';
+import { type ActivitySubjects, activitySubjects } from '../../projections/activity.ts';
 import { findArticleOwner } from '../../projections/articles.ts';
 import { listSites } from '../../projections/sites.ts';
 import { type StaffAuditEntry, staffAudit } from '../../projections/staff-searches.ts';
@@ -22,6 +23,16 @@ import { type ArticleOut, type RevisionContentOut, type SiteOut, siteOut } from 
 export type { StaffAuditEntry } from '../../projections/staff-searches.ts';
 export type { FoundAccount, TimelineEntry, TimelineQuery } from '../../projections/timeline.ts';
 
+/**
+ * A page of a timeline, with the names of the sites and articles its entries name (as the account's
+ * activity page shows them) and how many of the staff's own looks the filters match, listed or not.
+ */
+export type StaffTimeline = {
+  timeline: Listed<TimelineEntry>;
+  names: ActivitySubjects;
+  staffLooks: number;
+};
+
 /** A support staff member, signed in: reads any account, changes none. */
 export type StaffMember = { id: string; name: string; email: string };
 
@@ -41,6 +52,23 @@ export function createSupport(
   const { db, commands } = deps;
 
   const actorOf = (staff: StaffMember): Actor => ({ type: 'staff', id: staff.id, name: staff.name });
+
+  /** A page of an account's timeline (StaffTimeline): its entries, their sites' and articles' names. */
+  async function timelinePage(accountId: string, query: TimelineQuery): Promise<StaffTimeline> {
+    const page = await accountTimeline(db, accountId, query);
+    const ids = (pick: (e: TimelineEntry) => string | null): string[] => [
+      ...new Set(page.rows.flatMap((e) => pick(e) ?? [])),
+    ];
+    const names = await activitySubjects(db, accountId, {
+      siteIds: ids((e) => e.siteId),
+      articleIds: ids((e) => e.articleId),
+    });
+    return {
+      timeline: listed(page, { page: query.page, per_page: query.perPage }, (e) => e),
+      names,
+      staffLooks: page.staffLooks,
+    };
+  }
 
   /** Records in an account's activity log that a staff member looked at it (`staff_view`) or listed it (`staff_search`). */
   async function recordLook(
@@ -116,23 +144,20 @@ export function createSupport(
       accountId: string,
       query: TimelineQuery,
       request?: RequestIds,
-    ): Promise<{
-      account: { id: string; name: string; email: string; created_at: Date };
-      sites: SiteOut[];
-      timeline: Listed<TimelineEntry>;
-    }> {
+    ): Promise<
+      StaffTimeline & {
+        account: { id: string; name: string; email: string; created_at: Date };
+        sites: SiteOut[];
+      }
+    > {
       const account = await findAccount(db, accountId);
       if (!account) throw new DomainError('not_found', `No account ${accountId}`);
       const [sites, timeline] = await Promise.all([
         listSites(db, accountId, { page: 1, perPage: 100 }),
-        accountTimeline(db, accountId, query),
+        timelinePage(accountId, query),
       ]);
       await recordLook(staff, { operation: 'staff_view', accountId, request });
-      return {
-        account,
-        sites: sites.rows.map(siteOut),
-        timeline: listed(timeline, { page: query.page, per_page: query.perPage }, (e) => e),
-      };
+      return { account, sites: sites.rows.map(siteOut), ...timeline };
     },
 
     /** An article's timeline (its revisions and the calls that named it); the view is recorded. */
@@ -141,18 +166,12 @@ export function createSupport(
       articleId: string,
       query: TimelineQuery,
       request?: RequestIds,
-    ): Promise<{
-      article: { id: string; accountId: string; title: string };
-      timeline: Listed<TimelineEntry>;
-    }> {
+    ): Promise<StaffTimeline & { article: { id: string; accountId: string; title: string } }> {
       const owner = await findArticleOwner(db, articleId);
       if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
-      const timeline = await accountTimeline(db, owner.accountId, { ...query, articleId });
+      const timeline = await timelinePage(owner.accountId, { ...query, articleId });
       await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
-      return {
-        article: { id: articleId, accountId: owner.accountId, title: owner.title },
-        timeline: listed(timeline, { page: query.page, per_page: query.perPage }, (e) => e),
-      };
+      return { article: { id: articleId, accountId: owner.accountId, title: owner.title }, ...timeline };
     },
 
     /** An article at revision n (by replay), the revision before it and the current version; recorded. */

@@ -1,3 +1,9 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { brotliCompress, gzip, constants as zlib } from 'node:zlib';
 import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
@@ -44,6 +50,101 @@ const DOCS_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
 };
+
+/**
+ * swagger-ui's files that /docs loads (2.1 MB as they are), answered here rather than by the package's
+ * static server, which sends them whole and has browsers ask again on every visit: compressed (brotli,
+ * else gzip, as the browser accepts), once each, on first ask; kept by browsers for a day, then
+ * revalidated by their ETag.
+ */
+const DOCS_ASSETS: Readonly<Record<string, string>> = {
+  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
+  'swagger-ui-standalone-preset.js': 'application/javascript; charset=utf-8',
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'index.css': 'text/css; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+  'favicon-16x16.png': 'image/png',
+};
+const DOCS_ASSET_CACHE = 'public, max-age=86400';
+/** Where the package keeps them. */
+const SWAGGER_UI_STATIC = join(
+  dirname(createRequire(import.meta.url).resolve('@fastify/swagger-ui/package.json')),
+  'static',
+);
+/** Below this, an answer under /docs is sent as it is. */
+const COMPRESS_MIN_BYTES = 1024;
+
+type Encoding = 'br' | 'gzip';
+const compressWith: Record<Encoding, (data: Buffer | string) => Promise<Buffer>> = {
+  br: (data) =>
+    promisify(brotliCompress)(data, {
+      params: { [zlib.BROTLI_PARAM_QUALITY]: 7, [zlib.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(data) },
+    }),
+  gzip: (data) => promisify(gzip)(data, { level: 9 }),
+};
+
+/** The encoding to answer with, by `Accept-Encoding`: brotli, else gzip, else none (`q=0` refuses one). */
+export function acceptedEncoding(header: string | undefined): Encoding | null {
+  const accepted = new Set<string>();
+  for (const part of (header ?? '').toLowerCase().split(',')) {
+    const [name = '', ...params] = part.split(';').map((p) => p.trim());
+    const q = params.find((p) => p.startsWith('q='));
+    if (q === undefined || Number(q.slice(2)) > 0) accepted.add(name);
+  }
+  return accepted.has('br') ? 'br' : accepted.has('gzip') ? 'gzip' : null;
+}
+
+/** DOCS_ASSETS' routes, and compression of the other answers under DOCS_PATH (the page, its document). */
+function compressedDocs(docs: FastifyInstance): void {
+  type Asset = { raw: Buffer; etag: string } & Record<Encoding, Buffer>;
+  const assets = new Map<string, Promise<Asset>>();
+  const load = async (file: string): Promise<Asset> => {
+    const raw = await readFile(join(SWAGGER_UI_STATIC, file));
+    const [br, gz] = await Promise.all([compressWith.br(raw), compressWith.gzip(raw)]);
+    const etag = `"${createHash('sha256').update(raw).digest('base64url').slice(0, 22)}"`;
+    return { raw, etag, br, gzip: gz };
+  };
+  for (const [file, type] of Object.entries(DOCS_ASSETS)) {
+    docs.get(`${DOCS_PATH}/static/${file}`, { schema: { hide: true } }, async (request, reply) => {
+      let asset = assets.get(file);
+      if (!asset) {
+        asset = load(file);
+        assets.set(file, asset);
+      }
+      const { raw, etag, ...encoded } = await asset;
+      reply
+        .type(type)
+        .header('cache-control', DOCS_ASSET_CACHE)
+        .header('etag', etag)
+        .header('vary', 'accept-encoding');
+      if (request.headers['if-none-match'] === etag) return reply.status(304).send();
+      // Images are compressed already.
+      const encoding = type.startsWith('image/')
+        ? null
+        : acceptedEncoding(request.headers['accept-encoding']);
+      if (!encoding) return reply.send(raw);
+      return reply.header('content-encoding', encoding).send(encoded[encoding]);
+    });
+  }
+  // The page and its document are the same text on every visit: each compressed once (a few kept).
+  const compressed = new Map<string, Promise<Buffer>>();
+  docs.addHook('onSend', async (request, reply, payload) => {
+    if (typeof payload !== 'string' || Buffer.byteLength(payload) < COMPRESS_MIN_BYTES) return payload;
+    if (reply.hasHeader('content-encoding')) return payload;
+    reply.header('vary', 'accept-encoding');
+    const encoding = acceptedEncoding(request.headers['accept-encoding']);
+    if (!encoding) return payload;
+    const key = `${encoding}\n${payload}`;
+    let body = compressed.get(key);
+    if (!body) {
+      if (compressed.size >= 8) compressed.clear();
+      body = compressWith[encoding](payload);
+      compressed.set(key, body);
+    }
+    reply.header('content-encoding', encoding).removeHeader('content-length');
+    return body;
+  });
+}
 
 const API_PREFIX = '/api/v1/';
 
@@ -638,6 +739,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { publicUrl: s
       reply.headers(DOCS_HEADERS);
       return payload;
     });
+    compressedDocs(docs);
     await docs.register(fastifySwaggerUi, {
       routePrefix: DOCS_PATH,
       theme: { title: 'Content Service API' },

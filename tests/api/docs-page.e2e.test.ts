@@ -1,12 +1,17 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acceptedEncoding } from '../../apps/server/openapi.ts';
 import { startTestApp, type TestApp } from '../oauth/helpers.ts';
 import { launchBrowser } from '../support/browser.ts';
 
 /*
  * The API reference at /docs (swagger-ui) in headless Chromium, under its Content-Security-Policy:
  * it renders every operation and "Try it out" calls the API, with no violation of the policy, and it
- * can be framed by no one.
+ * can be framed by no one; its 2 MB of swagger-ui files are sent compressed and kept by the browser.
  */
 
 let t: TestApp;
@@ -79,5 +84,64 @@ describe('/docs', () => {
       .toContain('401');
     expect(problems.filter((p) => !p.includes('401'))).toEqual([]);
     await context.close();
+  });
+
+  it('sends swagger-ui compressed, kept by the browser for a day and revalidated by its ETag', async () => {
+    const { request } = await import('node:http');
+    /** One GET with these headers, the body as it came (not decompressed, unlike fetch). */
+    const get = (path: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>(
+        (resolve, reject) => {
+          request(`${t.url}${path}`, { headers }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+            );
+          })
+            .on('error', reject)
+            .end();
+        },
+      );
+    const dir = join(
+      dirname(createRequire(import.meta.url).resolve('@fastify/swagger-ui/package.json')),
+      'static',
+    );
+    const bundle = await readFile(join(dir, 'swagger-ui-bundle.js'));
+    const path = '/docs/static/swagger-ui-bundle.js';
+
+    const br = await get(path, { 'accept-encoding': 'gzip, deflate, br' });
+    expect(br.status).toBe(200);
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(br.headers.vary).toContain('accept-encoding');
+    expect(br.headers['cache-control']).toBe('public, max-age=86400');
+    expect(br.body.length).toBeLessThan(bundle.length / 3);
+    expect(brotliDecompressSync(br.body).equals(bundle)).toBe(true);
+
+    const gz = await get(path, { 'accept-encoding': 'gzip' });
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gz.body).equals(bundle)).toBe(true);
+    const plain = await get(path, {});
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.body.equals(bundle)).toBe(true);
+
+    const etag = br.headers.etag as string;
+    expect(etag).toMatch(/^"[\w-]+"$/);
+    const again = await get(path, { 'accept-encoding': 'br', 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.body.length).toBe(0);
+    expect(again.headers['content-security-policy']).toContain("default-src 'none'");
+
+    // The document the page loads, compressed too.
+    const json = await get('/docs/json', { 'accept-encoding': 'br' });
+    expect(json.headers['content-encoding']).toBe('br');
+    expect(JSON.parse(brotliDecompressSync(json.body).toString()).openapi).toBe('3.1.0');
+  });
+
+  it('reads Accept-Encoding as browsers send it', () => {
+    expect(acceptedEncoding('gzip, deflate, br, zstd')).toBe('br');
+    expect(acceptedEncoding('gzip;q=1.0, br;q=0')).toBe('gzip');
+    expect(acceptedEncoding('identity')).toBeNull();
+    expect(acceptedEncoding(undefined)).toBeNull();
   });
 });

@@ -97,9 +97,11 @@ describe('sign-in', () => {
     // Only a hash is stored.
     const rows = await runtime.db.selectFrom('web_sessions').select('id_hash').execute();
     expect(rows.map((r) => r.id_hash)).not.toContain(session?.value);
-    const page = await b.get('/sign-in');
-    expect(page.body).toContain('You are signed in');
-    expect(page.body).toContain(dana.email);
+    // Signed in, the sign-in page sends the person on: to their sites, or where they were going.
+    const again = await b.get('/sign-in');
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe('/sites');
+    expect((await b.get('/sign-in?return_to=/connect')).headers.location).toBe('/connect');
   });
 
   it('never sends people elsewhere after signing in (no open redirect)', async () => {
@@ -112,7 +114,7 @@ describe('sign-in', () => {
       return_to: '//evil.example/',
     });
     expect(res.statusCode).toBe(303);
-    expect(res.headers.location).toBe('/sign-in');
+    expect(res.headers.location).toBe('/sites');
   });
 
   it('answers a wrong password and an unknown email the same way', async () => {
@@ -184,7 +186,7 @@ describe('sign-in', () => {
     const device = mine.cookies.get('cs_device') ?? '';
     expect(device).toMatch(/^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
     expect(
-      (await mine.post('/sign-out', { csrf: csrfOf((await mine.get('/sign-in')).body) })).statusCode,
+      (await mine.post('/sign-out', { csrf: csrfOf((await mine.get('/account/password')).body) })).statusCode,
     ).toBe(303);
     expect(mine.cookies.get('cs_device')).toBe(device);
     // An attacker hammers the email from the person's own network (locking it there)...
@@ -289,7 +291,7 @@ describe('return_to and odd input', () => {
       return_to: '/connect\u0000?x=日本',
     });
     expect(res.statusCode).toBe(303);
-    expect(res.headers.location).toBe('/sign-in');
+    expect(res.headers.location).toBe('/sites');
   });
 
   it('answers an email with a NUL or other control character with the page, not a 500', async () => {
@@ -460,11 +462,11 @@ describe('CSRF', () => {
   it('signs out only with the session token', async () => {
     const b = browser(newAddress());
     expect((await trySignIn(b, dana.email, dana.password)).statusCode).toBe(303);
-    const page = await b.get('/sign-in');
+    const page = await b.get('/account/password');
     const token = csrfOf(page.body);
     expect((await b.post('/sign-out', {})).statusCode).toBe(403);
     expect((await b.post('/sign-out', { csrf: 'forged' })).statusCode).toBe(403);
-    expect((await b.get('/sign-in')).body).toContain('You are signed in');
+    expect((await b.get('/sign-in')).headers.location).toBe('/sites');
     const out = await b.post('/sign-out', { csrf: token });
     expect(out.statusCode).toBe(303);
     expect(out.headers.location).toBe('/sign-in');
@@ -516,8 +518,7 @@ describe('over https', () => {
       expect(cookie?.domain).toBeUndefined();
     }
     expect(res.cookies.map((c) => c.name)).not.toContain('cs_session');
-    const page = await b.get('/sign-in');
-    expect(page.body).toContain('You are signed in');
+    expect((await b.get('/sign-in')).headers.location).toBe('/sites');
     // The plain name is not read under https: a cookie set over http cannot stand in for it.
     const plain = await secure.inject({
       method: 'GET',

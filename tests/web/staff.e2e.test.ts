@@ -110,7 +110,10 @@ describe('support staff', () => {
     const text = (await page.textContent('main')) ?? '';
     expect(text).toContain(web.demo.email);
     expect(text).toContain('A title support will see');
-    expect(text).toContain('update_article');
+    // Labelled as the account's activity log labels them: operations, sources, actors, statuses.
+    expect(text).toContain('Update article (API)');
+    expect(text).toContain('200 OK');
+    expect(text).not.toContain('update_article');
     await expectLabelled(page);
     await screenshot(page, 'staff-account-timeline');
 
@@ -122,6 +125,37 @@ describe('support staff', () => {
     );
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.every((r) => r.startsWith('Revision '))).toBe(true);
+  });
+
+  it("names the articles of the activity by title, and leaves the staff's own looks out unless asked", async () => {
+    const path = `/staff/accounts/${web.demo.account_id}`;
+    // Every look at the account is recorded (a moment after it): at least two by now.
+    const looks = await vi.waitFor(async () => {
+      await page.goto(`${web.url}${path}`);
+      const note = (await page.textContent('#staff-looks')) ?? '';
+      const n = Number(/Left out: (\d+) views and searches by support staff/.exec(note)?.[1] ?? 0);
+      expect(n).toBeGreaterThanOrEqual(2);
+      return n;
+    }, PATIENCE_API);
+    const what = async (): Promise<string[]> =>
+      page.$$eval('table.timeline tbody tr td:nth-child(2)', (tds) => tds.map((t) => t.textContent ?? ''));
+    expect((await what()).filter((w) => w.startsWith('Staff'))).toEqual([]);
+    // The API's edit names its article by its title, linking to the article's staff page.
+    const edit = page.locator('table.timeline tbody tr', { hasText: 'Update article (API)' }).first();
+    expect(await edit.locator(`a[href="/staff/articles/${articleId}"]`).textContent()).toBe(
+      'A title support will see',
+    );
+    await screenshot(page, 'staff-account-timeline-labels');
+
+    // Ticked, the filter lists them, newest first, labelled "Staff view (Service)".
+    await page.check('#staff_looks');
+    await Promise.all([page.waitForNavigation(), page.click('form.timeline-filters button')]);
+    expect(new URL(page.url()).searchParams.get('staff_looks')).toBe('1');
+    const listed = (await what()).filter((w) => w.startsWith('Staff view') || w.startsWith('Staff search'));
+    expect(listed.length).toBeGreaterThanOrEqual(looks);
+    expect(listed[0]).toBe('Staff view (Service)');
+    expect(await page.textContent('#staff-looks')).toContain('Listed:');
+    expect(await page.isChecked('#staff_looks')).toBe(true);
   });
 
   it("reads an article's timeline, and exports timelines as CSV and JSON", async () => {
@@ -179,9 +213,13 @@ describe('support staff', () => {
 
   it('changes nothing: account pages and forms refuse a staff session, and holders cannot open /staff', async () => {
     const keysBefore = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
+    // Connect Site sends anyone without an account holder's session to sign in, which says who is signed in.
     const connect = await page.goto(`${web.url}/connect`);
     expect(new URL(page.url()).pathname).toBe('/sign-in');
     expect(connect?.status()).toBe(200);
+    expect(await page.textContent('#signed-in-staff')).toContain(
+      'You are signed in as Sam Support, support staff',
+    );
     const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
     const forged = await fetch(`${web.url}/connect/keys`, {
       method: 'POST',
@@ -207,6 +245,37 @@ describe('support staff', () => {
     const holderPage = await holder.newPage();
     const refused = await holderPage.goto(`${web.url}/staff`);
     expect(refused?.status()).toBe(403);
+  });
+
+  it("meets an account holder's link with the staff view of it, and errors with a way back to support", async () => {
+    // A customer sends the link of their article: the staff member is told whose page it is.
+    const holders = await page.goto(`${web.url}/articles/${articleId}/revisions/2`);
+    expect(holders?.status()).toBe(403);
+    expect(await page.textContent('#holder-page')).toContain('You are signed in as support staff');
+    expect(await page.textContent('header.top')).toContain('Sam Support (support)');
+    await expectLabelled(page);
+    await screenshot(page, 'staff-holder-page');
+    await Promise.all([page.waitForNavigation(), page.click('text=Open the staff view of it')]);
+    expect(new URL(page.url()).pathname).toBe(`/staff/articles/${articleId}/revisions/2`);
+    // A site's page has no staff view: the way back to support only.
+    await page.goto(`${web.url}/sites/${web.demo.sites[0]?.id}`);
+    expect(await page.$$eval('#holder-page a', (as) => as.map((a) => a.getAttribute('href')))).toEqual([
+      '/staff',
+    ]);
+    // Not found, by the staff pages and before any of them: staff wording, back to support.
+    for (const path of ['/staff/accounts/acc_nobody', '/staff/articles/art_nobody', '/staff/no/such/page']) {
+      const res = await page.goto(`${web.url}${path}`);
+      expect(res?.status(), path).toBe(404);
+      const main = (await page.textContent('main')) ?? '';
+      expect(main, path).not.toContain('your sites');
+      expect(await page.getAttribute('main a[href="/staff"]', 'href'), path).toBe('/staff');
+    }
+    await screenshot(page, 'staff-not-found');
+    // Signed in, the sign-in page and the home page (the header's "Content Service") send staff to support.
+    for (const path of ['/sign-in', '/']) {
+      await page.goto(`${web.url}${path}`);
+      expect(new URL(page.url()).pathname, path).toBe('/staff');
+    }
   });
 
   it('holds its layout on a phone: nothing wider than the screen', async () => {

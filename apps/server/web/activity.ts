@@ -107,6 +107,21 @@ const STATUSES: Record<number, string> = {
   503: 'Unavailable',
 };
 
+/** A record's source as the log names it: `mcp` as "Assistant (MCP)". */
+export function sourceLabel(source: string): string {
+  return SOURCES[source as ActivitySource] ?? source;
+}
+
+/** Who made a call: the name, then what kind of actor in muted text ("API key", "support staff"). */
+export function actorLabel(actor: { type: string; name: string }): Html {
+  return html`${actor.name} <span class="muted">${ACTOR_TYPES[actor.type as Actor['type']] ?? actor.type}</span>`;
+}
+
+/** A call's status with its meaning: `412 Changed since`. */
+export function statusLabel(status: number): string {
+  return `${status} ${STATUSES[status] ?? ''}`.trimEnd();
+}
+
 /** `update_article` as "Update article". */
 export function operationLabel(operation: string): string {
   const words = operation.replaceAll('_', ' ');
@@ -140,13 +155,13 @@ function recordRow(r: ActivityOut, names: Names): Html {
   const refused = r.status >= 400;
   return html`<tr>
 <td data-label="Time (UTC)"><time datetime="${r.at}">${shortTime(r.at)}</time></td>
-<td data-label="Source">${SOURCES[r.source]}</td>
-<td data-label="Who"><span>${r.actor.name} <span class="muted">${ACTOR_TYPES[r.actor.type as Actor['type']] ?? r.actor.type}</span></span></td>
+<td data-label="Source">${sourceLabel(r.source)}</td>
+<td data-label="Who"><span>${actorLabel(r.actor)}</span></td>
 <td data-label="Operation">${operationLabel(r.operation)}</td>
 <td data-label="Site">${site}</td>
 <td data-label="Article">${article}</td>
 <td data-label="Revision">${revision}</td>
-<td data-label="Status"><span class="${refused ? 'refused' : 'ok'}">${r.status} ${STATUSES[r.status] ?? ''}</span></td>
+<td data-label="Status"><span class="${refused ? 'refused' : 'ok'}">${statusLabel(r.status)}</span></td>
 <td data-label="Request id">${r.request_id ? html`<code>${r.request_id}</code>` : html`<span class="muted">—</span>`}${r.client_request_id ? html` <span class="muted">(yours: <code>${r.client_request_id}</code>)</span>` : ''}</td>
 </tr>`;
 }

@@ -19,7 +19,7 @@ import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.t
 import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
-import { linkTo } from './sites.ts';
+import { articleCrumbs, linkTo } from './sites.ts';
 import { DIFF_LEGEND, renderBodyDiff, renderDiff, type Versions } from './word-diff.ts';
 
 /*
@@ -81,7 +81,8 @@ const STATUSES: Record<ArticleOut['status'], string> = {
   archived: 'Archived',
 };
 
-function originLabel(origin: string): string {
+/** A revision's origin as the history names it: `mcp` as "AI assistant (MCP)". */
+export function originLabel(origin: string): string {
   return ORIGINS[origin as Origin] ?? origin;
 }
 
@@ -243,7 +244,7 @@ export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
           ? html`<p class="notice" role="status" id="restored">Revision ${unchanged} has the same content as the current version: nothing was changed.</p>`
           : '';
       const links = article.protected_links;
-      const body = html`<div class="article-view">
+      const body = html`${await articleCrumbs(application, call, article)}<div class="article-view">
 ${notice}
 ${savedNotice(request.query)}
 <div class="card">
@@ -316,7 +317,7 @@ ${pager(id, historyPage, history.meta.total_pages)}
       ]);
       const body = html`<div class="article-view">
 <div class="card">
-<p class="muted"><a href="${articlePath(id)}">${article.title}</a> › history</p>
+${await articleCrumbs(application, call, article, [[`Revision ${n}`, null]])}
 <h1>Revision ${n}${isCurrent ? html` <span class="tag">current</span>` : ''}</h1>
 <dl class="facts">
 <dt>When</dt><dd>${when(at.created_at)}</dd>
@@ -390,7 +391,10 @@ ${storedBody(at.body)}
         });
     const body = html`<div class="article-view">
 <div class="card">
-<p class="muted"><a href="${articlePath(id)}">${article.title}</a> › <a href="${revisionPath(id, n)}">revision ${n}</a></p>
+${await articleCrumbs(application, webCall(request, session), article, [
+  [`Revision ${n}`, revisionPath(id, n)],
+  ['Restore', null],
+])}
 <h1>Restore revision ${n}?</h1>
 ${opts.refusal ?? ''}
 ${

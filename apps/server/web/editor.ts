@@ -13,6 +13,7 @@ import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts
 import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
+import { articleCrumbs } from './sites.ts';
 import { renderBodyDiff } from './word-diff.ts';
 
 /*
@@ -142,7 +143,7 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
     }
   }
 
-  function editorPage(
+  async function editorPage(
     request: FastifyRequest,
     reply: FastifyReply,
     session: WebSession,
@@ -155,7 +156,7 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
       stale?: Html;
       refused?: Set<string>;
     } = {},
-  ): FastifyReply {
+  ): Promise<FastifyReply> {
     const draft: Draft = opts.draft ?? {
       title: article.title,
       body: article.body,
@@ -164,7 +165,7 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
     };
     const path = articlePath(article.id);
     const links = article.protected_links;
-    const body = html`<div class="editor">
+    const body = html`${await articleCrumbs(application, webCall(request, session), article, [['Edit', null]])}<div class="editor">
 <div class="card editor-main">
 <h1>Edit “${article.title}”</h1>
 <p class="muted">Revision ${article.revision} · <a href="${path}">Back to the article</a></p>

@@ -6,8 +6,13 @@ import { type Html, html, htmlText, raw } from '../http/html.ts';
  */
 
 export const STYLESHEET_PATH = '/web/style.css';
+/** The service's icon (favicon.ts), linked from every page. */
+export const FAVICON_PATH = '/favicon.svg';
 
-/** The whole page: one layout for every server-rendered page (no script, one stylesheet). */
+/**
+ * The whole page: one layout for every server-rendered page (no script, one stylesheet). Its first
+ * stop is "Skip to content", to the main part (`#main`, focusable by that link alone).
+ */
 export function page(opts: { title: string; body: Html; header?: Html; wide?: boolean }): string {
   return htmlText(html`<!doctype html>
 <html lang="en">
@@ -16,10 +21,12 @@ export function page(opts: { title: string; body: Html; header?: Html; wide?: bo
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${opts.title} · Content Service</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
+<link rel="icon" href="${FAVICON_PATH}" type="image/svg+xml">
 </head>
 <body>
+<a class="skip-link" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">Content Service</a>${opts.header ?? ''}</header>
-<main${opts.wide ? raw(' class="wide"') : ''}>
+<main id="main" tabindex="-1"${opts.wide ? raw(' class="wide"') : ''}>
 ${opts.body}
 </main>
 </body>
@@ -76,6 +83,8 @@ form.timeline-filters label { margin: 0; }
 form.timeline-filters .actions { margin: 0; }
 form.timeline-filters select, form.timeline-filters input[type=date] { padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
 nav.timeline-pages { display: flex; gap: 1rem; align-items: center; }
+form.timeline-filters .check { display: flex; gap: .4rem; align-items: center; }
+form.timeline-filters .check label { font-weight: 400; }
 @media (max-width: 40rem) { table.timeline thead { display: none; } table.timeline td { display: block; border: 0; padding: .1rem .25rem; } table.timeline tr { display: block; border-bottom: 1px solid var(--line); padding: .4rem 0; } }
 
 /* The article pages (articles.ts): facts, the stored text, history, word diffs. */
@@ -253,4 +262,8 @@ nav.pager span { color: var(--muted); }
 /* Accessibility (axe-core): text for screen readers only; the report's scrollable charts take focus. */
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 .report-figure:focus-visible { outline: 2px solid var(--accent); outline-offset: 2px; }
+/* The skip link: off screen until it has the focus; the main part it leads to shows no focus ring. */
+.skip-link { position: absolute; left: .5rem; top: -4rem; z-index: 10; padding: .5rem .9rem; background: var(--card); color: var(--accent); border: 2px solid var(--accent); border-radius: .35rem; font-weight: 600; }
+.skip-link:focus { top: .5rem; }
+main:focus { outline: none; }
 `;

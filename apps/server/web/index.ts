@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { PageKit } from '../http/page-kit.ts';
+import { favicon } from './favicon.ts';
 import { page } from './html.ts';
 import {
   createWebKit,
@@ -23,6 +24,7 @@ export async function registerWeb(
 ): Promise<{ kit: WebKit; pages: PageKit }> {
   const kit = createWebKit(deps);
   await app.register(webRoutes, { kit });
+  await app.register(favicon);
   return { kit, pages: pageKitOf(kit) };
 }
 

@@ -116,6 +116,18 @@ export function safeReturnTo(value: unknown): string | null {
   return encoded.length > 2048 ? null : encoded;
 }
 
+/**
+ * The support staff's page for an account holder's address, or null: an article (`/articles/{id}`, its
+ * editor, history or a revision) has its staff timeline and revision pages; the rest has none.
+ */
+export function staffViewOf(url: string): string | null {
+  const path = url.split('?')[0] ?? url;
+  const match = /^\/articles\/([^/]+)(?:\/revisions\/(\d+)(?:\/restore)?|\/edit)?\/?$/.exec(path);
+  if (!match) return null;
+  const [, id, revision] = match;
+  return revision ? `/staff/articles/${id}/revisions/${revision}` : `/staff/articles/${id}`;
+}
+
 /** The sections every signed-in page links to; the one the path is in is marked as current. */
 const SECTIONS = [
   { href: '/sites', label: 'Sites' },
@@ -183,8 +195,11 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
     },
     async signedIn(request, reply, returnTo = request.url) {
       const session = await sessions.current(request);
-      if (!session) reply.redirect(kit.signInUrl(returnTo), 303);
-      else {
+      if (!session) {
+        const staff = await sessions.currentStaff(request);
+        if (staff) holderPageForStaff(request, reply, staff);
+        else reply.redirect(kit.signInUrl(returnTo), 303);
+      } else {
         const actor = { type: 'user' as const, id: session.account.id, name: session.account.name };
         acting.set(request, { accountId: session.accountId, actor, refused: false });
       }
@@ -216,6 +231,24 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
       return false;
     },
   };
+  /**
+   * A support staff member on an account holder's page (a link a customer sent): a 403 page in the
+   * staff's layout that says whose page it is and offers the staff view of it, when there is one.
+   */
+  function holderPageForStaff(request: FastifyRequest, reply: FastifyReply, staff: StaffSession): void {
+    const view = staffViewOf(request.url);
+    kit.send(reply, {
+      status: 403,
+      title: "An account holder's page",
+      session: null,
+      staff,
+      request,
+      body: html`<div class="card" id="holder-page"><h1>This is an account holder's page</h1>
+<p role="alert">You are signed in as support staff: this page shows an account to its holder only.</p>
+${view ? html`<p><a href="${view}">Open the staff view of it</a></p>` : ''}
+<p><a href="/staff">Back to support</a></p></div>`,
+    });
+  }
   /** The 403 page of a form that failed the CSRF checks. */
   function formExpired(
     request: FastifyRequest,

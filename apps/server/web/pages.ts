@@ -36,12 +36,13 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   // Every page below (not the scripts above) spends its session's page budget.
   installPageLimit(app, deps.kit, deps.pageLimit);
   await app.register(staffPages, deps);
-  // `/`: the person's sites when signed in, else sign-in (coming back to them).
+  // `/`: the person's sites when signed in, the support area for staff, else sign-in (coming back to the sites).
   app.get('/', { schema: { hide: true } }, async (request, reply) => {
     const session = await deps.kit.sessions.current(request);
+    const staff = session ? null : await deps.kit.sessions.currentStaff(request);
     return reply
       .header('cache-control', 'no-store')
-      .redirect(session ? '/sites' : deps.kit.signInUrl('/sites'), 303);
+      .redirect(session ? '/sites' : staff ? '/staff' : deps.kit.signInUrl('/sites'), 303);
   });
   await app.register(articlePages, deps);
   await app.register(editorRoutes, deps);

@@ -3,11 +3,11 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type DomainError, type ErrorCode, isDomainError } from '../../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type EarlyRefusals, statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../http/errors.ts';
-import { html } from '../http/html.ts';
+import { type Html, html } from '../http/html.ts';
 import { FORM_BODY_MAX, isFormRefused } from './form-body.ts';
 import { page } from './html.ts';
 import { PAGE_HEADERS, safeReturnTo, type WebKit } from './kit.ts';
-import type { WebSession } from './sessions.ts';
+import type { StaffSession, WebSession } from './sessions.ts';
 
 const TITLES: Partial<Record<ErrorCode, string>> = {
   not_found: 'Not found',
@@ -20,9 +20,17 @@ const TITLES: Partial<Record<ErrorCode, string>> = {
   insufficient_scope: 'Not allowed',
 };
 
+/** Where a refusal page leads back to: the person's sites, or for support staff the support area. */
+function wayBack(staff: boolean): Html {
+  return staff
+    ? html`<p><a href="/staff">Back to support</a></p>`
+    : html`<p><a href="/sites">Back to your sites</a></p>`;
+}
+
 /**
  * A refusal of the application as a page: the status the API would answer, a heading and the
- * application's own message. Anything that is not a `DomainError` is rethrown (the 500 handler).
+ * application's own message, in the account holder's layout or, given `staff`, the support staff's.
+ * Anything that is not a `DomainError` is rethrown (the 500 handler).
  */
 export function sendRefusal(
   kit: WebKit,
@@ -30,6 +38,7 @@ export function sendRefusal(
   reply: FastifyReply,
   session: WebSession | null,
   error: unknown,
+  staff?: StaffSession,
 ): FastifyReply {
   if (!isDomainError(error)) throw error;
   const refusal: DomainError = error;
@@ -38,9 +47,10 @@ export function sendRefusal(
     status: statusOf[refusal.code],
     title,
     session,
+    ...(staff ? { staff } : {}),
     request,
     body: html`<div class="card"><h1>${title}</h1><p role="alert">${refusal.message}</p>
-<p><a href="/sites">Back to your sites</a></p></div>`,
+${wayBack(staff !== undefined)}</div>`,
   });
 }
 
@@ -103,6 +113,8 @@ export const PAGE_REFUSALS: EarlyRefusals = {
   },
   send(reply, { status, detail }) {
     const title = status === 404 ? 'Not found' : 'That address does not work';
+    // No session was looked at: the support area's addresses lead back to it, the others to the sites.
+    const staff = (reply.request.url.split('?')[0] ?? '').startsWith('/staff');
     return reply
       .status(status)
       .headers(PAGE_HEADERS)
@@ -111,8 +123,8 @@ export const PAGE_REFUSALS: EarlyRefusals = {
       .send(
         page({
           title,
-          body: html`<div class="card"><h1>${title}</h1><p role="alert">${detail}. Check the link, or start again from your sites.</p>
-<p><a href="/sites">Back to your sites</a></p></div>`,
+          body: html`<div class="card"><h1>${title}</h1><p role="alert">${detail}. Check the link, or start again from ${staff ? 'the support search' : 'your sites'}.</p>
+${wayBack(staff)}</div>`,
         }),
       );
   },
@@ -177,7 +189,7 @@ async function sendRequestRefusal(
     ...(staff ? { staff } : {}),
     request,
     body: html`<div class="card"><h1>${refusal.title}</h1><p role="alert">${refusal.message}</p>
-<p><a href="${staff ? '/staff' : '/sites'}">${staff ? 'Back to support' : 'Back to your sites'}</a></p></div>`,
+${wayBack(staff !== null)}</div>`,
   });
 }
 

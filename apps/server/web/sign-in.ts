@@ -2,12 +2,11 @@ import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { html } from '../http/html.ts';
+import { type Html, html, raw } from '../http/html.ts';
 import { addressKey } from '../http/limits.ts';
 import { STYLESHEET, STYLESHEET_PATH } from './html.ts';
 import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
-import type { WebSession } from './sessions.ts';
 import {
   ADDRESS_POLICY,
   CLIENT_POLICY,
@@ -87,16 +86,17 @@ export const webRoutes: FastifyPluginAsync<{ kit: WebKit }> = async (plain, { ki
   function signInPage(
     request: FastifyRequest,
     reply: FastifyReply,
-    opts: { status?: number; error?: string; email?: string; returnTo: string | null },
+    opts: { status?: number; error?: string; email?: string; returnTo: string | null; note?: Html | '' },
   ): FastifyReply {
     const body = html`<div class="card">
 <h1>Sign in</h1>
+${opts.note ?? ''}
 ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 <form method="post" action="/sign-in">
 ${kit.csrfField(request, reply, null)}
 ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.returnTo}">` : ''}
 <label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${opts.email ?? ''}">
+<input id="email" name="email" type="email" autocomplete="username" required${opts.error ? '' : raw(' autofocus')} value="${opts.email ?? ''}">
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <div class="actions"><button class="primary" type="submit">Sign in</button></div>
@@ -105,23 +105,23 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
     return kit.send(reply, { status: opts.status ?? 200, title: 'Sign in', body, session: null, request });
   }
 
-  function signedInPage(request: FastifyRequest, reply: FastifyReply, session: WebSession): FastifyReply {
-    return kit.send(reply, {
-      title: 'Signed in',
-      session,
-      request,
-      body: html`<div class="card"><h1>You are signed in</h1>
-<p>Signed in as <strong>${session.account.name}</strong> (${session.account.email}).</p></div>`,
-    });
-  }
-
+  /**
+   * Someone already signed in has nothing to do here: an account holder goes on to `return_to` or
+   * their sites; a staff member to `return_to` under /staff or the support area. A staff member sent
+   * here on the way elsewhere (an assistant's sign-in, which needs an account holder) gets the form,
+   * saying who is signed in.
+   */
   app.get('/sign-in', { schema: { hide: true, querystring: SignInQuery } }, async (request, reply) => {
     const returnTo = safeReturnTo(request.query.return_to);
     const session = await kit.sessions.current(request);
-    if (session) {
-      return returnTo ? reply.redirect(returnTo, 303) : signedInPage(request, reply, session);
-    }
-    return signInPage(request, reply, { returnTo });
+    if (session) return reply.redirect(returnTo ?? '/sites', 303);
+    const staff = await kit.sessions.currentStaff(request);
+    if (staff && (!returnTo || returnTo.startsWith('/staff')))
+      return reply.redirect(returnTo ?? '/staff', 303);
+    const note = staff
+      ? html`<p class="muted" id="signed-in-staff">You are signed in as ${staff.staff.name}, support staff: this page needs an account holder's sign-in. <a href="/staff">Back to support</a></p>`
+      : '';
+    return signInPage(request, reply, { returnTo, note });
   });
 
   app.post('/sign-in', SIGN_IN, async (request, reply) => {
@@ -182,7 +182,7 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
     if (!account) throw new Error('unreachable: a password matched without a holder');
     await kit.sessions.create(reply, account.id);
     request.log.info({ event: 'signed_in', account_id: account.id }, 'signed in');
-    return reply.redirect(returnTo ?? '/sign-in', 303);
+    return reply.redirect(returnTo ?? '/sites', 303);
   });
 
   app.post('/sign-out', SIGN_OUT, async (request, reply) => {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ArticleStatus } from '../../../domain/article/events.ts';
 import { BacklinkCategory } from '../../../domain/backlink/events.ts';
 import { isWebUrl } from '../../../domain/input.ts';
-import { unwrap } from '../../application/call.ts';
+import { type Call, unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import { SiteParams } from '../../application/requests.ts';
@@ -67,6 +67,26 @@ export function crumbs(trail: readonly (readonly [string, string | null])[]): Ht
   )}</ol></nav>`;
 }
 
+/**
+ * The breadcrumb at the top of an article's pages (the article, a revision, restore, the editor):
+ * Sites › its site › the article, then `more` (a revision, an action); the last one is the page
+ * itself. The site's name is read with the person's call (`sites.get`).
+ */
+export async function articleCrumbs(
+  application: Application,
+  call: Call,
+  article: { id: string; site_id: string; title: string },
+  more: readonly (readonly [string, string | null])[] = [],
+): Promise<Html> {
+  const site = unwrap(await application.sites.get(call, article.site_id));
+  return crumbs([
+    ['Sites', '/sites'],
+    [site.name, `/sites/${encodeURIComponent(site.id)}`],
+    [article.title, more.length > 0 ? `/articles/${encodeURIComponent(article.id)}` : null],
+    ...more,
+  ]);
+}
+
 function option(value: string, label: string, selected: string): Html {
   return html`<option value="${value}"${value === selected ? raw(' selected') : ''}>${label}</option>`;
 }
@@ -78,6 +98,23 @@ export function linkTo(url: string, text: string): Html {
 }
 
 const capital = (word: string): string => word.charAt(0).toUpperCase() + word.slice(1);
+
+/**
+ * `/sites` of an account without a site: sites are not added on these pages (nor through the API or
+ * an assistant) but by the service, which brings each site in with its articles and backlinks; what
+ * the person can set up meanwhile.
+ */
+const noSites = html`<div class="card" id="no-sites">
+<h2>No sites yet</h2>
+<p>Your sites are added by the service, not on these pages: once the team running it brings in a site, it appears here with its articles and backlinks, and you can read and edit them. You do not need to do anything for that; if you expected a site here, ask the service's support.</p>
+<p>Meanwhile, on <a href="/connect">Connect Site</a>, you can:</p>
+<ul>
+<li>create an API key for your own tools,</li>
+<li>connect an AI assistant,</li>
+<li>add a webhook, to be told when an article is published or a backlink acquired.</li>
+</ul>
+<p>Each of them will see your sites as soon as they are added.</p>
+</div>`;
 
 export const sitePages: FastifyPluginAsync<{ kit: WebKit; application: Application }> = async (
   app,
@@ -104,7 +141,7 @@ export const sitePages: FastifyPluginAsync<{ kit: WebKit; application: Applicati
     const body = html`<h1>Sites</h1>
 ${
   sites.meta.total === 0
-    ? html`<div class="card"><p id="no-sites">No sites yet. Sites are added when a site is connected to the service: see <a href="/connect">Connect Site</a>.</p></div>`
+    ? noSites
     : html`<div class="card">
 <table class="site-table" id="sites">
 <caption>Your sites${month ? html`, with this month's counts (${month.from} to ${month.to})` : ''}</caption>

@@ -4,12 +4,18 @@ import { z } from 'zod';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import type { RequestIds } from '../../application/call.ts';
-import type { Listed } from '../../application/lists.ts';
 import { cleanText } from '../../application/requests.ts';
-import type { StaffAuditEntry, StaffMember, TimelineEntry, TimelineQuery } from '../../application/staff.ts';
+import type {
+  StaffAuditEntry,
+  StaffMember,
+  StaffTimeline,
+  TimelineEntry,
+  TimelineQuery,
+} from '../../application/staff.ts';
 import { type Html, html } from '../http/html.ts';
 import { requestIdsOf } from '../http/request-ids.ts';
-import { changes, storedBody } from './articles.ts';
+import { actorLabel, operationLabel, sourceLabel, statusLabel } from './activity.ts';
+import { changes, originLabel, storedBody } from './articles.ts';
 import { csvText } from './csv.ts';
 import { installPageHeaders } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -35,6 +41,11 @@ const TimelineFilters = z.object({
   to: date,
   kind: z
     .enum(['revision', 'activity'])
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** "1": the staff's own looks listed too (they are left out by default). */
+  staff_looks: z
+    .literal('1')
     .optional()
     .or(z.literal('').transform(() => undefined)),
   page: z.coerce.number().int().min(1).max(100_000).default(1),
@@ -139,7 +150,7 @@ ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${m
    * A timeline page (an account's or an article's): the staff member, the filters, the view loaded
    * (and recorded) by the application, then the page or its export.
    */
-  function timelineRoute<V extends { timeline: Listed<TimelineEntry> }>(
+  function timelineRoute<V extends StaffTimeline>(
     path: string,
     load: (staff: StaffMember, id: string, query: TimelineQuery, request: RequestIds) => Promise<V>,
     page: (view: V) => { name: string; title: string; head: Html },
@@ -152,7 +163,13 @@ ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${m
         if (!staff) return reply;
         const f = request.query;
         const exporting = f.format !== 'html';
-        const query = { from: f.from, to: f.to, kind: f.kind, ...paging(f.page, exporting) };
+        const query = {
+          from: f.from,
+          to: f.to,
+          kind: f.kind,
+          staffLooks: f.staff_looks === '1',
+          ...paging(f.page, exporting),
+        };
         try {
           const view = await load(member(staff), request.params.id, query, requestIdsOf(request));
           const { name, title, head } = page(view);
@@ -171,10 +188,10 @@ ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${m
             request,
             wide: true,
             body: html`<div class="card">${head}
-${timelineSection(`${path}/${request.params.id}`, f, view.timeline)}</div>`,
+${timelineSection(`${path}/${request.params.id}`, f, view)}</div>`,
           });
         } catch (error) {
-          return sendRefusal(kit, request, reply, null, error);
+          return sendRefusal(kit, request, reply, null, error, staff);
         }
       },
     );
@@ -249,7 +266,7 @@ ${at.restored_from ? html`<dt>Restores</dt><dd>revision ${at.restored_from}</dd>
 </div>`,
         });
       } catch (error) {
-        return sendRefusal(kit, request, reply, null, error);
+        return sendRefusal(kit, request, reply, null, error, staff);
       }
     },
   );
@@ -265,17 +282,23 @@ function when(at: Date): string {
 
 type Filters = z.infer<typeof TimelineFilters>;
 
-/** The filter form, the timeline as a table, paging, and the export links. */
-function timelineSection(path: string, f: Filters, timeline: Listed<TimelineEntry>): Html {
+/**
+ * The filter form, the timeline as a table, paging, and the export links. The staff's own looks are
+ * left out unless asked for, and the page says how many there are.
+ */
+function timelineSection(path: string, f: Filters, view: StaffTimeline): Html {
+  const { timeline, names, staffLooks } = view;
   const keep = (over: Record<string, string | number | undefined>): string => {
     const params = new URLSearchParams();
-    for (const [k, v] of Object.entries({ from: f.from, to: f.to, kind: f.kind, ...over })) {
+    const filters = { from: f.from, to: f.to, kind: f.kind, staff_looks: f.staff_looks };
+    for (const [k, v] of Object.entries({ ...filters, ...over })) {
       if (v !== undefined && v !== '') params.set(k, String(v));
     }
     const s = params.toString();
     return s ? `${path}?${s}` : path;
   };
   const { page, total_pages: pages, total } = timeline.meta;
+  const looks = `${staffLooks} ${staffLooks === 1 ? 'view or search' : 'views and searches'} by support staff`;
   return html`<h2>Timeline</h2>
 <form method="get" action="${path}" class="timeline-filters">
 <label for="from">From</label><input type="date" id="from" name="from" value="${f.from ?? ''}">
@@ -285,27 +308,44 @@ function timelineSection(path: string, f: Filters, timeline: Listed<TimelineEntr
 <option value="revision"${f.kind === 'revision' ? html` selected` : ''}>Revisions only</option>
 <option value="activity"${f.kind === 'activity' ? html` selected` : ''}>Activity only</option>
 </select>
+<span class="check"><input type="checkbox" id="staff_looks" name="staff_looks" value="1"${f.staff_looks ? html` checked` : ''}><label for="staff_looks">Include support staff's views and searches</label></span>
 <div class="actions"><button type="submit">Filter</button></div>
 </form>
+${
+  staffLooks > 0
+    ? html`<p class="muted" id="staff-looks">${
+        f.staff_looks
+          ? html`Listed: ${looks}. <a href="${keep({ staff_looks: undefined })}">Leave them out</a>`
+          : html`Left out: ${looks}. <a href="${keep({ staff_looks: '1' })}">Include them</a>`
+      }</p>`
+    : ''
+}
 <p>Export: <a href="${keep({ format: 'csv' })}">CSV</a> · <a href="${keep({ format: 'json' })}">JSON</a> (${total} entries)</p>
 ${
   timeline.data.length === 0
     ? html`<p>Nothing in this timeline${f.from || f.to || f.kind ? ' for these filters' : ''}.</p>`
     : html`<table class="timeline"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">What</th><th scope="col">Who</th><th scope="col">Details</th></tr></thead><tbody>
-${timeline.data.map(row)}
+${timeline.data.map((e) => row(e, names))}
 </tbody></table>`
 }
 ${pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${page > 1 ? html`<a href="${keep({ page: page - 1 })}" rel="prev">Newer</a>` : ''} <span>Page ${page} of ${pages}</span> ${page < pages ? html`<a href="${keep({ page: page + 1 })}" rel="next">Older</a>` : ''}</nav>` : ''}`;
 }
 
-function row(e: TimelineEntry): Html {
-  const who = html`${e.actor.name} <span class="muted">(${e.actor.type})</span>`;
+/**
+ * One entry, labelled as the account holder's pages label it (the activity log's source, actor and
+ * status; the history's origin), its article and site by title and name.
+ */
+function row(e: TimelineEntry, names: StaffTimeline['names']): Html {
+  const who = actorLabel(e.actor);
+  const article = (id: string): Html =>
+    html`<a href="/staff/articles/${id}">${names.articles.get(id) ?? id}</a>`;
+  const site = e.siteId ? names.sites.get(e.siteId) : undefined;
   if (e.kind === 'revision') {
     return html`<tr><td>${when(e.at)}</td><td><a href="/staff/articles/${e.articleId}/revisions/${e.revision}">Revision ${e.revision}</a> of <a href="/staff/articles/${e.articleId}">${e.title}</a></td><td>${who}</td>
-<td>${e.origin}${e.reason ? html` · “${e.reason}”` : ''}${e.restoredFrom ? html` · restored from ${e.restoredFrom}` : ''}</td></tr>`;
+<td>${originLabel(e.origin)}${site ? html` · ${site}` : ''}${e.reason ? html` · “${e.reason}”` : ''}${e.restoredFrom ? html` · restores revision ${e.restoredFrom}` : ''}</td></tr>`;
   }
-  return html`<tr><td>${when(e.at)}</td><td>${e.operation} <span class="muted">(${e.source})</span></td><td>${who}</td>
-<td>status ${e.status}${e.articleId ? html` · <a href="/staff/articles/${e.articleId}">${e.articleId}</a>` : ''}${e.requestId ? html` · <code>${e.requestId}</code>` : ''}${e.clientRequestId ? html` · client's id <code>${e.clientRequestId}</code>` : ''}</td></tr>`;
+  return html`<tr><td>${when(e.at)}</td><td>${operationLabel(e.operation)} <span class="muted">(${sourceLabel(e.source)})</span></td><td>${who}</td>
+<td>${statusLabel(e.status)}${e.articleId ? html` · ${article(e.articleId)}` : ''}${site ? html` · ${site}` : ''}${e.requestId ? html` · <code>${e.requestId}</code>` : ''}${e.clientRequestId ? html` · client's id <code>${e.clientRequestId}</code>` : ''}</td></tr>`;
 }
 
 const CSV_COLUMNS = [
