@@ -183,8 +183,8 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 .report-range { display: block; font-weight: 400; font-size: .8rem; white-space: nowrap; }
 .report-totals td.up { color: var(--ok); }
 .report-totals td.down { color: var(--danger); }
-.report-figure { margin: 0 0 1.5rem; overflow-x: auto; }
-.report-figure svg.chart { display: block; width: 100%; min-width: 32rem; max-width: 52rem; height: auto; }
+.report-figure { margin: 0 0 1.5rem; }
+.report-figure svg.chart { display: block; width: 100%; max-width: 52rem; height: auto; }
 .report-figure figcaption { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; font-size: .92rem; color: var(--muted); margin-top: .25rem; }
 .swatch { display: inline-block; width: .9rem; height: .9rem; border-radius: .15rem; }
 .swatch.bar-articles, .swatch.bar-industry { background: var(--accent); }
@@ -196,6 +196,10 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 .chart-axis { stroke: var(--muted); stroke-width: 1; }
 .chart-tick { fill: var(--muted); font-size: 13px; }
 .chart-axis-label { fill: var(--fg); font-size: 13px; }
+.chart-empty { fill: var(--muted); font-size: 16px; }
+/* A chart fits its card; on a narrower screen its text is set larger in the chart's own units (640 wide), so it stays 12 px or more. */
+@media (max-width: 48rem) { .chart-tick, .chart-axis-label { font-size: 17px; } .chart-empty { font-size: 20px; } }
+@media (max-width: 30rem) { .chart-tick, .chart-empty { font-size: 26px; } .chart-axis-label { display: none; } }
 .report-numbers summary { cursor: pointer; color: var(--accent); margin: .25rem 0 .75rem; }
 @media print {
   :root:has(.report) { color-scheme: light; --fg: #1d1f23; --muted: #5b606b; --bg: #fff; --card: #fff; --line: #d9dce2; --accent: #2456c9; --chart-2: #b4530b; --ok: #17663a; --danger: #b42318; }
