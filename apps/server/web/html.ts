@@ -200,6 +200,12 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 /* A chart fits its card; on a narrower screen its text is set larger in the chart's own units (640 wide), so it stays 12 px or more. */
 @media (max-width: 48rem) { .chart-tick, .chart-axis-label { font-size: 17px; } .chart-empty { font-size: 20px; } }
 @media (max-width: 30rem) { .chart-tick, .chart-empty { font-size: 26px; } .chart-axis-label { display: none; } }
+/* The Connect Site page's tables (assistants, keys, webhook endpoints, deliveries) are site tables: one block per row on a phone. */
+.site-table .actions { margin: 0; flex-wrap: wrap; gap: .5rem; justify-content: flex-end; }
+.site-table form { margin: 0; }
+.site-table td code { overflow-wrap: anywhere; }
+#webhook-error { scroll-margin-top: 3.5rem; }
+#webhook-error a { color: inherit; }
 .report-numbers summary { cursor: pointer; color: var(--accent); margin: .25rem 0 .75rem; }
 @media print {
   :root:has(.report) { color-scheme: light; --fg: #1d1f23; --muted: #5b606b; --bg: #fff; --card: #fff; --line: #d9dce2; --accent: #2456c9; --chart-2: #b4530b; --ok: #17663a; --danger: #b42318; }
