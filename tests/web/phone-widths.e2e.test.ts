@@ -1,8 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ROOT } from '../support/process.ts';
+import { PATIENCE_API } from '../support/wait.ts';
 import {
   articleWithTwoRevisions,
   createStaff,
@@ -98,7 +99,6 @@ describe(`every page at ${WIDTH} px`, () => {
     web = await startWebApp({ articles: 8, backlinks: 24 });
     await createStaff(web, staff);
     siteId = web.demo.sites[0]?.id as string;
-    articleId = await articleWithTwoRevisions(web, siteId, 'A title edited on the way to a phone');
     const hook = await web.api('/webhooks', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -110,6 +110,12 @@ describe(`every page at ${WIDTH} px`, () => {
     });
     expect(hook.status).toBe(201);
     webhookId = ((await hook.json()) as { id: string }).id;
+    articleId = await articleWithTwoRevisions(web, siteId, 'A title edited on the way to a phone');
+    // The edit's `article.updated` goes to the endpoint: its page lists a delivery.
+    await vi.waitFor(async () => {
+      const res = await web.api(`/webhooks/${webhookId}/deliveries`);
+      expect(((await res.json()) as { data: unknown[] }).data.length).toBeGreaterThan(0);
+    }, PATIENCE_API);
     // Two assistants of the same name, connected from two addresses.
     for (const [i, host] of ['claude.ai', 'assistant.example-workplace.com'].entries()) {
       await connectAssistant(web, {

@@ -125,7 +125,7 @@ ${endpoints.map(
     e,
   ) => html`<tr id="webhook-${e.id}"><td data-label="Endpoint"><a href="/connect/webhooks/${e.id}"><code>${e.url}</code></a>${e.description ? html`<br><span class="muted">${e.description}</span>` : ''}</td>
 <td data-label="Events">${e.events.join(', ')}</td>
-<td data-label="State">${endpointState(e)}</td>
+<td data-label="State"><div>${endpointState(e)}</div></td>
 <td data-label="Actions"><div class="actions">${toggleForm(e, csrf, 'list')}<form method="post" action="/connect/webhooks/${e.id}/delete">${csrf}<button type="submit" aria-label="Delete ${e.url}">Delete</button></form></div></td></tr>`,
 )}
 </tbody></table>`
@@ -213,20 +213,20 @@ ${opts.notice}
 ${
   deliveries.data.length === 0
     ? html`<p class="muted" id="no-deliveries">${page > 1 ? 'No deliveries on this page.' : 'Nothing has been sent to this endpoint yet.'}</p>`
-    : html`<table id="webhook-deliveries" class="site-table"><caption>${total} ${total === 1 ? 'delivery' : 'deliveries'}, newest first</caption>
+    : html`<div class="table-scroll"><table id="webhook-deliveries" class="site-table"><caption>${total} ${total === 1 ? 'delivery' : 'deliveries'}, newest first</caption>
 <thead><tr><th scope="col">Time (UTC)</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Response</th><th scope="col">Duration</th><th scope="col">Actions</th></tr></thead><tbody>
 ${deliveries.data.map(
   (
     d,
   ) => html`<tr id="delivery-${d.id}"><td data-label="Time (UTC)"><time datetime="${d.created_at}">${shownTime(d.created_at)}</time></td>
-<td data-label="Event"><code>${d.event_type}</code>${d.source === 'live' ? '' : html` <span class="muted">(${d.source})</span>`}</td>
-<td data-label="Status">${STATUS_TEXT[d.status]}${d.status === 'pending' && d.attempts > 0 ? html` <span class="muted">next ${shownTime(d.next_attempt_at)}</span>` : ''}</td>
+<td data-label="Event"><span><code>${d.event_type}</code>${d.source === 'live' ? '' : html` <span class="muted">(${d.source})</span>`}</span></td>
+<td data-label="Status"><span>${STATUS_TEXT[d.status]}${d.status === 'pending' && d.attempts > 0 ? html` <span class="muted">next ${shownTime(d.next_attempt_at)}</span>` : ''}</span></td>
 <td data-label="Attempts">${d.attempts}</td>
-<td data-label="Response">${lastAnswer(d)}</td>
+<td data-label="Response"><span>${lastAnswer(d)}</span></td>
 <td data-label="Duration">${d.last_duration_ms === null ? '—' : `${d.last_duration_ms} ms`}</td>
 <td data-label="Actions"><form method="post" action="${base}/deliveries/${d.id}/redeliver">${csrf}<button type="submit" aria-label="Redeliver ${d.event_type} of ${shownTime(d.created_at)}">Redeliver</button></form></td></tr>`,
 )}
-</tbody></table>`
+</tbody></table></div>`
 }
 ${
   pages > 1

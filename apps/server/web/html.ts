@@ -201,9 +201,12 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 @media (max-width: 48rem) { .chart-tick, .chart-axis-label { font-size: 17px; } .chart-empty { font-size: 20px; } }
 @media (max-width: 30rem) { .chart-tick, .chart-empty { font-size: 26px; } .chart-axis-label { display: none; } }
 /* The Connect Site page's tables (assistants, keys, webhook endpoints, deliveries) are site tables: one block per row on a phone. */
-.site-table .actions { margin: 0; flex-wrap: wrap; gap: .5rem; justify-content: flex-end; }
+.site-table .actions { margin: 0; gap: .5rem; justify-content: flex-end; }
 .site-table form { margin: 0; }
-.site-table td code { overflow-wrap: anywhere; }
+.site-table button { white-space: nowrap; overflow-wrap: normal; }
+.site-table td:first-child .muted { font-weight: 400; }
+#webhook-deliveries td { overflow-wrap: break-word; }
+#assistants, #keys, #webhook-endpoints { margin-top: 1rem; }
 #webhook-error { scroll-margin-top: 3.5rem; }
 #webhook-error a { color: inherit; }
 .report-numbers summary { cursor: pointer; color: var(--accent); margin: .25rem 0 .75rem; }
