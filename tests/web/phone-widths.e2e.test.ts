@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { authorizeUrl, PUBLIC_CLIENT, pkce, registerClient } from '../oauth/helpers.ts';
 import { ROOT } from '../support/process.ts';
 import { PATIENCE_API } from '../support/wait.ts';
 import {
@@ -17,7 +18,8 @@ import { connectAssistant } from './site-helpers.ts';
 
 /*
  * Every page of the web app on a phone (390 px wide), in the light and the dark colour scheme, on
- * seeded data (sites, articles, backlinks, keys, connected assistants, webhooks, a report): nothing is
+ * seeded data (sites, articles, backlinks, keys, connected assistants, webhooks, a report), with the
+ * API reference and an assistant's consent page: nothing is
  * wider than the screen (document.documentElement.scrollWidth <= 390); a failure names the elements
  * that stick out. The pages opened are checked against the GET routes the web face registers
  * (apps/server/web/*.ts), so a new page cannot be left out. A screenshot of each, to look at.
@@ -93,6 +95,8 @@ describe(`every page at ${WIDTH} px`, () => {
   let siteId: string;
   let articleId: string;
   let webhookId: string;
+  /** Where an assistant sends the person to allow it: the consent page, once signed in. */
+  let authorize: string;
   const visited: string[] = [];
 
   beforeAll(async () => {
@@ -116,6 +120,23 @@ describe(`every page at ${WIDTH} px`, () => {
       const res = await web.api(`/webhooks/${webhookId}/deliveries`);
       expect(((await res.json()) as { data: unknown[] }).data.length).toBeGreaterThan(0);
     }, PATIENCE_API);
+    const client = await registerClient(web.url, {
+      ...PUBLIC_CLIENT,
+      client_name: 'A research assistant with a rather long name, on a phone',
+      redirect_uris: ['http://127.0.0.1:43117/callback'],
+    });
+    expect(client.status).toBe(201);
+    const { client_id } = (await client.json()) as { client_id: string };
+    const url = authorizeUrl(web.url, {
+      response_type: 'code',
+      client_id,
+      redirect_uri: 'http://127.0.0.1:43117/callback',
+      scope: 'content:read content:write',
+      resource: `${web.url}/mcp`,
+      code_challenge: pkce().challenge,
+      code_challenge_method: 'S256',
+    });
+    authorize = `${url.pathname}${url.search}`;
     // Two assistants of the same name, connected from two addresses.
     for (const [i, host] of ['claude.ai', 'assistant.example-workplace.com'].entries()) {
       await connectAssistant(web, {
@@ -150,7 +171,8 @@ describe(`every page at ${WIDTH} px`, () => {
       if (scrollWidth > WIDTH) {
         failures.push(`${path} (${tag}) is ${scrollWidth} px wide:\n  ${culprits.join('\n  ')}`);
       }
-      const name = path
+      // A long address (the authorization request) is named by the page it lands on.
+      const name = (path.length > 80 ? new URL(page.url()).pathname.replace(/[\w-]{20,}/g, 'uid') : path)
         .replace(/[a-z]{2,5}_[0-9a-z]{26}/g, 'id')
         .replace(/[^a-z0-9]+/gi, '-')
         .replace(/^-|-+$/g, '');
@@ -175,6 +197,8 @@ describe(`every page at ${WIDTH} px`, () => {
     [`/connect/webhooks/${webhookId}`, 200],
     ['/account/password', 200],
     ['/no-such-page', 404],
+    ['/docs', 200],
+    [authorize, 200],
   ];
   const staffPages = (): [string, number][] => [
     ['/staff', 200],
