@@ -210,7 +210,7 @@ describe('the period report', () => {
     const long = new Intl.DateTimeFormat('en-GB', { month: 'long', year: 'numeric', timeZone: 'UTC' });
     const name = (date: string): string => long.format(new Date(`${date}T00:00:00Z`));
     const span = (last: number, monthOf: string): string =>
-      last === 1 ? `1–1 ${name(monthOf)}` : `1–${last} ${name(monthOf)}`;
+      last === 1 ? `1 ${name(monthOf)}` : `1–${last} ${name(monthOf)}`;
     expect(await page.textContent('#comparison')).toBe(
       `Up to today, ${span(dayOfMonth, month.period.from)}, compared with ${span(beforeDays, before.period.from)}, the same days of the month before.`,
     );

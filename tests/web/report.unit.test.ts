@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { htmlText } from '../../apps/server/http/html.ts';
 import { barChart, count, describeChart, labelledDays, yScale } from '../../apps/server/web/chart.ts';
-import { change, periodChoices, periodLabel, reportCsv } from '../../apps/server/web/report.ts';
+import { change, periodChoices, periodLabel, reportCsv, spanText } from '../../apps/server/web/report.ts';
 import { readSiteQuery } from '../../apps/server/web/site-query.ts';
 import { hrefOf, httpHref } from '../../apps/server/web/sites.ts';
 
@@ -86,6 +86,15 @@ describe('the report helpers', () => {
     expect(change(1, 4)).toBe('−3 (−75%)');
     expect(change(3, 3)).toBe('No change');
     expect(change(2, 0)).toBe('+2 (none before)');
+  });
+
+  it('puts the dates compared in words', () => {
+    expect(spanText('2026-10-01', '2026-10-26')).toBe('1–26 October 2026');
+    expect(spanText('2026-10-01', '2026-10-31')).toBe('October 2026');
+    expect(spanText('2024-02-01', '2024-02-29')).toBe('February 2024');
+    expect(spanText('2026-10-01', '2026-10-01')).toBe('1 October 2026');
+    expect(spanText('2026-10-28', '2026-11-26')).toBe('28 October – 26 November 2026');
+    expect(spanText('2026-12-28', '2027-01-26')).toBe('28 December 2026 – 26 January 2027');
   });
 
   it('names periods, and offers the named ones and the 12 months before this one', () => {
