@@ -197,7 +197,7 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 .chart-tick { fill: var(--muted); font-size: 13px; }
 .chart-axis-label { fill: var(--fg); font-size: 13px; }
 .chart-empty { fill: var(--muted); font-size: 16px; }
-/* A chart fits its card; on a narrower screen its text is set larger in the chart's own units (640 wide), so it stays 12 px or more. */
+/* A chart fits its card; on a narrower screen its text is set larger in the chart's own units (640 wide): 11 px or more from 480 px up, 13 px on a 390 px phone. */
 @media (max-width: 48rem) { .chart-tick, .chart-axis-label { font-size: 17px; } .chart-empty { font-size: 20px; } }
 @media (max-width: 30rem) { .chart-tick, .chart-empty { font-size: 26px; } .chart-axis-label { display: none; } }
 /* The Connect Site page's tables (assistants, keys, webhook endpoints, deliveries) are site tables: one block per row on a phone. */
