@@ -234,7 +234,7 @@ export function resolvePeriod(key: string, today: Date): Period {
 export type SiteStats = { articles_published: number; backlinks_industry: number; backlinks_local: number };
 
 /**
- * The counters of one site of the account over a period: one monthly row, or at most 30 daily rows.
+ * The counters of one site of the account over a period: one monthly row, or at most 31 daily rows.
  * Undefined for a site that is not the account's (unknown or another account's alike).
  */
 export async function siteStats(db: Db, scope: SiteScope, period: Period): Promise<SiteStats | undefined> {
@@ -267,31 +267,6 @@ export function periodDays(period: Pick<Period, 'from' | 'to'>): string[] {
     days.push(new Date(t).toISOString().slice(0, 10));
   }
   return days;
-}
-
-/**
- * The period just before: the calendar month before a month's period, the same number of days before
- * any other. Pure; its key is `previous`.
- */
-export function previousPeriod(period: Period): Period {
-  const iso = (t: number): string => new Date(t).toISOString().slice(0, 10);
-  const from = Date.parse(`${period.from}T00:00:00Z`);
-  if (period.grain === 'month') {
-    const start = new Date(from);
-    return {
-      key: 'previous',
-      from: iso(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() - 1, 1)),
-      to: iso(from - 86_400_000),
-      grain: 'month',
-    };
-  }
-  const length = periodDays(period).length;
-  return {
-    key: 'previous',
-    from: iso(from - length * 86_400_000),
-    to: iso(from - 86_400_000),
-    grain: 'day',
-  };
 }
 
 export type DailyStats = SiteStats & { day: string };

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { BacklinkCategory } from '../../domain/backlink/events.ts';
 import { DomainError } from '../../domain/errors.ts';
+import { comparisonOf } from '../../domain/report/comparison.ts';
 import { listBacklinks } from '../../projections/backlinks.ts';
 import {
   type DailyStats,
   type Period,
   periodDays,
-  previousPeriod,
   resolvePeriod,
+  type SiteStats,
   siteDailyStats,
   siteStats,
 } from '../../projections/site-stats.ts';
@@ -61,14 +62,24 @@ export type ReportDayOut = {
   backlinks_local: number;
 };
 
-/** A period's report: the site, every day of the period, its totals and those of the period before. */
+/**
+ * A period's report: the site, every day of the period, its totals, and what the totals compare
+ * (domain/report/comparison.ts): the period up to today against as many days at the start of the
+ * period before while it has not ended, the whole period against the one before once it has.
+ */
 export type ReportOut = {
   site: SiteOut;
   days: ReportDayOut[];
   /** The period's totals: the sums of `days`. */
   stats: StatsOut;
-  /** The period just before (the calendar month before a month, the same number of days otherwise). */
-  previous: StatsOut;
+  comparison: {
+    /** True when the period has not ended: `now` stops at today. */
+    partial: boolean;
+    /** The totals of the period's part compared (its key is the period's). */
+    now: StatsOut;
+    /** The totals of what it is compared with (key `previous`). */
+    before: StatsOut;
+  };
 };
 
 /** The period of a key, or `invalid_request` naming the key. */
@@ -141,8 +152,10 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
     report(call: Call, siteId: string, periodKey: string): Promise<Outcome<ReportOut>> {
       return outcomeOf({ siteId }, async () => {
         const scope = scopeOf(call, siteId);
-        const period = periodOf(periodKey, deps.now());
-        const before = previousPeriod(period);
+        const today = deps.now();
+        const period = periodOf(periodKey, today);
+        const compared = comparisonOf(period, today.toISOString().slice(0, 10));
+        const before: Period = { key: 'previous', ...compared.before };
         const [site, rows, previous] = await Promise.all([
           findSite(db, scope.accountId, siteId),
           ofOwnSite(scope, siteDailyStats(db, scope, period)),
@@ -150,16 +163,25 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
         ]);
         if (!site) throw new DomainError('not_found', `No site ${siteId}`);
         const days = everyDay(period, rows);
-        const sum = (pick: (d: ReportDayOut) => number): number => days.reduce((n, d) => n + pick(d), 0);
-        return {
-          site: siteOut(site),
-          days,
-          stats: statsOut(siteId, period, {
+        const totals = (from: string, to: string): SiteStats => {
+          const within = days.filter((d) => d.date >= from && d.date <= to);
+          const sum = (pick: (d: ReportDayOut) => number): number => within.reduce((n, d) => n + pick(d), 0);
+          return {
             articles_published: sum((d) => d.articles_published),
             backlinks_industry: sum((d) => d.backlinks_industry),
             backlinks_local: sum((d) => d.backlinks_local),
-          }),
-          previous: statsOut(siteId, before, previous),
+          };
+        };
+        const { now } = compared;
+        return {
+          site: siteOut(site),
+          days,
+          stats: statsOut(siteId, period, totals(period.from, period.to)),
+          comparison: {
+            partial: compared.partial,
+            now: statsOut(siteId, { ...period, ...now }, totals(now.from, now.to)),
+            before: statsOut(siteId, before, previous),
+          },
         };
       });
     },

@@ -136,7 +136,7 @@ describe('the sites use cases', () => {
     );
   });
 
-  it("reports every day of the period, totals equal to the stats, and the previous month's totals", async () => {
+  it('reports every day of the month, its totals as the stats, and compares its days so far with as many days of the month before', async () => {
     const call = callOf(principal(mine.accountId));
     const report = unwrap(await app().sites.report(call, mine.siteId, 'this_month'));
     expect(report.site.id).toBe(mine.siteId);
@@ -157,11 +157,32 @@ describe('the sites use cases', () => {
     const stats = unwrap(await app().sites.stats(call, mine.siteId, 'this_month'));
     expect(report.stats).toEqual(stats);
     expect(report.stats).toMatchObject({ articles: { published: 3 }, backlinks: { total: 3, industry: 1 } });
-    expect(report.previous).toEqual({
-      ...unwrap(await app().sites.stats(call, mine.siteId, '2026-10')),
-      period: { key: 'previous', from: '2026-10-01', to: '2026-10-31' },
+    // Today is the 20th: the 1st to the 20th of November against the 1st to the 20th of October.
+    expect(report.comparison.partial).toBe(true);
+    expect(report.comparison.now).toEqual({
+      site_id: mine.siteId,
+      period: { key: 'this_month', from: '2026-11-01', to: '2026-11-20' },
+      articles: { published: 3 },
+      backlinks: { total: 2, industry: 1, local: 1 },
     });
-    expect(report.previous).toMatchObject({ articles: { published: 1 }, backlinks: { industry: 2 } });
+    expect(report.comparison.before).toEqual({
+      site_id: mine.siteId,
+      period: { key: 'previous', from: '2026-10-01', to: '2026-10-20' },
+      articles: { published: 0 },
+      backlinks: { total: 1, industry: 1, local: 0 },
+    });
+  });
+
+  it('compares a month that has ended with the whole month before', async () => {
+    const call = callOf(principal(mine.accountId));
+    const report = unwrap(await app().sites.report(call, mine.siteId, '2026-10'));
+    expect(report.comparison.partial).toBe(false);
+    expect(report.comparison.now).toEqual(report.stats);
+    expect(report.comparison.now).toMatchObject({ articles: { published: 1 }, backlinks: { industry: 2 } });
+    expect(report.comparison.before).toEqual({
+      ...unwrap(await app().sites.stats(call, mine.siteId, '2026-09')),
+      period: { key: 'previous', from: '2026-09-01', to: '2026-09-30' },
+    });
   });
 
   it('compares the last 30 days with the 30 days before', async () => {
@@ -169,11 +190,20 @@ describe('the sites use cases', () => {
       await app().sites.report(callOf(principal(mine.accountId)), mine.siteId, 'last_30_days'),
     );
     expect(report.stats.period).toEqual({ key: 'last_30_days', from: '2026-10-22', to: '2026-11-20' });
-    expect(report.previous.period).toEqual({ key: 'previous', from: '2026-09-22', to: '2026-10-21' });
+    expect(report.comparison.partial).toBe(false);
+    expect(report.comparison.now).toEqual(report.stats);
+    expect(report.comparison.before.period).toEqual({
+      key: 'previous',
+      from: '2026-09-22',
+      to: '2026-10-21',
+    });
     expect(report.days).toHaveLength(30);
     // The 31st of October and the 22nd of October are in the window; the 30th of November is not.
     expect(report.stats).toMatchObject({ articles: { published: 4 }, backlinks: { industry: 2, local: 1 } });
-    expect(report.previous).toMatchObject({ articles: { published: 0 }, backlinks: { industry: 1 } });
+    expect(report.comparison.before).toMatchObject({
+      articles: { published: 0 },
+      backlinks: { industry: 1 },
+    });
   });
 
   it("refuses an unknown period, and another account's site, as the API does", async () => {

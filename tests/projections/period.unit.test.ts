@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { periodDays, previousPeriod, resolvePeriod } from '../../projections/site-stats.ts';
+import { periodDays, resolvePeriod } from '../../projections/site-stats.ts';
 
 const today = new Date('2026-03-15T23:30:00Z');
 
@@ -46,7 +46,7 @@ describe('stats periods (UTC, inclusive dates)', () => {
   });
 });
 
-describe('the days of a period and the period before', () => {
+describe('the days of a period', () => {
   it('lists every day, inclusive, across a leap day', () => {
     expect(periodDays({ from: '2024-02-27', to: '2024-03-02' })).toEqual([
       '2024-02-27',
@@ -56,24 +56,5 @@ describe('the days of a period and the period before', () => {
       '2024-03-02',
     ]);
     expect(periodDays(resolvePeriod('2026-03', today))).toHaveLength(31);
-  });
-
-  it('puts the calendar month before a month, and as many days before a rolling window', () => {
-    expect(previousPeriod(resolvePeriod('2026-03', today))).toEqual({
-      key: 'previous',
-      from: '2026-02-01',
-      to: '2026-02-28',
-      grain: 'month',
-    });
-    expect(previousPeriod(resolvePeriod('2026-01', today))).toMatchObject({
-      from: '2025-12-01',
-      to: '2025-12-31',
-    });
-    expect(previousPeriod(resolvePeriod('last_30_days', today))).toEqual({
-      key: 'previous',
-      from: '2026-01-15',
-      to: '2026-02-13',
-      grain: 'day',
-    });
   });
 });

@@ -143,3 +143,39 @@ export async function expectLabelled(page: Page): Promise<void> {
 export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
+
+/** A support staff member, made with the CLI as an operator does (`staff create`). */
+export type StaffMember = { name: string; email: string; password: string };
+
+export async function createStaff(web: WebApp, who: StaffMember): Promise<void> {
+  const made = await cli(
+    ['staff', 'create', '--name', who.name, '--email', who.email, '--password', who.password],
+    web.env,
+  );
+  expect(made.code, made.stderr).toBe(0);
+}
+
+/** Signs a staff member in; they land on /staff (the header names them, not their email). */
+export async function staffSignIn(page: Page, url: string, who: StaffMember): Promise<void> {
+  await page.goto(`${url}/sign-in`);
+  await page.fill('#email', who.email);
+  await page.fill('#password', who.password);
+  await Promise.all([page.waitForNavigation(), page.press('#password', 'Enter')]);
+  expect(new URL(page.url()).pathname).toBe('/staff');
+}
+
+/**
+ * The id of a site's first article, given a second revision through the API (so that revision 1 has
+ * a restore page).
+ */
+export async function articleWithTwoRevisions(web: WebApp, siteId: string, title: string): Promise<string> {
+  const list = (await (await web.api(`/sites/${siteId}/articles`)).json()) as { data: { id: string }[] };
+  const articleId = list.data[0]?.id as string;
+  const edit = await web.api(`/articles/${articleId}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ title, reason: 'A second revision' }),
+  });
+  expect(edit.status).toBe(200);
+  return articleId;
+}

@@ -1,8 +1,15 @@
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible, noPageScripts } from '../support/axe.ts';
-import { cli } from '../support/process.ts';
-import { screenshot, signIn, startWebApp, type WebApp } from '../support/web.ts';
+import {
+  articleWithTwoRevisions,
+  createStaff,
+  screenshot,
+  signIn,
+  staffSignIn,
+  startWebApp,
+  type WebApp,
+} from '../support/web.ts';
 
 /*
  * axe-core on every page of the web app (WCAG 2.0/2.1 A and AA, best practices): no serious or
@@ -25,21 +32,9 @@ describe('accessibility (axe-core)', () => {
 
   beforeAll(async () => {
     web = await startWebApp();
-    const made = await cli(
-      ['staff', 'create', '--name', staff.name, '--email', staff.email, '--password', staff.password],
-      web.env,
-    );
-    expect(made.code, made.stderr).toBe(0);
+    await createStaff(web, staff);
     siteId = web.demo.sites[0]?.id as string;
-    const list = (await (await web.api(`/sites/${siteId}/articles`)).json()) as { data: { id: string }[] };
-    articleId = list.data[0]?.id as string;
-    // A second revision, so that revision 1 has a restore page.
-    const edit = await web.api(`/articles/${articleId}`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ title: 'An accessible title', reason: 'Accessibility check' }),
-    });
-    expect(edit.status).toBe(200);
+    articleId = await articleWithTwoRevisions(web, siteId, 'An accessible title');
   }, 120_000);
   afterAll(async () => {
     await web?.stop();
@@ -49,15 +44,6 @@ describe('accessibility (axe-core)', () => {
   const newContext = async (width: number, scheme: 'light' | 'dark', pageScripts = false) => {
     const context = await web.browser.newContext({ viewport: { width, height: 800 }, colorScheme: scheme });
     return pageScripts ? context : noPageScripts(context);
-  };
-
-  /** Signs a staff member in (the header names them, not their email). */
-  const staffSignIn = async (page: Page): Promise<void> => {
-    await page.goto(`${web.url}/sign-in`);
-    await page.fill('#email', staff.email);
-    await page.fill('#password', staff.password);
-    await Promise.all([page.waitForNavigation(), page.press('#password', 'Enter')]);
-    expect(new URL(page.url()).pathname).toBe('/staff');
   };
 
   /** Opens each path in the context and checks it; returns nothing, fails on the first bad page. */
@@ -129,7 +115,7 @@ describe('accessibility (axe-core)', () => {
     it(`the support staff's pages, ${tag}`, async () => {
       const context = await newContext(width, scheme);
       const page = await context.newPage();
-      await staffSignIn(page);
+      await staffSignIn(page, web.url, staff);
       await page.close();
       await check(
         context,

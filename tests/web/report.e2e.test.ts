@@ -79,19 +79,30 @@ describe('the period report', () => {
           new Date(`${month.period.from}T00:00:00Z`),
         ),
       );
-      expect(chart.desc).toMatch(/^From 1 [A-Z][a-z]{2} \d{4} to \d{2} [A-Z][a-z]{2} \d{4}: /);
+      expect(chart.desc).toMatch(/^From 1 [A-Z][a-z]{2} \d{4} to \d{2} [A-Z][a-z]{2} \d{4}[:.] /);
     }
-    expect(await page.$eval('#chart-articles desc', (d) => d.textContent)).toContain(
-      `: ${month.articles.published} articles;`,
+    const counted = (n: number, one: string, other: string): string => `${n} ${n === 1 ? one : other}`;
+    const articlesDesc = await page.$eval('#chart-articles desc', (d) => d.textContent);
+    expect(articlesDesc).toContain(
+      month.articles.published === 0
+        ? '. No article was published in this period.'
+        : `: ${counted(month.articles.published, 'article', 'articles')};`,
     );
+    const { industry, local } = month.backlinks;
     expect(await page.$eval('#chart-backlinks desc', (d) => d.textContent)).toContain(
-      `: ${month.backlinks.industry} industry backlinks and ${month.backlinks.local} local backlinks;`,
+      industry + local === 0
+        ? '. No backlink was acquired in this period.'
+        : `: ${counted(industry, 'industry backlink', 'industry backlinks')} and ${counted(local, 'local backlink', 'local backlinks')};`,
     );
     // One bar per series and day with a count, each titled with its day and count.
     const bars = await page.$$eval('#chart-backlinks rect title', (ts) => ts.map((t) => t.textContent));
     expect(bars.length).toBeGreaterThan(0);
     expect(
-      bars.every((t) => /^\d{1,2} [A-Z][a-z]{2} \d{4}: \d+ (industry|local) backlinks$/.test(t ?? '')),
+      bars.every((t) =>
+        /^\d{1,2} [A-Z][a-z]{2} \d{4}: (1 (industry|local) backlink|([02-9]|\d\d+) (industry|local) backlinks)$/.test(
+          t ?? '',
+        ),
+      ),
     ).toBe(true);
     await expectLabelled(page);
   });
@@ -189,12 +200,80 @@ describe('the period report', () => {
     expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
   });
 
-  it('fits a phone: the page does not scroll sideways, the charts scroll within their box', async () => {
-    const narrow = await web.signedIn({ width: 390 });
-    const { page } = await open(`/sites/${site.id}/report?period=last_30_days`, narrow);
-    expect(await page.$eval('html', (el) => el.scrollWidth)).toBeLessThanOrEqual(390);
-    await screenshot(page, 'report-390');
+  it('compares this month so far with as many days at the start of the month before, and says so', async () => {
+    const { page } = await open(`/sites/${site.id}/report`);
+    const today = new Date().toISOString().slice(0, 10);
+    const dayOfMonth = Number(today.slice(8));
+    const month = await stats(web, site.id, 'this_month');
+    const before = await stats(web, site.id, 'last_month');
+    const beforeDays = Math.min(dayOfMonth, Number(before.period.to.slice(8)));
+    const long = new Intl.DateTimeFormat('en-GB', { month: 'long', year: 'numeric', timeZone: 'UTC' });
+    const name = (date: string): string => long.format(new Date(`${date}T00:00:00Z`));
+    const span = (last: number, monthOf: string): string =>
+      last === 1 ? `1 ${name(monthOf)}` : `1–${last} ${name(monthOf)}`;
+    expect(await page.textContent('#comparison')).toBe(
+      `Up to today, ${span(dayOfMonth, month.period.from)}, compared with ${span(beforeDays, before.period.from)}, the same days of the month before.`,
+    );
+    // The totals: this month's days up to today, and the same days of last month, from the CSVs.
+    const csv = async (period: string) =>
+      parseCsv(
+        await (await context.request.get(`${web.url}/sites/${site.id}/report.csv?period=${period}`)).text(),
+      );
+    const upTo = (rows: Awaited<ReturnType<typeof csv>>, last: number) =>
+      rows.filter((r) => Number(r.date.slice(8)) <= last).reduce((n, r) => n + r.i + r.l, 0);
+    const table = await totals(page);
+    expect(table['Backlinks acquired']?.slice(0, 2)).toEqual([
+      String(upTo(await csv('this_month'), dayOfMonth)),
+      String(upTo(await csv('last_month'), beforeDays)),
+    ]);
+    // A month that has ended is compared with the whole month before.
+    const ended = await open(`/sites/${site.id}/report?period=${lastMonth}`);
+    expect(await ended.page.textContent('#comparison')).toBe(
+      `${name(before.period.from)} compared with ${name(`${monthBefore}-01`)}.`,
+    );
   });
+
+  it('says so when a period has nothing in it', async () => {
+    const { page } = await open(`/sites/${site.id}/report?period=2001-02`);
+    expect(await page.textContent('#chart-articles .chart-empty')).toBe(
+      'No article was published in this period.',
+    );
+    expect(await page.textContent('#chart-backlinks .chart-empty')).toBe(
+      'No backlink was acquired in this period.',
+    );
+    expect(await page.$$('.report-figure rect')).toHaveLength(0);
+    expect(await page.textContent('#comparison')).toBe('February 2001 compared with January 2001.');
+  });
+
+  for (const width of [1280, 390]) {
+    it(`fits a ${width} px screen: the whole month in each chart, its labels 11 px or more`, async () => {
+      const on = await web.signedIn({ width });
+      const { page } = await open(`/sites/${site.id}/report?period=${lastMonth}`, on);
+      expect(await page.$eval('html', (el) => el.scrollWidth)).toBeLessThanOrEqual(width);
+      for (const id of ['chart-articles', 'chart-backlinks']) {
+        const chart = await page.$eval(`#${id}`, (svg) => {
+          const box = svg.getBoundingClientRect();
+          const figure = svg.closest('figure')?.getBoundingClientRect();
+          const scale = box.width / 640;
+          const sizes = [...svg.querySelectorAll('text.chart-tick')].map(
+            (t) =>
+              Number.parseFloat(t.ownerDocument.defaultView?.getComputedStyle(t).fontSize ?? '0') * scale,
+          );
+          const lastDay = [...svg.querySelectorAll('text.chart-day')].at(-1)?.getBoundingClientRect();
+          return {
+            right: box.right,
+            figureRight: figure?.right ?? 0,
+            smallest: Math.min(...sizes),
+            lastDayRight: lastDay?.right ?? Number.POSITIVE_INFINITY,
+          };
+        });
+        expect(chart.right).toBeLessThanOrEqual(chart.figureRight + 0.5);
+        expect(chart.lastDayRight).toBeLessThanOrEqual(chart.right + 0.5);
+        expect(chart.smallest, `${id} at ${width} px`).toBeGreaterThanOrEqual(11);
+      }
+      await screenshot(page, `report-${width}`);
+    });
+  }
 
   it('shows the form again with the error for an unknown period, never a server error', async () => {
     for (const period of ['next_year', '2026-13', '1969-12']) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { htmlText } from '../../apps/server/http/html.ts';
-import { barChart, describeChart, labelledDays, yScale } from '../../apps/server/web/chart.ts';
-import { change, periodChoices, periodLabel, reportCsv } from '../../apps/server/web/report.ts';
+import { barChart, count, describeChart, labelledDays, yScale } from '../../apps/server/web/chart.ts';
+import { change, periodChoices, periodLabel, reportCsv, spanText } from '../../apps/server/web/report.ts';
 import { readSiteQuery } from '../../apps/server/web/site-query.ts';
 import { hrefOf, httpHref } from '../../apps/server/web/sites.ts';
 
@@ -24,14 +24,15 @@ describe('the report helpers', () => {
       id: 'c',
       title: 'Backlinks',
       yLabel: 'Backlinks',
+      nothing: 'No backlink was acquired in this period.',
       days: ['2026-11-01', '2026-11-02'],
       series: [
-        { label: 'industry backlinks', className: 'a', values: [1, 0] },
-        { label: 'local backlinks', className: 'b', values: [1, 3] },
+        { label: ['industry backlink', 'industry backlinks'], className: 'a', values: [1, 0] },
+        { label: ['local backlink', 'local backlinks'], className: 'b', values: [1, 3] },
       ],
-    };
+    } as const;
     expect(describeChart(chart)).toBe(
-      'From 1 Nov 2026 to 2 Nov 2026: 1 industry backlinks and 4 local backlinks; the most on 2 Nov 2026 (3).',
+      'From 1 Nov 2026 to 2 Nov 2026: 1 industry backlink and 4 local backlinks; the most on 2 Nov 2026 (3).',
     );
     const svg = htmlText(barChart(chart));
     expect(svg).toContain('<title id="c-title">Backlinks</title>');
@@ -39,8 +40,34 @@ describe('the report helpers', () => {
     // Three bars (no bar for a zero), stacked: the local bar of the 1st sits on its industry bar.
     expect(svg.match(/<rect /g)).toHaveLength(3);
     expect(svg).toContain('<title>2 Nov 2026: 3 local backlinks</title>');
+    expect(svg).toContain('<title>1 Nov 2026: 1 local backlink</title>');
+    expect(svg).not.toContain('chart-empty');
     expect(svg).not.toContain('style=');
     expect(htmlText(barChart({ ...chart, title: '<script>' }))).toContain('&lt;script&gt;');
+  });
+
+  it('says so when a chart has nothing in it', () => {
+    const chart = {
+      id: 'e',
+      title: 'Articles published per day',
+      yLabel: 'Articles',
+      nothing: 'No article was published in this period.',
+      days: ['2026-11-01', '2026-11-02'],
+      series: [{ label: ['article', 'articles'], className: 'a', values: [0, 0] }],
+    } as const;
+    expect(describeChart(chart)).toBe(
+      'From 1 Nov 2026 to 2 Nov 2026. No article was published in this period.',
+    );
+    const svg = htmlText(barChart(chart));
+    expect(svg).toContain('class="chart-empty"');
+    expect(svg).toContain('>No article was published in this period.</text>');
+    expect(svg).not.toContain('<rect ');
+  });
+
+  it('counts in the singular for one', () => {
+    expect(count(1, ['article', 'articles'])).toBe('1 article');
+    expect(count(0, ['article', 'articles'])).toBe('0 articles');
+    expect(count(2, ['backlink', 'backlinks'])).toBe('2 backlinks');
   });
 
   it('writes one CSV row per day under its header, with CRLF', () => {
@@ -59,6 +86,15 @@ describe('the report helpers', () => {
     expect(change(1, 4)).toBe('−3 (−75%)');
     expect(change(3, 3)).toBe('No change');
     expect(change(2, 0)).toBe('+2 (none before)');
+  });
+
+  it('puts the dates compared in words', () => {
+    expect(spanText('2026-10-01', '2026-10-26')).toBe('1–26 October 2026');
+    expect(spanText('2026-10-01', '2026-10-31')).toBe('October 2026');
+    expect(spanText('2024-02-01', '2024-02-29')).toBe('February 2024');
+    expect(spanText('2026-10-01', '2026-10-01')).toBe('1 October 2026');
+    expect(spanText('2026-10-28', '2026-11-26')).toBe('28 October – 26 November 2026');
+    expect(spanText('2026-12-28', '2027-01-26')).toBe('28 December 2026 – 26 January 2027');
   });
 
   it('names periods, and offers the named ones and the 12 months before this one', () => {

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { expect } from 'vitest';
 import { cli } from '../support/process.ts';
 import type { WebApp } from '../support/web.ts';
@@ -76,4 +77,28 @@ export async function anotherAccountsSite(web: WebApp): Promise<string> {
   expect(seeded.code, seeded.stderr).toBe(0);
   const other = JSON.parse(seeded.stdout) as { sites: { id: string }[] };
   return (other.sites[0] as { id: string }).id;
+}
+
+/**
+ * An assistant connected to the demo account, as the consent page leaves it (an `oauth_grants` row and
+ * its live Grant in `oauth_models`), connected `daysAgo` days ago and last used now.
+ */
+export async function connectAssistant(
+  web: WebApp,
+  a: { grantId: string; clientId: string; name: string; host: string; daysAgo: number },
+): Promise<void> {
+  const sql = new pg.Client({ connectionString: web.env.DATABASE_URL });
+  await sql.connect();
+  try {
+    await sql.query(`insert into oauth_models (kind, id, payload, grant_id) values ('Grant', $1, '{}', $1)`, [
+      a.grantId,
+    ]);
+    await sql.query(
+      `insert into oauth_grants (grant_id, account_id, client_id, client_name, redirect_host, scope, created_at, last_used_at)
+       values ($1, $2, $3, $4, $5, 'content:read content:write', now() - make_interval(days => $6), now())`,
+      [a.grantId, web.demo.account_id, a.clientId, a.name, a.host, a.daysAgo],
+    );
+  } finally {
+    await sql.end();
+  }
 }

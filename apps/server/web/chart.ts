@@ -3,13 +3,14 @@ import { type Html, html } from '../http/html.ts';
 /*
  * Bar charts as SVG rendered on the server (no script): one bar per day, stacked when there are several
  * series. Readable without seeing it: a <title> and a <desc> that sums it up, axis labels, and each bar
- * with its own <title>. Colours come from classes of the shared stylesheet (the CSP allows no inline
- * style).
+ * with its own <title>; a chart with nothing in it says so. Colours and text sizes come from classes of
+ * the shared stylesheet (the CSP allows no inline style): the chart fits the width it is given, and on
+ * a narrow screen the stylesheet sets its labels larger in the chart's own units, so they stay readable.
  */
 
 export type ChartSeries = {
-  /** What one unit is called in the description (`articles`, `industry backlinks`). */
-  label: string;
+  /** What one and several units are called in the description (`article`, `articles`). */
+  label: readonly [one: string, other: string];
   /** The stylesheet class of its bars. */
   className: string;
   /** One value per day, in the order of the chart's days. */
@@ -25,12 +26,15 @@ export type BarChart = {
   series: readonly ChartSeries[];
   /** What the y axis counts (`Articles`). */
   yLabel: string;
+  /** What the chart says when it has nothing in it (`No article was published in this period.`). */
+  nothing: string;
 };
 
 const WIDTH = 640;
 const HEIGHT = 260;
 const LEFT = 44;
-const RIGHT = 8;
+/** Room for the last day's label, centred on its bar, at the larger text of a narrow screen. */
+const RIGHT = 24;
 const TOP = 12;
 const BOTTOM = 44;
 
@@ -41,6 +45,11 @@ const dateFormat = new Intl.DateTimeFormat('en-GB', {
   year: 'numeric',
   timeZone: 'UTC',
 });
+
+/** `1 article`, `2 articles`, `0 articles`. */
+export function count(n: number, [one, other]: readonly [string, string]): string {
+  return `${n} ${n === 1 ? one : other}`;
+}
 
 /** `3 Nov 2026` for `2026-11-03`. */
 export function longDate(day: string): string {
@@ -82,12 +91,17 @@ export function describeChart(chart: BarChart): string {
   if (days.length === 0) return 'No days.';
   const first = days[0] as string;
   const last = days[days.length - 1] as string;
-  const totals = series.map((s) => `${s.values.reduce((a, b) => a + b, 0)} ${s.label}`);
   const perDay = days.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] ?? 0), 0));
   const most = Math.max(0, ...perDay);
+  if (most === 0) return `From ${longDate(first)} to ${longDate(last)}. ${chart.nothing}`;
+  const totals = series.map((s) =>
+    count(
+      s.values.reduce((a, b) => a + b, 0),
+      s.label,
+    ),
+  );
   const busiest = perDay.indexOf(most);
-  const peak = most === 0 ? 'none on any day' : `the most on ${longDate(days[busiest] as string)} (${most})`;
-  return `From ${longDate(first)} to ${longDate(last)}: ${totals.join(' and ')}; ${peak}.`;
+  return `From ${longDate(first)} to ${longDate(last)}: ${totals.join(' and ')}; the most on ${longDate(days[busiest] as string)} (${most}).`;
 }
 
 /** A bar chart of one or more stacked series per day, as inline SVG. */
@@ -105,7 +119,7 @@ export function barChart(chart: BarChart): Html {
   const grid: Html[] = [];
   for (let v = 0; v <= top; v += step) {
     grid.push(html`<line class="chart-grid" x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${n(y(v))}" y2="${n(y(v))}"/>
-<text class="chart-tick" x="${LEFT - 6}" y="${n(y(v) + 4)}" text-anchor="end">${v}</text>`);
+<text class="chart-tick" x="${LEFT - 6}" y="${n(y(v))}" text-anchor="end" dominant-baseline="central">${v}</text>`);
   }
 
   const bars: Html[] = [];
@@ -116,17 +130,22 @@ export function barChart(chart: BarChart): Html {
       const value = s.values[i] ?? 0;
       if (value > 0) {
         bars.push(
-          html`<rect class="${s.className}" x="${n(x)}" y="${n(y(base + value))}" width="${n(barWidth)}" height="${n(y(base) - y(base + value))}"><title>${longDate(day)}: ${value} ${s.label}</title></rect>`,
+          html`<rect class="${s.className}" x="${n(x)}" y="${n(y(base + value))}" width="${n(barWidth)}" height="${n(y(base) - y(base + value))}"><title>${longDate(day)}: ${count(value, s.label)}</title></rect>`,
         );
       }
       base += value;
     }
   });
 
+  // Hanging below the axis, whatever the text's size; the first starts at the axis, clear of the `0`.
   const labels = labelledDays(days.length).map((i) => {
-    const x = LEFT + i * slot + slot / 2;
-    return html`<text class="chart-tick" x="${n(x)}" y="${HEIGHT - BOTTOM + 18}" text-anchor="middle">${shortDate(days[i] as string)}</text>`;
+    const x = i === 0 ? LEFT : LEFT + i * slot + slot / 2;
+    return html`<text class="chart-tick chart-day" x="${n(x)}" y="${HEIGHT - BOTTOM + 6}" dominant-baseline="hanging" text-anchor="${i === 0 ? 'start' : 'middle'}">${shortDate(days[i] as string)}</text>`;
   });
+  const empty =
+    perDay.some((v) => v > 0) || days.length === 0
+      ? ''
+      : html`<text class="chart-empty" x="${LEFT + plotWidth / 2}" y="${TOP + plotHeight / 2}" text-anchor="middle" dominant-baseline="central">${chart.nothing}</text>`;
 
   const titleId = `${chart.id}-title`;
   const descId = `${chart.id}-desc`;
@@ -137,6 +156,7 @@ ${grid}
 ${bars}
 <line class="chart-axis" x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${n(y(0))}" y2="${n(y(0))}"/>
 ${labels}
+${empty}
 <text class="chart-axis-label" x="${LEFT + plotWidth / 2}" y="${HEIGHT - 6}" text-anchor="middle">Day (UTC)</text>
 <text class="chart-axis-label" x="12" y="${TOP + plotHeight / 2}" text-anchor="middle" transform="rotate(-90 12 ${TOP + plotHeight / 2})">${chart.yLabel}</text>
 </svg>`;

@@ -154,13 +154,13 @@ ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 ${
   assistants.length === 0
     ? html`<p class="muted" id="no-assistants">No assistant is connected.</p>`
-    : html`<table id="assistants"><thead><tr><th>Assistant</th><th>Returns to</th><th>Access</th><th>Connected</th><th>Last used</th><th><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
+    : html`<table id="assistants" class="site-table"><thead><tr><th scope="col">Assistant</th><th scope="col">Address</th><th scope="col">Access</th><th scope="col">Connected</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
 ${assistants.map(
   (
     a,
-  ) => html`<tr><td>${a.name}</td><td>${a.redirectHost}</td><td>${a.access === 'write' ? 'read and write' : 'read'}</td>
-<td>${when(a.connectedAt)}</td><td>${when(a.lastUsedAt)}</td>
-<td><form method="post" action="/connect/assistants/${encodeURIComponent(a.clientId)}/disconnect">${csrf}<button type="submit">Disconnect</button></form></td></tr>`,
+  ) => html`<tr><td data-label="Assistant">${a.name}</td><td data-label="Address"><code>${a.redirectHost}</code></td><td data-label="Access">${a.access === 'write' ? 'read and write' : 'read'}</td>
+<td data-label="Connected">${when(a.connectedAt)}</td><td data-label="Last used">${when(a.lastUsedAt)}</td>
+<td><form method="post" action="/connect/assistants/${encodeURIComponent(a.clientId)}/disconnect">${csrf}<button type="submit" aria-label="Disconnect ${a.name} (${a.redirectHost}, connected ${when(a.connectedAt)})">Disconnect</button></form></td></tr>`,
 )}
 </tbody></table>`
 }
@@ -179,16 +179,16 @@ ${csrf}
 ${
   keys.length === 0
     ? html`<p class="muted" id="no-keys">No keys yet.</p>`
-    : html`<table id="keys"><thead><tr><th>Name</th><th>Key</th><th>Access</th><th>Created</th><th>Last used</th><th><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
+    : html`<table id="keys" class="site-table"><thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Access</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
 ${keys.map(
   (
     k,
-  ) => html`<tr><td>${k.name}</td><td><code>${k.prefix}…</code></td><td>${k.scope === 'write' ? 'read and write' : 'read'}</td>
-<td>${when(k.created_at)}</td><td>${when(k.last_used_at)}</td>
+  ) => html`<tr><td data-label="Name">${k.name}</td><td data-label="Key"><code class="key-prefix">${k.prefix}…</code></td><td data-label="Access">${k.scope === 'write' ? 'read and write' : 'read'}</td>
+<td data-label="Created">${when(k.created_at)}</td><td data-label="Last used">${when(k.last_used_at)}</td>
 <td>${
     k.revoked_at
       ? html`<span class="muted">revoked ${when(k.revoked_at)}</span>`
-      : html`<form method="post" action="/connect/keys/${k.id}/revoke">${csrf}<button type="submit">Revoke</button></form>`
+      : html`<form method="post" action="/connect/keys/${k.id}/revoke">${csrf}<button type="submit" aria-label="Revoke ${k.name} (${k.prefix}…)">Revoke</button></form>`
   }</td></tr>`,
 )}
 </tbody></table>`

@@ -66,6 +66,12 @@ const eventFieldId = (type: string): string =>
   `webhook-event-${type.replaceAll('.', '-').replaceAll('_', '-')}`;
 /** The form field name of an event type's checkbox (the form parser keeps one value per name). */
 export const eventFieldName = (type: string): string => `event.${type}`;
+/** The field a refusal of the add form links to: the URL, the first event's checkbox, the description. */
+const FIELD_IDS = {
+  url: 'webhook-url',
+  events: eventFieldId(WEBHOOK_EVENT_TYPES[0]),
+  description: 'webhook-description',
+} as const;
 
 /** The state of an endpoint: Enabled, or Disabled since when and why. */
 function endpointState(e: WebhookEndpointOut): Html {
@@ -113,23 +119,23 @@ ${
 ${
   endpoints.length === 0
     ? html`<p class="muted" id="no-webhooks">No webhook endpoints yet.</p>`
-    : html`<div class="table-scroll"><table id="webhook-endpoints"><thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead><tbody>
+    : html`<table id="webhook-endpoints" class="site-table"><thead><tr><th scope="col">Endpoint</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead><tbody>
 ${endpoints.map(
   (
     e,
-  ) => html`<tr id="webhook-${e.id}"><td><a href="/connect/webhooks/${e.id}"><code>${e.url}</code></a>${e.description ? html`<br><span class="muted">${e.description}</span>` : ''}</td>
-<td>${e.events.join(', ')}</td>
-<td>${endpointState(e)}</td>
-<td><div class="actions">${toggleForm(e, csrf, 'list')}<form method="post" action="/connect/webhooks/${e.id}/delete">${csrf}<button type="submit" aria-label="Delete ${e.url}">Delete</button></form></div></td></tr>`,
+  ) => html`<tr id="webhook-${e.id}"><td data-label="Endpoint"><a href="/connect/webhooks/${e.id}"><code>${e.url}</code></a>${e.description ? html`<br><span class="muted">${e.description}</span>` : ''}</td>
+<td data-label="Events">${e.events.join(', ')}</td>
+<td data-label="State"><div>${endpointState(e)}</div></td>
+<td data-label="Actions"><div class="actions">${toggleForm(e, csrf, 'list')}<form method="post" action="/connect/webhooks/${e.id}/delete">${csrf}<button type="submit" aria-label="Delete ${e.url}">Delete</button></form></div></td></tr>`,
 )}
-</tbody></table></div>`
+</tbody></table>`
 }
 <h3>Add an endpoint</h3>
-${error ? html`<p class="error" role="alert" id="webhook-error">${error.message}</p>` : ''}
+${error ? html`<p class="error" role="alert" id="webhook-error">${error.field ? html`<a href="#${FIELD_IDS[error.field]}">${error.message}</a>` : error.message}</p>` : ''}
 ${
   full
     ? html`<p class="muted" id="webhooks-full">This account has ${WEBHOOK_ENDPOINTS_MAX} endpoints, the most it may have: delete one to add another.</p>`
-    : html`<form method="post" action="/connect/webhooks" id="add-webhook">
+    : html`<form method="post" action="/connect/webhooks#webhook-error" id="add-webhook">
 ${csrf}
 <label for="webhook-url">URL</label>
 <input type="text" inputmode="url" autocomplete="off" spellcheck="false" id="webhook-url" name="url" maxlength="${WEBHOOK_URL_MAX}" required placeholder="https://hooks.example.com/content" value="${state.url}"${invalid('url')}>
@@ -207,18 +213,18 @@ ${opts.notice}
 ${
   deliveries.data.length === 0
     ? html`<p class="muted" id="no-deliveries">${page > 1 ? 'No deliveries on this page.' : 'Nothing has been sent to this endpoint yet.'}</p>`
-    : html`<div class="table-scroll"><table id="webhook-deliveries"><caption>${total} ${total === 1 ? 'delivery' : 'deliveries'}, newest first</caption>
+    : html`<div class="table-scroll"><table id="webhook-deliveries" class="site-table"><caption>${total} ${total === 1 ? 'delivery' : 'deliveries'}, newest first</caption>
 <thead><tr><th scope="col">Time (UTC)</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Response</th><th scope="col">Duration</th><th scope="col">Actions</th></tr></thead><tbody>
 ${deliveries.data.map(
   (
     d,
-  ) => html`<tr id="delivery-${d.id}"><td><time datetime="${d.created_at}">${shownTime(d.created_at)}</time></td>
-<td><code>${d.event_type}</code>${d.source === 'live' ? '' : html` <span class="muted">(${d.source})</span>`}</td>
-<td>${STATUS_TEXT[d.status]}${d.status === 'pending' && d.attempts > 0 ? html` <span class="muted">next ${shownTime(d.next_attempt_at)}</span>` : ''}</td>
-<td>${d.attempts}</td>
-<td>${lastAnswer(d)}</td>
-<td>${d.last_duration_ms === null ? '—' : `${d.last_duration_ms} ms`}</td>
-<td><form method="post" action="${base}/deliveries/${d.id}/redeliver">${csrf}<button type="submit" aria-label="Redeliver ${d.event_type} of ${shownTime(d.created_at)}">Redeliver</button></form></td></tr>`,
+  ) => html`<tr id="delivery-${d.id}"><td data-label="Time (UTC)"><time datetime="${d.created_at}">${shownTime(d.created_at)}</time></td>
+<td data-label="Event"><span><code>${d.event_type}</code>${d.source === 'live' ? '' : html` <span class="muted">(${d.source})</span>`}</span></td>
+<td data-label="Status"><span>${STATUS_TEXT[d.status]}${d.status === 'pending' && d.attempts > 0 ? html` <span class="muted">next ${shownTime(d.next_attempt_at)}</span>` : ''}</span></td>
+<td data-label="Attempts">${d.attempts}</td>
+<td data-label="Response"><span>${lastAnswer(d)}</span></td>
+<td data-label="Duration">${d.last_duration_ms === null ? '—' : `${d.last_duration_ms} ms`}</td>
+<td data-label="Actions"><form method="post" action="${base}/deliveries/${d.id}/redeliver">${csrf}<button type="submit" aria-label="Redeliver ${d.event_type} of ${shownTime(d.created_at)}">Redeliver</button></form></td></tr>`,
 )}
 </tbody></table></div>`
 }

@@ -197,8 +197,8 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 .report-range { display: block; font-weight: 400; font-size: .8rem; white-space: nowrap; }
 .report-totals td.up { color: var(--ok); }
 .report-totals td.down { color: var(--danger); }
-.report-figure { margin: 0 0 1.5rem; overflow-x: auto; }
-.report-figure svg.chart { display: block; width: 100%; min-width: 32rem; max-width: 52rem; height: auto; }
+.report-figure { margin: 0 0 1.5rem; }
+.report-figure svg.chart { display: block; width: 100%; max-width: 52rem; height: auto; }
 .report-figure figcaption { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; font-size: .92rem; color: var(--muted); margin-top: .25rem; }
 .swatch { display: inline-block; width: .9rem; height: .9rem; border-radius: .15rem; }
 .swatch.bar-articles, .swatch.bar-industry { background: var(--accent); }
@@ -210,6 +210,19 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
 .chart-axis { stroke: var(--muted); stroke-width: 1; }
 .chart-tick { fill: var(--muted); font-size: 13px; }
 .chart-axis-label { fill: var(--fg); font-size: 13px; }
+.chart-empty { fill: var(--muted); font-size: 16px; }
+/* A chart fits its card; on a narrower screen its text is set larger in the chart's own units (640 wide): 11 px or more from 480 px up, 13 px on a 390 px phone. */
+@media (max-width: 48rem) { .chart-tick, .chart-axis-label { font-size: 17px; } .chart-empty { font-size: 20px; } }
+@media (max-width: 30rem) { .chart-tick, .chart-empty { font-size: 26px; } .chart-axis-label { display: none; } }
+/* The Connect Site page's tables (assistants, keys, webhook endpoints, deliveries) are site tables: one block per row on a phone. */
+.site-table .actions { margin: 0; gap: .5rem; justify-content: flex-end; }
+.site-table form { margin: 0; }
+.site-table button { white-space: nowrap; overflow-wrap: normal; }
+.site-table td:first-child .muted { font-weight: 400; }
+#webhook-deliveries td { overflow-wrap: break-word; }
+#assistants, #keys, #webhook-endpoints { margin-top: 1rem; }
+#webhook-error { scroll-margin-top: 3.5rem; }
+#webhook-error a { color: inherit; }
 .report-numbers summary { cursor: pointer; color: var(--accent); margin: .25rem 0 .75rem; }
 @media print {
   :root:has(.report) { color-scheme: light; --fg: #1d1f23; --muted: #5b606b; --bg: #fff; --card: #fff; --line: #d9dce2; --accent: #2456c9; --chart-2: #b4530b; --ok: #17663a; --danger: #b42318; }

@@ -7,7 +7,7 @@ import type { ReportDayOut, ReportOut } from '../../application/sites.ts';
 import type { StatsOut } from '../../application/wire.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { webCall } from './call.ts';
-import { barChart, longDate } from './chart.ts';
+import { barChart, count, longDate } from './chart.ts';
 import { csvText } from './csv.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
@@ -16,7 +16,8 @@ import { crumbs, day, hrefOf, linkTo } from './sites.ts';
 
 /*
  * The period report of a site (`/sites/{id}/report?period=`): articles published and backlinks
- * acquired per day as SVG charts, the totals against the period before, the period's articles and
+ * acquired per day as SVG charts, the totals against the period before (a month not ended: its days so
+ * far against as many days of the month before, and the page says which), the period's articles and
  * backlinks, printable; and its CSV (`/sites/{id}/report.csv?period=`), one row per day.
  */
 
@@ -24,6 +25,24 @@ import { crumbs, day, hrefOf, linkTo } from './sites.ts';
 const LIST_LIMIT = 100;
 
 const monthName = new Intl.DateTimeFormat('en-GB', { month: 'long', year: 'numeric', timeZone: 'UTC' });
+const dayMonth = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', timeZone: 'UTC' });
+
+/**
+ * Inclusive dates in words: `1–26 October 2026`, `October 2026` (a whole month), `1 October 2026` (one
+ * day), `28 October – 26 November 2026`, `28 December 2026 – 3 January 2027`. Pure.
+ */
+export function spanText(from: string, to: string): string {
+  const a = new Date(`${from}T00:00:00Z`);
+  const b = new Date(`${to}T00:00:00Z`);
+  const year = (d: Date): string => String(d.getUTCFullYear());
+  const sameMonth = from.slice(0, 7) === to.slice(0, 7);
+  const lastOfMonth = new Date(Date.UTC(b.getUTCFullYear(), b.getUTCMonth() + 1, 0)).getUTCDate();
+  if (from === to) return `${dayMonth.format(a)} ${year(a)}`;
+  if (sameMonth && a.getUTCDate() === 1 && b.getUTCDate() === lastOfMonth) return monthName.format(a);
+  if (sameMonth) return `${a.getUTCDate()}–${dayMonth.format(b)} ${year(b)}`;
+  if (from.slice(0, 4) === to.slice(0, 4)) return `${dayMonth.format(a)} – ${dayMonth.format(b)} ${year(b)}`;
+  return `${dayMonth.format(a)} ${year(a)} – ${dayMonth.format(b)} ${year(b)}`;
+}
 
 /** `This month`, `Last 30 days`, `November 2026`. */
 export function periodLabel(key: string): string {
@@ -150,36 +169,47 @@ ${periodForm(site.id, key as string, true)}
 <div class="site-stack">
 <section class="card" aria-labelledby="totals-heading">
 <h2 id="totals-heading">Totals</h2>
-${totalsTable(report.stats, report.previous)}
+${comparisonText(report)}
+${totalsTable(report.comparison.now, report.comparison.before)}
 </section>
 <section class="card" aria-labelledby="charts-heading">
 <h2 id="charts-heading">Per day</h2>
-<figure class="report-figure" tabindex="0">
+<figure class="report-figure">
 ${barChart({
   id: 'chart-articles',
   title: 'Articles published per day',
   days: report.days.map((d) => d.date),
   series: [
-    { label: 'articles', className: 'bar-articles', values: report.days.map((d) => d.articles_published) },
+    {
+      label: ['article', 'articles'],
+      className: 'bar-articles',
+      values: report.days.map((d) => d.articles_published),
+    },
   ],
   yLabel: 'Articles',
+  nothing: 'No article was published in this period.',
 })}
 <figcaption><span class="swatch bar-articles"></span> Articles published</figcaption>
 </figure>
-<figure class="report-figure" tabindex="0">
+<figure class="report-figure">
 ${barChart({
   id: 'chart-backlinks',
   title: 'Backlinks acquired per day',
   days: report.days.map((d) => d.date),
   series: [
     {
-      label: 'industry backlinks',
+      label: ['industry backlink', 'industry backlinks'],
       className: 'bar-industry',
       values: report.days.map((d) => d.backlinks_industry),
     },
-    { label: 'local backlinks', className: 'bar-local', values: report.days.map((d) => d.backlinks_local) },
+    {
+      label: ['local backlink', 'local backlinks'],
+      className: 'bar-local',
+      values: report.days.map((d) => d.backlinks_local),
+    },
   ],
   yLabel: 'Backlinks',
+  nothing: 'No backlink was acquired in this period.',
 })}
 <figcaption><span class="swatch bar-industry"></span> Industry <span class="swatch bar-local"></span> Local</figcaption>
 </figure>
@@ -204,7 +234,7 @@ ${
         (a) =>
           html`<tr><td data-label="Published">${day(a.published_at)}</td><td data-label="Title"><a href="/articles/${a.id}">${a.title}</a></td><td data-label="Keyword">${a.target_keyword ?? '—'}</td><td data-label="Words" class="num">${a.word_count}</td></tr>`,
       )}</tbody></table>
-${more(articles.meta.total, 'articles', hrefOf(path, { from, to, status: 'published' }))}`
+${more(articles.meta.total, ['article', 'articles'], hrefOf(path, { from, to, status: 'published' }))}`
 }
 </section>
 <section class="card" aria-labelledby="report-backlinks-heading">
@@ -218,7 +248,7 @@ ${
         (b) =>
           html`<tr><td data-label="Acquired">${b.acquired_on}</td><td data-label="From">${linkTo(b.source_url, b.source_domain)}</td><td data-label="Anchor">${b.anchor_text || html`<span class="muted">(${b.anchor_type.replace('_', ' ')})</span>`}</td><td data-label="Category">${b.category === 'industry' ? 'Industry' : 'Local'}</td></tr>`,
       )}</tbody></table>
-${backlinks.meta.total > LIST_LIMIT ? html`<p class="muted">The first ${LIST_LIMIT} of ${backlinks.meta.total}.</p>` : ''}`
+${more(backlinks.meta.total, ['backlink', 'backlinks'], hrefOf(path, { from, to }))}`
 }
 </section>
 </div>
@@ -276,7 +306,17 @@ ${periodForm(siteId, key, false)}`,
   }
 };
 
-/** The totals of the period against the period before. */
+/**
+ * What the totals compare, in words: `Up to today, 1–26 November 2026, compared with 1–26 October
+ * 2026.`, or `October 2026 compared with September 2026.` once the period has ended.
+ */
+function comparisonText(report: ReportOut): Html {
+  const { partial, now, before } = report.comparison;
+  const span = (s: StatsOut): string => spanText(s.period.from, s.period.to);
+  return html`<p id="comparison">${partial ? `Up to today, ${span(now)}, compared with ${span(before)}, the same days of the month before.` : `${span(now)} compared with ${span(before)}.`}</p>`;
+}
+
+/** The totals of the period (up to today while it runs) against what it is compared with. */
 function totalsTable(now: StatsOut, before: StatsOut): Html {
   const rows: [string, number, number][] = [
     ['Articles published', now.articles.published, before.articles.published],
@@ -285,16 +325,16 @@ function totalsTable(now: StatsOut, before: StatsOut): Html {
     ['Local backlinks', now.backlinks.local, before.backlinks.local],
   ];
   return html`<table class="site-table report-totals" id="totals">
-<thead><tr><th scope="col">Measure</th><th scope="col" class="num">This period<span class="report-range">${day(now.period.from)} to ${day(now.period.to)}</span></th><th scope="col" class="num">Period before<span class="report-range">${day(before.period.from)} to ${day(before.period.to)}</span></th><th scope="col" class="num">Change</th></tr></thead>
+<thead><tr><th scope="col">Measure</th><th scope="col" class="num">This period<span class="report-range">${day(now.period.from)} to ${day(now.period.to)}</span></th><th scope="col" class="num">Compared with<span class="report-range">${day(before.period.from)} to ${day(before.period.to)}</span></th><th scope="col" class="num">Change</th></tr></thead>
 <tbody>${rows.map(
     ([label, a, b]) =>
-      html`<tr><th scope="row">${label}</th><td data-label="This period" class="num">${a}</td><td data-label="Period before" class="num">${b}</td><td data-label="Change" class="num ${a > b ? 'up' : a < b ? 'down' : ''}">${change(a, b)}</td></tr>`,
+      html`<tr><th scope="row">${label}</th><td data-label="This period" class="num">${a}</td><td data-label="Compared with" class="num">${b}</td><td data-label="Change" class="num ${a > b ? 'up' : a < b ? 'down' : ''}">${change(a, b)}</td></tr>`,
   )}</tbody></table>`;
 }
 
-/** `The first 100 of 240: all of them on the site page` when the list is cut. */
-function more(total: number, what: string, href: string): Html {
+/** `The first 100 of 240 articles: all of them on the site page` when the list is cut. */
+function more(total: number, what: readonly [string, string], href: string): Html {
   return total > LIST_LIMIT
-    ? html`<p class="muted">The first ${LIST_LIMIT} of ${total} ${what}: <a href="${href}">all of them on the site page</a>.</p>`
+    ? html`<p class="muted">The first ${LIST_LIMIT} of ${count(total, what)}: <a href="${href}">all of them on the site page</a>.</p>`
     : html``;
 }
