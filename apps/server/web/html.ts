@@ -272,9 +272,8 @@ nav.pager span { color: var(--muted); }
 .rich-editor-content p { margin: 0 0 .75rem; }
 .rich-editor-content [data-service-protected] { outline: 1px dashed var(--muted); outline-offset: 1px; cursor: grab; }
 .rich-editor-content [data-service-protected].ProseMirror-selectednode { outline: 2px solid var(--accent); }
-/* Accessibility (axe-core): text for screen readers only; the report's scrollable charts take focus. */
+/* Accessibility (axe-core): text for screen readers only. */
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-.report-figure:focus-visible { outline: 2px solid var(--accent); outline-offset: 2px; }
 /* The skip link: off screen until it has the focus; the main part it leads to shows no focus ring. */
 .skip-link { position: absolute; left: .5rem; top: -4rem; z-index: 10; padding: .5rem .9rem; background: var(--card); color: var(--accent); border: 2px solid var(--accent); border-radius: .35rem; font-weight: 600; }
 .skip-link:focus { top: .5rem; }
