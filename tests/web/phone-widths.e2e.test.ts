@@ -42,7 +42,7 @@ async function webGetRoutes(): Promise<string[]> {
   for (const file of await readdir(dir)) {
     if (!file.endsWith('.ts')) continue;
     const source = await readFile(join(dir, file), 'utf8');
-    for (const m of source.matchAll(/\.get(?:<[\s\S]*?>)?\(\s*['`]([^'`]+)['`]/g)) {
+    for (const m of source.matchAll(/\.get(?:<[\s\S]*?>)?\(\s*['`](\/[^'`]*)['`]/g)) {
       routes.add(m[1] as string);
     }
   }
@@ -189,6 +189,7 @@ describe(`every page at ${WIDTH} px`, () => {
     [`/sites/${siteId}/report?period=next_year`, 400],
     [`/articles/${articleId}`, 200],
     [`/articles/${articleId}/edit`, 200],
+    [`/articles/${articleId}/featured-image`, 200],
     [`/articles/${articleId}/revisions/1`, 200],
     [`/articles/${articleId}/revisions/1/restore`, 200],
     ['/activity', 200],
