@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import { restoreProtectedBlocks } from '../../../domain/html/protected-repair.ts';
 import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
@@ -25,7 +26,10 @@ import { renderBodyDiff } from './word-diff.ts';
  * - refused (protected links, a stale revision, the title or body rules, the edit limit): the form
  *   again with the person's text, the status the API answers and what went wrong; a stale save also
  *   shows what changed since the revision the person started from, and offers to save on top of the
- *   current one.
+ *   current one; a save refused for its protected links offers to put them back (`action=repair`:
+ *   `restoreProtectedBlocks`, the form again with the repaired body, nothing saved).
+ * Enter in a field does not send the form: its first submit button, the one implicit submission
+ * clicks, is disabled (and hidden); the form is sent by its Save button (or Ctrl/Cmd+S, with JavaScript).
  */
 
 /**
@@ -89,12 +93,12 @@ export function draftOf(body: unknown, fallbackRevision: number): Draft {
 
 /**
  * The notice the article page shows after the editor saved (`/articles/{id}?saved=<revision>`), or
- * nothing when the query has no such flag.
+ * nothing when the query has no such flag or names a revision the article does not have yet.
  */
-export function savedNotice(query: unknown): Html {
+export function savedNotice(query: unknown, current: number): Html {
   const saved =
     typeof query === 'object' && query !== null ? (query as Record<string, unknown>).saved : undefined;
-  if (typeof saved !== 'string' || !/^[1-9][0-9]{0,9}$/.test(saved)) return html``;
+  if (typeof saved !== 'string' || !/^[1-9][0-9]{0,9}$/.test(saved) || Number(saved) > current) return html``;
   return html`<p class="notice" role="status" id="saved-notice">Saved as revision ${saved}.</p>`;
 }
 
@@ -171,8 +175,15 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
 ${opts.notice ?? ''}
 ${opts.error ?? ''}
 ${opts.stale ?? ''}
-<form method="post" action="${path}/edit" class="editor-form">
+<form method="post" action="${path}/edit" class="editor-form" id="editor-form">
 ${kit.csrfField(request, reply, session)}
+<button type="submit" disabled hidden aria-hidden="true" tabindex="-1">Save</button>
+${
+  opts.refused && opts.refused.size > 0
+    ? html`<div class="repair" id="repair"><button type="submit" name="action" value="repair" aria-describedby="repair-help">Put the protected links back</button>
+<p class="muted" id="repair-help">Puts each protected link back as it was (in its place, or at the end of the body if it was removed), makes copies ordinary links, and keeps the rest of your text. Nothing is saved until you press Save.</p></div>`
+    : ''
+}
 <input type="hidden" name="expected_revision" value="${draft.expectedRevision}">
 <label for="title">Title</label>
 <input type="text" id="title" name="title" maxlength="${TITLE_MAX}" required value="${draft.title}">
@@ -226,7 +237,7 @@ ${links.map(
     return {
       refused: new Set(changes.map((c) => c.id)),
       error: html`<div class="error" role="alert" id="editor-error">
-<p><strong>Not saved: protected links must stay as they are.</strong> Put these back exactly as they were (you may move them); your text is kept below.</p>
+<p><strong>Not saved: protected links must stay as they are.</strong> Put these back exactly as they were (you may move them), or use “Put the protected links back” below; your text is kept below.</p>
 <ul>${changes.map((c) => {
         const link = byId.get(c.id);
         return html`<li>${link ? html`“${link.text}” ` : ''}<code>${c.id}</code>: ${words[c.change]}${link ? html` (<code>${link.href}</code>)` : ''}</li>`;
@@ -310,6 +321,12 @@ ${renderBodyDiff(changes, {
       const article = await load(request, reply, session, id);
       if (!article) return reply;
       const draft = draftOf(request.body, article.revision);
+      if ((request.body as Record<string, unknown> | undefined)?.action === 'repair') {
+        return editorPage(request, reply, session, article, {
+          draft: { ...draft, body: restoreProtectedBlocks(article.body, draft.body) },
+          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were.</strong> The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
+        });
+      }
       let saved: ArticleWrite;
       try {
         saved = settled(
