@@ -14,6 +14,7 @@ import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../applicat
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { recordChanges, settled, webCall } from './call.ts';
+import { savedNotice } from './editor.ts';
 import { installFormParser, installPageHeaders } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
@@ -236,7 +237,7 @@ export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
         ? html`<p class="notice" role="status" id="restored">Restored: revision ${restoredRecord.revision} has the content of revision ${restoredRecord.restored_from}. The history keeps every earlier revision.</p>`
         : unchanged
           ? html`<p class="notice" role="status" id="restored">Revision ${unchanged} has the same content as the current version: nothing was changed.</p>`
-          : '';
+          : savedNotice(query, article.revision);
       const links = article.protected_links;
       const body = html`<div class="article-view">
 ${notice}
