@@ -138,6 +138,29 @@ describe('the rich editor, JavaScript on', () => {
     expect(errors).toEqual([]);
   });
 
+  it('makes a protected link dragged with the copy key (Ctrl) an ordinary link: the one that was there stays the block', async () => {
+    errors.length = 0;
+    await openEditor();
+    const block = blocks().first();
+    const text = (await block.textContent()) ?? '';
+    const target = await content().locator('h2').first().boundingBox();
+    if (!target) throw new Error('no heading to drop on');
+    // A drag as the browser delivers it: dragstart on the block with Ctrl held, a drop at the heading's end.
+    await page.evaluate(`(() => {
+      const options = { dataTransfer: new DataTransfer(), bubbles: true, cancelable: true, ctrlKey: true };
+      const block = document.querySelector('.rich-editor-content [data-service-protected]');
+      block.dispatchEvent(new DragEvent('dragstart', options));
+      const drop = { ...options, clientX: ${target.x + target.width - 2}, clientY: ${target.y + target.height / 2} };
+      document.querySelector('.rich-editor-content h2').dispatchEvent(new DragEvent('drop', drop));
+    })()`);
+    const copy = content().locator('h2 a', { hasText: text });
+    await expect.poll(() => copy.count()).toBe(1);
+    expect(await copy.getAttribute('data-service-protected')).toBeNull();
+    expect(await blocks().count()).toBe(protectedBefore.length);
+    expect(await blocks().first().textContent()).toBe(text);
+    expect(errors).toEqual([]);
+  });
+
   it('refuses Backspace and Delete on a protected link, saying why and naming it, visibly and in a live region', async () => {
     errors.length = 0;
     await openEditor();
