@@ -324,7 +324,7 @@ ${renderBodyDiff(changes, {
       if ((request.body as Record<string, unknown> | undefined)?.action === 'repair') {
         return editorPage(request, reply, session, article, {
           draft: { ...draft, body: restoreProtectedBlocks(article.body, draft.body) },
-          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were.</strong> The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
+          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were</strong> (one you had removed is at the end of the body: move it where it belongs). The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
         });
       }
       let saved: ArticleWrite;
