@@ -143,6 +143,11 @@ export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
     ];
   },
 
+  // Its text, as the clipboard's plain text and `getText` give it.
+  renderText({ node }) {
+    return linkOf(node).text;
+  },
+
   renderHTML({ node }) {
     const template = document.createElement('template');
     template.innerHTML = String(node.attrs.html);

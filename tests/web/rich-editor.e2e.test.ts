@@ -34,14 +34,20 @@ describe('the rich editor, JavaScript on', () => {
   }
 
   /**
-   * Puts the cursor at the end of the body's first heading, once the editor has it there: it reads the
-   * page's selection on `selectionchange`, an event that comes after the click; the toolbar's
+   * Puts the cursor at the end of the body's first heading with a click just inside its last letter,
+   * once the editor has it there: the editor reads the page's selection on `selectionchange`, an event
+   * that comes after the click (and a key pressed at once may come before it); the toolbar's
    * "Heading 2" is pressed when it has.
    */
   async function cursorInHeading(): Promise<void> {
-    await page.click('.rich-editor-content h2');
+    const end = (await page.evaluate(`(() => {
+      const range = document.createRange();
+      range.selectNodeContents(document.querySelector('.rich-editor-content h2'));
+      const last = [...range.getClientRects()].at(-1);
+      return { x: last.right - 1, y: last.top + last.height / 2 };
+    })()`)) as { x: number; y: number };
+    await page.mouse.click(end.x, end.y);
     await page.waitForSelector('#tool-h2[aria-pressed=true]');
-    await page.keyboard.press('End');
   }
 
   beforeAll(async () => {
@@ -179,10 +185,15 @@ describe('the rich editor, JavaScript on', () => {
     await page.keyboard.press('Backspace');
     await expect.poll(() => status().textContent()).toContain(first.text);
     expect(await blocks().count()).toBe(protectedBefore.length);
-    // Typing over the block alone is refused the same way.
+    // Typing over the block alone, or cutting it, is refused the same way (a cut still copies it).
     await blocks().first().click();
     await page.keyboard.type('x');
     await expect.poll(() => status().textContent()).toContain('Not deleted');
+    expect(await blocks().count()).toBe(protectedBefore.length);
+    await page.evaluate("document.querySelector('#rich-editor-status').textContent = ''");
+    await blocks().first().click();
+    expect(await clipboard(page, 'cut', 'text/plain')).toBe(first.text);
+    await expect.poll(() => status().textContent()).toContain(`“${first.text}”`);
     expect(await blocks().count()).toBe(protectedBefore.length);
     expect(errors).toEqual([]);
   });
