@@ -1,7 +1,7 @@
 import { Editor, elementFromString } from '@tiptap/core';
 import StarterKit from '@tiptap/starter-kit';
 import { cleanPastedHtml } from './paste.ts';
-import { PROTECTED_SELECTOR, ProtectedBlock, protectedMarkup } from './protected-blocks.ts';
+import { NORMALIZE, PROTECTED_SELECTOR, ProtectedBlock, protectedMarkup } from './protected-blocks.ts';
 import { linkDialog, toolbar } from './toolbar.ts';
 
 /*
@@ -55,6 +55,9 @@ function statusLine(): { element: HTMLElement; say: (message: string) => void } 
 function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): (() => string) | null {
   const mount = document.createElement('div');
   mount.className = 'rich-editor';
+  // A refused save's form carries the article's body as it is (its protected links are those):
+  // the text sent may hold copies or changed ones, which are not blocks then.
+  const source = document.querySelector<HTMLTemplateElement>('template#protected-source');
   const status = statusLine();
   const editor = new Editor({
     element: mount,
@@ -69,7 +72,7 @@ function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): (() => s
       }),
       // Parsed as the editor parses its content, so that each block's markup is the same string.
       ProtectedBlock.configure({
-        loaded: protectedMarkup(elementFromString(textarea.value)),
+        loaded: protectedMarkup(elementFromString(source?.innerHTML ?? textarea.value)),
         say: status.say,
       }),
     ],
@@ -100,6 +103,8 @@ function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): (() => s
     textarea.before(note);
     return null;
   }
+  // A block beyond the body's own count (an exact copy sent in a refused save) is an ordinary link.
+  editor.view.dispatch(editor.state.tr.setMeta(NORMALIZE, true).setMeta('addToHistory', false));
   const openLink = linkDialog(editor, form, status.say);
   editor.setOptions({
     editorProps: {

@@ -35,10 +35,20 @@ export function protectedIds(doc: PmNode): Map<string, number> {
   return ids;
 }
 
-/** The markup of every protected block in a body as the editor parses it (`elementFromString`). */
-export function protectedMarkup(body: HTMLElement): Set<string> {
-  return new Set([...body.querySelectorAll(PROTECTED_SELECTOR)].map((element) => element.outerHTML));
+/**
+ * The markup of every protected block in a body as the editor parses it (`elementFromString`), each
+ * with how many times it occurs.
+ */
+export function protectedMarkup(body: HTMLElement): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const element of body.querySelectorAll(PROTECTED_SELECTOR)) {
+    counts.set(element.outerHTML, (counts.get(element.outerHTML) ?? 0) + 1);
+  }
+  return counts;
 }
+
+/** Asks the guard to make any block beyond the body's own count an ordinary link now (on load). */
+export const NORMALIZE = 'protected-blocks-normalize';
 
 type Found = { node: PmNode; pos: number };
 
@@ -101,13 +111,16 @@ function deleteAround(
 }
 
 type ProtectedBlockOptions = {
-  /** The blocks of the body as loaded (`protectedMarkup`): the only markup read as a block. */
-  loaded: ReadonlySet<string>;
+  /**
+   * The blocks of the body as loaded (`protectedMarkup`), and how many of each: the only markup read
+   * as a block, and the blocks the guard keeps.
+   */
+  loaded: ReadonlyMap<string, number>;
   /** Tells the person what happened to what they asked: a refusal and why, or what a deletion kept. */
   say: (message: string) => void;
 };
 
-const guardKey = new PluginKey<Map<string, number>>('protected-blocks-guard');
+const guardKey = new PluginKey<ReadonlyMap<string, number>>('protected-blocks-guard');
 
 export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
   name: 'protectedBlock',
@@ -118,7 +131,7 @@ export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
   draggable: true,
 
   addOptions() {
-    return { loaded: new Set<string>(), say: () => {} };
+    return { loaded: new Map<string, number>(), say: () => {} };
   },
 
   addAttributes() {
@@ -156,7 +169,7 @@ export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
   },
 
   addProseMirrorPlugins() {
-    const { say } = this.options;
+    const { say, loaded: source } = this.options;
     /** Deletes a selection around its blocks and says so, or refuses and says why. Always handled. */
     const removeSelection = (
       state: EditorState,
@@ -183,7 +196,7 @@ export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
       new Plugin({
         key: guardKey,
         // The blocks of the body as loaded, each as many times as it occurs: what the guard keeps.
-        state: { init: (_config, state) => protectedIds(state.doc), apply: (_tr, loaded) => loaded },
+        state: { init: () => source, apply: (_tr, loaded) => loaded },
         props: {
           handleKeyDown(view, event) {
             if (event.key !== 'Backspace' && event.key !== 'Delete') return false;
@@ -244,7 +257,7 @@ export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
         // A block beyond the body's own count (a copy made by dragging with the copy key) is an
         // ordinary link: the copy, not the one that was there.
         appendTransaction(transactions, oldState, newState) {
-          if (!transactions.some((t) => t.docChanged)) return null;
+          if (!transactions.some((t) => t.docChanged || t.getMeta(NORMALIZE))) return null;
           const loaded = guardKey.getState(newState) ?? new Map<string, number>();
           const counts = protectedIds(newState.doc);
           if (![...counts].some(([key, count]) => count > (loaded.get(key) ?? 0))) return null;

@@ -450,30 +450,37 @@ describe('the rich editor, JavaScript on', () => {
     const list = (await (await web.api(`/sites/${site?.id}/articles?per_page=100`)).json()) as {
       data: { id: string }[];
     };
-    // Another article, its text as the API left it: one protected link removed in the HTML form
-    // (the page's script held back), then sent; the refusal page has the rich editor.
+    // Another article, its text as the API left it: in the HTML form (the page's script held back),
+    // one protected link removed and an exact copy of another added, then sent; the refusal page
+    // has the rich editor, where only the article's own blocks are blocks: the copy is a link.
     let other: (Article & { id: string }) | undefined;
     for (const { id } of list.data) {
       const a = { ...(await article(id)), id };
-      if (id !== articleId && a.protected_links.length > 0) other = a;
+      if (id !== articleId && a.protected_links.length > 1) other = a;
     }
     if (!other) throw new Error('the seed has too few articles with protected links');
-    const link = other.protected_links[0] as ProtectedLink;
+    const [link, kept] = other.protected_links as [ProtectedLink, ProtectedLink];
     const fresh = await (await web.signedIn({ javaScript: true, width: 1280 })).newPage();
     await fresh.route(/\/web\/editor\.js$/, (route) => route.abort());
     await fresh.goto(`${web.url}/articles/${other.id}/edit`);
-    const element = new RegExp(`<a[^>]*data-service-id="${link.id}"[^>]*>(.*?)</a>`, 's');
-    await fresh.fill('#body', `${other.body.replace(element, '$1')}<p>Kept words.</p>`);
+    const element = (id: string) => new RegExp(`<a[^>]*data-service-id="${id}"[^>]*>(.*?)</a>`, 's');
+    const copy = element(kept.id).exec(other.body)?.[0];
+    expect(copy).toBeDefined();
+    await fresh.fill('#body', `${other.body.replace(element(link.id), '$1')}<p>Kept words and ${copy}.</p>`);
     await fresh.unroute(/\/web\/editor\.js$/);
     const [refused] = await Promise.all([
       fresh.waitForResponse((r) => r.request().method() === 'POST'),
       fresh.click('form.editor-form button.primary'),
     ]);
     expect(refused.status()).toBe(422);
+    expect(await fresh.textContent('#editor-error')).toContain('added (only the service adds them)');
     await fresh.waitForSelector('.rich-editor-content');
     expect(await fresh.locator('[contenteditable=true] [data-service-protected]').count()).toBe(
       other.protected_links.length - 1,
     );
+    const copied = fresh.locator('.rich-editor-content p', { hasText: 'Kept words' }).locator('a');
+    expect(await copied.textContent()).toBe(kept.text);
+    expect(await copied.getAttribute('data-service-protected')).toBeNull();
     await expectAccessible(fresh, 'the refused save, rich editor');
     await screenshot(fresh, 'rich-editor-refused-save');
     const [repaired] = await Promise.all([
@@ -486,11 +493,11 @@ describe('the rich editor, JavaScript on', () => {
     expect(await fresh.locator('[contenteditable=true] [data-service-protected]').count()).toBe(
       other.protected_links.length,
     );
-    expect(await fresh.textContent('.rich-editor-content')).toContain('Kept words.');
+    expect(await fresh.textContent('.rich-editor-content')).toContain(`Kept words and ${kept.text}.`);
     await Promise.all([fresh.waitForNavigation(), fresh.keyboard.press('ControlOrMeta+S')]);
     expect(await fresh.textContent('#saved-notice')).toBe(`Saved as revision ${other.revision + 1}.`);
     const saved = await article(other.id);
-    expect(saved.body).toContain('Kept words.');
+    expect(saved.body).toContain('Kept words and <a');
     expect(new Set(saved.protected_links.map((l) => l.id))).toEqual(
       new Set(other.protected_links.map((l) => l.id)),
     );

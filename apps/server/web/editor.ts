@@ -8,7 +8,7 @@ import type { ArticleWrite } from '../../application/article-write.ts';
 import { unwrap } from '../../application/call.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../http/errors.ts';
-import { type Html, html } from '../http/html.ts';
+import { type Html, html, raw } from '../http/html.ts';
 import { recordChanges, settled, webCall } from './call.ts';
 import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -191,6 +191,12 @@ ${
 <p class="muted" id="body-help">The article's HTML. When you save, anything not allowed in an article (scripts, event handlers, unsafe links) is removed and listed. The <a href="#protected-heading">protected links</a> must stay as they are.</p>
 <textarea id="body" name="body" rows="22" aria-describedby="body-help" data-rich-editor>
 ${draft.body}</textarea>
+${
+  // For the rich editor: the protected links of the article as it is (the text sent is refused).
+  opts.refused && opts.refused.size > 0
+    ? html`<template id="protected-source">${raw(article.body)}</template>`
+    : ''
+}
 <label for="reason">Reason for the change <span class="muted">(optional, shown in the history)</span></label>
 <input type="text" id="reason" name="reason" maxlength="${REASON_MAX}" value="${draft.reason}">
 <div class="actions"><button class="primary" type="submit">${opts.stale ? `Save on top of revision ${draft.expectedRevision}` : 'Save'}</button><a class="cancel" href="${path}">Cancel</a></div>
