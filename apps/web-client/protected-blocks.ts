@@ -82,9 +82,10 @@ export function named(nodes: readonly PmNode[]): string {
     .join(', ');
 }
 
-export function refusal(nodes: readonly PmNode[]): string {
+/** Why a change was refused, naming the blocks it would have taken: `lead` says what was refused. */
+export function refusal(nodes: readonly PmNode[], lead = 'Not deleted'): string {
   const several = nodes.length > 1;
-  return `Not deleted: ${named(nodes)} ${several ? 'are protected links' : 'is a protected link'}, placed by the service, and must stay. You may drag ${several ? 'them' : 'it'} elsewhere in the text.`;
+  return `${lead}: ${named(nodes)} ${several ? 'are protected links' : 'is a protected link'}, placed by the service, and must stay. You may drag ${several ? 'them' : 'it'} elsewhere in the text.`;
 }
 
 /**
@@ -251,7 +252,7 @@ export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
               nodes.push(node);
             return true;
           });
-          say(`Not changed: that would remove ${refusal(nodes).replace(/^Not deleted: /, '')}`);
+          say(refusal(nodes, 'Not changed'));
           return false;
         },
         // A block beyond the body's own count (a copy made by dragging with the copy key) is an

@@ -303,7 +303,12 @@ export function linkDialog(editor: Editor, after: Element, say: (message: string
     const { from, to } = editor.state.selection;
     const blocks = blocksIn(editor.state.doc, from, to);
     if (blocks.length > 0) {
-      say(refusal(blocks.map((b) => b.node)).replace(/^Not deleted: /, 'The link tool cannot change this: '));
+      say(
+        refusal(
+          blocks.map((b) => b.node),
+          'The link tool cannot change this',
+        ),
+      );
       return;
     }
     const current = editor.isActive('link') ? String(editor.getAttributes('link').href ?? '') : '';
