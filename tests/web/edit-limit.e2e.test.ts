@@ -50,7 +50,7 @@ describe('the edit limit on the web pages', () => {
     await page.fill('#title', 'A second edit today');
     const [response] = await Promise.all([
       page.waitForNavigation(),
-      page.click('form.editor-form button[type=submit]'),
+      page.click('form.editor-form button.primary'),
     ]);
     expect(response?.status()).toBe(429);
     expect(await page.inputValue('#title')).toBe('A second edit today');

@@ -1,13 +1,15 @@
 import { connect } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectAccessible, noPageScripts } from '../support/axe.ts';
 import { expectLabelled, screenshot, startWebApp, type WebApp } from '../support/web.ts';
 
 /*
  * The editor without JavaScript (`/articles/{id}/edit`) through a real server in headless Chromium:
  * typing with the keyboard, saving (a revision of origin `editor` by the person), what the sanitiser
- * removed, a refused edit that keeps the text, a stale save that shows what changed and then saves
- * on top, and the body-size limit.
+ * removed, a refused edit that keeps the text and puts the protected links back on request, a stale
+ * save that shows what changed and then saves on top, the body-size limit, and Enter in a field, which
+ * sends nothing.
  */
 
 type ProtectedLink = { id: string; kind: string; href: string; text: string };
@@ -48,21 +50,30 @@ describe('the editor, JavaScript off', () => {
     return next;
   }
 
-  /** Opens the editor of an article in a signed-in page. */
-  async function openEditor(id: string, width?: number): Promise<Page> {
-    const context = await web.signedIn(width ? { width } : {});
+  /**
+   * Opens the editor of an article in a signed-in page, JavaScript off (`axe`: the pages' scripts
+   * refused instead, so that axe-core can run in the page).
+   */
+  async function openEditor(id: string, width?: number, opts: { axe?: boolean } = {}): Promise<Page> {
+    const context = opts.axe
+      ? await noPageScripts(await web.signedIn({ javaScript: true }))
+      : await web.signedIn(width ? { width } : {});
     const page = await context.newPage();
     const response = await page.goto(`${web.url}/articles/${id}/edit`);
     expect(response?.status()).toBe(200);
     return page;
   }
 
-  /** Sends the form with Enter in the title field; the answer to the POST. */
-  async function submit(page: Page): Promise<{ status: number; location: string | null }> {
+  /** Sends the form with the keyboard (Enter on its Save button, or on `button`); the answer to the POST. */
+  async function submit(
+    page: Page,
+    button = 'form.editor-form button.primary',
+  ): Promise<{ status: number; location: string | null }> {
+    await page.focus(button);
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.request().method() === 'POST'),
       page.waitForNavigation(),
-      page.press('#title', 'Enter'),
+      page.keyboard.press('Enter'),
     ]);
     return { status: response.status(), location: (await response.allHeaders()).location ?? null };
   }
@@ -114,23 +125,33 @@ describe('the editor, JavaScript off', () => {
     expect(await phone.$eval('html', (root) => root.scrollWidth)).toBeLessThanOrEqual(390);
   });
 
-  it('saves what the person types as a new revision of origin editor by the person, then goes to the article', async () => {
+  it('saves what the person types as a new revision of origin editor by the person, then goes to the article, which says so', async () => {
     const a = take();
     const page = await openEditor(a.id);
+    const posts: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'POST') posts.push(r.url());
+    });
     const headers = (await page.request.get(`${web.url}/articles/${a.id}/edit`)).headers();
     expect(headers['cache-control']).toBe('no-store');
     expect(headers['content-security-policy']).toContain("style-src 'self'");
     await page.focus('#title');
     await page.keyboard.press('ControlOrMeta+A');
     await page.keyboard.type('A title typed in the editor');
+    // Enter in a field sends nothing (the form's default button is disabled): only Save does, below.
+    await page.keyboard.press('Enter');
     await page.focus('#body');
     await page.keyboard.press('ControlOrMeta+End');
     await page.keyboard.type('\n<p>A paragraph typed in the editor.</p>');
     await page.focus('#reason');
     await page.keyboard.type('Typed by hand');
+    await page.keyboard.press('Enter');
     const sent = await submit(page);
+    expect(posts).toHaveLength(1);
     expect(sent.status).toBe(303);
     expect(sent.location).toBe(`/articles/${a.id}?saved=${a.revision + 1}`);
+    expect(await page.textContent('#saved-notice')).toBe(`Saved as revision ${a.revision + 1}.`);
+    await screenshot(page, 'article-saved');
     const now = await article(a.id);
     expect(now.revision).toBe(a.revision + 1);
     expect(now.title).toBe('A title typed in the editor');
@@ -170,10 +191,10 @@ describe('the editor, JavaScript off', () => {
     await screenshot(again, 'editor-nothing-changed');
   });
 
-  it('refuses an edit that removes a protected link with 422, naming the block and keeping the text', async () => {
+  it('refuses an edit that removes a protected link with 422, naming the block and keeping the text, then puts it back', async () => {
     const a = take();
     const link = a.protected_links[0] as ProtectedLink;
-    const page = await openEditor(a.id);
+    const page = await openEditor(a.id, undefined, { axe: true });
     // The person deletes the protected link's markup, keeping its words, and types on.
     const element = new RegExp(`<a[^>]*data-service-id="${link.id}"[^>]*>(.*?)</a>`, 's');
     expect(a.body).toMatch(element);
@@ -196,7 +217,28 @@ describe('the editor, JavaScript off', () => {
     expect(await page.inputValue('#title')).toBe(`${a.title} (edited)`);
     expect(await page.textContent('#protected-links li.refused')).toContain(link.text);
     await screenshot(page, 'editor-refused-protected');
+    await expectAccessible(page, 'the refused edit');
     expect((await article(a.id)).revision).toBe(a.revision);
+
+    // One action puts the link back as it was, the rest of the text kept; nothing is saved yet.
+    const repaired = await submit(page, '#repair button');
+    expect(repaired.status).toBe(200);
+    expect(await page.textContent('#editor-notice')).toContain('The protected links are back as they were');
+    const body = await page.inputValue('#body');
+    expect(body).toContain('My unsaved words.');
+    expect(body).toContain(`data-service-id="${link.id}"`);
+    expect(await page.inputValue('#title')).toBe(`${a.title} (edited)`);
+    expect(await page.locator('#repair').count()).toBe(0);
+    expect((await article(a.id)).revision).toBe(a.revision);
+    await screenshot(page, 'editor-repaired');
+    await expectAccessible(page, 'the repaired edit');
+    const saved = await submit(page);
+    expect(saved.status).toBe(303);
+    const now = await article(a.id);
+    expect(now.revision).toBe(a.revision + 1);
+    expect(now.body).toContain('My unsaved words.');
+    // Every link as it was; the removed one now at the end of the body, where the person can move it.
+    expect(now.protected_links).toEqual([...a.protected_links.filter((l) => l.id !== link.id), link]);
   });
 
   it('refuses a save over a newer revision with 412, shows what changed since, keeps the text, then saves on top', async () => {

@@ -35,12 +35,13 @@ describe('editor helpers', () => {
     expect(out).toContain(`&lt;script&gt;${'a'.repeat(192)}…</code></td><td>a_new_reason</td>`);
   });
 
-  it('shows the saved notice only for a revision number', () => {
-    expect(htmlText(savedNotice({ saved: '4' }))).toBe(
+  it('shows the saved notice only for a revision number the article has', () => {
+    expect(htmlText(savedNotice({ saved: '4' }, 4))).toBe(
       '<p class="notice" role="status" id="saved-notice">Saved as revision 4.</p>',
     );
-    expect(htmlText(savedNotice({ saved: '<b>' }))).toBe('');
-    expect(htmlText(savedNotice({}))).toBe('');
-    expect(htmlText(savedNotice(undefined))).toBe('');
+    expect(htmlText(savedNotice({ saved: '5' }, 4))).toBe('');
+    expect(htmlText(savedNotice({ saved: '<b>' }, 4))).toBe('');
+    expect(htmlText(savedNotice({}, 4))).toBe('');
+    expect(htmlText(savedNotice(undefined, 4))).toBe('');
   });
 });

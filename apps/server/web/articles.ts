@@ -242,11 +242,10 @@ export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
         ? html`<p class="notice" role="status" id="restored">Restored: revision ${restoredRecord.revision} has the content of revision ${restoredRecord.restored_from}. The history keeps every earlier revision.</p>`
         : unchanged
           ? html`<p class="notice" role="status" id="restored">Revision ${unchanged} has the same content as the current version: nothing was changed.</p>`
-          : '';
+          : savedNotice(query, article.revision);
       const links = article.protected_links;
       const body = html`${await articleCrumbs(application, call, article)}<div class="article-view">
 ${notice}
-${savedNotice(request.query)}
 <div class="card">
 <h1>${article.title}</h1>
 <div class="article-head">

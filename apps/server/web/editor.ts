@@ -1,13 +1,14 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import { restoreProtectedBlocks } from '../../../domain/html/protected-repair.ts';
 import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
 import { unwrap } from '../../application/call.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../http/errors.ts';
-import { type Html, html } from '../http/html.ts';
+import { type Html, html, raw } from '../http/html.ts';
 import { recordChanges, settled, webCall } from './call.ts';
 import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -26,7 +27,10 @@ import { renderBodyDiff } from './word-diff.ts';
  * - refused (protected links, a stale revision, the title or body rules, the edit limit): the form
  *   again with the person's text, the status the API answers and what went wrong; a stale save also
  *   shows what changed since the revision the person started from, and offers to save on top of the
- *   current one.
+ *   current one; a save refused for its protected links offers to put them back (`action=repair`:
+ *   `restoreProtectedBlocks`, the form again with the repaired body, nothing saved).
+ * Enter in a field does not send the form: its first submit button, the one implicit submission
+ * clicks, is disabled (and hidden); the form is sent by its Save button (or Ctrl/Cmd+S, with JavaScript).
  */
 
 /**
@@ -90,12 +94,12 @@ export function draftOf(body: unknown, fallbackRevision: number): Draft {
 
 /**
  * The notice the article page shows after the editor saved (`/articles/{id}?saved=<revision>`), or
- * nothing when the query has no such flag.
+ * nothing when the query has no such flag or names a revision the article does not have yet.
  */
-export function savedNotice(query: unknown): Html {
+export function savedNotice(query: unknown, current: number): Html {
   const saved =
     typeof query === 'object' && query !== null ? (query as Record<string, unknown>).saved : undefined;
-  if (typeof saved !== 'string' || !/^[1-9][0-9]{0,9}$/.test(saved)) return html``;
+  if (typeof saved !== 'string' || !/^[1-9][0-9]{0,9}$/.test(saved) || Number(saved) > current) return html``;
   return html`<p class="notice" role="status" id="saved-notice">Saved as revision ${saved}.</p>`;
 }
 
@@ -172,8 +176,15 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
 ${opts.notice ?? ''}
 ${opts.error ?? ''}
 ${opts.stale ?? ''}
-<form method="post" action="${path}/edit" class="editor-form">
+<form method="post" action="${path}/edit" class="editor-form" id="editor-form">
 ${kit.csrfField(request, reply, session)}
+<button type="submit" disabled hidden aria-hidden="true" tabindex="-1">Save</button>
+${
+  opts.refused && opts.refused.size > 0
+    ? html`<div class="repair" id="repair"><button type="submit" name="action" value="repair" aria-describedby="repair-help">Put the protected links back</button>
+<p class="muted" id="repair-help">Puts each protected link back as it was (in its place, or at the end of the body if it was removed), makes copies ordinary links, and keeps the rest of your text. Nothing is saved until you press Save.</p></div>`
+    : ''
+}
 <input type="hidden" name="expected_revision" value="${draft.expectedRevision}">
 <label for="title">Title</label>
 <input type="text" id="title" name="title" maxlength="${TITLE_MAX}" required value="${draft.title}">
@@ -181,6 +192,12 @@ ${kit.csrfField(request, reply, session)}
 <p class="muted" id="body-help">The article's HTML. When you save, anything not allowed in an article (scripts, event handlers, unsafe links) is removed and listed. The <a href="#protected-heading">protected links</a> must stay as they are.</p>
 <textarea id="body" name="body" rows="22" aria-describedby="body-help" data-rich-editor>
 ${draft.body}</textarea>
+${
+  // For the rich editor: the protected links of the article as it is (the text sent is refused).
+  opts.refused && opts.refused.size > 0
+    ? html`<template id="protected-source">${raw(article.body)}</template>`
+    : ''
+}
 <label for="reason">Reason for the change <span class="muted">(optional, shown in the history)</span></label>
 <input type="text" id="reason" name="reason" maxlength="${REASON_MAX}" value="${draft.reason}">
 <div class="actions"><button class="primary" type="submit">${opts.stale ? `Save on top of revision ${draft.expectedRevision}` : 'Save'}</button><a class="cancel" href="${path}">Cancel</a></div>
@@ -227,7 +244,7 @@ ${links.map(
     return {
       refused: new Set(changes.map((c) => c.id)),
       error: html`<div class="error" role="alert" id="editor-error">
-<p><strong>Not saved: protected links must stay as they are.</strong> Put these back exactly as they were (you may move them); your text is kept below.</p>
+<p><strong>Not saved: protected links must stay as they are.</strong> Put these back exactly as they were (you may move them), or use “Put the protected links back” below; your text is kept below.</p>
 <ul>${changes.map((c) => {
         const link = byId.get(c.id);
         return html`<li>${link ? html`“${link.text}” ` : ''}<code>${c.id}</code>: ${words[c.change]}${link ? html` (<code>${link.href}</code>)` : ''}</li>`;
@@ -311,6 +328,12 @@ ${renderBodyDiff(changes, {
       const article = await load(request, reply, session, id);
       if (!article) return reply;
       const draft = draftOf(request.body, article.revision);
+      if ((request.body as Record<string, unknown> | undefined)?.action === 'repair') {
+        return editorPage(request, reply, session, article, {
+          draft: { ...draft, body: restoreProtectedBlocks(article.body, draft.body) },
+          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were</strong> (one you had removed is at the end of the body: move it where it belongs). The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
+        });
+      }
       let saved: ArticleWrite;
       try {
         saved = settled(

@@ -272,6 +272,21 @@ nav.pager span { color: var(--muted); }
 .rich-editor-content p { margin: 0 0 .75rem; }
 .rich-editor-content [data-service-protected] { outline: 1px dashed var(--muted); outline-offset: 1px; cursor: grab; }
 .rich-editor-content [data-service-protected].ProseMirror-selectednode { outline: 2px solid var(--accent); }
+.rich-toolbar { display: flex; flex-wrap: wrap; gap: .25rem; padding: .35rem; margin-bottom: .35rem; border: 1px solid var(--line); border-radius: .35rem; background: var(--card); }
+.rich-toolbar button { padding: .3rem .6rem; min-width: 2.5rem; }
+.rich-toolbar button[aria-pressed=true] { background: var(--accent); border-color: var(--accent); color: var(--accent-fg); }
+.rich-toolbar button[aria-disabled=true] { color: var(--muted); cursor: default; }
+.rich-toolbar button:focus-visible { outline: 2px solid var(--accent); outline-offset: 1px; }
+#tool-bold { font-weight: 700; }
+#tool-italic { font-style: italic; }
+.rich-editor-status { margin: .35rem 0 0; padding-left: .5rem; border-left: 3px solid var(--danger); }
+.rich-editor-status:empty { border: 0; padding: 0; }
+.link-dialog { max-width: min(30rem, calc(100vw - 2rem)); border: 1px solid var(--line); border-radius: .5rem; background: var(--card); color: var(--fg); padding: 1.25rem; }
+.link-dialog h2 { margin-top: 0; }
+.link-dialog input[type=url] { width: 100%; padding: .55rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+.link-dialog::backdrop { background: rgb(0 0 0 / .4); }
+.editor-form .repair { margin: .75rem 0 1rem; }
+.editor-form .repair p { margin: .35rem 0 0; }
 /* Accessibility (axe-core): text for screen readers only. */
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 /* The skip link: off screen until it has the focus; the main part it leads to shows no focus ring. */
