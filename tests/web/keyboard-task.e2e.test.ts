@@ -145,7 +145,7 @@ describe('the keyboard-only task', () => {
     await page.keyboard.type('Edited from the keyboard');
     await keys.tabTo('#reason');
     await page.keyboard.type('Keyboard only');
-    await keys.tabTo('.editor-form button[type=submit]');
+    await keys.tabTo('.editor-form button.primary[type=submit]');
     await keys.follow();
     expect(new URL(page.url()).pathname).toBe(`/articles/${articleId}`);
     const saved = await apiJson<{ title: string }>(web, `/articles/${articleId}`);
