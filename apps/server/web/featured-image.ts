@@ -15,6 +15,7 @@ import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.t
 import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
+import { articleCrumbs } from './sites.ts';
 
 /*
  * `/articles/{id}/featured-image`: the article's featured image and two forms that replace it, one
@@ -238,13 +239,13 @@ export const featuredImagePages: FastifyPluginAsync<PagesDeps> = async (app, { k
     return unwrap(await application.articles.get(webCall(request, session), id));
   }
 
-  function imagePage(
+  async function imagePage(
     request: FastifyRequest,
     reply: FastifyReply,
     session: WebSession,
     article: ArticleOut,
     opts: { status?: number; sent?: Sent; refusal?: Refusal; notice?: Html } = {},
-  ): FastifyReply {
+  ): Promise<FastifyReply> {
     const path = articlePath(article.id);
     const { refusal, sent } = opts;
     // The alt text and address typed into the form that was sent are kept; the other starts empty.
@@ -264,9 +265,11 @@ export const featuredImagePages: FastifyPluginAsync<PagesDeps> = async (app, { k
 <input type="text" id="${kind}-alt" name="alt" maxlength="${ALT_MAX}" required value="${kept(kind, 'alt')}"${
       invalid(kind, 'alt') || raw(` aria-describedby="${kind}-alt-help"`)
     }>`;
-    const body = html`<div class="article-view featured-image-page">
+    const trail = await articleCrumbs(application, webCall(request, session), article, [
+      ['Featured image', null],
+    ]);
+    const body = html`${trail}<div class="article-view featured-image-page">
 <div class="card">
-<p class="muted"><a href="${path}">${article.title}</a> › featured image</p>
 <h1>Replace the featured image</h1>
 ${opts.notice ?? ''}
 ${error(null)}
