@@ -213,10 +213,13 @@ describe('support staff', () => {
 
   it('changes nothing: account pages and forms refuse a staff session, and holders cannot open /staff', async () => {
     const keysBefore = await cli(['keys', 'list', '--account', web.demo.account_id], web.env);
-    // Connect Site sends anyone without an account holder's session to sign in, which says who is signed in.
+    // Connect Site is an account holder's page: a staff member is told so, with the way back to support.
     const connect = await page.goto(`${web.url}/connect`);
+    expect(connect?.status()).toBe(403);
+    expect(await page.textContent('#holder-page')).toContain('You are signed in as support staff');
+    // The sign-in page on the way to an account holder's page (an assistant's OAuth sign-in, say) says who is signed in.
+    await page.goto(`${web.url}/sign-in?return_to=${encodeURIComponent('/connect')}`);
     expect(new URL(page.url()).pathname).toBe('/sign-in');
-    expect(connect?.status()).toBe(200);
     expect(await page.textContent('#signed-in-staff')).toContain(
       'You are signed in as Sam Support, support staff',
     );
@@ -257,11 +260,15 @@ describe('support staff', () => {
     await screenshot(page, 'staff-holder-page');
     await Promise.all([page.waitForNavigation(), page.click('text=Open the staff view of it')]);
     expect(new URL(page.url()).pathname).toBe(`/staff/articles/${articleId}/revisions/2`);
-    // A site's page has no staff view: the way back to support only.
-    await page.goto(`${web.url}/sites/${web.demo.sites[0]?.id}`);
-    expect(await page.$$eval('#holder-page a', (as) => as.map((a) => a.getAttribute('href')))).toEqual([
-      '/staff',
-    ]);
+    // A site's page, Connect Site and the password page have no staff view: the way back to support only.
+    for (const path of [`/sites/${web.demo.sites[0]?.id}`, '/connect', '/account/password']) {
+      const res = await page.goto(`${web.url}${path}`);
+      expect(res?.status(), path).toBe(403);
+      expect(
+        await page.$$eval('#holder-page a', (as) => as.map((a) => a.getAttribute('href'))),
+        path,
+      ).toEqual(['/staff']);
+    }
     // Not found, by the staff pages and before any of them: staff wording, back to support.
     for (const path of ['/staff/accounts/acc_nobody', '/staff/articles/art_nobody', '/staff/no/such/page']) {
       const res = await page.goto(`${web.url}${path}`);

@@ -81,14 +81,14 @@ ${kit.csrfField(request, reply, session)}
     { schema: { hide: true, querystring: PasswordQuery } },
     async (request, reply) => {
       const session = await kit.sessions.current(request);
-      if (!session) return reply.redirect(kit.signInUrl('/account/password'), 303);
+      if (!session) return kit.notHolder(request, reply, '/account/password');
       return passwordPage(request, reply, session, { changed: request.query.changed === '1' });
     },
   );
 
   app.post('/account/password', PASSWORD_FORM, async (request, reply) => {
     const session = await kit.sessions.current(request);
-    if (!session) return reply.redirect(kit.signInUrl('/account/password'), 303);
+    if (!session) return kit.notHolder(request, reply, '/account/password');
     if (!kit.checkForm(request, reply, session)) return reply;
     const { current = '', password = '', repeat = '' } = request.body;
     const refuse = (status: number, error: string): FastifyReply =>

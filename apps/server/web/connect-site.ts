@@ -125,10 +125,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
 
   async function signedIn(request: FastifyRequest, reply: FastifyReply): Promise<WebSession | null> {
     const session = await kit.sessions.current(request);
-    if (!session) {
-      reply.redirect(kit.signInUrl('/connect'), 303);
-      return null;
-    }
+    if (!session) await kit.notHolder(request, reply, '/connect');
     return session;
   }
 

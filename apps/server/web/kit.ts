@@ -82,6 +82,11 @@ export type WebKit = {
    * (default: this page; a form's POST names the page the form is on).
    */
   signedIn(request: FastifyRequest, reply: FastifyReply, returnTo?: string): Promise<WebSession | null>;
+  /**
+   * The answer to a request without an account holder's session: a signed-in support staff member gets
+   * the 403 page that says whose page it is; anyone else is sent to sign-in, coming back to `returnTo`.
+   */
+  notHolder(request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<FastifyReply>;
   /** Whom a request acts for, once `signedIn` has found its account holder's session (the activity log's question). */
   actingOf(request: FastifyRequest): Acting | null;
   /**
@@ -196,14 +201,18 @@ ${kit.csrfField(request, reply, session)} <button class="link" type="submit">Sig
     async signedIn(request, reply, returnTo = request.url) {
       const session = await sessions.current(request);
       if (!session) {
-        const staff = await sessions.currentStaff(request);
-        if (staff) holderPageForStaff(request, reply, staff);
-        else reply.redirect(kit.signInUrl(returnTo), 303);
+        await kit.notHolder(request, reply, returnTo);
       } else {
         const actor = { type: 'user' as const, id: session.account.id, name: session.account.name };
         acting.set(request, { accountId: session.accountId, actor, refused: false });
       }
       return session;
+    },
+    async notHolder(request, reply, returnTo) {
+      const staff = await sessions.currentStaff(request);
+      if (staff) holderPageForStaff(request, reply, staff);
+      else reply.redirect(kit.signInUrl(returnTo), 303);
+      return reply;
     },
     actingOf(request) {
       return acting.get(request) ?? null;
