@@ -5,6 +5,8 @@ import {
   type ChildNode,
   type Element,
   isElement,
+  isText,
+  nodeText,
   type ParentNode,
   PROTECTED_ATTRIBUTE,
   PROTECTED_ID_ATTRIBUTE,
@@ -21,12 +23,16 @@ import {
  *   place, by that block as it was;
  * - any other element claiming to be a block (a copy, a forgery) loses its markers: an ordinary
  *   element, its text and link kept;
- * - the blocks of `current` still missing are put back at the end, each in a paragraph of its own
- *   (where a person sees them and can move them).
+ * - a link of `current` still missing goes back where the text around it still is: after the words
+ *   that came before it in its paragraph in `current`, or else before the words that followed it, when
+ *   those are found once in the draft's text and not inside a link (where the link's own words were
+ *   left, the link itself takes their place); otherwise (and a missing block that is not a link within
+ *   a line) at the end, in a paragraph of its own, where a person sees it and can move it.
  * The result, sanitised, passes `checkProtectedBlocks(current, …)`.
  */
 export function restoreProtectedBlocks(current: string, draft: string): string {
-  const originals = outermostBlocks(parseBody(current).childNodes);
+  const currentTree = parseBody(current);
+  const originals = outermostBlocks(currentTree.childNodes);
   /** The originals not yet found in the draft. */
   const unused = [...originals];
   const take = (found: (block: OriginalBlock) => boolean): OriginalBlock | undefined => {
@@ -57,6 +63,7 @@ export function restoreProtectedBlocks(current: string, draft: string): string {
   }
   for (const { element } of unused) {
     const block = cloneElement(element);
+    if (!isBlock(block) && putInPlace(tree, block, anchorsOf(currentTree, element))) continue;
     if (isBlock(block)) {
       append(tree, block);
     } else {
@@ -69,6 +76,116 @@ export function restoreProtectedBlocks(current: string, draft: string): string {
 }
 
 type OriginalBlock = { element: Element; id: string; form: string };
+
+/** How much of the text before (after) a missing block is looked for in the draft, longest first. */
+const ANCHOR_LENGTHS = [40, 20, 10];
+/** Fewer letters than this (spaces aside) say too little to find a place by. */
+const ANCHOR_MIN = 4;
+
+type TextNode = Extract<ChildNode, { nodeName: '#text' }>;
+type Placed = { node: TextNode; start: number; inLink: boolean };
+
+/** The text of a tree in document order, and each text node with where its text starts. */
+function textsOf(tree: ParentNode): { text: string; nodes: Placed[] } {
+  let text = '';
+  const nodes: Placed[] = [];
+  let links = 0;
+  walk(tree.childNodes, {
+    enter(node) {
+      if (isText(node)) {
+        nodes.push({ node, start: text.length, inLink: links > 0 });
+        text += node.value;
+        return false;
+      }
+      if (!isElement(node)) return false;
+      if (node.tagName === 'a' || isMarked(node)) links += 1;
+      return true;
+    },
+    leave(element) {
+      if (element.tagName === 'a' || isMarked(element)) links -= 1;
+    },
+  });
+  return { text, nodes };
+}
+
+/** The text before and after `block`, an element of `tree`, within the paragraph (heading, item…) it is in. */
+function anchorsOf(tree: ParentNode, block: Element): { before: string; after: string } {
+  let text = '';
+  let start = -1;
+  let end = -1;
+  let from = 0;
+  let to = -1;
+  /** A paragraph's edge: the last one before the block, the first one after it. */
+  const edge = (): void => {
+    if (start < 0) from = text.length;
+    else if (end >= 0 && to < 0) to = text.length;
+  };
+  walk(tree.childNodes, {
+    enter(node) {
+      if (node === block) start = text.length;
+      else if (isBlock(node)) edge();
+      if (isText(node)) text += node.value;
+      return isElement(node);
+    },
+    leave(element) {
+      if (element === block) end = text.length;
+      else if (isBlock(element)) edge();
+    },
+  });
+  return { before: text.slice(from, start), after: text.slice(end, to < 0 ? text.length : to) };
+}
+
+/** Puts `block` into `tree` after `before` or before `after`, where one of them is found once; false if neither. */
+function putInPlace(tree: ParentNode, block: Element, anchors: { before: string; after: string }): boolean {
+  const { text, nodes } = textsOf(tree);
+  const words = nodeText(block);
+  /** The text node, outside any link, where `test(start, end)` holds of its text's place. */
+  const node = (test: (start: number, end: number) => boolean): Placed | undefined =>
+    nodes.find((placed) => !placed.inLink && test(placed.start, placed.start + placed.node.value.length));
+  const at = (anchor: string, side: 'before' | 'after'): boolean => {
+    if (anchor.replace(/\s/g, '').length < ANCHOR_MIN) return false;
+    const found = text.indexOf(anchor);
+    if (found < 0 || text.indexOf(anchor, found + 1) >= 0) return false;
+    const position = side === 'before' ? found + anchor.length : found;
+    // The link's own words left where it was (the link taken off them): the link takes their place.
+    const [from, to] =
+      side === 'before' ? [position, position + words.length] : [position - words.length, position];
+    const own =
+      words.trim() !== '' && text.slice(from, to) === words
+        ? node((start, end) => start <= from && to <= end)
+        : undefined;
+    if (own) {
+      const offset = from - own.start;
+      own.node.value = own.node.value.slice(0, offset) + own.node.value.slice(offset + words.length);
+      insertInText(own.node, offset, block);
+      return true;
+    }
+    // The node with the anchor's last letter (before), or with its first (after).
+    const holder = node((start, end) =>
+      side === 'before' ? start < position && position <= end : start <= position && position < end,
+    );
+    if (!holder) return false;
+    insertInText(holder.node, position - holder.start, block);
+    return true;
+  };
+  return ANCHOR_LENGTHS.some(
+    (length) => at(anchors.before.slice(-length), 'before') || at(anchors.after.slice(0, length), 'after'),
+  );
+}
+
+/** Splits a text node at `offset` and puts `element` between its two halves. */
+function insertInText(node: TextNode, offset: number, element: Element): void {
+  const parent = node.parentNode;
+  if (!parent) return;
+  const rest = node.value.slice(offset);
+  const next = parent.childNodes[parent.childNodes.indexOf(node) + 1];
+  node.value = node.value.slice(0, offset);
+  if (next) defaultTreeAdapter.insertBefore(parent, element, next);
+  else append(parent, element);
+  if (rest === '') return;
+  if (next) defaultTreeAdapter.insertTextBefore(parent, rest, next);
+  else defaultTreeAdapter.insertText(parent, rest);
+}
 
 function isMarked(element: Element): boolean {
   return element.attrs.some((attribute) => attribute.name === PROTECTED_ATTRIBUTE);

@@ -237,8 +237,9 @@ describe('the editor, JavaScript off', () => {
     const now = await article(a.id);
     expect(now.revision).toBe(a.revision + 1);
     expect(now.body).toContain('My unsaved words.');
-    // Every link as it was; the removed one now at the end of the body, where the person can move it.
-    expect(now.protected_links).toEqual([...a.protected_links.filter((l) => l.id !== link.id), link]);
+    // Every link as it was, the removed one back on its own words, where it stood.
+    expect(now.protected_links).toEqual(a.protected_links);
+    expect(now.body).toBe(`${a.body}\n<p>My unsaved words.</p>`);
   });
 
   it('refuses a save over a newer revision with 412, shows what changed since, keeps the text, then saves on top', async () => {

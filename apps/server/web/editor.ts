@@ -182,7 +182,7 @@ ${kit.csrfField(request, reply, session)}
 ${
   opts.refused && opts.refused.size > 0
     ? html`<div class="repair" id="repair"><button type="submit" name="action" value="repair" aria-describedby="repair-help">Put the protected links back</button>
-<p class="muted" id="repair-help">Puts each protected link back as it was (in its place, or at the end of the body if it was removed), makes copies ordinary links, and keeps the rest of your text. Nothing is saved until you press Save.</p></div>`
+<p class="muted" id="repair-help">Puts each protected link back as it was, in its place (a removed one where the words around it still are, otherwise at the end of the body), makes copies ordinary links, and keeps the rest of your text. Nothing is saved until you press Save.</p></div>`
     : ''
 }
 <input type="hidden" name="expected_revision" value="${draft.expectedRevision}">
@@ -331,7 +331,7 @@ ${renderBodyDiff(changes, {
       if ((request.body as Record<string, unknown> | undefined)?.action === 'repair') {
         return editorPage(request, reply, session, article, {
           draft: { ...draft, body: restoreProtectedBlocks(article.body, draft.body) },
-          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were</strong> (one you had removed is at the end of the body: move it where it belongs). The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
+          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were</strong> (one you had removed is back where the words around it still are, or else at the end of the body: check where it stands). The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
         });
       }
       let saved: ArticleWrite;

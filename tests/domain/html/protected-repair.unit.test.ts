@@ -23,11 +23,40 @@ describe('restoreProtectedBlocks', () => {
     expect(restoreProtectedBlocks(current, draft)).toBe(draft);
   });
 
-  it('puts a removed block back at the end, in a paragraph, and keeps the text', () => {
-    const draft = '<h2>Leaks</h2><p>Read our guide first.</p><p>Thanks to our partner.</p><p>Mine.</p>';
+  it('puts a removed link back where the text around it still is', () => {
+    const draft = '<h2>Leaks</h2><p>Read our  first.</p><p>Mine.</p><p>Thanks to our .</p>';
+    const out = repaired(draft);
+    expect(out.ok).toBe(true);
+    expect(out.html).toBe(
+      `<h2>Leaks</h2><p>Read our ${internal} first.</p><p>Mine.</p><p>Thanks to our ${backlink}.</p>`,
+    );
+  });
+
+  it('puts a link back on its own words where the person took the link off them', () => {
+    const out = repaired('<h2>Leaks</h2><p>Read our plumbing guide first.</p><p>Thanks to our partner.</p>');
+    expect(out.ok).toBe(true);
+    expect(out.html).toBe(current);
+  });
+
+  it('finds the place by the words after a link when those before it are gone', () => {
+    const from = `<p>Gone words, ${internal} first of all.</p>`;
+    const out = repaired('<p>Start: first of all.</p>', from);
+    expect(out.ok).toBe(true);
+    expect(out.html).toBe(`<p>Start:${internal} first of all.</p>`);
+  });
+
+  it('puts a removed link back at the end, in a paragraph, when its surroundings are rewritten too', () => {
+    const draft = '<h2>Floods</h2><p>Something else entirely.</p>';
     const out = repaired(draft);
     expect(out.ok).toBe(true);
     expect(out.html).toBe(`${draft}<p>${internal}</p><p>${backlink}</p>`);
+  });
+
+  it('never puts a link back inside another link: the person’s link stays whole', () => {
+    const mine = '<a href="https://mine.example/">Read our guide</a>';
+    const out = repaired(`<h2>Leaks</h2><p>${mine} first.</p><p>Thanks to our ${backlink}.</p>`);
+    expect(out.ok).toBe(true);
+    expect(out.html).toBe(`<h2>Leaks</h2><p>${mine}${internal} first.</p><p>Thanks to our ${backlink}.</p>`);
   });
 
   it('puts a changed block back in its place', () => {
@@ -61,8 +90,14 @@ describe('restoreProtectedBlocks', () => {
     const markup = (b: { id: number; kind: string; text: string }): string =>
       `<a href="https://x.example/${b.id}" data-service-protected="${b.kind}" data-service-id="p_${b.id}">${b.text}</a>`;
     // A draft's piece: the person's words, or what they did to a block (kept, changed, copied, forged).
+    // The person's words include those around the blocks in the current body, so that a removed
+    // block sometimes finds its place again in the middle of the text (next to one of them).
     const piece = fc.oneof(
       word.map((w) => ({ words: w, html: w })),
+      fc.constantFrom('Start here', 'and then', 'the end.').map((w) => ({ words: w, html: w })),
+      fc
+        .constantFrom('Start here', 'and then')
+        .map((w) => ({ words: w, html: `<a href="https://mine.example/">${w}</a>` })),
       fc.record({ n: fc.nat(5), change: fc.constantFrom('keep', 'text', 'href', 'marker') }),
       block.map((b) => ({ forged: b })),
     );
@@ -71,7 +106,7 @@ describe('restoreProtectedBlocks', () => {
         fc.uniqueArray(block, { selector: (b) => b.id, maxLength: 4 }),
         fc.array(fc.array(piece, { maxLength: 6 }), { maxLength: 5 }),
         (blocks, paragraphs) => {
-          const currentBody = `<p>Start ${blocks.map(markup).join(' and ')} end.</p>`;
+          const currentBody = `<p>Start here ${blocks.map(markup).join(' and then ')} the end.</p>`;
           const written: string[] = [];
           const draft = paragraphs
             .map((pieces) => {
