@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Actor } from '../../domain/event.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { newPassword } from '../../infra/ids.ts';
@@ -112,10 +113,23 @@ export const FIRST_START_DEMO: SeedOptions = { sites: 2, articles: 6, backlinks:
  */
 export async function seedDemoIfEmpty(
   runtime: { db: Db; commands: Commands },
-  opts: SeedOptions = FIRST_START_DEMO,
+  opts: SeedOptions & { shared?: boolean } = FIRST_START_DEMO,
 ): Promise<SeedResult | null> {
-  const used = await runtime.db.selectFrom('events').select('position').limit(1).executeTakeFirst();
-  return used === undefined ? seedDemo(runtime, opts) : null;
+  const ifEmpty = async (): Promise<SeedResult | null> => {
+    const used = await runtime.db.selectFrom('events').select('position').limit(1).executeTakeFirst();
+    return used === undefined ? seedDemo(runtime, opts) : null;
+  };
+  if (!opts.shared) return ifEmpty();
+  // A PostgreSQL server that several processes start on at once: one makes the account while it
+  // holds the lock (on a connection of its own); the others then find its events and make none.
+  return runtime.db.connection().execute(async (connection) => {
+    await sql`select pg_advisory_lock(hashtext('first-start-demo'))`.execute(connection);
+    try {
+      return await ifEmpty();
+    } finally {
+      await sql`select pg_advisory_unlock(hashtext('first-start-demo'))`.execute(connection);
+    }
+  });
 }
 
 /** What `npm start` prints, in plain words, after making the first start's demo account. */

@@ -5,7 +5,7 @@ import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { projectors } from '../../projections/index.ts';
-import { firstStartMessage, seedDemoIfEmpty } from '../cli/seed-demo.ts';
+import { FIRST_START_DEMO, firstStartMessage, seedDemoIfEmpty } from '../cli/seed-demo.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
 import { modulesFor } from '../worker/modules.ts';
@@ -25,7 +25,9 @@ const runtime = await openRuntimeOrExit(config, {
   logger: databaseLog,
 });
 // A newcomer's first start: a demo account to sign in with (printed once the server listens).
-const demo = demoOnFirstStart(config) ? await seedDemoIfEmpty(runtime) : null;
+const demo = demoOnFirstStart(config)
+  ? await seedDemoIfEmpty(runtime, { ...FIRST_START_DEMO, shared: config.DATABASE_URL !== undefined })
+  : null;
 // Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
 // the Redis client log through their own pino instance: they exist before the app and its logger.
 const limitsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'limits' });
