@@ -90,8 +90,17 @@ async function readHolder(file: string): Promise<LockHolder | null> {
   return { pid: 0, host: hostname(), what: 'nobody', since: 'unknown', token: `unreadable:${text}` };
 }
 
+/**
+ * The tokens of the locks this process holds. A lock naming this process's own pid that is not
+ * among them was left by an earlier process that had the same pid: a container restarted after a
+ * kill -9 is pid 1 on the same host name again.
+ */
+const heldHere = new Set<string>();
+
 function isStale(holder: LockHolder, runs: (pid: number) => boolean): boolean {
-  return holder.host === hostname() && (holder.pid <= 0 || !runs(holder.pid));
+  if (holder.host !== hostname()) return false;
+  if (holder.pid === process.pid) return !heldHere.has(holder.token);
+  return holder.pid <= 0 || !runs(holder.pid);
 }
 
 /**
@@ -141,6 +150,7 @@ export async function lockDataDir(
     for (let attempt = 0; ; attempt++) {
       try {
         await link(draft, file);
+        heldHere.add(holder.token);
         break;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -161,6 +171,7 @@ export async function lockDataDir(
       released ??= (async () => {
         const current = await readHolder(file);
         if (current?.token === holder.token) await unlink(file).catch(() => {});
+        heldHere.delete(holder.token);
       })();
       return released;
     },

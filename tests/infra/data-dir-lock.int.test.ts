@@ -59,6 +59,28 @@ describe('the DATA_DIR lock', () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it('is taken over from an earlier process that had this one’s pid (a container restarted after kill -9)', async () => {
+    // A container's server is pid 1 on the same host name after every restart.
+    await writeFile(
+      join(dir, LOCK_FILE),
+      JSON.stringify({
+        pid: process.pid,
+        host: hostname(),
+        what: 'the server (npm start)',
+        since: 'then',
+        token: 'before',
+      }),
+    );
+    const taken = await lockDataDir(dir, 'the server (npm start)');
+    expect(JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8'))).toMatchObject({
+      token: taken.holder.token,
+    });
+    // While this process holds it, it is held: a second taking in the same process is refused.
+    await expect(lockDataDir(dir, 'the worker (npm run worker)')).rejects.toBeInstanceOf(DataDirInUse);
+    await taken.release();
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   it('believes a holder on another host, which it cannot check', async () => {
     const pid = await deadPid();
     const other = {
