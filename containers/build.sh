@@ -25,12 +25,15 @@ fi
 secret=()
 ca=/etc/ssl/certs/ca-certificates.crt
 [[ -f "$ca" ]] && secret=(--secret "id=ca,src=$ca")
+# podman writes OCI images by default, which have no HEALTHCHECK: the Docker format keeps it.
+format=()
+[[ "$(basename "$engine")" == podman ]] && format=(--format docker)
 
 build() {
   local tag="$1" file="$2" context="$3"
   echo "== $tag"
   local started=$SECONDS
-  DOCKER_BUILDKIT=1 "$engine" build -q -f "$file" --build-arg "BASE=$base" -t "$tag" "${@:4}" "$context" >/dev/null
+  DOCKER_BUILDKIT=1 "$engine" build -q "${format[@]}" -f "$file" --build-arg "BASE=$base" -t "$tag" "${@:4}" "$context" >/dev/null
   echo "   built in $((SECONDS - started)) s"
 }
 build content-service:latest containers/Containerfile . "${secret[@]}"
