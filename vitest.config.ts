@@ -6,7 +6,8 @@ import { defineConfig } from 'vitest/config';
  * suite run side by side, two files at a time at least (most of a file's time is spent waiting on
  * its servers, databases and browser); then the tests whose rule is a timing (the canary and the
  * slow-neighbours scenario, docs/reliability.md), alone, so that the other files' load is not what
- * they measure. The suite's global setup makes the migrated database templates once per run.
+ * they measure. The suite's global setup chooses the run's PostgreSQL and Redis (containers where no
+ * server is named, tests/support/services.ts) and makes the migrated database templates once per run.
  *
  * Timeouts are sized for a machine at a quarter of its speed (other work on its cores): a test that
  * waits for something polls for it (tests/support/wait.ts) and ends as soon as it holds.
@@ -34,7 +35,13 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'alone', include: ALONE, sequence: { groupOrder: 1 }, maxWorkers: 1 },
+        test: {
+          name: 'alone',
+          include: ALONE,
+          globalSetup: ['tests/support/services-setup.ts'],
+          sequence: { groupOrder: 1 },
+          maxWorkers: 1,
+        },
       },
     ],
   },

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Makes the cluster on the first start (see postgres.Containerfile), then runs PostgreSQL in the
-# foreground, listening on every interface of the container.
+# foreground, listening on every interface of the container. Arguments go to `postgres` (as with the
+# public image: `-c fsync=off`).
 set -eu
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   if [ -n "${POSTGRES_PASSWORD:-}" ]; then
@@ -21,4 +22,4 @@ CREATE DATABASE "$POSTGRES_DB";
 SQL
   fi
 fi
-exec postgres -D "$PGDATA"
+exec postgres -D "$PGDATA" "$@"

@@ -7,6 +7,7 @@ import { catchUp, rebuild } from '../infra/projection-runner.ts';
 import { asyncProjectors, projectors } from '../projections/index.ts';
 import { NODE, ROOT } from '../tests/support/process.ts';
 import { snapshotReadModels } from '../tests/support/runtime.ts';
+import { TEST_REDIS_URL } from '../tests/support/services.ts';
 
 /*
  * What the crash scenarios (crash-writes, projector-crash) share: a webhook receiver on loopback, a
@@ -15,16 +16,17 @@ import { snapshotReadModels } from '../tests/support/runtime.ts';
  */
 
 /** The Redis the scenarios use, each under a prefix of its own. */
-export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+export const REDIS_URL = TEST_REDIS_URL;
 
 /** A webhook receiver on loopback: the `webhook-id` of every request it got, in order; it answers 204. */
-export type Receiver = { url: string; ids: string[]; close(): Promise<void> };
+export type Receiver = { url: string; port: number; ids: string[]; close(): Promise<void> };
 
 /**
- * Starts a receiver on a free loopback port. With `onBody`, each request's body is read and
- * handed over (as text) before the answer; without it, bodies are drained unread.
+ * Starts a receiver on a free port of `host` (loopback unless asked; `0.0.0.0` for senders in
+ * containers, which reach it on their network's gateway). With `onBody`, each request's body is read
+ * and handed over (as text) before the answer; without it, bodies are drained unread.
  */
-export async function startReceiver(onBody?: (body: string) => void): Promise<Receiver> {
+export async function startReceiver(onBody?: (body: string) => void, host = '127.0.0.1'): Promise<Receiver> {
   const ids: string[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -37,10 +39,11 @@ export async function startReceiver(onBody?: (body: string) => void): Promise<Re
       res.writeHead(204).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/hooks`,
+    url: `http://${host}:${port}/hooks`,
+    port,
     ids,
     close: () =>
       new Promise((resolve) => {

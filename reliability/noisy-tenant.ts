@@ -5,6 +5,7 @@ import { Agent, request } from 'undici';
 import { createTestDatabase } from '../tests/support/db.ts';
 import { cli } from '../tests/support/process.ts';
 import { startServer } from '../tests/support/server.ts';
+import { TEST_REDIS_URL } from '../tests/support/services.ts';
 import { type Check, check, type Scenario } from './scenario.ts';
 
 /*
@@ -14,7 +15,7 @@ import { type Check, check, type Scenario } from './scenario.ts';
  * measured on the machine as it is at the time.
  */
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 /** Accounts that work at a steady pace, each well within its limits. */
 const QUIET_ACCOUNTS = 25;
 /** Closed loops of the noisy account. */

@@ -44,6 +44,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   staff create --name NAME --email EMAIL [--password P]
   staff set-password --email EMAIL [--password-stdin]
   ingest sites|articles|backlinks|rewrites --file F.jsonl [--account ID]
+                                            (--file - reads standard input)
   projections status
   projections rebuild [NAME]                drop a read model and replay every event (all when no NAME)
   media gc [--dry-run] [--grace-hours N]    remove stored images no revision refers to, stored more
@@ -338,7 +339,7 @@ export async function runCli(
         const rt = await open();
         const report = await ingestFile(rt.commands, kind as IngestKind, file, { account: values.account });
         await bringAsyncUpToDate(rt, err);
-        for (const f of report.failed) err(`${file}:${f.line}: ${f.error}`);
+        for (const f of report.failed) err(`${file === '-' ? 'stdin' : file}:${f.line}: ${f.error}`);
         err(`${report.applied} applied, ${report.unchanged} unchanged, ${report.failed.length} failed`);
         out(JSON.stringify(report));
         return report.failed.length > 0 ? 1 : 0;

@@ -190,18 +190,20 @@ export async function ingestFile(
   file: string,
   opts: { account?: string | undefined; quiet?: boolean } = {},
 ): Promise<IngestReport> {
-  await stat(file);
-  const total = opts.quiet ? 0 : await countLines(file);
+  // Standard input (`--file -`) or a pipe can be read once only: their lines are counted as they come.
+  const stdin = file === '-';
+  const regular = !stdin && (await stat(file)).isFile();
+  const total = opts.quiet || !regular ? 0 : await countLines(file);
   const bar = opts.quiet ? null : progressBar(`ingest ${kind}`, total);
   const report: IngestReport = { kind, applied: 0, unchanged: 0, failed: [] };
   const reader = createInterface({
-    input: createReadStream(file, 'utf8'),
+    input: stdin ? process.stdin.setEncoding('utf8') : createReadStream(file, 'utf8'),
     crlfDelay: Number.POSITIVE_INFINITY,
   });
   let lineNumber = 0;
   for await (const raw of reader) {
     lineNumber++;
-    bar?.update(lineNumber);
+    bar?.update(lineNumber, regular ? undefined : lineNumber);
     const line = raw.trim();
     if (line === '') continue;
     try {

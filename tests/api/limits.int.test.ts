@@ -4,8 +4,9 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Counter, createCounter, requestsPolicy } from '../../infra/limits.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 
-const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 
 type Line = { level: string; msg: string };
 type Log = (obj: object, msg: string) => void;

@@ -6,6 +6,7 @@ import { recordingClient } from '../support/http.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 type Seed = { account_id: string; api_key: string; sites: { id: string }[] };
@@ -29,7 +30,7 @@ type Revision = {
   title: string;
 };
 
-const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 
 async function seedAccount(env: Record<string, string>, articles = 12): Promise<Seed> {
   const r = await cli(

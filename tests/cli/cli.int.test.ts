@@ -215,6 +215,29 @@ describe('CLI against PostgreSQL', () => {
     expect(await findApiKeyByHash(test.handle.db, hashApiKey(api_key))).toMatchObject({ account_id });
   });
 
+  it('ingests lines from standard input with --file - (read once, counted as they come)', async () => {
+    const { account_id } = JSON.parse(
+      (await cli(['accounts', 'create', '--name', 'Pipe', '--email', 'pipe@pipe.example'], env)).stdout,
+    ) as { account_id: string };
+    const lines = [1, 2, 3].map((n) =>
+      JSON.stringify({
+        id: `site_pipe_${n}`,
+        name: `Pipe ${n}`,
+        domain: `pipe${n}.example`,
+        url: `https://pipe${n}.example/`,
+      }),
+    );
+    const r = await run(
+      NODE,
+      ['apps/cli/main.ts', 'ingest', 'sites', '--file', '-', '--account', account_id],
+      env,
+      `${lines.join('\n')}\n`,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ applied: 3, failed: [] });
+    expect(r.stderr).toContain('ingest sites: 3/3 in');
+  });
+
   it(
     'ingests JSONL: good lines apply, a bad line is reported by number and applies nothing',
     async () => {

@@ -5,6 +5,7 @@ import { createBullJobs } from '../../infra/jobs/bullmq.ts';
 import type { Jobs } from '../../infra/jobs/queue.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli } from '../support/process.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 /*
@@ -12,7 +13,7 @@ import { PATIENCE } from '../support/wait.ts';
  * PostgreSQL: a job that failed every attempt is listed and run again; status shows the queues.
  */
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 describe('CLI jobs', () => {

@@ -7,6 +7,7 @@ import { createBullJobs } from '../../infra/jobs/bullmq.ts';
 import { createInProcessJobs } from '../../infra/jobs/in-process.ts';
 import { backoffDelay, type JobContext, type JobKind, type Jobs, jobIdOf } from '../../infra/jobs/queue.ts';
 import { NODE, ROOT } from '../support/process.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 
 /*
  * The job port's two implementations against the same expectations: BullMQ on the real Redis (a prefix
@@ -15,7 +16,7 @@ import { NODE, ROOT } from '../support/process.ts';
  * SIGKILL mid-job, whose job another worker runs once the lock expires.
  */
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 type Recorder = { runs: Array<{ data: unknown; ctx: JobContext }>; kinds: JobKind<never>[] };

@@ -1,8 +1,9 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { closeRedis, openRedis, reconnectDelay, waitForRedis } from '../../infra/redis.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 
-const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 
 type Line = { level: string; msg: string };
 function recordingLogger(): {

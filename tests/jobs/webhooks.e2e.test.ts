@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { baseEnv, cli, NODE, ROOT } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 
 /*
  * Webhooks end to end: the real server (PostgreSQL and BullMQ on Redis, and the embedded default
@@ -128,14 +129,14 @@ describe('webhooks on PostgreSQL and Redis', () => {
       ...fast,
       DATABASE_URL: test.databaseUrl as string,
       DATA_DIR: '/nonexistent',
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: TEST_REDIS_URL,
       JOBS_PREFIX: prefix,
     };
   });
   afterAll(async () => {
     await receiver.close();
     await test.drop();
-    const redis = new Redis('redis://127.0.0.1:6379');
+    const redis = new Redis(TEST_REDIS_URL);
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);
     await redis.quit();

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { NODE, run } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 describe('server on the embedded default', () => {
@@ -126,7 +127,7 @@ describe('readiness and the job queues', () => {
   });
   afterAll(async () => {
     await test.drop();
-    const redis = new Redis('redis://127.0.0.1:6379');
+    const redis = new Redis(TEST_REDIS_URL);
     const keys = await redis.keys(`test-readyz-${process.pid}:*`);
     if (keys.length > 0) await redis.del(...keys);
     await redis.quit();
@@ -138,7 +139,7 @@ describe('readiness and the job queues', () => {
     const server = await startServer({
       DATABASE_URL: test.databaseUrl,
       DATA_DIR: '/nonexistent',
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: TEST_REDIS_URL,
       JOBS_PREFIX: `test-readyz-${process.pid}`,
     });
     try {

@@ -9,6 +9,7 @@ import { createInProcessJobs } from '../../infra/jobs/in-process.ts';
 import type { JobSink, Jobs } from '../../infra/jobs/queue.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { closeRedis, openRedis } from '../../infra/redis.ts';
+import { TEST_REDIS_URL } from './services.ts';
 import { PATIENCE } from './wait.ts';
 
 /*
@@ -16,7 +17,7 @@ import { PATIENCE } from './wait.ts';
  * BullMQ on the test Redis under a prefix of this run's own (removed at the end; Redis is never flushed).
  */
 
-export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+export const REDIS_URL = TEST_REDIS_URL;
 
 export type QueueKind = 'in-process' | 'bullmq';
 export const queueKinds: QueueKind[] = ['in-process', 'bullmq'];

@@ -17,6 +17,7 @@ import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { createWebhookSender, type SendWebhook } from '../../infra/webhooks/send.ts';
 import { apiKeyActor } from '../support/runtime.ts';
+import { TEST_REDIS_URL } from '../support/services.ts';
 
 /*
  * What the webhook tests share: a receiving node:http server on 127.0.0.1 (reached through the SSRF
@@ -25,7 +26,7 @@ import { apiKeyActor } from '../support/runtime.ts';
  * wired on either queue: BullMQ on the real Redis (a key prefix of its own) or the in-process queue.
  */
 
-export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+export const REDIS_URL = TEST_REDIS_URL;
 export type QueueKind = 'in-process' | 'bullmq';
 export const queueKinds: QueueKind[] = ['in-process', 'bullmq'];
 
