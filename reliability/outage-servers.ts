@@ -9,7 +9,13 @@ import { run } from '../tests/support/process.ts';
  * Servers of a scenario's own, for the outage scenarios (postgres-restart, redis-outage): a
  * PostgreSQL cluster in a temporary folder and a redis-server, each on a free loopback port, that the
  * scenario can stop and start again without touching the machine's shared servers.
+ *
+ * In a test run whose PostgreSQL and Redis are containers (tests/support/services.ts sets
+ * CS_TEST_SERVICES=containers), these are containers too, of the same images, published on a fixed
+ * loopback port so that a restart keeps the address: the run needs no PostgreSQL or Redis installed.
  */
+
+const inContainers = (): boolean => process.env.CS_TEST_SERVICES === 'containers';
 
 /** A free TCP port on 127.0.0.1 (bound, read and released: free at the time of asking). */
 export function freePort(): Promise<number> {
@@ -55,6 +61,7 @@ export type OwnPostgres = {
  * same folder) and starts it on a free port.
  */
 export async function startOwnPostgres(): Promise<OwnPostgres> {
+  if (inContainers()) return startPostgresContainer();
   const bin = await postgresBin();
   const dir = await mkdtemp(join(tmpdir(), 'cs-rel-pg-'));
   const data = join(dir, 'data');
@@ -97,10 +104,13 @@ export type OwnRedis = {
   stop(): Promise<void>;
   /** Starts it again on the same port (empty: it keeps nothing). */
   start(): Promise<void>;
+  /** Stops it for good. */
+  remove(): Promise<void>;
 };
 
 /** Starts `redis-server --port P --save "" --appendonly no` as a child process and waits for it. */
 export async function startOwnRedis(): Promise<OwnRedis> {
+  if (inContainers()) return startRedisContainer();
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = (): Promise<void> =>
@@ -145,5 +155,121 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     await exited;
   };
   await start();
-  return { port, url: `redis://127.0.0.1:${port}`, stop, start };
+  return { port, url: `redis://127.0.0.1:${port}`, stop, start, remove: stop };
+}
+
+/** A started container of the run (labelled as its services are) with `port` published on loopback. */
+async function startContainer(
+  image: string,
+  port: number,
+  setUp: (c: import('testcontainers').GenericContainer) => import('testcontainers').GenericContainer,
+) {
+  const { GenericContainer, Wait } = await import('testcontainers');
+  const { runLabels } = await import('../tests/support/services.ts');
+  const started = await setUp(new GenericContainer(image))
+    .withLabels(runLabels(process.pid))
+    .withExposedPorts({ container: port, host: await freePort() })
+    .withWaitStrategy(Wait.forListeningPorts())
+    .withStartupTimeout(120_000)
+    .start();
+  const { getContainerRuntimeClient } = await import('testcontainers');
+  const engine = (await getContainerRuntimeClient()).container.dockerode.getContainer(started.getId());
+  return { started, engine, hostPort: started.getMappedPort(port) };
+}
+
+/** Polls `ready` until it holds (a server that answers), failing after `timeoutMs`. */
+async function waitFor(what: string, ready: () => Promise<unknown>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await ready();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`${what} did not come back: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+async function startPostgresContainer(): Promise<OwnPostgres> {
+  const pg = (await import('pg')).default;
+  const { DEFAULT_POSTGRES_IMAGE } = await import('../tests/support/services.ts');
+  const { engine, hostPort } = await startContainer(
+    process.env.TEST_POSTGRES_IMAGE || DEFAULT_POSTGRES_IMAGE,
+    5432,
+    (c) =>
+      c
+        // The public image wants one of the two; the local one trusts without a password.
+        .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust' })
+        .withCommand(['-c', 'max_connections=60']),
+  );
+  const url = (database: string): string => `postgres://postgres@127.0.0.1:${hostPort}/${database}`;
+  const answers = (): Promise<void> =>
+    waitFor('PostgreSQL', async () => {
+      const client = new pg.Client({ connectionString: url('postgres') });
+      try {
+        await client.connect();
+        await client.query('select 1');
+      } finally {
+        await client.end().catch(() => {});
+      }
+    });
+  await answers();
+  return {
+    port: hostPort,
+    url,
+    // The images stop on SIGINT (a fast shutdown); SIGQUIT is PostgreSQL's immediate one.
+    stop: async (mode) => {
+      if (mode === 'fast') await engine.stop({ t: 60 });
+      else {
+        await engine.kill({ signal: 'SIGQUIT' });
+        await engine.wait();
+      }
+    },
+    start: async () => {
+      await engine.start();
+      await answers();
+    },
+    remove: () => engine.remove({ force: true, v: true }),
+  };
+}
+
+async function startRedisContainer(): Promise<OwnRedis> {
+  const { Redis } = await import('ioredis');
+  const { DEFAULT_REDIS_IMAGE } = await import('../tests/support/services.ts');
+  const { engine, hostPort } = await startContainer(
+    process.env.TEST_REDIS_IMAGE || DEFAULT_REDIS_IMAGE,
+    6379,
+    (c) => c.withCommand(['--save', '', '--appendonly', 'no']),
+  );
+  const url = `redis://127.0.0.1:${hostPort}`;
+  let stopped = false;
+  return {
+    port: hostPort,
+    url,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await engine.kill({ signal: 'SIGKILL' });
+      await engine.wait();
+    },
+    start: async () => {
+      await engine.start();
+      stopped = false;
+      await waitFor('Redis', async () => {
+        const redis = new Redis(url, {
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        });
+        try {
+          await redis.connect();
+          await redis.ping();
+        } finally {
+          redis.disconnect();
+        }
+      });
+    },
+    remove: () => engine.remove({ force: true, v: true }),
+  };
 }

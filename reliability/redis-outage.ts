@@ -292,7 +292,7 @@ export const redisOutage: Scenario = {
     } finally {
       await worker?.stop();
       await server?.stop();
-      await redis.stop();
+      await redis.remove();
       await receiver.close();
       await dropDatabase(database);
     }

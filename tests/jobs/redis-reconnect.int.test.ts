@@ -18,7 +18,7 @@ beforeAll(async () => {
   test = await createTestDatabase('pglite');
 });
 afterAll(async () => {
-  await redis.stop();
+  await redis.remove();
   await test.drop();
 });
 

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { GenericContainer, getContainerRuntimeClient } from 'testcontainers';
+import { GenericContainer, getContainerRuntimeClient, Wait } from 'testcontainers';
 import { describe, expect, it } from 'vitest';
 import { containersMode, DEFAULT_REDIS_IMAGE, removeLeftovers, runLabels } from './services.ts';
 
@@ -35,21 +35,31 @@ describe.skipIf(!client)('leftover containers', () => {
       'process.stdout.write(String(process.pid))',
     ]).stdout.toString();
     const image = process.env.TEST_REDIS_IMAGE || DEFAULT_REDIS_IMAGE;
-    const [dead, live] = await Promise.all(
-      [Number(gone), process.pid].map((pid) =>
-        new GenericContainer(image).withLabels(runLabels(pid)).withCommand(['--save', '']).start(),
-      ),
-    );
+    const start = (pid: number) =>
+      new GenericContainer(image)
+        .withLabels(runLabels(pid))
+        .withCommand(['--save', ''])
+        .withExposedPorts(6379)
+        .withWaitStrategy(Wait.forSuccessfulCommand('redis-cli ping'))
+        .start();
+    const dead = await start(Number(gone));
+    const live = await start(process.pid).catch(async (err: unknown) => {
+      await engine.getContainer(dead.getId()).remove({ force: true });
+      throw err;
+    });
     try {
       const removed = await removeLeftovers(engine);
-      expect(removed).toContain(dead?.getId());
-      expect(removed).not.toContain(live?.getId());
+      expect(removed).toContain(dead.getId());
+      expect(removed).not.toContain(live.getId());
       const ids = (await engine.listContainers({ all: true })).map((c) => c.Id);
-      expect(ids).not.toContain(dead?.getId());
-      expect(ids).toContain(live?.getId());
+      expect(ids).not.toContain(dead.getId());
+      expect(ids).toContain(live.getId());
     } finally {
-      await live?.stop({ remove: true, removeVolumes: true });
-      await dead?.stop({ remove: true, removeVolumes: true }).catch(() => {});
+      await live.stop({ remove: true, removeVolumes: true });
+      await engine
+        .getContainer(dead.getId())
+        .remove({ force: true })
+        .catch(() => {});
     }
   });
 });

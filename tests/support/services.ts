@@ -154,6 +154,8 @@ async function startServices(log: (line: string) => void): Promise<() => Promise
     process.env.TEST_DATABASE_URL = url;
   }
   if (redis) process.env.TEST_REDIS_URL = `redis://${address(redis)}:${redis.getMappedPort(6379)}`;
+  // The outage scenarios' servers of their own are containers too (reliability/outage-servers.ts).
+  process.env.CS_TEST_SERVICES = 'containers';
   log(
     `test services in containers (${((Date.now() - startedAt) / 1000).toFixed(1)} s): ` +
       [
@@ -166,6 +168,7 @@ async function startServices(log: (line: string) => void): Promise<() => Promise
   return async () => {
     if (postgres) delete process.env.TEST_DATABASE_URL;
     if (redis) delete process.env.TEST_REDIS_URL;
+    delete process.env.CS_TEST_SERVICES;
     await Promise.all([
       postgres?.stop({ remove: true, removeVolumes: true }),
       redis?.stop({ remove: true, removeVolumes: true }),
