@@ -36,7 +36,7 @@ type Outage = {
   /** From `pg_ctl start` returning to the first edit answered 200, and to /readyz 200. */
   writeBackMs: number | null;
   readyBackMs: number | null;
-  /** From `pg_ctl start` returning to the log line saying the LISTEN connection is back. */
+  /** From `pg_ctl start` returning to the log line saying the LISTEN connection is back (0: back before it returned). */
   listenBackMs: number | null;
 };
 
@@ -83,6 +83,9 @@ export const postgresRestart: Scenario = {
         const down = await readiness(base);
         log(`down: /readyz ${down.status} ${JSON.stringify(down.body.checks.database)}`);
         await sleep(short ? 500 : 2_000);
+        // Counted before the start: the LISTEN connection may be back before start() returns (a
+        // container's start waits for PostgreSQL to answer a query, pg_ctl's for it to accept).
+        const listenBefore = listenCount(live);
         await own.start();
         log('pg_ctl start returned');
         const probeWrite = async (): Promise<boolean> => {
@@ -95,7 +98,6 @@ export const postgresRestart: Scenario = {
           await res.arrayBuffer();
           return res.status === 200;
         };
-        const listenBefore = listenCount(live);
         const [writeBackMs, readyBackMs, listenBackMs] = await Promise.all([
           timeUntil(probeWrite, RECOVERY_BOUND_MS),
           timeUntil(async () => (await readiness(base)).status === 200, RECOVERY_BOUND_MS),
