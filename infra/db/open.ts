@@ -85,6 +85,8 @@ const DEFAULT_POOL_SIZE = 10;
 const CONNECTION_TIMEOUT_MS = 30_000;
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 30_000;
+/** A LISTEN connection attempt that gets no answer (a server gone without a word) is given up after this long, and tried again. */
+const LISTEN_CONNECT_TIMEOUT_MS = 5_000;
 
 const DATE_OID = 1082;
 
@@ -321,6 +323,7 @@ async function listen(
       connectionString: databaseUrl,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: LISTEN_CONNECT_TIMEOUT_MS,
       application_name: 'content-service:listen',
     });
     // Errors before `current` is set are reported by connect()/query() below; later ones by 'error'/'end'.

@@ -3,13 +3,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../infra/config.ts';
 import { migrateToLatest, pendingMigrations } from '../../infra/db/migrate.ts';
 import { migrations } from '../../infra/db/migrations/index.ts';
 import { type AppendedTypes, type DbHandle, type DbLogger, openDatabase } from '../../infra/db/open.ts';
 import { createEventStore, type EventStore, type NewEvent } from '../../infra/event-store.ts';
 import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../support/db.ts';
+import { startPgProxy } from '../support/pg-proxy.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 const metadata = { at: '2026-11-21T10:00:00.000Z' };
 const event = (type: string): NewEvent => ({ type, data: { type }, metadata });
@@ -216,6 +218,30 @@ describe.each(backends)('openDatabase on %s', (backend) => {
       expect((await listenPids()).filter((p) => !others.has(p))).toEqual([]);
     },
     20_000,
+  );
+
+  onPostgres(backend)(
+    'gives up a LISTEN reconnection that gets no answer, and is back once the server answers',
+    async () => {
+      const proxy = await startPgProxy(testDb.databaseUrl as string);
+      const logger = recordingLogger();
+      const other = await openDatabase({ databaseUrl: proxy.url, dataDir: 'memory://', logger });
+      try {
+        // The server stops answering (a black hole): a reconnection is accepted and never answered.
+        proxy.stall();
+        await vi.waitFor(() => expect(proxy.stalled()).toBeGreaterThanOrEqual(1), PATIENCE);
+        // Given up after 5 s (the connect timeout), then tried again: a wake-up well within 20 s.
+        const back = nextWakeup(other, 20_000);
+        await proxy.restore();
+        // Without a connect timeout the unanswered attempt would wait for good, and nothing comes back.
+        expect(await back).toBeNull();
+        expect(logger.messages).toContain('reconnecting the LISTEN connection failed; retrying');
+      } finally {
+        await other.close();
+        await proxy.close();
+      }
+    },
+    30_000,
   );
 
   onPostgres(backend)('fails loudly when PostgreSQL is unreachable', async () => {

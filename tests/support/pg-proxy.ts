@@ -8,13 +8,18 @@ import { createTestDatabase } from './db.ts';
  * PostgreSQL that a test can take away and bring back: a TCP proxy on a loopback port in front of the
  * test's PostgreSQL. `cut()` is the server going away as a restart or a failover makes it: every open
  * connection is dropped and new ones are refused (ECONNREFUSED) until `restore()` listens again on the
- * same port. The machine's shared PostgreSQL is never touched.
+ * same port. `stall()` is a server that stops answering (a network black hole): open connections are
+ * dropped and new ones are accepted and never answered, until `restore()`. The machine's shared
+ * PostgreSQL is never touched.
  */
 
 export type PgProxy = {
   /** The database's URL through the proxy. */
   url: string;
   cut(): Promise<void>;
+  stall(): void;
+  /** How many connections were accepted while stalled (and never answered). */
+  stalled(): number;
   restore(): Promise<void>;
   close(): Promise<void>;
 };
@@ -27,9 +32,16 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   };
+  let stalled = false;
+  let stalledCount = 0;
   const server: Server = createServer((client) => {
-    const upstream = connect(targetPort, target.hostname);
     track(client);
+    if (stalled) {
+      stalledCount += 1;
+      client.on('error', () => {});
+      return;
+    }
+    const upstream = connect(targetPort, target.hostname);
     track(upstream);
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
@@ -58,7 +70,13 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
   return {
     url: url.toString(),
     cut,
+    stall() {
+      stalled = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    stalled: () => stalledCount,
     async restore() {
+      stalled = false;
       if (!server.listening) await listen(port);
     },
     close: cut,
