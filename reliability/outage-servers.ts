@@ -164,7 +164,7 @@ async function startContainer(
   port: number,
   setUp: (c: import('testcontainers').GenericContainer) => import('testcontainers').GenericContainer,
 ) {
-  const { GenericContainer, Wait } = await import('testcontainers');
+  const { GenericContainer, Wait, getContainerRuntimeClient } = await import('testcontainers');
   const { runLabels } = await import('../tests/support/services.ts');
   const started = await setUp(new GenericContainer(image))
     .withLabels(runLabels(process.pid))
@@ -172,9 +172,8 @@ async function startContainer(
     .withWaitStrategy(Wait.forListeningPorts())
     .withStartupTimeout(120_000)
     .start();
-  const { getContainerRuntimeClient } = await import('testcontainers');
   const engine = (await getContainerRuntimeClient()).container.dockerode.getContainer(started.getId());
-  return { started, engine, hostPort: started.getMappedPort(port) };
+  return { engine, hostPort: started.getMappedPort(port) };
 }
 
 /** Polls `ready` until it holds (a server that answers), failing after `timeoutMs`. */
