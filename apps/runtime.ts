@@ -5,6 +5,7 @@ import { type DbHandle, type DbLogger, openDatabase } from '../infra/db/open.ts'
 import type { Db } from '../infra/db/schema.ts';
 import { createEventStore, type EventStore } from '../infra/event-store.ts';
 import { createHtmlMemory, type HtmlMemoryStore } from '../infra/html-memory.ts';
+import type { Metrics } from '../infra/metrics.ts';
 import { inlineDispatcher, inlineStatements, retireCheckpoint } from '../infra/projection-runner.ts';
 import { type BodyDiff, createSanitizePool, diffInThread } from '../infra/sanitize-pool.ts';
 import { activityProjector } from '../projections/activity.ts';
@@ -47,7 +48,7 @@ export const SNAPSHOT_MEMORY = 256;
  */
 export function createRuntime(
   handle: DbHandle,
-  opts: { now?: () => Date; sanitizeThreads?: number; htmlMemoryBytes?: number } = {},
+  opts: { now?: () => Date; sanitizeThreads?: number; htmlMemoryBytes?: number; metrics?: Metrics } = {},
 ): Runtime {
   // The snapshot memory is the runtime's: its commands fill it, its snapshot projector reads it.
   const snapshots = createSnapshotMemory(SNAPSHOT_MEMORY);
@@ -69,6 +70,7 @@ export function createRuntime(
     html,
     ...(opts.now ? { now: opts.now } : {}),
     ...(sanitizer ? { sanitizeAhead: sanitizer.ahead } : {}),
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
   });
   return {
     handle,
@@ -94,6 +96,8 @@ export async function openRuntime(
     sanitizeThreads?: number;
     /** What this process is, for the embedded database's lock (openDatabase's `holder`). */
     holder?: string;
+    /** The process's metrics, for its command handlers (edits, the activity batch). */
+    metrics?: Metrics;
   } = {},
 ): Promise<Runtime> {
   const handle = await openDatabase({
@@ -112,7 +116,10 @@ export async function openRuntime(
     await handle.close();
     throw error;
   }
-  return createRuntime(handle, opts.sanitizeThreads ? { sanitizeThreads: opts.sanitizeThreads } : {});
+  return createRuntime(handle, {
+    ...(opts.sanitizeThreads ? { sanitizeThreads: opts.sanitizeThreads } : {}),
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
+  });
 }
 
 /**

@@ -16,9 +16,15 @@ type Failures = readonly unknown[] | undefined;
 export function createBatcher<T>(
   // biome-ignore lint/suspicious/noConfusingVoidType: a flush that stored everything may return nothing.
   flush: (items: T[]) => Promise<Failures | void>,
-  opts: { maxItems: number; maxDelayMs: number },
+  opts: {
+    maxItems: number;
+    maxDelayMs: number;
+    /** Told, for each item stored, how many milliseconds it waited from `add` to the end of its flush. */
+    onStored?: (waitedMs: number) => void;
+  },
 ): { add(item: T): Promise<void>; flushNow(): Promise<void> } {
-  type Waiting = { item: T; resolve: () => void; reject: (error: unknown) => void };
+  type Waiting = { item: T; at: number; resolve: () => void; reject: (error: unknown) => void };
+  const { onStored } = opts;
   let waiting: Waiting[] = [];
   let timer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> | null = null;
@@ -29,10 +35,13 @@ export function createBatcher<T>(
   const flushBatch = async (batch: Waiting[]): Promise<void> => {
     try {
       const failures = await flush(batch.map((w) => w.item));
+      const end = onStored ? performance.now() : 0;
       batch.forEach((w, i) => {
         const failure = failures?.[i];
-        if (failure === null || failure === undefined) w.resolve();
-        else w.reject(failure);
+        if (failure === null || failure === undefined) {
+          onStored?.(end - w.at);
+          w.resolve();
+        } else w.reject(failure);
       });
     } catch (error) {
       for (const w of batch) w.reject(error);
@@ -60,7 +69,7 @@ export function createBatcher<T>(
     add(item) {
       added++;
       return new Promise<void>((resolve, reject) => {
-        waiting.push({ item, resolve, reject });
+        waiting.push({ item, at: onStored ? performance.now() : 0, resolve, reject });
         if (flushing) return;
         if (waiting.length >= opts.maxItems) start();
         else if (!timer) {

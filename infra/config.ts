@@ -172,6 +172,26 @@ export const ConfigSchema = z.object({
     .int('expected a whole number')
     .min(1, 'expected 1 or more')
     .default(EDIT_LIMIT_PER_DAY),
+  /**
+   * The port of the metrics listener (Prometheus text at `/metrics`, docs/operations.md "Metrics"); 0
+   * takes a free port (logged). Unset: no metrics. Never the public PORT.
+   */
+  METRICS_PORT: z.coerce
+    .number({ message: 'expected a port number' })
+    .int('expected a whole number')
+    .min(0, 'expected 0..65535')
+    .max(65535, 'expected 0..65535')
+    .optional(),
+  /** The address the metrics listener binds: loopback unless a scraper elsewhere needs it (`0.0.0.0` in a container). */
+  METRICS_HOST: z
+    .string()
+    .refine(
+      (v) =>
+        ipaddr.isValid(v) ||
+        /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(v),
+      'expected an address (127.0.0.1, 0.0.0.0, ::) or a host name',
+    )
+    .default('127.0.0.1'),
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
   /**
@@ -209,6 +229,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const c = parsed.data;
+  if (c.METRICS_PORT !== undefined && c.METRICS_PORT !== 0 && c.METRICS_PORT === c.PORT) {
+    throw new ConfigError(
+      `Invalid configuration: METRICS_PORT=${JSON.stringify(input.METRICS_PORT)}: must differ from PORT (metrics are never served on the public port)`,
+    );
+  }
   const publicUrl = (c.PUBLIC_URL ?? `http://localhost:${c.PORT === 0 ? 3000 : c.PORT}`).replace(/\/+$/, '');
   return { ...c, PUBLIC_URL: publicUrl, MEDIA_DIR: c.MEDIA_DIR ?? path.join(c.DATA_DIR, 'media') };
 }

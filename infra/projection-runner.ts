@@ -151,16 +151,30 @@ export async function applyNextBatch<E extends NewEvent>(
 
 /** How many events of the projector's types come after its checkpoint. */
 export async function lagOf(db: Db, projector: Projector<NewEvent>): Promise<number> {
+  return (await lagDetail(db, projector)).events;
+}
+
+/**
+ * How far an async projector is behind the log: the events of its types after its checkpoint, and how
+ * many seconds ago the oldest of them was recorded (0 when none waits), by the database's clock.
+ */
+export async function lagDetail(
+  db: Db,
+  projector: Projector<NewEvent>,
+): Promise<{ events: number; seconds: number }> {
   const after = await readCheckpoint(db, projector.name);
   const row = await db
     .selectFrom('events')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .select((eb) => [
+      eb.fn.countAll<string>().as('n'),
+      sql<string | null>`extract(epoch from clock_timestamp() - min(recorded_at))`.as('seconds'),
+    ])
     .where('type', 'in', projector.handles)
     .where(
       sql<boolean>`(transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)`,
     )
     .executeTakeFirstOrThrow();
-  return Number(row.n);
+  return { events: Number(row.n), seconds: row.seconds === null ? 0 : Math.max(0, Number(row.seconds)) };
 }
 
 /**

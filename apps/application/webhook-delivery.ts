@@ -9,6 +9,7 @@ import type { Db } from '../../infra/db/schema.ts';
 import { type LogPosition, START, storedColumns, toStoredEvent } from '../../infra/event-store.ts';
 import { newId } from '../../infra/ids.ts';
 import { type JobSink, jobIdOf, QUEUES } from '../../infra/jobs/queue.ts';
+import type { Metrics } from '../../infra/metrics.ts';
 import type { Stored, Trx } from '../../infra/projection.ts';
 import type { SendOutcome, SendWebhook } from '../../infra/webhooks/send.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../../projections/article-snapshots.ts';
@@ -58,6 +59,10 @@ export type SendDeps = DeliveryDeps & {
   retrySchedule: readonly number[];
   random?: () => number;
   logger?: { warn(obj: object, msg: string): void };
+  /** The process's metrics: each attempt by its result, and the delay of each delivery made. */
+  metrics?:
+    | Pick<Metrics, 'webhookAttempts' | 'webhookDeliveryDelay' | 'webhookEndpointsDisabled'>
+    | undefined;
 };
 
 /** The job that sends an endpoint's next delivery (queue `webhooks`), with data `DeliverJobData`. */
@@ -475,6 +480,8 @@ type Claim = {
   failing_since: Date | null;
   /** The claim's own mark: recording checks it still holds. */
   claimed_until: Date;
+  /** When the delivery was queued (its delay, once delivered, runs from here). */
+  created_at: Date;
 };
 
 /**
@@ -517,7 +524,7 @@ async function claim(
       and (d.claimed_until is null or d.claimed_until <= ${now})
       and ${claimedOf(sql.ref('d.account_id'), now, sql.ref('d.endpoint_id'))} < ${ACCOUNT_SHARE}
     returning d.id, d.endpoint_id, d.account_id, d.event_id, d.payload, d.attempts, e.url, e.secret,
-      e.failing_since, d.claimed_until,
+      e.failing_since, d.claimed_until, d.created_at,
       (select count(*)::integer from webhook_endpoints n where n.account_id = d.account_id) as endpoints`.execute(
     deps.db,
   );
@@ -702,6 +709,21 @@ export async function deliverWebhooks(deps: SendDeps, deliveryId: string): Promi
   return sent;
 }
 
+/** An attempt recorded, in the metrics: by its result, and the delivery's delay when it was delivered. */
+function countAttempt(deps: SendDeps, held: Claim, decision: AttemptDecision, at: Date): void {
+  const metrics = deps.metrics;
+  if (!metrics) return;
+  const status = decision.delivery.status;
+  const over = status === 'failed' || decision.endpoint.disable !== null;
+  metrics.webhookAttempts.inc({ result: status === 'succeeded' ? 'delivered' : over ? 'failed' : 'retry' });
+  if (decision.endpoint.disable !== null) {
+    metrics.webhookEndpointsDisabled.inc({ reason: decision.endpoint.disable });
+  }
+  if (status === 'succeeded') {
+    metrics.webhookDeliveryDelay.observe(Math.max(0, at.getTime() - held.created_at.getTime()) / 1000);
+  }
+}
+
 /**
  * Sends the claimed delivery and goes on with its endpoint (see deliverWebhooks): how many it sent, the
  * last claim it recorded, and whether its account was at its share when one of its claims ended.
@@ -734,6 +756,7 @@ async function sendFrom(
       );
       return { sent, last, atShare };
     }
+    countAttempt(deps, held, decision, at);
     last = held;
     atShare ||= recorded.atShare;
     if (decision.endpoint.disable !== null) return { sent, last, atShare };
@@ -748,6 +771,29 @@ async function sendFrom(
     if (!held) await kickEndpoint(deps, endpointId);
   }
   return { sent, last, atShare };
+}
+
+/**
+ * What the deliveries look like now, for the metrics: enabled endpoints whose last attempt failed
+ * (failing since then), and deliveries waiting to be sent.
+ */
+export async function webhookBacklog(
+  db: Db,
+): Promise<{ failingEndpoints: number; pendingDeliveries: number }> {
+  const [failing, pending] = await Promise.all([
+    db
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('enabled', '=', true)
+      .where('failing_since', 'is not', null)
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { failingEndpoints: Number(failing.n), pendingDeliveries: Number(pending.n) };
 }
 
 // ---------------------------------------------------------------------------------------------------

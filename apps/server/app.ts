@@ -15,6 +15,7 @@ import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
 import { type Counter, createEditLimiter, createPageLimiter } from '../../infra/limits.ts';
 import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
+import type { Metrics } from '../../infra/metrics.ts';
 import { projectionStatus } from '../../infra/projection-runner.ts';
 import { projectors } from '../../projections/index.ts';
 import type { EditLimit } from '../application/call.ts';
@@ -25,6 +26,7 @@ import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './h
 import { createHeavyWork, type HeavyWork, installHeavyWork } from './http/heavy-work.ts';
 import { createRequestLimiter, type LimitHook } from './http/limits.ts';
 import { LOG_REDACTION, redactUrl, requestSerializer } from './http/log-redaction.ts';
+import { installRequestMetrics } from './http/metrics.ts';
 import type { McpTokenVerifier } from './http/oauth-port.ts';
 import { newRequestId } from './http/request-ids.ts';
 import { installSlicedResponses } from './http/sliced-responses.ts';
@@ -73,6 +75,8 @@ type AppDeps = {
   verifyToken?: McpTokenVerifier;
   /** Named in /mcp's 401 `WWW-Authenticate`; default PUBLIC_URL/.well-known/oauth-protected-resource/mcp. */
   resourceMetadataUrl?: string;
+  /** This process's metrics (infra/metrics.ts): every request is observed; without them, nothing is. */
+  metrics?: Metrics;
 };
 
 /**
@@ -152,6 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (https) reply.raw.setHeader('strict-transport-security', HSTS);
   });
 
+  installRequestMetrics(app, deps.metrics);
   installErrorHandling(app, PAGE_REFUSALS);
   installSlicedResponses(app);
   const heavy = deps.heavy ?? createHeavyWork();

@@ -6,6 +6,7 @@ import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
 import { projectors } from '../../projections/index.ts';
 import { FIRST_START_DEMO, firstStartMessage, seedDemoIfEmpty } from '../cli/seed-demo.ts';
+import { metricsFor, serveMetricsOrExit, watchProcess } from '../process-metrics.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
 import { modulesFor } from '../worker/modules.ts';
@@ -18,11 +19,16 @@ const config = loadConfigOrExit();
 // The database layer (pool, LISTEN connection) logs as JSON lines too, `component: "database"`: its
 // connection losses and recoveries are what an operator looks for when PostgreSQL restarts.
 const databaseLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'database' });
+// Metrics (docs/operations.md "Metrics"): with METRICS_PORT, on a listener of their own, from the start.
+const metrics = metricsFor(config);
+const metricsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'metrics' });
+const metricsServer = metrics ? await serveMetricsOrExit(metrics, config, metricsLog) : null;
 const runtime = await openRuntimeOrExit(config, {
   migrate: true,
   holder: 'the server (npm start)',
   sanitizeThreads: config.SANITIZE_THREADS,
   logger: databaseLog,
+  ...(metrics ? { metrics } : {}),
 });
 // A newcomer's first start: a demo account to sign in with (printed once the server listens).
 const demo = demoOnFirstStart(config)
@@ -61,8 +67,9 @@ const jobsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ comp
 const media = createDirectoryMediaStore(config.MEDIA_DIR);
 const { jobs, modules } = createJobs(
   config,
-  modulesFor(config, { db: runtime.db, commands: runtime.commands, media, logger: jobsLog }),
+  modulesFor(config, { db: runtime.db, commands: runtime.commands, media, logger: jobsLog, metrics }),
   jobsLog,
+  metrics,
 );
 const app = await buildApp({
   runtime,
@@ -73,6 +80,7 @@ const app = await buildApp({
   media,
   jobs,
   jobSink: boundedSink(jobs, jobsLog),
+  ...(metrics ? { metrics } : {}),
 });
 // Refusals waiting out their pause are answered as soon as the server starts closing.
 app.addHook('preClose', async () => limiter.release());
@@ -82,6 +90,15 @@ const workers = config.RUN_WORKERS
 const background = config.RUN_JOBS
   ? await startBackground({ jobs, modules, handle: runtime.handle, logger: jobsLog })
   : null;
+if (metrics) {
+  watchProcess(metrics, {
+    handle: runtime.handle,
+    projectors: [...projectors, ...modules.flatMap((m) => m.subscriptions ?? [])],
+    jobs,
+    limitsRedis: redis,
+    logger: metricsLog,
+  });
+}
 
 let shuttingDown = false;
 async function shutdown(signal: string): Promise<void> {
@@ -103,6 +120,7 @@ async function shutdown(signal: string): Promise<void> {
     if (redis) await closeRedis(redis);
     await workers?.stop();
     await runtime.close();
+    await metricsServer?.close();
     app.log.info('stopped');
   } catch (error) {
     app.log.error({ err: error }, 'error during shutdown');
@@ -137,5 +155,6 @@ try {
   else await jobs.close();
   await workers?.stop();
   await runtime.close();
+  await metricsServer?.close();
   process.exitCode = 1;
 }

@@ -3,6 +3,7 @@ import type { DbHandle } from '../../infra/db/open.ts';
 import { createBullJobs } from '../../infra/jobs/bullmq.ts';
 import { createInProcessJobs } from '../../infra/jobs/in-process.ts';
 import type { JobKind, JobSink, Jobs, JobsLogger } from '../../infra/jobs/queue.ts';
+import type { Metrics } from '../../infra/metrics.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import type { JobModule } from './jobs/module.ts';
 
@@ -37,6 +38,7 @@ export function createJobs(
   config: Pick<Config, 'REDIS_URL' | 'JOBS_PREFIX' | 'JOBS_LOCK_SECONDS'>,
   build: (sink: JobSink) => JobModule[],
   logger: JobsLogger,
+  metrics?: Pick<Metrics, 'jobFailures'>,
 ): { jobs: Jobs; modules: JobModule[] } {
   let jobs: Jobs | undefined;
   const forward: JobSink = {
@@ -48,12 +50,30 @@ export function createJobs(
   // A subscription or a job adding a job never hangs on an absent Redis: past 5 s the add is given up
   // and logged, and the sweeps add it again from the database.
   const modules = build(boundedSink(forward, logger, 5_000));
-  jobs = openJobs(
-    config,
-    modules.flatMap((m) => m.kinds),
-    logger,
-  );
+  const kinds = modules.flatMap((m) => m.kinds);
+  jobs = openJobs(config, metrics ? countingFailures(kinds, metrics.jobFailures) : kinds, logger);
   return { jobs, modules };
+}
+
+/**
+ * The kinds with every failed run counted, by queue, job and whether it was the job's last attempt:
+ * one place for both queue implementations.
+ */
+export function countingFailures(
+  kinds: readonly JobKind<never>[],
+  failures: Metrics['jobFailures'],
+): JobKind<never>[] {
+  return kinds.map((kind) => ({
+    ...kind,
+    async run(data, ctx) {
+      try {
+        return await kind.run(data, ctx);
+      } catch (error) {
+        failures.inc({ queue: kind.queue, job: kind.name, final: String(ctx.lastAttempt) });
+        throw error;
+      }
+    },
+  }));
 }
 
 /**

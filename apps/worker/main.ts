@@ -3,6 +3,7 @@ import { loadConfigOrExit } from '../../infra/config.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { projectors } from '../../projections/index.ts';
+import { metricsFor, serveMetricsOrExit, watchProcess } from '../process-metrics.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { LOG_REDACTION } from '../server/http/log-redaction.ts';
 import { createJobs, startBackground } from './background.ts';
@@ -25,10 +26,15 @@ if (!config.DATABASE_URL) {
 if (!config.REDIS_URL) {
   log.warn("no REDIS_URL: the job queues are this process's own; the API processes cannot add to them");
 }
+// Metrics (docs/operations.md "Metrics"): with METRICS_PORT, on a listener of their own, from the start.
+const metrics = metricsFor(config);
+const metricsLog = log.child({ component: 'metrics' });
+const metricsServer = metrics ? await serveMetricsOrExit(metrics, config, metricsLog) : null;
 const runtime = await openRuntimeOrExit(config, {
   migrate: true,
   logger: log,
   holder: 'the worker (npm run worker)',
+  ...(metrics ? { metrics } : {}),
 });
 const workers = startAsyncProjections({ handle: runtime.handle, projectors, logger: log });
 const jobsLog = log.child({ component: 'jobs' });
@@ -39,10 +45,20 @@ const { jobs, modules } = createJobs(
     commands: runtime.commands,
     media: createDirectoryMediaStore(config.MEDIA_DIR),
     logger: jobsLog,
+    metrics,
   }),
   jobsLog,
+  metrics,
 );
 const background = await startBackground({ jobs, modules, handle: runtime.handle, logger: jobsLog });
+if (metrics) {
+  watchProcess(metrics, {
+    handle: runtime.handle,
+    projectors: [...projectors, ...modules.flatMap((m) => m.subscriptions ?? [])],
+    jobs,
+    logger: metricsLog,
+  });
+}
 log.info(
   {
     projectors: projectors.filter((p) => p.mode === 'async').map((p) => p.name),
@@ -60,6 +76,7 @@ async function stop(signal: string): Promise<void> {
   await background.stop();
   await workers.stop();
   await runtime.close();
+  await metricsServer?.close();
 }
 process.on('SIGTERM', () => void stop('SIGTERM'));
 process.on('SIGINT', () => void stop('SIGINT'));

@@ -34,7 +34,7 @@ export function backgroundModules(deps: BackgroundDeps): JobModule[] {
  */
 export function modulesFor(
   config: Pick<Config, 'PUBLIC_URL' | 'WEBHOOK_RETRY_SCHEDULE' | 'OUTBOUND_ALLOW_NETWORKS'>,
-  parts: Pick<JobDeps, 'db' | 'commands' | 'media' | 'logger'>,
+  parts: Pick<JobDeps, 'db' | 'commands' | 'media' | 'logger' | 'metrics'>,
 ): (sink: JobSink) => JobModule[] {
   return (sink) =>
     backgroundModules({

@@ -26,7 +26,8 @@ import type { CommandContext } from './handler.ts';
 const asyncCommit = (trx: Transaction<Database>) =>
   sql`select set_config('synchronous_commit', 'off', true)`.execute(trx).then(() => undefined);
 
-export function activityCommands({ store, now, meta }: CommandContext) {
+export function activityCommands({ store, now, meta, metrics }: CommandContext) {
+  const delay = metrics?.activityBatchDelay;
   const calls = createBatcher<CallRecorded>(
     async (events) => {
       const failures: unknown[] = events.map(() => null);
@@ -54,7 +55,11 @@ export function activityCommands({ store, now, meta }: CommandContext) {
       }
       return failures;
     },
-    { maxItems: 1000, maxDelayMs: 100 },
+    {
+      maxItems: 1000,
+      maxDelayMs: 100,
+      ...(delay ? { onStored: (waitedMs: number) => delay.observe(waitedMs / 1000) } : {}),
+    },
   );
 
   return {

@@ -61,8 +61,28 @@ const changeOf = (articleId: string, input: ChangeInput, caller: Caller) => ({
   actor: caller.actor,
 });
 
+/** The kind of change each article event is, for the edits counter. */
+const CHANGE: Record<ArticleEvent['type'], string> = {
+  ArticleCreated: 'create',
+  ArticleEdited: 'edit',
+  FeaturedImageReplaced: 'featured_image',
+  ArticleRestored: 'restore',
+  ArticleStatusChanged: 'status',
+};
+
 export function articleCommands(deps: CommandContext) {
-  const { db, store, run, meta } = deps;
+  const { db, store, meta } = deps;
+  const edits = deps.metrics?.edits;
+  /** The one handler, on an article's stream: each revision it appended is counted by origin and change. */
+  const run: typeof deps.run = async (streamId, fold, decide, opts) => {
+    const result = await deps.run(streamId, fold, decide, opts);
+    if (edits) {
+      for (const event of result.events as readonly ArticleEvent[]) {
+        edits.inc({ origin: event.data.origin, change: CHANGE[event.type] });
+      }
+    }
+    return result;
+  };
 
   async function articleCommand(
     accountId: string,

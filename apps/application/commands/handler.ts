@@ -10,6 +10,7 @@ import {
   type ExpectedVersion,
   type StoredEvent,
 } from '../../../infra/event-store.ts';
+import type { Metrics } from '../../../infra/metrics.ts';
 import type { SnapshotMemory } from '../../../projections/article-snapshots.ts';
 
 /*
@@ -56,6 +57,8 @@ export type CommandDeps = {
   snapshots: SnapshotMemory;
   /** What the html rules remember, passed to the article decider (the runtime's, shared with its pool and projectors). */
   html?: HtmlMemory;
+  /** The process's metrics: revisions by origin, the activity batch's delay. Without them nothing is counted. */
+  metrics?: Pick<Metrics, 'edits' | 'activityBatchDelay'> | undefined;
 };
 
 /** What every aggregate's commands are built from: the deps, the one handler, the clock and metadata. */

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type ErrorCode, type ErrorDetail, isDomainError } from '../../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
+import { markRefusal } from './metrics.ts';
 import { newRequestId } from './request-ids.ts';
 
 /** Retry-After of a 503: a database restart or failover is typically over within seconds. */
@@ -64,6 +65,7 @@ function problem(
   detail: string,
   errors?: readonly Record<string, unknown>[],
 ): Problem {
+  markRefusal(request, code);
   return {
     type: `https://content-service.dev/problems/${code.replaceAll('_', '-')}`,
     title: titles[code],

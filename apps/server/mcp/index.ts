@@ -8,6 +8,7 @@ import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
 import { installJsonBodyParser, MAX_JSON_DEPTH } from '../http/json-body.ts';
 import { type LimitHook, publishDecision } from '../http/limits.ts';
+import { markRefusal } from '../http/metrics.ts';
 import type { McpTokenVerifier } from '../http/oauth-port.ts';
 import { clientRequestIdOf } from '../http/request-ids.ts';
 import { presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
@@ -181,6 +182,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
       clientRequestId: clientRequestIdOf(request),
       refusal: refused,
       publishEdits: (decision) => publishDecision(request, reply, decision),
+      onRefusal: (code) => markRefusal(request, code),
     };
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());

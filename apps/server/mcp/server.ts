@@ -6,7 +6,7 @@ import {
   Server,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { DomainError, parameterError } from '../../../domain/errors.ts';
+import { DomainError, type ErrorCode, parameterError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
@@ -81,6 +81,8 @@ export type McpRequest = {
   publishEdits: (decision: LimitDecision) => void;
   /** Set when the request is over the account's rate limit: a tool call then answers with this refusal. */
   refusal: DomainError | null;
+  /** Told the code of a tool call's error result (the refusals counter). */
+  onRefusal?: (code: ErrorCode) => void;
 };
 
 type ListedTool = { tool: McpTool; definition: Tool };
@@ -188,6 +190,7 @@ export function createMcpServer(
     } catch (error) {
       const failure = await failureOf(services, call, subject.articleId, error, request.requestId);
       status = failure.status;
+      request.onRefusal?.(failure.code);
       result = era === 'modern' ? withStructuredError(failure.result) : failure.result;
     }
     void services.application.activity.record({

@@ -24,7 +24,7 @@ export const ERROR_META_KEY = 'content-service.dev/error';
 
 type ToolErrorInfo = { code: ErrorCode; detail: string; errors?: readonly Record<string, unknown>[] };
 
-export type ToolFailure = { status: number; result: CallToolResult };
+export type ToolFailure = { status: number; code: ErrorCode; result: CallToolResult };
 
 /** What a model should do next, per code, after the detail. */
 const advice: Partial<Record<ErrorCode, string>> = {
@@ -52,6 +52,7 @@ const advice: Partial<Record<ErrorCode, string>> = {
 function failure(status: number, info: ToolErrorInfo, text: string): ToolFailure {
   return {
     status,
+    code: info.code,
     result: {
       isError: true,
       content: [{ type: 'text', text }],

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Counter } from '../../../infra/limits.ts';
 import { html } from '../http/html.ts';
 import { addressKey, publishDecision } from '../http/limits.ts';
+import { markRefusal } from '../http/metrics.ts';
 import type { WebKit } from './kit.ts';
 
 /** Whose budget a page view spends: its live session's (account holder or staff), else its client address's. */
@@ -23,6 +24,7 @@ export function installPageLimit(app: FastifyInstance, kit: WebKit, pages: Count
     publishDecision(request, reply, decision);
     if (decision.allowed) return;
     const seconds = Math.max(1, decision.resetSeconds);
+    markRefusal(request, 'rate_limited');
     return kit.send(reply, {
       status: 429,
       title: 'Too many pages at once',

@@ -4,6 +4,7 @@ import { type DomainError, type ErrorCode, isDomainError } from '../../../domain
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type EarlyRefusals, statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../http/errors.ts';
 import { type Html, html } from '../http/html.ts';
+import { markRefusal } from '../http/metrics.ts';
 import { FORM_BODY_MAX, isFormRefused } from './form-body.ts';
 import { page } from './html.ts';
 import { PAGE_HEADERS, safeReturnTo, type WebKit } from './kit.ts';
@@ -42,6 +43,7 @@ export function sendRefusal(
 ): FastifyReply {
   if (!isDomainError(error)) throw error;
   const refusal: DomainError = error;
+  markRefusal(request, refusal.code);
   const title = TITLES[refusal.code] ?? 'That did not work';
   return kit.send(reply, {
     status: statusOf[refusal.code],
@@ -68,6 +70,7 @@ export function sendUnavailable(
   error: unknown,
 ): FastifyReply {
   request.log.warn({ err: error }, 'the database is unavailable; answered the 503 page');
+  markRefusal(request, 'unavailable');
   const again = request.method === 'GET' ? safeReturnTo(request.url) : null;
   // The pages' headers here too: not every plugin of pages installs them (`/` only redirects).
   reply
@@ -115,6 +118,7 @@ export const PAGE_REFUSALS: EarlyRefusals = {
     const title = status === 404 ? 'Not found' : 'That address does not work';
     // No session was looked at: the support area's addresses lead back to it, the others to the sites.
     const staff = (reply.request.url.split('?')[0] ?? '').startsWith('/staff');
+    markRefusal(reply.request, status === 404 ? 'not_found' : 'invalid_request');
     return reply
       .status(status)
       .headers(PAGE_HEADERS)
@@ -177,6 +181,7 @@ async function sendRequestRefusal(
   reply: FastifyReply,
   refusal: { status: number; title: string; message: string },
 ): Promise<FastifyReply> {
+  markRefusal(request, 'invalid_request');
   // Without the database the page has no navigation, as the 503 page.
   const session = await kit.sessions.current(request).catch(() => null);
   const staff = session ? null : await kit.sessions.currentStaff(request).catch(() => null);

@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type Html, html, raw } from '../http/html.ts';
 import { addressKey } from '../http/limits.ts';
+import { markRefusal } from '../http/metrics.ts';
 import { STYLESHEET, STYLESHEET_PATH } from './html.ts';
 import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
@@ -159,6 +160,7 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
     const verdict = await kit.throttle.reserve(keys);
     if (!verdict.allowed) {
       reply.header('retry-after', String(seconds(verdict.retryAfterMs)));
+      markRefusal(request, 'rate_limited');
       return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
     }
     // An account holder, else a support staff member with that email: one password check either way.
@@ -167,6 +169,7 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
     const ok = await passwordMatches((account ?? staff)?.password_hash, password);
     if (!(account ?? staff) || !ok) {
       request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
+      markRefusal(request, 'unauthenticated');
       return signInPage(request, reply, { status: 401, error: WRONG, email, returnTo });
     }
     await kit.throttle.succeeded(

@@ -2,6 +2,7 @@ import type { DomainEvent } from '../../../domain/events.ts';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { JobKind, JobSink, Repeat } from '../../../infra/jobs/queue.ts';
 import type { MediaStore } from '../../../infra/media/store.ts';
+import type { Metrics } from '../../../infra/metrics.ts';
 import type { AsyncProjector } from '../../../infra/projection.ts';
 import type { Commands } from '../../application/commands/index.ts';
 
@@ -20,6 +21,8 @@ export type JobDeps = {
   jobs: JobSink;
   publicUrl: string;
   now: () => Date;
+  /** The process's metrics (webhook attempts and delays); without them nothing is counted. */
+  metrics?: Metrics | undefined;
   logger: {
     info(obj: object, msg: string): void;
     warn(obj: object, msg: string): void;

@@ -39,6 +39,7 @@ export function webhookJobs(
     send: deps.send,
     retrySchedule: deps.retrySchedule,
     logger: deps.logger,
+    metrics: deps.metrics,
     ...(deps.random ? { random: deps.random } : {}),
   };
   const deliver: JobKind<DeliverJobData> = {

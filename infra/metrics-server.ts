@@ -1,0 +1,66 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Metrics } from './metrics.ts';
+
+/*
+ * The metrics listener: `GET /metrics` in the Prometheus text format, on a port of its own
+ * (METRICS_PORT, on METRICS_HOST), never on the public one. Nothing else is served there.
+ */
+
+export type MetricsServer = {
+  /** Where Prometheus scrapes: `http://host:port/metrics`. */
+  url: string;
+  close(): Promise<void>;
+};
+
+type MetricsLogger = { error(obj: object, msg: string): void };
+
+/** Listens on `host:port` (0: a free port, named in `url`); rejects when it cannot (a port in use). */
+export async function serveMetrics(
+  metrics: Pick<Metrics, 'scrape' | 'contentType'>,
+  opts: { host: string; port: number; logger?: MetricsLogger },
+): Promise<MetricsServer> {
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0];
+    if (path !== '/metrics') {
+      response
+        .writeHead(404, { 'content-type': 'text/plain; charset=utf-8' })
+        .end('Not found: try /metrics\n');
+      return;
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response
+        .writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' })
+        .end('Method not allowed\n');
+      return;
+    }
+    metrics.scrape().then(
+      (text) => {
+        response.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
+        response.end(request.method === 'HEAD' ? undefined : text);
+      },
+      (error: unknown) => {
+        opts.logger?.error({ err: error }, 'metrics: the scrape failed');
+        response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('The scrape failed\n');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // A scraper's kept-alive connection must not hold up a shutdown.
+        server.closeAllConnections();
+      }),
+  };
+}
