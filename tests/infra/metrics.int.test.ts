@@ -13,7 +13,7 @@ import { serveMetrics } from '../../infra/metrics-server.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
 import { asyncProjectors } from '../../projections/index.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { metricTypes, parseSamples, valueOf } from '../support/metrics.ts';
+import { metricTypes, parseSamples, sampleValue } from '../support/metrics.ts';
 import { catchUpAll, setUpAccount } from '../support/runtime.ts';
 import { PATIENCE } from '../support/wait.ts';
 
@@ -61,9 +61,9 @@ describe.each(backends)('the gauges read from the database on %s', (backend) => 
     const projector = { projector: backlinks.name };
 
     let text = await metrics.scrape();
-    expect(valueOf(text, 'content_service_database_up')).toBe(1);
-    expect(valueOf(text, 'content_service_projector_lag_events', projector)).toBe(0);
-    expect(valueOf(text, 'content_service_projector_lag_seconds', projector)).toBe(0);
+    expect(sampleValue(text, 'content_service_database_up')).toBe(1);
+    expect(sampleValue(text, 'content_service_projector_lag_events', projector)).toBe(0);
+    expect(sampleValue(text, 'content_service_projector_lag_seconds', projector)).toBe(0);
     // Every async projector has its series, and only those.
     const named = parseSamples(text)
       .filter((s) => s.name === 'content_service_projector_lag_events')
@@ -73,39 +73,39 @@ describe.each(backends)('the gauges read from the database on %s', (backend) => 
     // Nothing runs the projectors here: three backlinks wait for the backlinks projector.
     for (const n of [1, 2, 3]) await acquire(n);
     text = await metrics.scrape();
-    expect(valueOf(text, 'content_service_projector_lag_events', projector)).toBe(3);
-    expect(valueOf(text, 'content_service_projector_lag_seconds', projector)).toBeGreaterThan(0);
+    expect(sampleValue(text, 'content_service_projector_lag_events', projector)).toBe(3);
+    expect(sampleValue(text, 'content_service_projector_lag_seconds', projector)).toBeGreaterThan(0);
     // The seconds grow while it stays stopped.
-    const first = valueOf(text, 'content_service_projector_lag_seconds', projector);
+    const first = sampleValue(text, 'content_service_projector_lag_seconds', projector);
     await expect
       .poll(
-        async () => valueOf(await metrics.scrape(), 'content_service_projector_lag_seconds', projector),
+        async () => sampleValue(await metrics.scrape(), 'content_service_projector_lag_seconds', projector),
         PATIENCE,
       )
       .toBeGreaterThan(first);
 
     await catchUp(runtime.db, backlinks);
     text = await metrics.scrape();
-    expect(valueOf(text, 'content_service_projector_lag_events', projector)).toBe(0);
-    expect(valueOf(text, 'content_service_projector_lag_seconds', projector)).toBe(0);
+    expect(sampleValue(text, 'content_service_projector_lag_events', projector)).toBe(0);
+    expect(sampleValue(text, 'content_service_projector_lag_seconds', projector)).toBe(0);
   });
 
   it('reads the pool: its size, and a connection busy while a transaction holds it', async () => {
     const metrics = createMetrics({ defaultMetrics: false });
     watchPool(metrics, test.handle.pool);
     const before = await metrics.scrape();
-    expect(valueOf(before, 'content_service_db_pool_max')).toBe(backend === 'pglite' ? 1 : 10);
-    expect(valueOf(before, 'content_service_db_pool_waiting')).toBe(0);
+    expect(sampleValue(before, 'content_service_db_pool_max')).toBe(backend === 'pglite' ? 1 : 10);
+    expect(sampleValue(before, 'content_service_db_pool_waiting')).toBe(0);
     let inside = '';
     await runtime.db.transaction().execute(async () => {
       inside = await metrics.scrape();
     });
-    expect(valueOf(inside, 'content_service_db_pool_connections', { state: 'busy' })).toBe(1);
+    expect(sampleValue(inside, 'content_service_db_pool_connections', { state: 'busy' })).toBe(1);
     const after = await metrics.scrape();
-    expect(valueOf(after, 'content_service_db_pool_connections', { state: 'busy' })).toBe(0);
-    expect(valueOf(after, 'content_service_db_pool_connections', { state: 'idle' })).toBeGreaterThanOrEqual(
-      1,
-    );
+    expect(sampleValue(after, 'content_service_db_pool_connections', { state: 'busy' })).toBe(0);
+    expect(
+      sampleValue(after, 'content_service_db_pool_connections', { state: 'idle' }),
+    ).toBeGreaterThanOrEqual(1);
   });
 });
 
@@ -137,7 +137,7 @@ describe('a database that does not answer', () => {
     const started = performance.now();
     const text = await metrics.scrape();
     expect(performance.now() - started).toBeLessThan(5_000);
-    expect(valueOf(text, 'content_service_database_up')).toBe(0);
+    expect(sampleValue(text, 'content_service_database_up')).toBe(0);
     expect(parseSamples(text).filter((s) => s.name.startsWith('content_service_projector_lag'))).toEqual([]);
     // A second scrape joins the read still hanging rather than queueing another behind it.
     await metrics.scrape();
@@ -190,11 +190,11 @@ describe('the job queues', () => {
       await jobs.add('test.fails', { n: 1 });
       let text = await metrics.scrape();
       expect(
-        valueOf(text, 'content_service_job_queue_jobs', { queue: 'maintenance', state: 'waiting' }),
+        sampleValue(text, 'content_service_job_queue_jobs', { queue: 'maintenance', state: 'waiting' }),
       ).toBe(1);
-      expect(valueOf(text, 'content_service_job_queue_jobs', { queue: 'webhooks', state: 'waiting' })).toBe(
-        0,
-      );
+      expect(
+        sampleValue(text, 'content_service_job_queue_jobs', { queue: 'webhooks', state: 'waiting' }),
+      ).toBe(0);
       // In-process queues have no Redis to report.
       expect(parseSamples(text).some((s) => s.name === 'content_service_redis_up')).toBe(false);
 
@@ -202,14 +202,14 @@ describe('the job queues', () => {
       await vi.waitFor(async () => {
         text = await metrics.scrape();
         expect(
-          valueOf(text, 'content_service_job_queue_jobs', { queue: 'maintenance', state: 'failed' }),
+          sampleValue(text, 'content_service_job_queue_jobs', { queue: 'maintenance', state: 'failed' }),
         ).toBe(1);
       }, PATIENCE);
       const job = { queue: 'maintenance', job: 'test.fails' };
-      expect(valueOf(text, 'content_service_job_failures_total', { ...job, final: 'false' })).toBe(1);
-      expect(valueOf(text, 'content_service_job_failures_total', { ...job, final: 'true' })).toBe(1);
+      expect(sampleValue(text, 'content_service_job_failures_total', { ...job, final: 'false' })).toBe(1);
+      expect(sampleValue(text, 'content_service_job_failures_total', { ...job, final: 'true' })).toBe(1);
       expect(
-        valueOf(text, 'content_service_job_queue_jobs', { queue: 'maintenance', state: 'waiting' }),
+        sampleValue(text, 'content_service_job_queue_jobs', { queue: 'maintenance', state: 'waiting' }),
       ).toBe(0);
     } finally {
       await jobs.close();
@@ -220,7 +220,7 @@ describe('the job queues', () => {
     const metrics = createMetrics({ defaultMetrics: false });
     watchJobs(metrics, { kind: 'bullmq', status: () => new Promise(() => {}) }, { timeoutMs: 100 });
     const text = await metrics.scrape();
-    expect(valueOf(text, 'content_service_redis_up', { connection: 'jobs' })).toBe(0);
+    expect(sampleValue(text, 'content_service_redis_up', { connection: 'jobs' })).toBe(0);
     expect(parseSamples(text).some((s) => s.name === 'content_service_job_queue_jobs')).toBe(false);
   });
 });
@@ -230,8 +230,8 @@ describe('the registry', () => {
     const one = createMetrics({ defaultMetrics: false });
     const two = createMetrics({ defaultMetrics: false });
     one.edits.inc({ origin: 'api', change: 'edit' });
-    expect(valueOf(await one.scrape(), 'content_service_edits_total', { origin: 'api' })).toBe(1);
-    expect(valueOf(await two.scrape(), 'content_service_edits_total', { origin: 'api' })).toBe(0);
+    expect(sampleValue(await one.scrape(), 'content_service_edits_total', { origin: 'api' })).toBe(1);
+    expect(sampleValue(await two.scrape(), 'content_service_edits_total', { origin: 'api' })).toBe(0);
   });
 
   it('names every metric by the conventions: the prefix, _total on counters, base units, snake_case labels', async () => {
@@ -283,7 +283,9 @@ describe('the metrics listener', () => {
     expect(scraped.status).toBe(200);
     expect(scraped.type).toContain('text/plain');
     expect(scraped.type).toContain('version=0.0.4');
-    expect(valueOf(scraped.body, 'content_service_edits_total', { origin: 'mcp', change: 'edit' })).toBe(1);
+    expect(sampleValue(scraped.body, 'content_service_edits_total', { origin: 'mcp', change: 'edit' })).toBe(
+      1,
+    );
     expect((await get(server.url.replace('/metrics', '/'))).status).toBe(404);
     expect((await get(server.url, 'POST')).status).toBe(405);
     await server.close();

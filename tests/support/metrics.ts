@@ -35,7 +35,7 @@ export function metricTypes(text: string): Map<string, string> {
  * The value of the sample `name` whose labels include `labels` (summed over the others: a histogram's
  * `_count` over every status, say); 0 when there is none.
  */
-export function valueOf(text: string, name: string, labels: Record<string, string> = {}): number {
+export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number {
   return parseSamples(text)
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((sum, s) => sum + s.value, 0);
