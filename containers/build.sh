@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the deployment's images: the service (content-service), PostgreSQL, Redis and HAProxy
-# (content-service/postgres:15, content-service/redis:7, content-service/haproxy).
+# Builds the deployment's images: the service (content-service), PostgreSQL, Redis, HAProxy and
+# Prometheus (content-service/postgres:15, content-service/redis:7, content-service/haproxy,
+# content-service/prometheus: the compose file's `metrics` profile).
 #
 #   containers/build.sh                  on the public Debian image
 #   LOCAL_BASE=1 containers/build.sh     on a base made here from Debian's packages (containers/base.sh),
@@ -40,3 +41,4 @@ build content-service:latest containers/Containerfile . "${secret[@]}"
 build content-service/postgres:15 containers/postgres.Containerfile containers
 build content-service/redis:7 containers/redis.Containerfile containers
 build content-service/haproxy:latest containers/haproxy.Containerfile containers
+build content-service/prometheus:latest containers/prometheus.Containerfile containers
