@@ -44,7 +44,8 @@ export function installRequestMetrics(
   app.decorateRequest('refusal', null);
   if (!metrics) return;
   const { requestDuration, refusals } = metrics;
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook: no promise per request.
+  app.addHook('onResponse', (request, reply, done) => {
     const template = request.routeOptions.url;
     // No route matched: the face by the path, and one route label for all of them.
     const face = faceOf(template ?? request.url);
@@ -54,5 +55,6 @@ export function installRequestMetrics(
       reply.elapsedTime / 1000,
     );
     if (request.refusal !== null) refusals.inc({ face, code: request.refusal });
+    done();
   });
 }
