@@ -140,7 +140,10 @@ async function writeArchive(source: DbHandle, file: string, deps: OperationDeps)
   }
 }
 
-/** Verifies `file` (before the target is opened), then loads it into the open, migrated `target`. */
+/**
+ * Loads a verified archive into the open, migrated `target`, in one transaction: a failure leaves the
+ * target as it was (and is said so, in one line).
+ */
 async function loadArchive(
   target: DbHandle,
   file: string,
@@ -158,6 +161,12 @@ async function loadArchive(
       projectors: deps.projectors,
       onProgress: progress.onProgress,
     });
+  } catch (error) {
+    if (error instanceof ArchiveRefused || error instanceof TargetNotEmpty) throw error;
+    throw new Refused(
+      `the import failed and nothing of it was kept (its transaction rolled back, the images it wrote ` +
+        `removed): ${error instanceof Error ? error.message : String(error)}`,
+    );
   } finally {
     progress.stop();
   }
