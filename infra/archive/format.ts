@@ -35,7 +35,7 @@ type TableName = keyof Database & string;
  * webhook endpoints and their work. `order`: how rows are written, so that two exports of the same
  * installation are alike. `sequence`: a column filled by a sequence, whose next value the import sets.
  * Every other table of the schema is a read model (its projector's `tables`), the event store's
- * (`events`, `checkpoints`) or kysely's migration bookkeeping: tests/infra/archive.unit.test.ts holds
+ * (`events`, `checkpoints`) or kysely's migration bookkeeping: tests/cli/import-refusals.int.test.ts holds
  * the list to the schema.
  */
 export const SOURCE_TABLES: ReadonlyArray<{ name: TableName; order: readonly string[]; sequence?: string }> =
