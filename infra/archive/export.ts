@@ -122,11 +122,9 @@ export async function exportInstallation(opts: {
   const counts: Record<string, number> = {};
   try {
     const media = createDirectoryMediaStore(opts.mediaDir);
-    const files: Array<{ key: string; size: number; storedAt: Date }> = [];
-    for await (const entry of media.list()) {
-      if (entry.stored) files.push({ key: entry.key, size: entry.size, storedAt: entry.storedAt });
-    }
-    files.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    // Counted first, for the progress bar; listed again when they are written (nothing held meanwhile).
+    let mediaFiles = 0;
+    for await (const entry of media.list()) if (entry.stored) mediaFiles += 1;
 
     const schema = await db
       .transaction()
@@ -137,7 +135,7 @@ export async function exportInstallation(opts: {
           select name from kysely_migration order by name desc limit 1`.execute(trx);
         const totals = { events: await count(trx, 'events') } as Record<string, number>;
         for (const t of SOURCE_TABLES) totals[t.name] = await count(trx, t.name);
-        const total = Object.values(totals).reduce((a, b) => a + b, 0) + files.length;
+        const total = Object.values(totals).reduce((a, b) => a + b, 0) + mediaFiles;
         let done = 0;
         const step = (): void => {
           done += 1;
@@ -205,7 +203,8 @@ export async function exportInstallation(opts: {
     let done = schema.done;
     counts.media = 0;
     counts.media_bytes = 0;
-    for (const f of files) {
+    for await (const f of media.list()) {
+      if (!f.stored) continue;
       const object = await media.get(f.key);
       if (!object) continue; // collected since it was listed: nothing in the snapshot refers to it
       const hash = createHash('sha256');
@@ -216,7 +215,6 @@ export async function exportInstallation(opts: {
         throw new Error(
           `the media file ${f.key} in ${opts.mediaDir} is damaged (its SHA-256 is not its name); remove it, or put back a good copy`,
         );
-      parts.push({ path, kind: 'media', bytes: object.size, sha256 });
       counts.media += 1;
       counts.media_bytes += object.size;
       done += 1;

@@ -9,12 +9,14 @@ import type { Database } from '../db/schema.ts';
  *   checkpoints/000001.ndjson          the subscriptions' checkpoints (webhooks, publishing), not the read models'
  *   tables/<table>/000001.ndjson ...   each table of SOURCE_TABLES, one row per line
  *   media/<ab>/<sha256>.<ext>          each stored image, as MEDIA_DIR holds it
- *   manifest.json                      last: what the archive holds, each part's rows, bytes and SHA-256
+ *   manifest.json                      last: what the archive holds, each NDJSON part's rows, bytes and SHA-256
  *
  * A row is the database's own JSON of it (`to_jsonb(row)`), so every value (timestamps to the
  * microsecond, bigints, arrays, jsonb) comes back as it was through `jsonb_populate_recordset`. Parts
  * are cut at about PART_BYTES, so that a part is written whole without holding the installation.
- * The read models are not in it: the import replays the log into them.
+ * The read models are not in it: the import replays the log into them. An image's checksum is its
+ * name (the store is content-addressed), so the manifest counts the images and their bytes rather than
+ * listing each: its size does not grow with the number of images.
  */
 
 export const FORMAT = 'content-service-export';
@@ -59,14 +61,13 @@ export const MIGRATION_TABLES = ['kysely_migration', 'kysely_migration_lock'] as
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 
-/** One part of the archive: its path, what it holds, its rows (NDJSON parts), its bytes and SHA-256. */
+/** One NDJSON part of the archive: its path, what it holds, its rows (lines), its bytes and SHA-256. */
 export const Part = z.strictObject({
   path: z.string().min(1),
-  kind: z.enum(['events', 'checkpoints', 'table', 'media']),
+  kind: z.enum(['events', 'checkpoints', 'table']),
   /** For a `table` part: which table. */
   table: z.string().optional(),
-  /** Lines of an NDJSON part; absent for media. */
-  rows: z.number().int().nonnegative().optional(),
+  rows: z.number().int().nonnegative(),
   bytes: z.number().int().nonnegative(),
   sha256: Sha256,
 });

@@ -55,7 +55,7 @@ const PART_PATH =
   /^(?:events\/\d{6}\.ndjson|checkpoints\/\d{6}\.ndjson|tables\/([a-z_]+)\/\d{6}\.ndjson|media\/([0-9a-f]{2})\/([^/]+))$/;
 
 /** What kind of part a path names, or null for a path no archive holds. */
-function kindOf(path: string): { kind: Part['kind']; table?: string } | null {
+function kindOf(path: string): { kind: Part['kind'] | 'media'; table?: string } | null {
   if (path === MANIFEST) return null;
   const m = PART_PATH.exec(path);
   if (!m) return null;
@@ -95,6 +95,8 @@ export async function verifyArchive(
     string,
     { bytes: number; sha256: string; rows: number; kind: Part['kind']; table?: string }
   >();
+  // Images are counted, not kept: each one's checksum is its name, checked as it is read.
+  const media = { files: 0, bytes: 0 };
   let manifestText: string | undefined;
   let read = 0;
   opts.onProgress?.('verify', 0, info.size);
@@ -121,9 +123,21 @@ export async function verifyArchive(
         if (kind.kind !== 'media') rows += countLines(chunk);
         if (chunk.length > 0) last = chunk[chunk.length - 1] as number;
       }
-      if (kind.kind !== 'media' && last !== 10)
-        throw new ArchiveRefused(`${entry.path} does not end with a whole line: the archive is damaged`);
-      seen.set(entry.path, { bytes: entry.size, sha256: hash.digest('hex'), rows, ...kind });
+      const sha256 = hash.digest('hex');
+      if (kind.kind === 'media') {
+        const name = entry.path.slice(entry.path.lastIndexOf('/') + 1);
+        if (sha256 !== name.slice(0, 64))
+          throw new ArchiveRefused(
+            `${entry.path} does not hold the image its name says: the archive is damaged`,
+          );
+        media.files += 1;
+        media.bytes += entry.size;
+      } else {
+        if (last !== 10)
+          throw new ArchiveRefused(`${entry.path} does not end with a whole line: the archive is damaged`);
+        const table = kind.table === undefined ? {} : { table: kind.table };
+        seen.set(entry.path, { bytes: entry.size, sha256, rows, kind: kind.kind, ...table });
+      }
       opts.onProgress?.('verify', read, info.size);
     }
   } catch (error) {
@@ -179,22 +193,15 @@ export async function verifyArchive(
       throw new ArchiveRefused(
         `${part.path} does not match its checksum in the manifest: the archive is damaged`,
       );
-    if (part.kind === 'media') {
-      if (got.sha256 !== part.path.slice(part.path.lastIndexOf('/') + 1, part.path.lastIndexOf('/') + 65))
-        throw new ArchiveRefused(
-          `${part.path} does not hold the image its name says: the archive is damaged`,
-        );
-      totals.media = (totals.media ?? 0) + 1;
-      totals.media_bytes = (totals.media_bytes ?? 0) + part.bytes;
-    } else {
-      if (got.rows !== part.rows)
-        throw new ArchiveRefused(
-          `${part.path} holds ${got.rows} rows, its manifest ${part.rows}: the archive is damaged`,
-        );
-      const key = part.kind === 'table' ? (part.table as string) : part.kind;
-      totals[key] = (totals[key] ?? 0) + got.rows;
-    }
+    if (got.rows !== part.rows)
+      throw new ArchiveRefused(
+        `${part.path} holds ${got.rows} rows, its manifest ${part.rows}: the archive is damaged`,
+      );
+    const key = part.kind === 'table' ? (part.table as string) : part.kind;
+    totals[key] = (totals[key] ?? 0) + got.rows;
   }
+  totals.media = media.files;
+  totals.media_bytes = media.bytes;
   for (const path of seen.keys()) {
     if (!named.has(path))
       throw new ArchiveRefused(`the archive holds ${path}, which its manifest does not list`);
@@ -349,22 +356,22 @@ export async function importArchive(opts: {
       opts.onProgress?.('load', 0, total);
       for await (const entry of readTar(opts.file)) {
         if (entry.path === MANIFEST) continue;
-        const part = byPath.get(entry.path);
-        if (!part)
-          throw new ArchiveRefused(
-            `${entry.path} is not in the manifest: the archive changed since it was verified`,
-          );
-        const body = checked(entry.body(), part);
-        if (part.kind === 'media') {
+        if (kindOf(entry.path)?.kind === 'media') {
+          // restoreMediaFile checks the bytes against the name before the file takes it.
           const key = entry.path.slice(entry.path.lastIndexOf('/') + 1);
-          const result = await restoreMediaFile(opts.mediaDir, key, body, entry.mtime ?? new Date());
+          const result = await restoreMediaFile(opts.mediaDir, key, entry.body(), entry.mtime ?? new Date());
           if (result.written) written.push(result.file);
           else mediaPresent += 1;
           done += 1;
           opts.onProgress?.('load', done, total);
           continue;
         }
-        for await (const lines of batchesOf(body)) {
+        const part = byPath.get(entry.path);
+        if (!part)
+          throw new ArchiveRefused(
+            `${entry.path} is not in the manifest: the archive changed since it was verified`,
+          );
+        for await (const lines of batchesOf(checked(entry.body(), part))) {
           if (part.kind === 'events') await insertEvents(trx, lines);
           else if (part.kind === 'checkpoints') await insertCheckpoints(trx, lines);
           else await insertRows(trx, part.table as string, lines);

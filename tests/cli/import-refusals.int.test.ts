@@ -175,7 +175,7 @@ describe.each(backends)('into %s', (kind) => {
     );
   });
 
-  it('refuses a part with a flipped byte: its checksum', async () => {
+  it('refuses a part with a flipped byte (its checksum), and an image whose bytes are not its name', async () => {
     const tar = Buffer.from(gunzipSync(good));
     const events = entriesOf(tar).find((e) => e.path.startsWith('events/'));
     if (!events) throw new Error('no events part');
@@ -184,6 +184,16 @@ describe.each(backends)('into %s', (kind) => {
     await refused(
       await write('flipped.tar.gz', gzipSync(tar)),
       /events\/000001\.ndjson does not match its checksum in the manifest/,
+    );
+    // An image's checksum is its name.
+    const clean = Buffer.from(gunzipSync(good));
+    const image = entriesOf(clean).find((e) => e.path.startsWith('media/'));
+    if (!image) throw new Error('no image');
+    const inImage = image.body + image.size - 1;
+    clean[inImage] = (clean[inImage] as number) ^ 0x01;
+    await refused(
+      await write('flipped-image.tar.gz', gzipSync(clean)),
+      /media\/[0-9a-f]{2}\/[0-9a-f]{64}\.png does not hold the image its name says/,
     );
   });
 
