@@ -232,39 +232,53 @@ export async function rebuild<E extends NewEvent>(
     for (const table of projector.tables) {
       await sql`lock table ${sql.table(table)} in access exclusive mode`.execute(trx);
     }
-    for (const table of projector.tables) await sql`delete from ${sql.table(table)}`.execute(trx);
-    const count = await trx
-      .selectFrom('events')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('type', 'in', projector.handles)
-      .executeTakeFirstOrThrow();
-    const total = Number(count.n);
-    let done = 0;
-    let after = '0';
-    onProgress?.({ done, total });
-    for (;;) {
-      // Every committed event, in position order: the table locks make the set complete, and per
-      // stream (all an inline read model depends on) position order is version order.
-      const rows = await trx
-        .selectFrom('events')
-        .select(storedColumns)
-        .where('type', 'in', projector.handles)
-        .where('position', '>', after)
-        .orderBy('position')
-        .limit(BATCH)
-        .execute();
-      await applyEvents(
-        projector,
-        rows.map((row) => toStoredEvent<E>(row)),
-        trx,
-      );
-      done += rows.length;
-      onProgress?.({ done, total: Math.max(total, done) });
-      const last = rows[rows.length - 1];
-      if (!last || rows.length < BATCH) return done;
-      after = last.position;
-    }
+    return replayAll(trx, projector, onProgress);
   });
+}
+
+/**
+ * Empties a projector's tables and applies every event it handles, in position order, within the
+ * caller's transaction `trx`: the inline rebuild's replay, and the import's (infra/archive/import.ts),
+ * which holds every table locked and loads the log in the same transaction. Per stream (all an inline
+ * read model depends on) position order is version order; on a log that one transaction wrote (an
+ * import's), it is the log's order for async read models too. Returns how many events it applied.
+ */
+export async function replayAll<E extends NewEvent>(
+  trx: Transaction<Database>,
+  projector: Projector<E>,
+  onProgress?: (p: Progress) => void,
+): Promise<number> {
+  for (const table of projector.tables) await sql`delete from ${sql.table(table)}`.execute(trx);
+  const count = await trx
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('type', 'in', projector.handles)
+    .executeTakeFirstOrThrow();
+  const total = Number(count.n);
+  let done = 0;
+  let after = '0';
+  onProgress?.({ done, total });
+  for (;;) {
+    // Every committed event, in position order: the caller's table locks make the set complete.
+    const rows = await trx
+      .selectFrom('events')
+      .select(storedColumns)
+      .where('type', 'in', projector.handles)
+      .where('position', '>', after)
+      .orderBy('position')
+      .limit(BATCH)
+      .execute();
+    await applyEvents(
+      projector,
+      rows.map((row) => toStoredEvent<E>(row)),
+      trx,
+    );
+    done += rows.length;
+    onProgress?.({ done, total: Math.max(total, done) });
+    const last = rows[rows.length - 1];
+    if (!last || rows.length < BATCH) return done;
+    after = last.position;
+  }
 }
 
 /**

@@ -19,6 +19,7 @@ import { openRuntime, type Runtime } from '../runtime.ts';
 import { openJobs } from '../worker/background.ts';
 import { modulesFor } from '../worker/modules.ts';
 import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
+import { exportCommand, importCommand, moveCommand } from './operations.ts';
 import { progressBar } from './progress.ts';
 import { seedDemo } from './seed-demo.ts';
 
@@ -56,6 +57,13 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                                             subscriptions' lag and the webhook backlog
   jobs failed [--limit N] [--json]          the jobs that failed every attempt (newest first)
   jobs retry ID                             run a failed job again
+  export --to FILE                          the whole installation (event log, credentials, images) in
+                                            one archive, with a manifest of counts and checksums
+  import --from FILE [--media-dir DIR]      an export into an empty database (checked whole first),
+                                            then every read model replayed
+  move --to postgres://... [--media-dir DIR]
+                                            the embedded database in DATA_DIR to an empty PostgreSQL
+                                            database, in one step (the server stopped)
 
 Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data, which one process opens
 at a time: stop the server first), MEDIA_DIR, LOG_LEVEL, REDIS_URL and JOBS_PREFIX (the job queues;
@@ -435,6 +443,20 @@ export async function runCli(
         );
         out(JSON.stringify(summary));
         return 0;
+      }
+      case 'export': {
+        const { values } = parse(rest, { to: { type: 'string' } });
+        return await exportCommand(required(values, 'to'), { config, projectors, holder, out, err });
+      }
+      case 'import': {
+        const { values } = parse(rest, { from: { type: 'string' }, 'media-dir': { type: 'string' } });
+        const deps = { config, projectors, holder, out, err };
+        return await importCommand(required(values, 'from'), values['media-dir'], deps);
+      }
+      case 'move': {
+        const { values } = parse(rest, { to: { type: 'string' }, 'media-dir': { type: 'string' } });
+        const deps = { config, projectors, holder, out, err };
+        return await moveCommand(required(values, 'to'), values['media-dir'], deps);
       }
       default:
         throw new UsageError(`unknown command ${command}`);

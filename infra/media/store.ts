@@ -223,3 +223,48 @@ export function createDirectoryMediaStore(dir: string): MediaStore {
     },
   };
 }
+
+/**
+ * Puts a stored image back into the directory store `dir` under its `key`, streamed from `source`, with
+ * `storedAt` as its time (what the collector reads): an import's. The bytes go to a temporary file that
+ * is flushed, checked against the key's SHA-256 and renamed into place, as a put's do. A file already
+ * there under the key (the same bytes, by its name) is left as it is: `written` false.
+ */
+export async function restoreMediaFile(
+  dir: string,
+  key: string,
+  source: AsyncIterable<Uint8Array>,
+  storedAt: Date,
+): Promise<{ written: boolean; file: string }> {
+  if (!MEDIA_KEY.test(key)) throw new Error(`media store: not a media key: ${key}`);
+  const folder = path.join(path.resolve(dir), key.slice(0, 2));
+  const file = path.join(folder, key);
+  const existing = await stat(file).catch(() => null);
+  if (existing?.isFile()) {
+    for await (const _ of source) void _;
+    return { written: false, file };
+  }
+  await mkdir(folder, { recursive: true });
+  const temp = path.join(folder, `.tmp-${key}-${randomBytes(6).toString('hex')}`);
+  try {
+    const hash = createHash('sha256');
+    const handle = await open(temp, 'wx', 0o644);
+    try {
+      for await (const chunk of source) {
+        hash.update(chunk);
+        await handle.write(chunk);
+      }
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    if (hash.digest('hex') !== key.slice(0, 64))
+      throw new Error(`media store: the bytes given for ${key} are not the ones its name says`);
+    await utimes(temp, storedAt, storedAt);
+    await rename(temp, file);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+  return { written: true, file };
+}
