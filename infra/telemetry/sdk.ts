@@ -109,7 +109,10 @@ export function startSdk(
     // every fastify instance as it is made (fastify's `fastify.initialization` diagnostics channel).
     new FastifyOtelInstrumentation({
       registerOnInitialization: true,
+      // Its `request` span is enough (it carries the route); a span per hook and per handler would
+      // double the spans of a read for what the product's own spans already say.
       instrumentHooks: false,
+      instrumentHandler: false,
       // Its `url.path` is the request's URL, query included: the path alone.
       requestHook: (span, request) => span.setAttribute(ATTR_URL_PATH, request.url.split('?')[0] ?? ''),
     }) as unknown as Instrumentation,
