@@ -33,7 +33,7 @@ import { busyElsewhere } from './load.ts';
  *
  * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/cs_bench_tracing, a small
  * benchmark dataset of its own, made on the first run), TRACING_BENCH_SECONDS (5 measured seconds a
- * run, after 1 s of warm-up), TRACING_BENCH_ROUNDS (3), TRACING_BENCH_CONNECTIONS (10). About two
+ * run, after 1 s of warm-up), TRACING_BENCH_ROUNDS (3), TRACING_BENCH_CONNECTIONS (10). About three
  * minutes with the defaults.
  */
 
