@@ -39,6 +39,19 @@ declare module 'autocannon' {
     timeout?: number;
     headers?: Record<string, string>;
     warmup?: { connections?: number; duration?: number };
+    /** Requests sent in turn; `setupRequest` may change each one (not with `workers`). */
+    requests?: Array<{
+      method?: string;
+      path?: string;
+      body?: string;
+      setupRequest?: (request: RequestParams) => RequestParams;
+    }>;
+  };
+  export type RequestParams = {
+    method?: string;
+    path?: string;
+    body?: string;
+    headers?: Record<string, string>;
   };
   type Instance = Promise<Result> & { on(event: string, listener: (...args: unknown[]) => void): void };
   function autocannon(options: Options): Instance;

@@ -99,7 +99,7 @@ const { runtime, dataset, generated } = await prepareDataset(databaseUrl, spec, 
   sanitizeThreads: config.SANITIZE_THREADS,
 });
 
-// Composed as apps/server/main.ts composes the server; only the log goes to /dev/null.
+// Composed as apps/server/serve.ts composes the server; only the log goes to /dev/null.
 const limitsLog = pino(
   { level: config.LOG_LEVEL, base: { component: 'limits' } },
   pino.destination('/dev/null'),

@@ -88,7 +88,7 @@ for (let i = 0; i < COPIES; i++) articleIds.push(await copy(String(i)));
 const saturationIds: string[] = [];
 for (let i = 0; i < COPIES; i++) saturationIds.push(await copy(`saturation ${i}`));
 const soleId = await copy('saturation one');
-// Composed as apps/server/main.ts composes the server (in-process limits), with the quotas raised by configuration.
+// Composed as apps/server/serve.ts composes the server (in-process limits), with the quotas raised by configuration.
 const quiet = pino({ level: 'silent' });
 const limiter = createRequestLimiter({ perMinute: config.RATE_LIMIT_PER_MINUTE, logger: quiet });
 const editLimit = createEditLimiter({ perDay: config.EDIT_LIMIT_PER_DAY, logger: quiet });

@@ -16,6 +16,14 @@ export type Actor = z.infer<typeof Actor>;
 export const EventMetadata = z.object({
   at: z.iso.datetime({ offset: true }),
   requestId: z.string().optional(),
+  /**
+   * The W3C trace context (`traceparent`) of the traced work that decided the event, when the service
+   * traces (docs/operations.md, "Traces"): what the work the event causes later links to.
+   */
+  traceparent: z
+    .string()
+    .regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/)
+    .optional(),
 });
 export type EventMetadata = z.infer<typeof EventMetadata>;
 

@@ -1,3 +1,5 @@
+import { detached } from './telemetry/spans.ts';
+
 /**
  * What a flush says of each item, by index: `null` (or nothing) when it was stored, else its error.
  * A flush that returns nothing, or an array without failures, stored them all.
@@ -56,13 +58,14 @@ export function createBatcher<T>(
     if (flushing || waiting.length === 0) return;
     const batch = waiting.length <= opts.maxItems ? waiting : waiting.slice(0, opts.maxItems);
     waiting = batch === waiting ? [] : waiting.slice(opts.maxItems);
-    flushing = (async () => {
+    // A batch holds the items of many callers: it is none of their traces' (detached).
+    flushing = detached(async () => {
       await flushBatch(batch);
       settled += batch.length;
       flushing = null;
       // What came meanwhile has waited a whole flush already.
       start();
-    })();
+    });
   };
 
   return {

@@ -5,6 +5,7 @@ import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
 import { uuidv7 } from './ids.ts';
 import { IN_TRANSACTION, type InlineStatement, type InTransaction, type Pending } from './projection.ts';
+import { inSpan, inSpanSync } from './telemetry/spans.ts';
 
 /*
  * The event store: one append-only `events` table in PostgreSQL (or PGlite), optimistic
@@ -173,7 +174,7 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
     }
   };
 
-  return {
+  const store: EventStore<E> = {
     async append<A extends E>(
       streamId: string,
       events: readonly A[],
@@ -247,18 +248,25 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
         base !== undefined &&
         only !== undefined &&
         rows.length === 1
-          ? inlineStatements(
-              // The event as given (one of A), read back from its JSON.
-              {
-                type: only.type,
-                ...parsed[0],
-                eventId: only.eventId,
-                streamId,
-                version: base + 1,
-              } as Pending<A>,
-              db,
-              APPENDED,
-            )
+          ? inSpanSync('inline projections', IN_STATEMENT_SPAN, (span) => {
+              const made = inlineStatements(
+                // The event as given (one of A), read back from its JSON.
+                {
+                  type: only.type,
+                  ...parsed[0],
+                  eventId: only.eventId,
+                  streamId,
+                  version: base + 1,
+                } as Pending<A>,
+                db,
+                APPENDED,
+              );
+              // A projector that can only apply in a transaction: the transaction's span follows.
+              if (made === IN_TRANSACTION)
+                span.setAttribute('content_service.projection.mode', 'in_transaction');
+              else span.setAttribute('content_service.projection.statements', made.length);
+              return made;
+            })
           : IN_TRANSACTION;
       const stored =
         statements !== IN_TRANSACTION
@@ -266,7 +274,9 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
           : await db.transaction().execute(async (trx) => {
               if (alongside !== undefined) await alongside(trx);
               const result = await run(trx, []);
-              if (inline !== undefined) await inline(result, trx);
+              if (inline !== undefined) {
+                await inSpan('inline projections', IN_TRANSACTION_SPAN, () => inline(result, trx));
+              }
               return result;
             });
 
@@ -301,7 +311,31 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
       return headPosition(db);
     },
   };
+  return {
+    ...store,
+    // Each append is a span (`append article`), the inline projections' one inside it.
+    append: (streamId, events, opts) =>
+      inSpan(
+        `append ${streamType(streamId)}`,
+        {
+          attributes: () => ({
+            'content_service.stream.id': streamId,
+            'content_service.stream.expected_version': String(opts.expectedVersion),
+            'content_service.event.types': events.map((event) => event.type),
+          }),
+        },
+        () => store.append(streamId, events, opts),
+      ),
+  };
 }
+
+/**
+ * The inline projections' span. Within the append's one statement, it covers making their statements
+ * (they run in the append's statement: its pg span, beside this one); in a transaction, their `apply`
+ * and its statements (its pg spans, inside this one).
+ */
+const IN_STATEMENT_SPAN = { attributes: () => ({ 'content_service.projection.mode': 'in_statement' }) };
+const IN_TRANSACTION_SPAN = { attributes: () => ({ 'content_service.projection.mode': 'in_transaction' }) };
 
 /** readStream with `onlyLast`: one statement, the kept property's value read as text. */
 async function readStreamKeepingLast<E extends NewEvent>(

@@ -24,6 +24,7 @@ import {
   type Projector,
   type Stored,
 } from './projection.ts';
+import { inSpan } from './telemetry/spans.ts';
 
 type Progress = { done: number; total: number };
 type ProjectionStatus = {
@@ -57,7 +58,9 @@ export function inlineDispatcher<E extends NewEvent = DomainEvent>(
     const [only] = events;
     if (only !== undefined && events.length === 1) {
       for (const projector of inline) {
-        if (handles(projector, only.type)) await projector.apply(only, trx);
+        if (handles(projector, only.type)) {
+          await inSpan(`project ${projector.name}`, {}, () => projector.apply(only, trx));
+        }
       }
       return;
     }

@@ -18,8 +18,10 @@ type Layer = 'domain' | 'infra' | 'projections' | 'application' | 'adapter' | 'c
 /** The files that put the service together: they may see every layer. */
 const COMPOSITION_ROOTS = new Set([
   'apps/server/main.ts',
+  'apps/server/serve.ts',
   'apps/server/app.ts',
   'apps/worker/main.ts',
+  'apps/worker/run.ts',
   'apps/cli/main.ts',
   'apps/cli/cli.ts',
   'apps/runtime.ts',

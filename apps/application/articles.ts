@@ -21,6 +21,7 @@ import {
   reasonField,
   toParam,
 } from './requests.ts';
+import { inUseCase } from './use-case-span.ts';
 import { type ArticleListItemOut, type ArticleOut, articleListItemOut, articleOut } from './wire.ts';
 
 /* What the article use cases are asked with: every face's parameters and bodies derive from these. */
@@ -123,22 +124,24 @@ export function createArticles(
       idempotency?: Idempotency,
     ): Promise<Outcome<ArticleWrite>> {
       const { articleId } = input;
-      return outcomeOf({ articleId }, async (note) => {
-        await writer.own(call, note, articleId);
-        return writer.write(call, note, idempotency, (answerKey) =>
-          commands.editArticle(
-            call.principal.accountId,
-            articleId,
-            {
-              title: input.title,
-              body: input.body,
-              reason: input.reason,
-              expectedRevision: input.expectedRevision,
-            },
-            { ...call.principal, answerKey },
-          ),
-        );
-      });
+      return inUseCase('articles.edit', call, () =>
+        outcomeOf({ articleId }, async (note) => {
+          await writer.own(call, note, articleId);
+          return writer.write(call, note, idempotency, (answerKey) =>
+            commands.editArticle(
+              call.principal.accountId,
+              articleId,
+              {
+                title: input.title,
+                body: input.body,
+                reason: input.reason,
+                expectedRevision: input.expectedRevision,
+              },
+              { ...call.principal, answerKey },
+            ),
+          );
+        }),
+      );
     },
 
     /**
@@ -154,8 +157,8 @@ export function createArticles(
       input: { articleId: string; image: ImageInput; expectedRevision?: number | undefined },
       idempotency?: Idempotency,
     ): Promise<Outcome<ArticleWrite>> {
-      return outcomeOf({ articleId: input.articleId }, (note) =>
-        replaceImage(call, note, input, idempotency),
+      return inUseCase('articles.replace_featured_image', call, () =>
+        outcomeOf({ articleId: input.articleId }, (note) => replaceImage(call, note, input, idempotency)),
       );
     },
   };

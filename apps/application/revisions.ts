@@ -6,6 +6,7 @@ import { type Call, type Idempotency, type Outcome, outcomeOf } from './call.ts'
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { idParam, reasonField } from './requests.ts';
+import { inUseCase } from './use-case-span.ts';
 import { type RevisionContentOut, type RevisionOut, revisionOut, rfc3339 } from './wire.ts';
 
 /* What the revision use cases are asked with. */
@@ -68,17 +69,19 @@ export function createRevisions(deps: Pick<ApplicationDeps, 'db' | 'commands'>, 
       idempotency?: Idempotency,
     ): Promise<Outcome<ArticleWrite>> {
       const { articleId, revision, expectedRevision } = input;
-      return outcomeOf({ articleId }, async (note) => {
-        await writer.own(call, note, articleId);
-        return writer.write(call, note, idempotency, (answerKey) =>
-          commands.restoreRevision(
-            call.principal.accountId,
-            articleId,
-            { revision, reason: input.reason ?? null, expectedRevision },
-            { ...call.principal, answerKey },
-          ),
-        );
-      });
+      return inUseCase('revisions.restore', call, () =>
+        outcomeOf({ articleId }, async (note) => {
+          await writer.own(call, note, articleId);
+          return writer.write(call, note, idempotency, (answerKey) =>
+            commands.restoreRevision(
+              call.principal.accountId,
+              articleId,
+              { revision, reason: input.reason ?? null, expectedRevision },
+              { ...call.principal, answerKey },
+            ),
+          );
+        }),
+      );
     },
   };
 }

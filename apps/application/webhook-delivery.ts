@@ -11,6 +11,7 @@ import { newId } from '../../infra/ids.ts';
 import { type JobSink, jobIdOf, QUEUES } from '../../infra/jobs/queue.ts';
 import type { Metrics } from '../../infra/metrics.ts';
 import type { Stored, Trx } from '../../infra/projection.ts';
+import { inSpan, linksTo, spansOn } from '../../infra/telemetry/spans.ts';
 import type { SendOutcome, SendWebhook } from '../../infra/webhooks/send.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../../projections/article-snapshots.ts';
 import { asyncProjector } from '../../projections/projector.ts';
@@ -482,6 +483,11 @@ type Claim = {
   claimed_until: Date;
   /** When the delivery was queued (its delay, once delivered, runs from here). */
   created_at: Date;
+  /**
+   * The W3C trace context of the traced work that made the delivery's event (its metadata's
+   * `traceparent`), read only while tracing is on: the delivery's span links to it.
+   */
+  traceparent: string | null;
 };
 
 /**
@@ -524,7 +530,7 @@ async function claim(
       and (d.claimed_until is null or d.claimed_until <= ${now})
       and ${claimedOf(sql.ref('d.account_id'), now, sql.ref('d.endpoint_id'))} < ${ACCOUNT_SHARE}
     returning d.id, d.endpoint_id, d.account_id, d.event_id, d.payload, d.attempts, e.url, e.secret,
-      e.failing_since, d.claimed_until, d.created_at,
+      e.failing_since, d.claimed_until, d.created_at, ${traceparentOf(sql.ref('d.event_id'))} as traceparent,
       (select count(*)::integer from webhook_endpoints n where n.account_id = d.account_id) as endpoints`.execute(
     deps.db,
   );
@@ -536,6 +542,18 @@ async function claim(
       and ${claimedOf(held.account_id, now)} > ${ACCOUNT_SHARE}
     returning id`.execute(deps.db);
   return over.rows.length === 0 ? held : undefined;
+}
+
+/**
+ * The `traceparent` of an event's metadata (a delivery's `event_id`) while tracing is on (one index
+ * probe of the events' unique key), null when off: what a delivery carries of the trace that caused it.
+ */
+function traceparentOf(eventId: RawBuilder<unknown>): RawBuilder<string | null> {
+  return spansOn()
+    ? sql<
+        string | null
+      >`(select t.metadata->>'traceparent' from events t where t.event_id = ${eventId}::uuid)`
+    : sql<null>`null::text`;
 }
 
 /** Why a delivery could not be claimed. */
@@ -738,15 +756,42 @@ async function sendFrom(
   let last: Claim | undefined;
   let atShare = false;
   while (held) {
+    const claimed: Claim = held;
     const at = deps.now();
-    const outcome = await deps.send({
-      url: held.url,
-      secret: held.secret,
-      id: held.event_id,
-      timestamp: at,
-      body: messageBody(held.payload),
-    });
-    const recorded = await record(deps, held, outcome, at);
+    const recorded = await inSpan(
+      'deliver webhook',
+      {
+        // The edit (or other change) that made the message: its trace, from the event's metadata.
+        links: linksTo(claimed.traceparent),
+        attributes: () => ({
+          'content_service.account.id': claimed.account_id,
+          'content_service.webhook.endpoint.id': claimed.endpoint_id,
+          'content_service.webhook.delivery.id': claimed.id,
+          'content_service.webhook.attempt': claimed.attempts + 1,
+          'content_service.event.id': claimed.event_id,
+        }),
+      },
+      async (span) => {
+        const outcome = await deps.send({
+          url: claimed.url,
+          secret: claimed.secret,
+          id: claimed.event_id,
+          timestamp: at,
+          body: messageBody(claimed.payload),
+        });
+        if (outcome.statusCode !== null)
+          span.setAttribute('content_service.webhook.status_code', outcome.statusCode);
+        const result = await record(deps, claimed, outcome, at);
+        span.setAttribute('content_service.webhook.delivery.status', result.decision.delivery.status);
+        if (result.decision.delivery.status !== 'succeeded') {
+          span.setAttribute(
+            'error.type',
+            outcome.statusCode === null ? 'no_answer' : String(outcome.statusCode),
+          );
+        }
+        return result;
+      },
+    );
     const { decision } = recorded;
     sent++;
     if (!recorded.recorded) {
@@ -756,7 +801,7 @@ async function sendFrom(
       );
       return { sent, last, atShare };
     }
-    countAttempt(deps, held, decision, at);
+    countAttempt(deps, claimed, decision, at);
     last = held;
     atShare ||= recorded.atShare;
     if (decision.endpoint.disable !== null) return { sent, last, atShare };

@@ -1,6 +1,7 @@
 import { type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { closeRedis, openRedis } from '../redis.ts';
+import { jobsTelemetry } from '../telemetry/tracing.ts';
 import {
   type AddOptions,
   BACKOFF_JITTER,
@@ -80,8 +81,14 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
     );
     logger[connectionError ? 'debug' : 'warn']({ err: error, queue }, msg);
   };
+  // While tracing is on, BullMQ's own spans (bullmq-otel): a job's `add`, and its `process` as a child
+  // of the span that added it, in whichever process runs it.
+  const telemetry = jobsTelemetry();
   const queues = new Map<QueueName, Queue>(
-    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix, skipWaitingForReady: true })]),
+    QUEUE_NAMES.map((name) => [
+      name,
+      new Queue(name, { connection, prefix, skipWaitingForReady: true, ...(telemetry ? { telemetry } : {}) }),
+    ]),
   );
   for (const queue of queues.values()) {
     queue.on('error', (error) => logError(error, queue.name, 'job queue error'));
@@ -137,6 +144,7 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
           prefix,
           concurrency: QUEUES[name].concurrency,
           ...(opts.lockMs ? { lockDuration: opts.lockMs, stalledInterval: opts.lockMs } : {}),
+          ...(telemetry ? { telemetry } : {}),
         },
       );
       worker.on('error', (error) => logError(error, name, 'job worker error'));

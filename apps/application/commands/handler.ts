@@ -9,8 +9,10 @@ import {
   type EventStore,
   type ExpectedVersion,
   type StoredEvent,
+  streamType,
 } from '../../../infra/event-store.ts';
 import type { Metrics } from '../../../infra/metrics.ts';
+import { activeTraceparent, inSpanSync } from '../../../infra/telemetry/spans.ts';
 import type { SnapshotMemory } from '../../../projections/article-snapshots.ts';
 
 /*
@@ -74,10 +76,15 @@ export function commandContext(deps: CommandDeps): CommandContext {
     ...deps,
     run: createCommandHandler(deps.store),
     now,
-    meta: (caller) => ({
-      at: now().toISOString(),
-      ...(caller?.requestId ? { requestId: caller.requestId } : {}),
-    }),
+    meta: (caller) => {
+      // The trace that made the events (tracing on only): the work they cause later links to it.
+      const traceparent = activeTraceparent();
+      return {
+        at: now().toISOString(),
+        ...(caller?.requestId ? { requestId: caller.requestId } : {}),
+        ...(traceparent ? { traceparent } : {}),
+      };
+    },
   };
 }
 
@@ -112,7 +119,27 @@ async function handle<S, E extends DomainEvent>(
     const state = history.reduce((s, e) => fold.evolve(s, e), start.state);
     const version =
       history.length === 0 ? start.version : (history[history.length - 1]?.version ?? start.version);
-    const events = decide(state, version);
+    // The decider's call as a span of its own (domain/ knows nothing of tracing).
+    const events = inSpanSync(
+      `decide ${streamType(streamId)}`,
+      {
+        attributes: () => ({
+          'content_service.stream.id': streamId,
+          'content_service.stream.version': version,
+          'content_service.decide.attempt': attempt + 1,
+        }),
+      },
+      (span) => {
+        const decided = decide(state, version);
+        if (span.isRecording()) {
+          span.setAttribute(
+            'content_service.event.types',
+            decided.map((e) => e.type),
+          );
+        }
+        return decided;
+      },
+    );
     if (events.length === 0) return { events: [], state, version };
     const expectedVersion: ExpectedVersion = version === 0 ? 'no_stream' : version;
     try {

@@ -1,0 +1,164 @@
+import pino from 'pino';
+import { demoOnFirstStart, loadConfigOrExit } from '../../infra/config.ts';
+import { createEditLimiter, createPageLimiter } from '../../infra/limits.ts';
+import { createDirectoryMediaStore } from '../../infra/media/store.ts';
+import { startAsyncProjections } from '../../infra/projection-runner.ts';
+import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
+import { stopTracing } from '../../infra/telemetry/tracing.ts';
+import { projectors } from '../../projections/index.ts';
+import { FIRST_START_DEMO, firstStartMessage, seedDemoIfEmpty } from '../cli/seed-demo.ts';
+import { metricsFor, serveMetricsOrExit, watchProcess } from '../process-metrics.ts';
+import { openRuntimeOrExit } from '../runtime.ts';
+import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
+import { modulesFor } from '../worker/modules.ts';
+import { buildApp } from './app.ts';
+import { createRequestLimiter } from './http/limits.ts';
+import { LOG_REDACTION } from './http/log-redaction.ts';
+
+const config = loadConfigOrExit();
+
+// The database layer (pool, LISTEN connection) logs as JSON lines too, `component: "database"`: its
+// connection losses and recoveries are what an operator looks for when PostgreSQL restarts.
+const databaseLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'database' });
+// Metrics (docs/operations.md "Metrics"): with METRICS_PORT, on a listener of their own, from the start.
+const metrics = metricsFor(config);
+const metricsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'metrics' });
+const metricsServer = metrics ? await serveMetricsOrExit(metrics, config, metricsLog) : null;
+const runtime = await openRuntimeOrExit(config, {
+  migrate: true,
+  holder: 'the server (npm start)',
+  sanitizeThreads: config.SANITIZE_THREADS,
+  logger: databaseLog,
+  ...(metrics ? { metrics } : {}),
+});
+// A newcomer's first start: a demo account to sign in with (printed once the server listens).
+const demo = demoOnFirstStart(config)
+  ? await seedDemoIfEmpty(runtime, { ...FIRST_START_DEMO, shared: config.DATABASE_URL !== undefined })
+  : null;
+// Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
+// the Redis client log through their own pino instance: they exist before the app and its logger.
+const limitsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'limits' });
+const redis = config.REDIS_URL
+  ? openRedis(config.REDIS_URL, { name: 'content-service:limits', logger: limitsLog })
+  : undefined;
+// Waiting lets the first requests count in Redis too; an unreachable Redis does not hold up or stop the start.
+const redisReady = redis ? await waitForRedis(redis, 2_000) : false;
+const limiter = createRequestLimiter({
+  perMinute: config.RATE_LIMIT_PER_MINUTE,
+  refusalPauseMs: config.RATE_LIMIT_REFUSAL_PAUSE_MS,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
+const pages = createPageLimiter({
+  perMinute: config.PAGE_RATE_LIMIT_PER_MINUTE,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
+const edits = createEditLimiter({
+  perDay: config.EDIT_LIMIT_PER_DAY,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
+// Background jobs (docs/jobs.md): BullMQ queues shared through Redis with REDIS_URL, else in process.
+// Every process can add jobs; RUN_JOBS=false leaves running them to `npm run worker`.
+const jobsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'jobs' });
+const media = createDirectoryMediaStore(config.MEDIA_DIR);
+const { jobs, modules } = createJobs(
+  config,
+  modulesFor(config, { db: runtime.db, commands: runtime.commands, media, logger: jobsLog, metrics }),
+  jobsLog,
+  metrics,
+);
+const app = await buildApp({
+  runtime,
+  config,
+  limit: limiter.hook,
+  editLimit: edits.limit,
+  pageLimit: pages,
+  media,
+  jobs,
+  jobSink: boundedSink(jobs, jobsLog),
+  ...(metrics ? { metrics } : {}),
+});
+// Refusals waiting out their pause are answered as soon as the server starts closing.
+app.addHook('preClose', async () => limiter.release());
+const workers = config.RUN_WORKERS
+  ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
+  : null;
+const background = config.RUN_JOBS
+  ? await startBackground({ jobs, modules, handle: runtime.handle, logger: jobsLog })
+  : null;
+if (metrics) {
+  watchProcess(metrics, {
+    handle: runtime.handle,
+    projectors: [...projectors, ...modules.flatMap((m) => m.subscriptions ?? [])],
+    jobs,
+    limitsRedis: redis,
+    logger: metricsLog,
+  });
+}
+
+let shuttingDown = false;
+async function shutdown(signal: string): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  app.log.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
+  const force = setTimeout(() => {
+    app.log.error('shutdown took too long; exiting');
+    process.exit(1);
+  }, config.SHUTDOWN_TIMEOUT_SECONDS * 1000);
+  force.unref();
+  try {
+    await app.close();
+    if (background) await background.stop();
+    else await jobs.close();
+    await limiter.close();
+    edits.close();
+    pages.close();
+    if (redis) await closeRedis(redis);
+    await workers?.stop();
+    await runtime.close();
+    await metricsServer?.close();
+    app.log.info('stopped');
+  } catch (error) {
+    app.log.error({ err: error }, 'error during shutdown');
+    process.exitCode = 1;
+  }
+  // The spans of the last requests and of the shutdown itself, exported before the process ends.
+  await stopTracing();
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+
+try {
+  await app.listen({ host: config.HOST, port: config.PORT });
+  app.log.info(
+    {
+      database: runtime.handle.kind,
+      public_url: config.PUBLIC_URL,
+      workers: Boolean(workers),
+      jobs: background ? `${jobs.kind}, workers here` : `${jobs.kind}, workers elsewhere`,
+      limits: redis
+        ? redisReady
+          ? 'redis'
+          : 'redis unreachable: per process until it answers'
+        : 'per process',
+    },
+    'content service ready',
+  );
+  if (demo) process.stderr.write(firstStartMessage(demo, config.PUBLIC_URL));
+} catch (error) {
+  app.log.error({ err: error }, 'could not start');
+  await limiter.close();
+  if (redis) await closeRedis(redis);
+  if (background) await background.stop();
+  else await jobs.close();
+  await workers?.stop();
+  await runtime.close();
+  await metricsServer?.close();
+  await stopTracing();
+  process.exitCode = 1;
+}
