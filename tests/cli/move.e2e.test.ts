@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase } from '../../infra/db/open.ts';
 import { type Receiver, startReceiver } from '../../reliability/crash-support.ts';
+import { adminStatement, testDatabaseUrl } from '../support/db.ts';
 import { findInstallation, installationSnapshot, seedInstallation } from '../support/installation.ts';
 import { cli } from '../support/process.ts';
 import { startServer } from '../support/server.ts';
@@ -21,37 +22,23 @@ import { startServer } from '../support/server.ts';
  * embedded database is left as it was.
  */
 
-const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
-
 let dir: string;
 let receiver: Receiver;
 let targetName: string;
 let targetUrl: string;
 
-async function admin(statement: string): Promise<void> {
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cs-move-test-'));
   receiver = await startReceiver();
   targetName = `cs_test_move_${randomBytes(6).toString('hex')}`;
-  await admin(`CREATE DATABASE ${targetName}`);
-  const url = new URL(TEST_DATABASE_URL);
+  await adminStatement(`CREATE DATABASE ${targetName}`);
+  const url = new URL(testDatabaseUrl());
   url.pathname = `/${targetName}`;
   targetUrl = url.toString();
 });
 
 afterAll(async () => {
-  await admin(`DROP DATABASE IF EXISTS ${targetName} WITH (FORCE)`);
+  await adminStatement(`DROP DATABASE IF EXISTS ${targetName} WITH (FORCE)`);
   await receiver?.close();
   await rm(dir, { recursive: true, force: true });
 });

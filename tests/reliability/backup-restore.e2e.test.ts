@@ -4,11 +4,10 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type DbHandle, openDatabase } from '../../infra/db/open.ts';
 import { compareWithRebuild } from '../../reliability/crash-support.ts';
-import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { adminStatement, createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli, run } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
 import { containersMode } from '../support/services.ts';
@@ -53,23 +52,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await restored?.close();
-  if (restoredName)
-    await admin(source.databaseUrl as string, `DROP DATABASE IF EXISTS ${restoredName} WITH (FORCE)`);
+  if (restoredName) await adminStatement(`DROP DATABASE IF EXISTS ${restoredName} WITH (FORCE)`);
   await source.drop();
   await rm(dir, { recursive: true, force: true });
 });
-
-async function admin(databaseUrl: string, statement: string): Promise<void> {
-  const url = new URL(databaseUrl);
-  url.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
 
 it.skipIf(!tools)(
   'restores a pg_dump taken under writes: every edit acknowledged before it, read models equal a rebuild',
@@ -132,7 +118,7 @@ it.skipIf(!tools)(
     server = undefined;
 
     restoredName = `cs_test_restored_${randomBytes(6).toString('hex')}`;
-    await admin(databaseUrl, `CREATE DATABASE ${restoredName}`);
+    await adminStatement(`CREATE DATABASE ${restoredName}`);
     const url = new URL(databaseUrl);
     url.pathname = `/${restoredName}`;
     const restore = await run(pgRestore as string, [

@@ -31,7 +31,7 @@ export interface TestDatabase {
 }
 
 /** The URL from TEST_DATABASE_URL (CI sets it), else the local default. */
-function testDatabaseUrl(): string {
+export function testDatabaseUrl(): string {
   const url = process.env.TEST_DATABASE_URL;
   return url === undefined || url === '' ? DEFAULT_TEST_DATABASE_URL : url;
 }
@@ -174,6 +174,11 @@ export async function makeTemplates(): Promise<() => Promise<void>> {
     delete process.env[PGLITE_TEMPLATE];
     await removeAll();
   };
+}
+
+/** Runs one statement on the run's PostgreSQL server as its admin (CREATE or DROP DATABASE, say). */
+export async function adminStatement(statement: string): Promise<void> {
+  await withAdmin(testDatabaseUrl(), (admin) => admin.query(statement));
 }
 
 async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
