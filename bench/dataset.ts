@@ -11,6 +11,7 @@ import type { Actor } from '../domain/event.ts';
 import { validateEvent } from '../domain/events.ts';
 import { newId } from '../infra/ids.ts';
 import { catchUp, inlineDispatcher, lagOf, rebuild } from '../infra/projection-runner.ts';
+import { withoutPassword } from '../infra/url-password.ts';
 import { asyncProjectors, projectors } from '../projections/index.ts';
 import { appendNew, type BulkAppendDeps, type NewStream } from './bulk-append.ts';
 import { benchArticle, demoBacklink, longArticleBody, type Site } from './content.ts';
@@ -78,7 +79,7 @@ export async function prepareDataset(
   /** As the server would open it (`SANITIZE_THREADS`). */
   runtimeOpts: { sanitizeThreads?: number } = {},
 ): Promise<{ runtime: Runtime; dataset: Dataset; generated: boolean }> {
-  if (await createDatabaseIfMissing(databaseUrl)) log(`created database ${redact(databaseUrl)}`);
+  if (await createDatabaseIfMissing(databaseUrl)) log(`created database ${withoutPassword(databaseUrl)}`);
   let runtime = await openRuntime(
     { DATABASE_URL: databaseUrl, DATA_DIR: './data' },
     { migrate: true, ...runtimeOpts },
@@ -105,7 +106,7 @@ export async function prepareDataset(
         .executeTakeFirstOrThrow();
       if (Number(events.n) > 0) {
         throw new Error(
-          `${redact(databaseUrl)} holds events but no benchmark marker: it is not a benchmark database. ` +
+          `${withoutPassword(databaseUrl)} holds events but no benchmark marker: it is not a benchmark database. ` +
             'Point DATABASE_URL at a database of its own (default postgres://postgres@127.0.0.1:5432/cs_bench).',
         );
       }
@@ -462,10 +463,4 @@ async function recreateDatabase(databaseUrl: string): Promise<void> {
     await client.query(`drop database if exists ${name} with (force)`);
     await client.query(`create database ${name}`);
   });
-}
-
-export function redact(databaseUrl: string): string {
-  const url = new URL(databaseUrl);
-  if (url.password !== '') url.password = '***';
-  return url.toString();
 }

@@ -11,8 +11,9 @@ import { createRequestLimiter } from '../apps/server/http/limits.ts';
 import { loadConfig } from '../infra/config.ts';
 import { startAsyncProjections } from '../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../infra/redis.ts';
+import { withoutPassword } from '../infra/url-password.ts';
 import { projectors } from '../projections/index.ts';
-import { type DatasetSpec, DEFAULT_SPEC, prepareDataset, redact } from './dataset.ts';
+import { type DatasetSpec, DEFAULT_SPEC, prepareDataset } from './dataset.ts';
 import { buildFloor } from './floor.ts';
 import { busyElsewhere, type LoadSettings, type Measurement, measure } from './load.ts';
 import { type CpuProfile, profileWhile, summarise } from './profile.ts';
@@ -94,7 +95,7 @@ const config = loadConfig({
   PORT: '0',
 });
 
-log(`database ${redact(databaseUrl)}`);
+log(`database ${withoutPassword(databaseUrl)}`);
 const { runtime, dataset, generated } = await prepareDataset(databaseUrl, spec, log, {
   sanitizeThreads: config.SANITIZE_THREADS,
 });

@@ -8,9 +8,10 @@ import { resolve } from 'node:path';
 import autocannon, { type Options as LoadOptions } from 'autocannon';
 import { sql } from 'kysely';
 import { inSpan, inSpanSync } from '../infra/telemetry/spans.ts';
+import { withoutPassword } from '../infra/url-password.ts';
 import { decodeTraceRequest } from '../tests/support/otlp.ts';
 import { type ServerProcess, startServer } from '../tests/support/server.ts';
-import { type DatasetSpec, prepareDataset, redact } from './dataset.ts';
+import { type DatasetSpec, prepareDataset } from './dataset.ts';
 import { busyElsewhere } from './load.ts';
 
 /*
@@ -30,6 +31,10 @@ import { busyElsewhere } from './load.ts';
  * request (/proc/<pid>/stat: every thread of the server). On, also the spans exported per request
  * (the receiver keeps the bodies of a run and decodes them after it). And the off path of a product
  * span alone (infra/telemetry/spans.ts), in nanoseconds a call.
+ *
+ * With TRACING_BENCH_BEFORE naming a checkout of the service from before tracing was added (say
+ * `git worktree add /tmp/cs-before <commit>`, its node_modules a link to this one's), its server is a
+ * third mode, `before`, in the same rotation: tracing off against no tracing code at all.
  *
  * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/cs_bench_tracing, a small
  * benchmark dataset of its own, made on the first run), TRACING_BENCH_SECONDS (5 measured seconds a
@@ -52,7 +57,9 @@ const SPEC: DatasetSpec = {
   protectedBlocks: 10,
 };
 
-type Mode = 'off' | 'on';
+type Mode = 'before' | 'off' | 'on';
+const BEFORE = process.env.TRACING_BENCH_BEFORE ? resolve(process.env.TRACING_BENCH_BEFORE) : undefined;
+const MODES: Mode[] = BEFORE ? ['before', 'off', 'on'] : ['off', 'on'];
 type Workload = 'get article' | 'list articles' | 'edits';
 const WORKLOADS: Workload[] = ['get article', 'list articles', 'edits'];
 
@@ -91,7 +98,7 @@ const median = (xs: number[]): number => {
 };
 
 const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/cs_bench_tracing';
-log(`database ${redact(databaseUrl)}`);
+log(`database ${withoutPassword(databaseUrl)}`);
 const { runtime, dataset } = await prepareDataset(databaseUrl, SPEC, log);
 const key = (
   await runtime.commands.createApiKey(dataset.accountId, { name: 'Tracing benchmark', scope: 'write' })
@@ -228,12 +235,15 @@ const loadAtStart = round(os.loadavg()[0] ?? 0, 2);
 log(`the rest of the machine: ${busyAtStart} cores busy (load average ${loadAtStart})`);
 const runs: Run[] = [];
 for (let r = 1; r <= ROUNDS; r++) {
-  const order: Mode[] = r % 2 === 1 ? ['off', 'on'] : ['on', 'off'];
+  // Each round starts at another mode, and every other round runs them backwards.
+  const turned = [...MODES.slice((r - 1) % MODES.length), ...MODES.slice(0, (r - 1) % MODES.length)];
+  const order: Mode[] = r % 2 === 1 ? turned : turned.reverse();
   for (const mode of order) {
     const server = await startServer(
       mode === 'on' ? { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl } : env,
       60_000,
       20,
+      mode === 'before' ? BEFORE : undefined,
     );
     try {
       for (const workload of WORKLOADS) {
@@ -315,10 +325,33 @@ const summary = WORKLOADS.map((workload) => {
     server_cpu_us_per_request: stat('on', 'server_cpu_us_per_request'),
   };
   const offRps = of('off').map((run) => run.rps);
+  const before = BEFORE
+    ? {
+        rps: stat('before', 'rps'),
+        p50_ms: stat('before', 'p50_ms'),
+        p99_ms: stat('before', 'p99_ms'),
+        server_cpu_us_per_request: stat('before', 'server_cpu_us_per_request'),
+      }
+    : null;
+  const beforeRps = of('before').map((run) => run.rps);
   return {
     workload,
+    before,
     off,
     on,
+    off_vs_before: before
+      ? {
+          rps: round(off.rps / Math.max(1, before.rps), 3),
+          server_cpu_per_request: round(
+            off.server_cpu_us_per_request / Math.max(1, before.server_cpu_us_per_request),
+            3,
+          ),
+        }
+      : null,
+    /** How far the before runs spread (max − min over median), when measured. */
+    before_spread: before
+      ? round((Math.max(...beforeRps) - Math.min(...beforeRps)) / Math.max(1, median(beforeRps)), 3)
+      : null,
     on_vs_off: {
       rps: round(on.rps / Math.max(1, off.rps), 3),
       server_cpu_per_request: round(
@@ -353,6 +386,7 @@ const results = {
     rounds: ROUNDS,
     connections: CONNECTIONS,
     dataset: SPEC,
+    before: BEFORE ?? null,
     on: 'OTEL_EXPORTER_OTLP_ENDPOINT to a local receiver that accepts and discards; default batching; every trace sampled',
     load_generator: 'autocannon 8 in the bench process (main thread), with the receiver',
   },
@@ -378,6 +412,20 @@ const markdown = [
       `| ${s.workload} | ${s.off.rps} | ${s.on.rps} | ${s.on_vs_off.rps} | ${s.off.p50_ms} / ${s.off.p99_ms} | ${s.on.p50_ms} / ${s.on.p99_ms} | ` +
       `${s.off.server_cpu_us_per_request} / ${s.on.server_cpu_us_per_request} | ${s.on_vs_off.server_cpu_per_request} | ${s.spans_per_request} | ${s.otlp_bytes_per_request} | ${Math.round(s.off_spread * 100)}% |`,
   ),
+  ...(BEFORE
+    ? [
+        '',
+        `Tracing off against the service before tracing (\`${BEFORE}\`, ${ROUNDS} starts in the same rotation):`,
+        '',
+        '| workload | before req/s | off req/s | off ÷ before | before p50 / p99 ms | server CPU µs/request before / off | off ÷ before | spread of the before runs |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|',
+        ...summary.map(
+          (s) =>
+            `| ${s.workload} | ${s.before?.rps} | ${s.off.rps} | ${s.off_vs_before?.rps} | ${s.before?.p50_ms} / ${s.before?.p99_ms} | ` +
+            `${s.before?.server_cpu_us_per_request} / ${s.off.server_cpu_us_per_request} | ${s.off_vs_before?.server_cpu_per_request} | ${Math.round((s.before_spread ?? 0) * 100)}% |`,
+        ),
+      ]
+    : []),
   '',
   `Tracing off, a product span (infra/telemetry/spans.ts) is a boolean test: around async work, ${offPath.async_in_span_ns} ns a call ` +
     `against ${offPath.async_bare_ns} ns for the bare call; around sync work, ${offPath.sync_in_span_ns} ns against ${offPath.sync_bare_ns} ns ` +

@@ -8,8 +8,9 @@ import { buildApp } from '../apps/server/app.ts';
 import { createRequestLimiter } from '../apps/server/http/limits.ts';
 import { loadConfig } from '../infra/config.ts';
 import { createEditLimiter } from '../infra/limits.ts';
+import { withoutPassword } from '../infra/url-password.ts';
 import { findArticle } from '../projections/articles.ts';
-import { DEFAULT_SPEC, prepareDataset, redact } from './dataset.ts';
+import { DEFAULT_SPEC, prepareDataset } from './dataset.ts';
 import { busyElsewhere } from './load.ts';
 import { summarise as summariseProfile } from './profile.ts';
 import { measureEdits, measureSanitiseAndCheck, type WriteLoad } from './write.ts';
@@ -41,7 +42,7 @@ const config = loadConfig({
   EDIT_LIMIT_PER_DAY: process.env.EDIT_LIMIT_PER_DAY || '1000000000',
   PORT: '0',
 });
-log(`database ${redact(databaseUrl)}`);
+log(`database ${withoutPassword(databaseUrl)}`);
 const { runtime, dataset } = await prepareDataset(databaseUrl, DEFAULT_SPEC, log, {
   sanitizeThreads: config.SANITIZE_THREADS,
 });

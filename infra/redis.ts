@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { withoutPassword } from './url-password.ts';
 
 /** The subset of a pino logger the Redis connection uses. */
 type RedisLogger = {
@@ -44,7 +45,7 @@ export function openRedis(url: string, options: OpenRedisOptions = {}): Redis {
     retryStrategy: reconnectDelay,
     ...options.redisOptions,
   });
-  const where = { redis: name, address: redactUrl(url) };
+  const where = { redis: name, address: withoutPassword(url, 'redis://(unparseable)') };
   let connectedOnce = false;
   let outage = false;
   redis.on('error', (error: Error) => {
@@ -110,15 +111,4 @@ export async function closeRedis(redis: Redis, timeoutMs = 1_000): Promise<void>
   // Between two attempts there is no socket to close: disconnect() cancels the next attempt and
   // ioredis stays "reconnecting" without ever emitting "end". Otherwise wait for the socket to close.
   if (status !== 'reconnecting') await bounded(ended);
-}
-
-/** The URL without its password, for logs. */
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'redis://(unparseable)';
-  }
 }

@@ -18,6 +18,7 @@ import { migrations } from '../../infra/db/migrations/index.ts';
 import { type DbHandle, openDatabase } from '../../infra/db/open.ts';
 import type { NewEvent } from '../../infra/event-store.ts';
 import type { Projector } from '../../infra/projection.ts';
+import { withoutPassword } from '../../infra/url-password.ts';
 import { progressBar } from './progress.ts';
 
 /*
@@ -45,17 +46,6 @@ class Refused extends Error {}
 function latestSchema(): string {
   const names = Object.keys(migrations);
   return names[names.length - 1] as string;
-}
-
-/** A database URL with its password hidden, for messages and output. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable URL)';
-  }
 }
 
 /** One progress bar per stage, each stopped when the next stage starts. */
@@ -232,7 +222,7 @@ export function importCommand(
       );
       out(
         JSON.stringify({
-          database: config.DATABASE_URL ? redactUrl(config.DATABASE_URL) : resolve(config.DATA_DIR),
+          database: config.DATABASE_URL ? withoutPassword(config.DATABASE_URL) : resolve(config.DATA_DIR),
           media_dir: media,
           counts: summary.counts,
           media_written: summary.mediaWritten,
@@ -262,7 +252,9 @@ export function moveCommand(to: string, mediaDir: string | undefined, deps: Oper
   return refusable(err, async () => {
     const url = ConfigSchema.shape.DATABASE_URL.safeParse(to);
     if (!url.success || url.data === undefined) {
-      throw new Refused(`--to ${JSON.stringify(redactUrl(to))}: expected a postgres:// or postgresql:// URL`);
+      throw new Refused(
+        `--to ${JSON.stringify(withoutPassword(to))}: expected a postgres:// or postgresql:// URL`,
+      );
     }
     if (config.DATABASE_URL) {
       throw new Refused(
@@ -282,7 +274,7 @@ export function moveCommand(to: string, mediaDir: string | undefined, deps: Oper
         target = await openDatabase({ databaseUrl: url.data, dataDir: config.DATA_DIR, poolSize: 2 });
       } catch (error) {
         throw new Refused(
-          `cannot open the --to database ${redactUrl(url.data)}: ${error instanceof Error ? error.message : String(error)}` +
+          `cannot open the --to database ${withoutPassword(url.data)}: ${error instanceof Error ? error.message : String(error)}` +
             ' (create it first: createdb NAME)',
         );
       }
@@ -292,7 +284,7 @@ export function moveCommand(to: string, mediaDir: string | undefined, deps: Oper
       await writeArchive(source, file, deps);
       const manifest = await verify(file);
       const summary = await loadArchive(target, file, manifest, media, deps);
-      const where = redactUrl(url.data);
+      const where = withoutPassword(url.data);
       err(`moved ${describe(summary.counts)} from DATA_DIR=${resolve(config.DATA_DIR)} to ${where}`);
       err(
         `images: ${summary.counts.media ?? 0} in ${media} (${summary.mediaWritten} copied there, ` +

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase } from '../../infra/db/open.ts';
+import { withoutPassword } from '../../infra/url-password.ts';
 import { type Receiver, startReceiver } from '../../reliability/crash-support.ts';
 import { adminStatement, testDatabaseUrl } from '../support/db.ts';
 import { findInstallation, installationSnapshot, seedInstallation } from '../support/installation.ts';
@@ -97,11 +98,12 @@ it('moves a seeded embedded installation to PostgreSQL, where the server finds e
     counts: Record<string, number>;
     media_present: number;
   };
-  expect(result.database_url).toBe(targetUrl);
+  // The password (the containers' PostgreSQL has one) is hidden in what the move prints.
+  expect(result.database_url).toBe(withoutPassword(targetUrl));
   expect(result.media_dir).toBe(resolve(dataDir, 'media'));
   expect(result.counts).toMatchObject({ media: 1, oauth_grants: 1, webhook_endpoints: 1 });
   expect(result.media_present).toBe(1);
-  expect(moved.stderr).toContain(`DATABASE_URL=${targetUrl}`);
+  expect(moved.stderr).toContain(`DATABASE_URL=${withoutPassword(targetUrl)}`);
   expect(moved.stderr).toContain(`MEDIA_DIR=${result.media_dir}`);
 
   // The embedded database is as it was.

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { it, type TestAPI } from 'vitest';
 import { migrateToLatest } from '../../infra/db/migrate.ts';
 import { type DbHandle, openDatabase } from '../../infra/db/open.ts';
+import { withoutPassword } from '../../infra/url-password.ts';
 
 export type Backend = 'postgres' | 'pglite';
 
@@ -187,7 +188,7 @@ async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promi
     await client.connect();
   } catch (err) {
     throw new Error(
-      `PostgreSQL at ${redact(adminUrl)} is unreachable (set TEST_DATABASE_URL): ${(err as Error).message}`,
+      `PostgreSQL at ${withoutPassword(adminUrl)} is unreachable (set TEST_DATABASE_URL): ${(err as Error).message}`,
       { cause: err },
     );
   }
@@ -196,12 +197,6 @@ async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promi
   } finally {
     await client.end();
   }
-}
-
-function redact(databaseUrl: string): string {
-  const url = new URL(databaseUrl);
-  if (url.password !== '') url.password = '***';
-  return url.toString();
 }
 
 /**

@@ -15,10 +15,12 @@ export function startServer(
   timeoutMs = 60_000,
   /** How many of the last log lines `logs()` keeps (a long run at info level writes millions). */
   keepLines = Number.POSITIVE_INFINITY,
+  /** The checkout whose server is started (another one: a benchmark's baseline). */
+  root = ROOT,
 ): Promise<ServerProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(NODE, ['apps/server/main.ts'], {
-      cwd: ROOT,
+      cwd: root,
       env: { ...baseEnv(), PORT: '0', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
