@@ -114,7 +114,8 @@ export function articleCommands(deps: CommandContext) {
         return events;
       },
       {
-        snapshot: () => readArticleSnapshot(db, articleId, deps.snapshots),
+        snapshot: ({ fresh }) => startOf(articleId, fresh),
+        remember: (state, version) => deps.snapshots.remember(articleId, { version, state }),
         alongside: answerKey
           ? async (trx) => {
               if (!answer) throw new Error('an article change is appended before it is decided');
@@ -126,6 +127,17 @@ export function articleCommands(deps: CommandContext) {
     // The answer is the article as this command left it (what a read of its row gives once projected,
     // which happened in the append's transaction), not whatever a later edit made of it meanwhile.
     return editResult(articleId, result.state, result.events.length > 0, sanitized);
+  }
+
+  /**
+   * Where a change of the article starts: the state this runtime remembers it at (what its last read
+   * or its last change left), taken for the head; otherwise, or `fresh`, its snapshot read.
+   */
+  function startOf(articleId: string, fresh: boolean) {
+    const known = fresh ? undefined : deps.snapshots.recall(articleId);
+    if (known === undefined) return readArticleSnapshot(db, articleId, deps.snapshots);
+    const state = known.state as ArticleState;
+    return Promise.resolve({ state, version: known.version, streamVersion: known.version, remembered: true });
   }
 
   function editResult(
@@ -168,30 +180,36 @@ export function articleCommands(deps: CommandContext) {
     ): Promise<{ articleId: string }> {
       await Promise.all([requireSite(store, accountId, input.siteId), deps.sanitizeAhead?.(input.body)]);
       const articleId = input.articleId ?? newId('art');
-      await run(articleStream(articleId), articleFold, (state) =>
-        decide(
-          {
-            type: 'CreateArticle',
-            data: {
-              articleId,
-              siteId: input.siteId,
-              accountId,
-              title: input.title,
-              body: input.body,
-              url: input.url,
-              status: input.status,
-              publishedAt: input.publishedAt,
-              targetKeyword: input.targetKeyword,
-              featuredImage: input.featuredImage,
-              origin: caller.origin,
-              actor: caller.actor,
-              reason: input.reason ?? null,
+      const remember = (state: ArticleState, version: number) =>
+        deps.snapshots.remember(articleId, { version, state });
+      await run(
+        articleStream(articleId),
+        articleFold,
+        (state) =>
+          decide(
+            {
+              type: 'CreateArticle',
+              data: {
+                articleId,
+                siteId: input.siteId,
+                accountId,
+                title: input.title,
+                body: input.body,
+                url: input.url,
+                status: input.status,
+                publishedAt: input.publishedAt,
+                targetKeyword: input.targetKeyword,
+                featuredImage: input.featuredImage,
+                origin: caller.origin,
+                actor: caller.actor,
+                reason: input.reason ?? null,
+              },
+              metadata: meta(caller),
             },
-            metadata: meta(caller),
-          },
-          state,
-          deps.html,
-        ),
+            state,
+            deps.html,
+          ),
+        { remember },
       );
       return { articleId };
     },
