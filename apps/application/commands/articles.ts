@@ -18,6 +18,7 @@ import type { Actor, Origin } from '../../../domain/event.ts';
 import type { SanitizedItem } from '../../../domain/html/sanitized-item.ts';
 import { type AnswerKey, keepAnswer } from '../../../infra/idempotency.ts';
 import { newId } from '../../../infra/ids.ts';
+import { keyStillLive } from '../../../projections/accounts.ts';
 import { readArticleSnapshot } from '../../../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../../../projections/articles.ts';
 import { changeOut } from '../wire.ts';
@@ -40,6 +41,8 @@ type Caller = {
   actor: Actor;
   requestId?: string | undefined;
   answerKey?: AnswerKey | undefined;
+  /** An API key no statement of this call has yet found unrevoked: the change's append checks it. */
+  confirmKey?: string | undefined;
 };
 
 export type EditResult = {
@@ -115,6 +118,7 @@ export function articleCommands(deps: CommandContext) {
       },
       {
         snapshot: ({ fresh }) => startOf(articleId, fresh),
+        precondition: caller?.confirmKey ? keyStillLive(caller.confirmKey) : undefined,
         remember: (state, version) => deps.snapshots.remember(articleId, { version, state }),
         alongside: answerKey
           ? async (trx) => {
@@ -289,5 +293,14 @@ export function articleCommands(deps: CommandContext) {
     },
 
     articleAt,
+
+    /**
+     * Whose an article is and on which site, when this runtime remembers it (both are fixed when it is
+     * created): an owner's check that needs no read.
+     */
+    knownArticle(articleId: string): { accountId: string; siteId: string } | undefined {
+      const state = deps.snapshots.recall(articleId)?.state as ArticleState | undefined;
+      return state?.exists ? { accountId: state.accountId, siteId: state.siteId } : undefined;
+    },
   };
 }

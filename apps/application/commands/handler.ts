@@ -8,6 +8,7 @@ import {
   ConcurrencyError,
   type EventStore,
   type ExpectedVersion,
+  type Precondition,
   type StoredEvent,
   streamType,
 } from '../../../infra/event-store.ts';
@@ -52,6 +53,8 @@ export type CommandHandler = <S, E extends DomainEvent>(
     snapshot?: StartFrom<S> | undefined;
     alongside?: Alongside | undefined;
     remember?: Remember<S> | undefined;
+    /** Checked by the append's statement (or on its own when nothing is appended); false: its refusal. */
+    precondition?: Precondition | undefined;
   },
 ) => Promise<Handled<S, E>>;
 
@@ -125,9 +128,11 @@ async function handle<S, E extends DomainEvent>(
     snapshot,
     alongside,
     remember,
+    precondition,
   }: {
     snapshot?: StartFrom<S> | undefined;
     alongside?: Alongside | undefined;
+    precondition?: Precondition | undefined;
     remember?: Remember<S> | undefined;
   },
 ): Promise<Handled<S, E>> {
@@ -165,12 +170,16 @@ async function handle<S, E extends DomainEvent>(
         return decided;
       },
     );
-    if (events.length === 0) return { events: [], state, version };
+    if (events.length === 0) {
+      if (precondition) await store.append(streamId, [], { expectedVersion: 'any', precondition });
+      return { events: [], state, version };
+    }
     const expectedVersion: ExpectedVersion = version === 0 ? 'no_stream' : version;
     try {
       const result = await store.append(streamId, events, {
         expectedVersion,
         ...(alongside ? { alongside } : {}),
+        ...(precondition ? { precondition } : {}),
       });
       const after = events.reduce(fold.evolve, state);
       remember?.(after, result.nextVersion);
