@@ -54,6 +54,17 @@ describe('the application layer', () => {
       media: createDirectoryMediaStore(mediaDir),
       fetchImage: async () => png,
     });
+  /** The application with an edit limit of none a day. */
+  const withNoEdits = (): Application =>
+    createApplication({
+      db: runtime.db,
+      commands: runtime.commands,
+      publicUrl: 'https://content.example',
+      now: () => new Date(),
+      editLimit: quotaOf(0),
+      media: createDirectoryMediaStore(mediaDir),
+      fetchImage: async () => png,
+    });
   const principal = (accountId: string, scope: 'read' | 'write' = 'write'): Principal => ({
     accountId,
     actor: apiKeyActor,
@@ -119,15 +130,7 @@ describe('the application layer', () => {
   });
 
   it('refuses a write past the edit limit with the decision in its outcome, and changes nothing', async () => {
-    const strict = createApplication({
-      db: runtime.db,
-      commands: runtime.commands,
-      publicUrl: 'https://content.example',
-      now: () => new Date(),
-      editLimit: quotaOf(0),
-      media: createDirectoryMediaStore(mediaDir),
-      fetchImage: async () => png,
-    });
+    const strict = withNoEdits();
     const call = callOf(principal(mine.accountId));
     const before = unwrap(await strict.articles.get(callOf(principal(mine.accountId)), articleId));
     const refused = strict.articles.edit(call, { articleId, title: 'Never saved' });
@@ -156,15 +159,7 @@ describe('the application layer', () => {
 
     await runtime.commands.revokeApiKey(mine.accountId, keyId);
     const before = unwrap(await app().articles.get(callOf(principal(mine.accountId)), articleId)).revision;
-    const strict = createApplication({
-      db: runtime.db,
-      commands: runtime.commands,
-      publicUrl: 'https://content.example',
-      now: () => new Date(),
-      editLimit: quotaOf(0),
-      media: createDirectoryMediaStore(mediaDir),
-      fetchImage: async () => png,
-    });
+    const strict = withNoEdits();
     for (const [application, title] of [
       [app(), 'After revocation'],
       [app(), 'Keyed edit'],
