@@ -3,7 +3,7 @@ import { type Config, ConfigError } from '../infra/config.ts';
 import { migrateToLatest } from '../infra/db/migrate.ts';
 import { type DbHandle, type DbLogger, openDatabase } from '../infra/db/open.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { createEventStore, type EventStore, streamType } from '../infra/event-store.ts';
+import { createEventStore, type EventStore } from '../infra/event-store.ts';
 import { createHtmlMemory, type HtmlMemoryStore } from '../infra/html-memory.ts';
 import type { Metrics } from '../infra/metrics.ts';
 import { inlineDispatcher, inlineStatements, retireCheckpoint } from '../infra/projection-runner.ts';
@@ -61,8 +61,6 @@ export function createRuntime(
     validate: validateEvent,
     inline: inlineDispatcher(projectors),
     inlineStatements: inlineStatements(projectors),
-    // An article's inline projections write its own rows alone (its row, body, snapshot, revisions).
-    groupCommits: (streamId) => streamType(streamId) === 'article',
   });
   const sanitizer = opts.sanitizeThreads ? createSanitizePool(opts.sanitizeThreads, html) : undefined;
   const commands = createCommands({
