@@ -112,8 +112,18 @@ export interface ReadAllOptions {
   trx?: Kysely<Database>;
 }
 
+/**
+ * A condition the append's own statement checks with the version claim (an API key still unrevoked):
+ * false, nothing is written and `refusal()` is thrown instead of a ConcurrencyError.
+ */
+export interface Precondition {
+  holds: RawBuilder<SqlBool>;
+  refusal: () => Error;
+}
+
 export interface AppendOptions {
   expectedVersion: ExpectedVersion;
+  precondition?: Precondition | undefined;
   /**
    * Writes that must commit with the events or not at all (a credential: apps/application/commands/credentials.ts): run in the
    * append's transaction before the insert, so the inline projectors see them; a conflict rolls them back.
@@ -178,14 +188,16 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
     async append<A extends E>(
       streamId: string,
       events: readonly A[],
-      { expectedVersion, alongside }: AppendOptions,
+      { expectedVersion, alongside, precondition }: AppendOptions,
     ): Promise<AppendResult<A>> {
       assertStreamId(streamId);
       assertExpectedVersion(expectedVersion);
       validateAll(events);
 
       if (events.length === 0) {
-        // Nothing to write, but a stale expectation is still a conflict.
+        // Nothing to write, but a stale expectation is still a conflict, and a precondition still refuses.
+        if (precondition !== undefined && !(await holds(db, precondition.holds)))
+          throw precondition.refusal();
         const actual = await streamVersion(db, streamId);
         if (!matches(expectedVersion, actual)) throw new ConcurrencyError(streamId, expectedVersion, actual);
         return { nextVersion: actual, positions: [], events: [] };
@@ -222,10 +234,17 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
         });
       };
       const run = async (executor: Kysely<Database>, statements: readonly InlineStatement[]) => {
-        const { rows: inserted } = await appendStatement(streamId, expectedVersion, rows, statements).execute(
-          executor,
-        );
+        const { rows: inserted } = await appendStatement(
+          streamId,
+          expectedVersion,
+          rows,
+          statements,
+          precondition?.holds,
+        ).execute(executor);
         if (inserted.length === 0) {
+          if (precondition !== undefined && !(await holds(executor, precondition.holds))) {
+            throw precondition.refusal();
+          }
           throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(executor, streamId));
         }
         return toStored(inserted);
@@ -638,6 +657,7 @@ function appendStatement(
   expected: ExpectedVersion,
   rows: readonly { eventId: string; type: string; data: string; metadata: string }[],
   statements: readonly InlineStatement[],
+  precondition: RawBuilder<SqlBool> | undefined,
 ): RawBuilder<InsertedRow> {
   const recordset = `[${rows
     .map(
@@ -649,7 +669,7 @@ function appendStatement(
     (statement, index) => sql`, ${sql.raw(`inline_${index}`)} as (${statement})`,
   );
   return sql<InsertedRow>`
-    with claim as (${claimVersions(streamId, expected, rows.length)}),
+    with claim as (${claimVersions(streamId, expected, rows.length, precondition ?? sql<SqlBool>`true`)}),
     appended as (
       insert into events (event_id, stream_id, version, type, data, metadata)
       select r.event_id, ${streamId}::text, claim.version - ${rows.length}::integer + r.n, r.type, r.data, r.metadata
@@ -670,24 +690,33 @@ function claimVersions(
   streamId: string,
   expected: ExpectedVersion,
   count: number,
+  precondition: RawBuilder<SqlBool>,
 ): RawBuilder<{ version: number }> {
   const type = streamType(streamId);
   if (expected === 'any') {
     return sql`
-      insert into streams (stream_id, version, stream_type) values (${streamId}, ${count}::integer, ${type})
+      insert into streams (stream_id, version, stream_type)
+      select ${streamId}, ${count}::integer, ${type} where ${precondition}
       on conflict (stream_id) do update set version = streams.version + excluded.version, updated_at = now()
       returning version`;
   }
   if (expected === 'no_stream' || expected === 0) {
     return sql`
-      insert into streams (stream_id, version, stream_type) values (${streamId}, ${count}::integer, ${type})
+      insert into streams (stream_id, version, stream_type)
+      select ${streamId}, ${count}::integer, ${type} where ${precondition}
       on conflict (stream_id) do nothing
       returning version`;
   }
   return sql`
     update streams set version = version + ${count}::integer, updated_at = now()
-    where stream_id = ${streamId} and version = ${expected}::integer
+    where stream_id = ${streamId} and version = ${expected}::integer and ${precondition}
     returning version`;
+}
+
+/** Whether a precondition holds now (after an append that wrote nothing: refused, or a conflict). */
+async function holds(executor: Kysely<Database>, condition: RawBuilder<SqlBool>): Promise<boolean> {
+  const { rows } = await sql<{ holds: boolean }>`select ${condition} as holds`.execute(executor);
+  return rows[0]?.holds === true;
 }
 
 async function streamVersion(executor: Kysely<Database>, streamId: string): Promise<number> {

@@ -2,6 +2,7 @@ import { type AliasedRawBuilder, type Expression, type Selectable, type SqlBool,
 import { DomainError } from '../domain/errors.ts';
 import type { ApiKeysTable } from '../infra/db/read-model-tables.ts';
 import type { ApiKeyUsageTable, Db } from '../infra/db/schema.ts';
+import type { Precondition } from '../infra/event-store.ts';
 import { applyStatements, type InlineStatement, type Pending } from '../infra/projection.ts';
 import { type EventOf, inlineProjector, unhandled } from './projector.ts';
 
@@ -98,6 +99,14 @@ export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow 
 /** A key that is unknown or revoked: one answer for both, so that it tells a caller nothing of which. */
 export function invalidKeyError(): DomainError {
   return new DomainError('unauthenticated', 'The API key is not valid (unknown or revoked)');
+}
+
+/** For an append: the key must still exist unrevoked, or the append writes nothing and is refused as unauthenticated. */
+export function keyStillLive(keyId: string): Precondition {
+  return {
+    holds: sql<SqlBool>`exists (select 1 from api_keys where id = ${keyId} and revoked_at is null)`,
+    refusal: invalidKeyError,
+  };
 }
 
 /** Whether a key exists and is not revoked. */

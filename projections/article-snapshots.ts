@@ -82,45 +82,79 @@ function upsert(
     );
 }
 
-/** A snapshot as stored: the state without its body, at a stream version. */
+/** The state of an article at a stream version (as stored, without its body; as remembered, with it). */
 export type StoredSnapshot = { version: number; state: unknown };
 
 /**
- * The snapshots `readArticleSnapshot` read last (committed rows, as stored), by article: the
- * projector, applying the event that follows one (the command's own append, right after its read),
- * starts from it instead of reading it again. The state at a stream version never changes, so a
- * remembered one is right whatever happened since; one at another version is not used. Owned by a
- * runtime (apps/runtime.ts), which hands the same memory to its commands and its projector; it
- * keeps the `capacity` articles read last.
+ * The states of the articles this runtime's commands read or wrote last, by article: the state at the
+ * version a command read (`readArticleSnapshot`, body joined back) or at the version its own append
+ * made (the command handler's `remember`). The state at a stream version never changes, so a
+ * remembered one is right whatever happened since; whether it is still the stream's head is for the
+ * append to find out (its expected version). Two readers:
+ *
+ * - the next command on the article starts from it instead of reading the snapshot (`startOf`); an
+ *   append that finds the stream moved on (another process wrote) is decided again from a read;
+ * - the snapshots projector, applying the event that follows it, starts from it instead of reading it.
+ *
+ * Owned by a runtime (apps/runtime.ts), which hands the same memory to its commands and its projector;
+ * it keeps the `capacity` articles used last, and forgets the oldest while their bodies together are
+ * over `maxBodyBytes` (a body is up to 2 MiB).
  */
 export type SnapshotMemory = {
   recall(articleId: string): StoredSnapshot | undefined;
   remember(articleId: string, snapshot: StoredSnapshot): void;
+  /** Forgets an article's state: the next command on it reads its snapshot. */
+  forget(articleId: string): void;
   readonly size: number;
   readonly capacity: number;
 };
 
-export function createSnapshotMemory(capacity: number): SnapshotMemory {
+/** What the remembered bodies may hold together, in UTF-16 code units, by default. */
+export const SNAPSHOT_MEMORY_BODY_BYTES = 16 * 1024 * 1024;
+
+export function createSnapshotMemory(
+  capacity: number,
+  maxBodyBytes: number = SNAPSHOT_MEMORY_BODY_BYTES,
+): SnapshotMemory {
   if (!Number.isSafeInteger(capacity) || capacity < 1) {
     throw new RangeError(`the snapshot memory needs a capacity of at least 1, not ${capacity}`);
   }
-  // A Map keeps insertion order: re-inserting on each read keeps the oldest read first.
+  // A Map keeps insertion order: re-inserting on each use keeps the oldest used first.
   const snapshots = new Map<string, StoredSnapshot>();
+  let bodies = 0;
+  const drop = (articleId: string): void => {
+    const known = snapshots.get(articleId);
+    if (known === undefined) return;
+    bodies -= bodyLength(known);
+    snapshots.delete(articleId);
+  };
   return {
     recall: (articleId) => snapshots.get(articleId),
     remember(articleId, snapshot) {
-      snapshots.delete(articleId);
+      drop(articleId);
+      const length = bodyLength(snapshot);
+      if (length > maxBodyBytes) return;
       snapshots.set(articleId, snapshot);
-      if (snapshots.size > capacity) {
+      bodies += length;
+      while (snapshots.size > capacity || bodies > maxBodyBytes) {
         const oldest = snapshots.keys().next().value;
-        if (oldest !== undefined) snapshots.delete(oldest);
+        if (oldest === undefined) break;
+        drop(oldest);
       }
     },
+    forget: drop,
     get size() {
       return snapshots.size;
     },
     capacity,
   };
+}
+
+function bodyLength(snapshot: StoredSnapshot): number {
+  const state = snapshot.state as { body?: unknown } | null;
+  return typeof state === 'object' && state !== null && typeof state.body === 'string'
+    ? state.body.length
+    : 0;
 }
 
 function withoutBody(state: ArticleState): Omit<Article, 'body'> | ArticleState {
@@ -149,7 +183,7 @@ const snapshotQuery = prepared(
  * when they are equal no event follows the snapshot, and the command needs no second read. The body
  * row is taken only when the article's row is at the snapshot's revision (the articles projector
  * writes both in the same transaction); otherwise there is no snapshot and the stream is folded.
- * `memory` (the runtime's) remembers the snapshot read, for the projector of the append that follows.
+ * `memory` (the runtime's) remembers the state read, for the command and the projector that follow.
  */
 export async function readArticleSnapshot(
   db: Db,
@@ -158,8 +192,8 @@ export async function readArticleSnapshot(
 ): Promise<{ version: number; state: ArticleState; streamVersion: number } | undefined> {
   const [row] = await snapshotQuery(db, { articleId, streamId: articleStream(articleId) });
   if (!row) return undefined;
-  memory?.remember(articleId, { version: row.version, state: row.state });
   const stored = row.state as ArticleState;
   const state: ArticleState = stored.exists ? { ...stored, body: row.body } : stored;
+  memory?.remember(articleId, { version: row.version, state });
   return { version: row.version, state, streamVersion: row.stream_version };
 }

@@ -126,19 +126,25 @@ export function createArticles(
       const { articleId } = input;
       return inUseCase('articles.edit', call, () =>
         outcomeOf({ articleId }, async (note) => {
-          await writer.own(call, note, articleId);
-          return writer.write(call, note, idempotency, (answerKey) =>
-            commands.editArticle(
-              call.principal.accountId,
-              articleId,
-              {
-                title: input.title,
-                body: input.body,
-                reason: input.reason,
-                expectedRevision: input.expectedRevision,
-              },
-              { ...call.principal, answerKey },
-            ),
+          // Without an Idempotency-Key, the key (if unconfirmed) can be checked by the edit's append.
+          const owned = await writer.own(call, note, articleId, { keyInChange: idempotency === undefined });
+          return writer.write(
+            call,
+            note,
+            idempotency,
+            (answerKey) =>
+              commands.editArticle(
+                call.principal.accountId,
+                articleId,
+                {
+                  title: input.title,
+                  body: input.body,
+                  reason: input.reason,
+                  expectedRevision: input.expectedRevision,
+                },
+                { ...call.principal, answerKey, confirmKey: owned.confirmKey },
+              ),
+            owned,
           );
         }),
       );

@@ -54,6 +54,17 @@ describe('the application layer', () => {
       media: createDirectoryMediaStore(mediaDir),
       fetchImage: async () => png,
     });
+  /** The application with an edit limit of none a day. */
+  const withNoEdits = (): Application =>
+    createApplication({
+      db: runtime.db,
+      commands: runtime.commands,
+      publicUrl: 'https://content.example',
+      now: () => new Date(),
+      editLimit: quotaOf(0),
+      media: createDirectoryMediaStore(mediaDir),
+      fetchImage: async () => png,
+    });
   const principal = (accountId: string, scope: 'read' | 'write' = 'write'): Principal => ({
     accountId,
     actor: apiKeyActor,
@@ -119,15 +130,7 @@ describe('the application layer', () => {
   });
 
   it('refuses a write past the edit limit with the decision in its outcome, and changes nothing', async () => {
-    const strict = createApplication({
-      db: runtime.db,
-      commands: runtime.commands,
-      publicUrl: 'https://content.example',
-      now: () => new Date(),
-      editLimit: quotaOf(0),
-      media: createDirectoryMediaStore(mediaDir),
-      fetchImage: async () => png,
-    });
+    const strict = withNoEdits();
     const call = callOf(principal(mine.accountId));
     const before = unwrap(await strict.articles.get(callOf(principal(mine.accountId)), articleId));
     const refused = strict.articles.edit(call, { articleId, title: 'Never saved' });
@@ -135,6 +138,41 @@ describe('the application layer', () => {
     expect((await refused).edits).toMatchObject({ allowed: false, remaining: 0, resetSeconds: 3600 });
     expect(unwrap(await strict.articles.get(callOf(principal(mine.accountId)), articleId)).revision).toBe(
       before.revision,
+    );
+  });
+
+  it("checks a key no statement has confirmed in the edit's own append: live, the edit is made; revoked, refused first, saying nothing more", async () => {
+    const { keyId } = await runtime.commands.createApiKey(mine.accountId, { name: 'Edits', scope: 'write' });
+    // The article is one this runtime remembers (its own commands created and edited it): no owner's read.
+    expect(runtime.commands.knownArticle(articleId)).toEqual({
+      accountId: mine.accountId,
+      siteId: mine.siteId,
+    });
+    const keyed = (): Principal => ({ ...principal(mine.accountId), liveKey: keyId });
+    const live = await app().articles.edit(callOf(keyed()), { articleId, title: 'Keyed edit' });
+    expect(unwrap(live).change).toMatchObject({ title: 'Keyed edit', changed: true });
+    expect(live.subject.siteId).toBe(mine.siteId);
+    // Nothing to change: the key is still checked.
+    expect(
+      unwrap(await app().articles.edit(callOf(keyed()), { articleId, title: 'Keyed edit' })).change.changed,
+    ).toBe(false);
+
+    await runtime.commands.revokeApiKey(mine.accountId, keyId);
+    const before = unwrap(await app().articles.get(callOf(principal(mine.accountId)), articleId)).revision;
+    const strict = withNoEdits();
+    for (const [application, title] of [
+      [app(), 'After revocation'],
+      [app(), 'Keyed edit'],
+      [strict, 'Past the limit too'],
+    ] as const) {
+      const refused = await application.articles.edit(callOf(keyed()), { articleId, title });
+      expect(await refusal(Promise.resolve(refused))).toBe('unauthenticated');
+      // As an owner's read would have refused it: neither the site nor an edit-limit decision is said.
+      expect(refused.subject).toEqual({ siteId: null, articleId, revision: null });
+      expect(refused.edits).toBeNull();
+    }
+    expect(unwrap(await app().articles.get(callOf(principal(mine.accountId)), articleId)).revision).toBe(
+      before,
     );
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Runtime } from '../../apps/runtime.ts';
+import { createRuntime, type Runtime } from '../../apps/runtime.ts';
 import { fold } from '../../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
@@ -168,7 +168,9 @@ describe.each(backends)('command handlers on %s', (backend) => {
   it('a snapshot out of step with the article row is not used: the command folds the stream', async () => {
     const id = await newArticle(8);
     await runtime.commands.editArticle(accountId, id, { title: 'Second' }, api);
-    // As if the snapshot were behind the body row (it never is: both are written in one transaction).
+    // As if the snapshot were behind the body row (it never is: both are written in one transaction),
+    // and this runtime remembered nothing of the article.
+    runtime.snapshots.forget(id);
     await runtime.db
       .updateTable('article_snapshots')
       .set({ version: 1 })
@@ -184,6 +186,34 @@ describe.each(backends)('command handlers on %s', (backend) => {
     expect(edited).toMatchObject({ changed: true, revision: 3 });
     expect(edited.article).toMatchObject({ title: 'Second', body: `${protectedBody(8)}<p>Third.</p>` });
     expect((await readArticleSnapshot(runtime.db, id))?.version).toBe(3);
+  });
+
+  it('a change starts from the state the last one left, and from a read when another process wrote since', async () => {
+    const id = await newArticle(9);
+    const edited = await runtime.commands.editArticle(accountId, id, { title: 'Second' }, api);
+    expect(runtime.snapshots.recall(id)).toEqual({
+      version: 2,
+      state: expect.objectContaining({ title: 'Second' }),
+    });
+    // Another process on the same database (its own runtime, its own memory) edits the article: this
+    // runtime's remembered version 2 is no longer the head.
+    const other = createRuntime(runtime.handle);
+    await other.commands.editArticle(accountId, id, { body: `${protectedBody(9)}<p>Elsewhere.</p>` }, api);
+    expect(runtime.snapshots.recall(id)?.version).toBe(2);
+    // Its append at version 2 conflicts; it reads the article and applies on top of the other's edit.
+    const third = await runtime.commands.editArticle(accountId, id, { title: 'Fourth' }, api);
+    expect(edited.revision).toBe(2);
+    expect(third).toMatchObject({ changed: true, revision: 4 });
+    expect(third.article).toMatchObject({ title: 'Fourth', body: `${protectedBody(9)}<p>Elsewhere.</p>` });
+    expect(runtime.snapshots.recall(id)?.version).toBe(4);
+    const events = await runtime.store.readStream<ArticleEvent>(articleStream(id));
+    expect(runtime.snapshots.recall(id)?.state).toEqual(fold(events));
+    // With an expectation of the revision it remembered, the stale memory is a refusal, as a read would be.
+    await other.commands.editArticle(accountId, id, { title: 'Fifth' }, api);
+    expect(
+      await codeOf(runtime.commands.editArticle(accountId, id, { title: 'Late', expectedRevision: 4 }, api)),
+    ).toBe('revision_mismatch');
+    expect((await findArticle(runtime.db, accountId, id))?.title).toBe('Fifth');
   });
 
   it('two concurrent edits at the same expected revision: exactly one wins', async () => {

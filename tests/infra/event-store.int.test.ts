@@ -301,6 +301,43 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(await store.readStream(streamId)).toHaveLength(2);
     });
 
+    it('a precondition that does not hold refuses the append with its own error and writes nothing, for every expectation', async () => {
+      const streamId = newStream('precondition');
+      const flag = `precondition-${crypto.randomUUID()}`;
+      await sql`create table if not exists precondition_flags (name text primary key)`.execute(
+        testDb.handle.db,
+      );
+      const precondition = {
+        holds: sql<SqlBool>`exists (select 1 from precondition_flags where name = ${flag})`,
+        refusal: () => new Error('the flag is down'),
+      };
+      for (const expectedVersion of ['no_stream', 'any', 0] as const) {
+        await expect(store.append(streamId, [event('A')], { expectedVersion, precondition })).rejects.toThrow(
+          'the flag is down',
+        );
+      }
+      await expect(store.append(streamId, [], { expectedVersion: 'any', precondition })).rejects.toThrow(
+        'the flag is down',
+      );
+      expect(await store.readStream(streamId)).toEqual([]);
+      await sql`insert into precondition_flags (name) values (${flag})`.execute(testDb.handle.db);
+      await store.append(streamId, [event('A')], { expectedVersion: 'no_stream', precondition });
+      await store.append(streamId, [event('B')], { expectedVersion: 1, precondition });
+      await store.append(streamId, [event('C')], { expectedVersion: 'any', precondition });
+      expect((await store.append(streamId, [], { expectedVersion: 'any', precondition })).nextVersion).toBe(
+        3,
+      );
+      // Holding, a stale expectation is still a conflict.
+      await expect(
+        store.append(streamId, [event('D')], { expectedVersion: 2, precondition }),
+      ).rejects.toBeInstanceOf(ConcurrencyError);
+      await sql`delete from precondition_flags where name = ${flag}`.execute(testDb.handle.db);
+      await expect(
+        store.append(streamId, [event('D')], { expectedVersion: 3, precondition }),
+      ).rejects.toThrow('the flag is down');
+      expect((await store.readStream(streamId)).map((e) => e.type)).toEqual(['A', 'B', 'C']);
+    });
+
     it('lets exactly one of two concurrent writers at the same expected version win', async () => {
       for (let round = 0; round < 10; round += 1) {
         const streamId = newStream('race');

@@ -27,6 +27,25 @@ describe('the snapshot memory', () => {
     expect(memory.size).toBe(2);
   });
 
+  it('forgets the oldest while the bodies it holds are over its budget, and never keeps a body over it', () => {
+    const memory = createSnapshotMemory(10, 10);
+    memory.remember('a', { version: 1, state: { body: 'aaaa' } });
+    memory.remember('b', { version: 1, state: { body: 'bbbb' } });
+    memory.remember('c', { version: 1, state: { exists: false } });
+    memory.remember('d', { version: 1, state: { body: 'dddd' } });
+    expect(memory.recall('a')).toBeUndefined();
+    expect([memory.recall('b'), memory.recall('c'), memory.recall('d')].map((s) => s?.version)).toEqual([
+      1, 1, 1,
+    ]);
+    memory.remember('b', { version: 2, state: { body: 'x'.repeat(11) } });
+    expect(memory.recall('b')).toBeUndefined();
+    memory.forget('d');
+    expect(memory.recall('d')).toBeUndefined();
+    memory.remember('e', { version: 1, state: { body: 'e'.repeat(10) } });
+    expect(memory.size).toBe(2);
+    expect(memory.recall('e')?.version).toBe(1);
+  });
+
   it('refuses a capacity that would keep nothing', () => {
     expect(() => createSnapshotMemory(0)).toThrow(RangeError);
     expect(() => createSnapshotMemory(Number.NaN)).toThrow(RangeError);
@@ -102,14 +121,16 @@ describe.each(backends)('snapshot memories of two runtimes in one process, on %s
       { expectedVersion: 'no_stream' },
     );
 
-    // The first runtime's command reads its snapshot at version 1 (and remembers it) and appends 2.
+    // The first runtime remembers the state its create made (version 1); its edit starts there and
+    // appends 2, which it remembers.
+    expect(one.snapshots.recall(articleId)?.version).toBe(1);
     await one.commands.editArticle(
       a.accountId,
       articleId,
       { title: 'Edited in the first' },
       { origin: 'api', actor: apiKeyActor },
     );
-    expect(one.snapshots.recall(articleId)?.version).toBe(1);
+    expect(one.snapshots.recall(articleId)?.version).toBe(2);
     expect(other.snapshots.recall(articleId)).toBeUndefined();
 
     // The second database's version 2, appended without a command (nothing read there first).

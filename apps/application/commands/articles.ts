@@ -18,6 +18,7 @@ import type { Actor, Origin } from '../../../domain/event.ts';
 import type { SanitizedItem } from '../../../domain/html/sanitized-item.ts';
 import { type AnswerKey, keepAnswer } from '../../../infra/idempotency.ts';
 import { newId } from '../../../infra/ids.ts';
+import { keyStillLive } from '../../../projections/accounts.ts';
 import { readArticleSnapshot } from '../../../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../../../projections/articles.ts';
 import { changeOut } from '../wire.ts';
@@ -40,6 +41,8 @@ type Caller = {
   actor: Actor;
   requestId?: string | undefined;
   answerKey?: AnswerKey | undefined;
+  /** An API key no statement of this call has yet found unrevoked: the change's append checks it. */
+  confirmKey?: string | undefined;
 };
 
 export type EditResult = {
@@ -114,7 +117,9 @@ export function articleCommands(deps: CommandContext) {
         return events;
       },
       {
-        snapshot: () => readArticleSnapshot(db, articleId, deps.snapshots),
+        snapshot: ({ fresh }) => startOf(articleId, fresh),
+        precondition: caller?.confirmKey ? keyStillLive(caller.confirmKey) : undefined,
+        remember: (state, version) => deps.snapshots.remember(articleId, { version, state }),
         alongside: answerKey
           ? async (trx) => {
               if (!answer) throw new Error('an article change is appended before it is decided');
@@ -126,6 +131,17 @@ export function articleCommands(deps: CommandContext) {
     // The answer is the article as this command left it (what a read of its row gives once projected,
     // which happened in the append's transaction), not whatever a later edit made of it meanwhile.
     return editResult(articleId, result.state, result.events.length > 0, sanitized);
+  }
+
+  /**
+   * Where a change of the article starts: the state this runtime remembers it at (what its last read
+   * or its last change left), taken for the head; otherwise, or `fresh`, its snapshot read.
+   */
+  function startOf(articleId: string, fresh: boolean) {
+    const known = fresh ? undefined : deps.snapshots.recall(articleId);
+    if (known === undefined) return readArticleSnapshot(db, articleId, deps.snapshots);
+    const state = known.state as ArticleState;
+    return Promise.resolve({ state, version: known.version, streamVersion: known.version, remembered: true });
   }
 
   function editResult(
@@ -168,30 +184,36 @@ export function articleCommands(deps: CommandContext) {
     ): Promise<{ articleId: string }> {
       await Promise.all([requireSite(store, accountId, input.siteId), deps.sanitizeAhead?.(input.body)]);
       const articleId = input.articleId ?? newId('art');
-      await run(articleStream(articleId), articleFold, (state) =>
-        decide(
-          {
-            type: 'CreateArticle',
-            data: {
-              articleId,
-              siteId: input.siteId,
-              accountId,
-              title: input.title,
-              body: input.body,
-              url: input.url,
-              status: input.status,
-              publishedAt: input.publishedAt,
-              targetKeyword: input.targetKeyword,
-              featuredImage: input.featuredImage,
-              origin: caller.origin,
-              actor: caller.actor,
-              reason: input.reason ?? null,
+      const remember = (state: ArticleState, version: number) =>
+        deps.snapshots.remember(articleId, { version, state });
+      await run(
+        articleStream(articleId),
+        articleFold,
+        (state) =>
+          decide(
+            {
+              type: 'CreateArticle',
+              data: {
+                articleId,
+                siteId: input.siteId,
+                accountId,
+                title: input.title,
+                body: input.body,
+                url: input.url,
+                status: input.status,
+                publishedAt: input.publishedAt,
+                targetKeyword: input.targetKeyword,
+                featuredImage: input.featuredImage,
+                origin: caller.origin,
+                actor: caller.actor,
+                reason: input.reason ?? null,
+              },
+              metadata: meta(caller),
             },
-            metadata: meta(caller),
-          },
-          state,
-          deps.html,
-        ),
+            state,
+            deps.html,
+          ),
+        { remember },
       );
       return { articleId };
     },
@@ -271,5 +293,14 @@ export function articleCommands(deps: CommandContext) {
     },
 
     articleAt,
+
+    /**
+     * Whose an article is and on which site, when this runtime remembers it (both are fixed when it is
+     * created): an owner's check that needs no read.
+     */
+    knownArticle(articleId: string): { accountId: string; siteId: string } | undefined {
+      const state = deps.snapshots.recall(articleId)?.state as ArticleState | undefined;
+      return state?.exists ? { accountId: state.accountId, siteId: state.siteId } : undefined;
+    },
   };
 }

@@ -8,6 +8,7 @@ import {
   ConcurrencyError,
   type EventStore,
   type ExpectedVersion,
+  type Precondition,
   type StoredEvent,
   streamType,
 } from '../../../infra/event-store.ts';
@@ -28,8 +29,15 @@ export type Fold<S, E> = { initial: S; evolve: (state: S, event: E) => S };
 /**
  * Where a fold starts: a snapshot of the state at a version, and the stream's version when the
  * snapshot's read knows it (equal: no event to read after it). Undefined: the initial state at 0.
+ * `remembered`: the state is one this process remembered, taken for the stream's head without a read;
+ * an append that finds the stream moved on is decided again at once from a read (`fresh`).
  */
-export type StartFrom<S> = () => Promise<{ state: S; version: number; streamVersion?: number } | undefined>;
+export type StartFrom<S> = (opts: {
+  fresh: boolean;
+}) => Promise<{ state: S; version: number; streamVersion?: number; remembered?: boolean } | undefined>;
+
+/** Told the state and version a command's append made (a later command on the stream may start there). */
+export type Remember<S> = (state: S, version: number) => void;
 
 /** Writes committed with a command's events or not at all (see EventStore.append). */
 export type Alongside = (trx: Transaction<Database>) => Promise<void>;
@@ -41,7 +49,13 @@ export type CommandHandler = <S, E extends DomainEvent>(
   streamId: string,
   fold: Fold<S, E>,
   decide: (state: S, version: number) => E[],
-  opts?: { snapshot?: StartFrom<S> | undefined; alongside?: Alongside | undefined },
+  opts?: {
+    snapshot?: StartFrom<S> | undefined;
+    alongside?: Alongside | undefined;
+    remember?: Remember<S> | undefined;
+    /** Checked by the append's statement (or on its own when nothing is appended); false: its refusal. */
+    precondition?: Precondition | undefined;
+  },
 ) => Promise<Handled<S, E>>;
 
 /** A command without its metadata: the handler stamps it when it decides. */
@@ -101,17 +115,33 @@ export function createCommandHandler(store: EventStore): CommandHandler {
 /**
  * Load, fold, decide, append at the version that was read. On a concurrent write, load and decide
  * again (the decision may now differ: a stale If-Match is refused, an edit without one applies on top
- * of the winner) after a short random pause, up to MAX_ATTEMPTS times; then `conflict`.
+ * of the winner) after a short random pause, up to MAX_ATTEMPTS times; then `conflict`. A start this
+ * process remembered that turns out behind (another process appended since) is read again at once,
+ * without the pause: nobody raced, the memory was old.
  */
 async function handle<S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
   fold: Fold<S, E>,
   decide: (state: S, version: number) => E[],
-  { snapshot, alongside }: { snapshot?: StartFrom<S> | undefined; alongside?: Alongside | undefined },
+  {
+    snapshot,
+    alongside,
+    remember,
+    precondition,
+  }: {
+    snapshot?: StartFrom<S> | undefined;
+    alongside?: Alongside | undefined;
+    precondition?: Precondition | undefined;
+    remember?: Remember<S> | undefined;
+  },
 ): Promise<Handled<S, E>> {
+  let fresh = false;
   for (let attempt = 0; ; attempt++) {
-    const start = (await snapshot?.()) ?? { state: fold.initial, version: 0 };
+    const start: { state: S; version: number; streamVersion?: number; remembered?: boolean } =
+      (await snapshot?.({
+        fresh,
+      })) ?? { state: fold.initial, version: 0 };
     const history =
       start.streamVersion === start.version
         ? []
@@ -140,16 +170,26 @@ async function handle<S, E extends DomainEvent>(
         return decided;
       },
     );
-    if (events.length === 0) return { events: [], state, version };
+    if (events.length === 0) {
+      if (precondition) await store.append(streamId, [], { expectedVersion: 'any', precondition });
+      return { events: [], state, version };
+    }
     const expectedVersion: ExpectedVersion = version === 0 ? 'no_stream' : version;
     try {
       const result = await store.append(streamId, events, {
         expectedVersion,
         ...(alongside ? { alongside } : {}),
+        ...(precondition ? { precondition } : {}),
       });
       const after = events.reduce(fold.evolve, state);
+      remember?.(after, result.nextVersion);
       return { events: result.events, state: after, version: result.nextVersion };
     } catch (error) {
+      if (error instanceof ConcurrencyError && start.remembered === true && !fresh) {
+        fresh = true;
+        continue;
+      }
+      fresh = true;
       if (error instanceof ConcurrencyError && attempt + 1 < MAX_ATTEMPTS) {
         await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
         continue;
