@@ -162,13 +162,22 @@ try {
   log(`real app on ${realBase}, floor on ${floorBase}`);
 
   const site = (id: string): string => encodeURIComponent(id);
+  const articlePath = `/api/v1/articles/${encodeURIComponent(dataset.longArticleId)}`;
   const scenarios: {
     name: string;
     description: string;
     real: string;
     floor: string;
     target: number | null;
-    reference?: { label: string; side: 'floor' | 'real'; path: string; rate?: number }[];
+    reference?: {
+      label: string;
+      side: 'floor' | 'real';
+      path: string;
+      rate?: number;
+      headers?: Record<string, string>;
+      /** The status every answer must have (default: any 2xx). */
+      status?: number;
+    }[];
   }[] = [
     {
       name: 'list articles',
@@ -187,9 +196,18 @@ try {
     {
       name: 'get article',
       description: `GET one article of ${dataset.longArticleBytes} bytes with ${dataset.spec.protectedBlocks} protected blocks`,
-      real: `/api/v1/articles/${encodeURIComponent(dataset.longArticleId)}`,
+      real: articlePath,
       floor: `/floor/articles/${encodeURIComponent(dataset.longArticleId)}`,
       target: LIST_TARGET,
+      reference: [
+        {
+          label: 'real route, If-None-Match: its current ETag (304)',
+          side: 'real',
+          path: articlePath,
+          headers: { 'if-none-match': await etagOf(`${realBase}${articlePath}`) },
+          status: 304,
+        },
+      ],
     },
   ];
   for (const [label, id, count] of [
@@ -254,10 +272,10 @@ try {
             ? await measure(
                 `${realBase}${ref.path}`,
                 { ...settings, rate: ref.rate },
-                { headers: auth, databaseUrl },
+                { headers: { ...auth, ...ref.headers }, databaseUrl },
               )
             : await measure(`${floorBase}${ref.path}`, { ...settings, rate: ref.rate }, { databaseUrl });
-        entry.refs[i]?.push(check(s.name, ref.label, refRun));
+        entry.refs[i]?.push(check(s.name, ref.label, refRun, ref.status));
       }
       log(`${s.name}: real route${tag}`);
       await settle();
@@ -422,9 +440,19 @@ async function listen(server: FastifyInstance): Promise<string> {
   return server.listen({ host: '127.0.0.1', port: 0 });
 }
 
-/** Errors, timeouts or non-2xx answers make the figures meaningless: recorded, and the run fails at the end. */
-function check(scenario: string, side: string, m: Measurement): Measurement {
-  if (m.errors > 0 || m.timeouts > 0 || m.non2xx > 0 || m.requests === 0) {
+/**
+ * Errors, timeouts or answers other than 2xx (or than `status`, when a run expects one) make the
+ * figures meaningless: recorded, and the run fails at the end.
+ */
+function check(scenario: string, side: string, m: Measurement, status?: number): Measurement {
+  const unexpected =
+    status === undefined
+      ? m.non2xx
+      : Object.entries(m.status_codes).reduce(
+          (n, [code, count]) => n + (code === String(status) ? 0 : count),
+          0,
+        );
+  if (m.errors > 0 || m.timeouts > 0 || unexpected > 0 || m.requests === 0) {
     results.clean = false;
     log(
       `!! ${scenario} (${side}): ${m.errors} errors, ${m.timeouts} timeouts, ${m.non2xx} non-2xx ` +
@@ -432,6 +460,15 @@ function check(scenario: string, side: string, m: Measurement): Measurement {
     );
   }
   return m;
+}
+
+/** The ETag the real route answers `url` with. */
+async function etagOf(url: string): Promise<string> {
+  const res = await fetch(url, { headers: auth });
+  await res.arrayBuffer();
+  const etag = res.headers.get('etag');
+  if (res.status !== 200 || etag === null) throw new Error(`${url}: ${res.status} without an ETag`);
+  return etag;
 }
 
 /** The floor must answer with the rows the real route answers with, or the comparison means nothing. */

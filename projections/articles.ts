@@ -363,6 +363,26 @@ export async function findArticleRevision(
   return row?.revision;
 }
 
+/**
+ * An article's site and current revision, when it is the account's, without reading its body: what a
+ * conditional read (If-None-Match) is answered from. With `liveKey`, the statement also confirms the
+ * API key is not revoked, as `findArticle` does.
+ */
+export async function findArticleHead(
+  db: Db,
+  accountId: string,
+  articleId: string,
+  liveKey?: string,
+): Promise<{ siteId: string; revision: number } | undefined> {
+  const [row] = await (liveKey === undefined ? articleHead : articleHeadWithKey)(db, {
+    articleId,
+    accountId,
+    keyId: liveKey ?? '',
+  });
+  await confirmLive(db, liveKey, row);
+  return row ? { siteId: row.site_id, revision: row.revision } : undefined;
+}
+
 /** Whose an article is, whatever the account: for support staff, who may look at any account. */
 export async function findArticleOwner(
   db: Db,
@@ -389,6 +409,20 @@ const articleSiteQuery = (withKey: boolean) =>
   );
 const articleSiteWithKey = articleSiteQuery(true);
 const articleSite = articleSiteQuery(false);
+
+/** The statement of `findArticleHead`, compiled once: with the key check and without. */
+const articleHeadQuery = (withKey: boolean) =>
+  prepared(
+    (db, v: { articleId: string; accountId: string; keyId: string }) =>
+      db
+        .selectFrom('articles')
+        .select(['site_id', 'revision', keyLive(withKey ? v.keyId : undefined)])
+        .where('id', '=', v.articleId)
+        .where('account_id', '=', v.accountId),
+    withKey ? ['articleId', 'accountId', 'keyId'] : ['articleId', 'accountId'],
+  );
+const articleHeadWithKey = articleHeadQuery(true);
+const articleHead = articleHeadQuery(false);
 
 /** Refuses a revoked key, as a statement with a `key_live` column found it (or, with no row, a lookup). */
 async function confirmLive(db: Db, liveKey: string | undefined, row: { key_live: boolean } | undefined) {

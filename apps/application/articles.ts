@@ -5,7 +5,12 @@ import { ALT_MAX, ArticleStatus, BODY_MAX_MIB, TITLE_MAX } from '../../domain/ar
 import { DomainError } from '../../domain/errors.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
-import { findArticle, findArticleRevision, listArticles } from '../../projections/articles.ts';
+import {
+  findArticle,
+  findArticleHead,
+  findArticleRevision,
+  listArticles,
+} from '../../projections/articles.ts';
 import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
@@ -92,12 +97,28 @@ export function createArticles(
   return {
     /** One article of the account with its body and protected links; `not_found` otherwise. */
     get(call: Call, articleId: string): Promise<Outcome<ArticleOut>> {
+      return outcomeOf({ articleId }, (note) => readArticle(call, note, articleId));
+    },
+
+    /**
+     * One article as `get` gives it, unless the caller holds its current revision (`held`, from a
+     * conditional request): then that revision alone, read without the body.
+     */
+    getUnlessHeld(
+      call: Call,
+      articleId: string,
+      held: number | undefined,
+    ): Promise<Outcome<{ revision: number; article: ArticleOut | null }>> {
       return outcomeOf({ articleId }, async (note) => {
-        const { principal } = call;
-        const row = await findArticle(db, principal.accountId, articleId, principal.liveKey);
-        if (!row) throw new DomainError('not_found', `No article ${articleId}`);
-        note.site(row.site_id);
-        return articleOut(row);
+        if (held !== undefined) {
+          const { principal } = call;
+          const head = await findArticleHead(db, principal.accountId, articleId, principal.liveKey);
+          if (!head) throw new DomainError('not_found', `No article ${articleId}`);
+          note.site(head.siteId);
+          if (head.revision === held) return { revision: held, article: null };
+        }
+        const article = await readArticle(call, note, articleId);
+        return { revision: article.revision, article };
       });
     },
 
@@ -168,6 +189,14 @@ export function createArticles(
       );
     },
   };
+
+  async function readArticle(call: Call, note: Note, articleId: string): Promise<ArticleOut> {
+    const { principal } = call;
+    const row = await findArticle(db, principal.accountId, articleId, principal.liveKey);
+    if (!row) throw new DomainError('not_found', `No article ${articleId}`);
+    note.site(row.site_id);
+    return articleOut(row);
+  }
 
   async function replaceImage(
     call: Call,

@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Article } from '../../apps/application/wire.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { type Recorded, recordingClient } from '../support/http.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';
@@ -84,6 +85,16 @@ describe('read API v1 through a real server', () => {
     await server?.stop();
     await db?.drop();
   });
+
+  /** A's record of the call that sent `clientRequestId` as its own X-Request-Id. */
+  async function activityFor(clientRequestId: string): Promise<Activity> {
+    return vi.waitFor(async () => {
+      const page = (await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>;
+      const found = page.data.find((x) => x.client_request_id === clientRequestId);
+      expect(found, `the record of ${clientRequestId}`).toBeDefined();
+      return found as Activity;
+    }, PATIENCE);
+  }
 
   describe('API keys', () => {
     it('accepts the key in Authorization: Bearer or X-API-Key, and both when they agree', async () => {
@@ -288,6 +299,88 @@ describe('read API v1 through a real server', () => {
       });
       expect(again.status).toBe(304);
     });
+
+    /** GET article A with headers, the body as the bytes sent. */
+    const raw = async (
+      key: string,
+      headers: Record<string, string> = {},
+      id = articleA,
+    ): Promise<{ status: number; headers: Headers; text: string }> => {
+      const res = await fetch(`${server.url}/api/v1/articles/${id}`, {
+        headers: { authorization: `Bearer ${key}`, ...headers },
+      });
+      return { status: res.status, headers: res.headers, text: await res.text() };
+    };
+
+    it('is sent as the JSON of its object: compact, its fields in the order of the OpenAPI document', async () => {
+      const r = await raw(a.api_key);
+      expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(Number(r.headers.get('content-length'))).toBe(Buffer.byteLength(r.text));
+      expect(JSON.stringify(JSON.parse(r.text))).toBe(r.text);
+      expect(Object.keys(JSON.parse(r.text))).toEqual(Object.keys(Article.shape));
+    });
+
+    it('If-None-Match: 304 with no body on the current ETag only; recorded in the activity log', async () => {
+      const current = await raw(a.api_key);
+      const etag = current.headers.get('etag') as string;
+      const notModified = await raw(a.api_key, { 'if-none-match': etag, 'x-request-id': 'e2e-304-1' });
+      expect(notModified.status).toBe(304);
+      expect(notModified.text).toBe('');
+      expect(notModified.headers.get('etag')).toBe(etag);
+      expect(notModified.headers.get('cache-control')).toBe('private, no-store');
+      expect(notModified.headers.get('x-request-id')).toMatch(/^req_/);
+      expect(notModified.headers.get('ratelimit')).toBeTruthy();
+      // No body: neither its type nor a length (a client that trusts the length would wait for bytes).
+      expect(notModified.headers.get('content-type')).toBeNull();
+      expect(notModified.headers.get('content-length')).toBeNull();
+      // Anything but the current ETag, exactly, is answered in full.
+      const revision = etag.slice(3, -1);
+      for (const other of [
+        'W/"0"',
+        `"${revision}"`,
+        `W/"0", ${etag}`,
+        '*',
+        `W/"${revision}0"`,
+        'W/"99999999999"',
+      ]) {
+        const full = await raw(a.api_key, { 'if-none-match': other });
+        expect(full.status, other).toBe(200);
+        expect(full.text, other).toBe(current.text);
+        expect(full.headers.get('etag'), other).toBe(etag);
+      }
+      expect(await activityFor('e2e-304-1')).toMatchObject({
+        operation: 'get_article',
+        status: 304,
+        article_id: articleA,
+        site_id: siteA,
+        revision: null,
+      });
+    });
+
+    it("another account's article with its current ETag is the 404 of an unknown id", async () => {
+      const etag = (await raw(b.api_key, {}, articleB)).headers.get('etag') as string;
+      const theirs = await raw(a.api_key, { 'if-none-match': etag }, articleB);
+      const nobody = await raw(a.api_key, { 'if-none-match': etag }, 'art_does_not_exist');
+      expect(theirs.status).toBe(404);
+      expect(nobody.status).toBe(404);
+      const strip = (text: string): unknown => {
+        const { request_id, instance, detail, ...rest } = JSON.parse(text) as Record<string, string>;
+        return { ...rest, detail: detail?.replace(/art_\w+/, 'ID') };
+      };
+      expect(strip(theirs.text)).toEqual(strip(nobody.text));
+    });
+
+    it('a key the server knows, revoked, is refused with the current ETag too', async () => {
+      const k = JSON.parse(
+        (await cli(['keys', 'create', '--account', a.account_id, '--name', 'Cached copy'], env)).stdout,
+      ) as { key_id: string; api_key: string };
+      const etag = (await raw(k.api_key)).headers.get('etag') as string;
+      expect((await raw(k.api_key, { 'if-none-match': etag })).status).toBe(304);
+      expect((await cli(['keys', 'revoke', '--account', a.account_id, '--key', k.key_id], env)).code).toBe(0);
+      const refused = await raw(k.api_key, { 'if-none-match': etag });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    });
   });
 
   describe('stats', () => {
@@ -433,16 +526,6 @@ describe('read API v1 through a real server', () => {
   });
 
   describe('activity log', () => {
-    /** A's record of the call that sent `clientRequestId` as its own X-Request-Id. */
-    async function activityFor(clientRequestId: string): Promise<Activity> {
-      return vi.waitFor(async () => {
-        const page = (await client.get('/api/v1/activity?per_page=100', a.api_key)).body as List<Activity>;
-        const found = page.data.find((x) => x.client_request_id === clientRequestId);
-        expect(found, `the record of ${clientRequestId}`).toBeDefined();
-        return found as Activity;
-      }, PATIENCE);
-    }
-
     it("makes every request id itself, and keeps a client's own X-Request-Id apart as client_request_id", async () => {
       const forged = await client.get(`/api/v1/sites/${siteA}/stats`, a.api_key, {
         'x-request-id': 'req_victim123',

@@ -116,6 +116,24 @@ describe('the application layer', () => {
     expect(own.subject).toEqual({ siteId: mine.siteId, articleId, revision: null });
   });
 
+  it('reads an article unless the caller holds its current revision, with the same refusals', async () => {
+    const call = callOf(principal(mine.accountId));
+    const article = unwrap(await app().articles.get(call, articleId));
+    const { revision } = article;
+    const held = await app().articles.getUnlessHeld(call, articleId, revision);
+    expect(unwrap(held)).toEqual({ revision, article: null });
+    expect(held.subject).toEqual({ siteId: mine.siteId, articleId, revision: null });
+    for (const other of [undefined, revision + 1]) {
+      expect(unwrap(await app().articles.getUnlessHeld(call, articleId, other))).toEqual({
+        revision,
+        article,
+      });
+    }
+    const foreign = app().articles.getUnlessHeld(callOf(principal(theirs.accountId)), articleId, revision);
+    expect(await refusal(foreign)).toBe('not_found');
+    expect((await foreign).subject).toEqual({ siteId: null, articleId, revision: null });
+  });
+
   it("makes an edit a revision of the principal's origin, with the edit limit's decision in its outcome", async () => {
     const call = callOf(principal(mine.accountId));
     const outcome = await app().articles.edit(call, { articleId, title: 'Boilers in winter' });

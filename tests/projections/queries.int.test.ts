@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { listActivity } from '../../projections/activity.ts';
-import { type ArticleListQuery, findArticle, listArticles } from '../../projections/articles.ts';
+import {
+  type ArticleListQuery,
+  findArticle,
+  findArticleHead,
+  listArticles,
+} from '../../projections/articles.ts';
 import { type BacklinkListQuery, listBacklinks } from '../../projections/backlinks.ts';
 import { type Period, resolvePeriod, siteStats } from '../../projections/site-stats.ts';
 import { findSite, listSites } from '../../projections/sites.ts';
@@ -146,6 +151,18 @@ describe.each(backends)('read-model queries on %s', (backend) => {
     const article = await findArticle(runtime.db, accountId, ids[0] as string);
     expect(article?.body).toContain('data-service-protected');
     expect(await findArticle(runtime.db, 'acc_other', ids[0] as string)).toBeUndefined();
+  });
+
+  it("finds an article's site and revision without its body, for its own account only, and refuses a revoked key", async () => {
+    const id = ids[0] as string;
+    expect(await findArticleHead(runtime.db, accountId, id)).toEqual({ siteId, revision: 1 });
+    expect(await findArticleHead(runtime.db, 'acc_other', id)).toBeUndefined();
+    const key = await runtime.commands.createApiKey(accountId, { name: 'Short-lived', scope: 'read' });
+    expect(await findArticleHead(runtime.db, accountId, id, key.keyId)).toEqual({ siteId, revision: 1 });
+    await runtime.commands.revokeApiKey(accountId, key.keyId);
+    await expect(findArticleHead(runtime.db, accountId, id, key.keyId)).rejects.toMatchObject({
+      code: 'unauthenticated',
+    });
   });
 
   it('lists backlinks newest first, by date range and category', async () => {

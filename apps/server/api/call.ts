@@ -35,6 +35,17 @@ export function weakEtag(revision: number): string {
   return `W/"${revision}"`;
 }
 
+/** The revision whose ETag `value` is exactly (`W/"3"` → 3), if any: what an If-None-Match names. */
+export function revisionOfEtag(value: string | undefined): number | undefined {
+  const match = value === undefined ? null : /^W\/"([1-9]\d{0,8})"$/.exec(value);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** 304 Not Modified: no body, so neither a Content-Type nor a Content-Length (RFC 9110 15.4.5, 8.6). */
+export function sendNotModified(reply: FastifyReply): FastifyReply {
+  return reply.status(304).send();
+}
+
 /**
  * Answers an article write: 200 with the change, its revision as the ETag, and `Idempotent-Replayed`
  * on a replay (see `settled` for the rest).

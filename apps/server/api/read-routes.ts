@@ -7,7 +7,7 @@ import { ArticleParams, PageQuery, SiteParams } from '../../application/requests
 import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
 import { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } from '../../application/wire.ts';
 import { listOf, Problem } from '../http/schemas.ts';
-import { apiCall, settled, weakEtag } from './call.ts';
+import { apiCall, revisionOfEtag, sendNotModified, settled, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';
 
 type ReadRouteDeps = { application: Application; publicUrl: string };
@@ -105,11 +105,15 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const article = settled(req, reply, await application.articles.get(apiCall(req), req.params.id));
-      const etag = weakEtag(article.revision);
-      reply.header('etag', etag);
-      if (req.headers['if-none-match'] === etag) return reply.status(304).send(null);
-      return article;
+      const held = revisionOfEtag(req.headers['if-none-match']);
+      const read = settled(
+        req,
+        reply,
+        await application.articles.getUnlessHeld(apiCall(req), req.params.id, held),
+      );
+      reply.header('etag', weakEtag(read.revision));
+      if (read.article === null) return sendNotModified(reply);
+      return read.article;
     },
   );
 
