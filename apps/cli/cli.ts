@@ -545,7 +545,7 @@ async function jobsCommand(
     throw new UsageError('jobs: expected status, failed or retry');
   }
   const jobs = config.REDIS_URL
-    ? (await import('../worker/background.ts')).openJobs(config, [], quietJobsLog)
+    ? await (await import('../worker/background.ts')).openJobs(config, [], quietJobsLog)
     : undefined;
   try {
     if (sub === 'retry') {
