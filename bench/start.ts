@@ -1,9 +1,10 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { busyElsewhere } from './load.ts';
+import { machineOf, median, saveResults } from './report.ts';
 
 /*
  * `npm run bench:start`, the last part of `npm run bench`: how long a person waits for the service.
@@ -30,7 +31,6 @@ import { busyElsewhere } from './load.ts';
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
-const RESULTS = resolve(ROOT, 'bench/results');
 const NODE = resolve(ROOT, 'node_modules/.bin/node');
 const ROUNDS = Number(process.env.START_BENCH_ROUNDS || 5);
 const HELP_RUNS = Number(process.env.START_BENCH_HELP_RUNS || 5);
@@ -50,15 +50,6 @@ const log = (line: string): void => {
   process.stderr.write(`[bench start ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 };
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length === 0
-    ? 0
-    : s.length % 2
-      ? (s[mid] as number)
-      : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 /** A loopback port free right now. */
 function freePort(): Promise<number> {
@@ -228,9 +219,7 @@ const results = {
   started_at: new Date(started).toISOString(),
   finished_at: new Date().toISOString(),
   machine: {
-    cpus: os.availableParallelism(),
-    cpu_model: os.cpus()[0]?.model.trim() ?? 'unknown',
-    memory_gib: Math.round(os.totalmem() / 2 ** 30),
+    ...machineOf(),
     node: execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim(),
     busy_elsewhere_cores_at_start: busyAtStart,
     load_average_at_start: loadAtStart,
@@ -265,15 +254,5 @@ const markdown = [
   '',
 ].join('\n');
 
-await mkdir(RESULTS, { recursive: true });
-const stamp = results.finished_at.replace(/[:.]/g, '-');
-const json = `${JSON.stringify(results, null, 2)}\n`;
-await writeFile(resolve(RESULTS, `start-${stamp}.json`), json);
-for (const [name, text] of [
-  ['start-latest.json', json],
-  ['start-latest.md', markdown],
-] as const) {
-  await writeFile(resolve(RESULTS, `${name}.tmp`), text);
-  await rename(resolve(RESULTS, `${name}.tmp`), resolve(RESULTS, name));
-}
+await saveResults('start', results, markdown);
 process.stdout.write(markdown);
