@@ -1,8 +1,10 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
+import { embeddedTemplateFile } from '../infra/db/embedded-template.ts';
 import { busyElsewhere } from './load.ts';
 import { machineOf, median, saveResults } from './report.ts';
 
@@ -230,6 +232,8 @@ const results = {
     restarts_per_round: RESTARTS,
     help_runs_per_round: HELP_RUNS,
     before: BEFORE ?? null,
+    /** Whether the embedded database's empty cluster made at install was there (else: initdb). */
+    embedded_template: existsSync(await embeddedTemplateFile()),
   },
   summary,
   starts,
