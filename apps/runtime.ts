@@ -1,7 +1,8 @@
 import { validateEvent } from '../domain/events.ts';
-import { type Config, ConfigError } from '../infra/config.ts';
+import type { Config } from '../infra/config.ts';
+import { orExit } from '../infra/config-error.ts';
 import { migrateToLatest } from '../infra/db/migrate.ts';
-import { type DbHandle, type DbLogger, openDatabase } from '../infra/db/open.ts';
+import { beginOpenDatabase, type DbHandle, type DbLogger, databaseOptions } from '../infra/db/open.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { createEventStore, type EventStore } from '../infra/event-store.ts';
 import { createHtmlMemory, type HtmlMemoryStore } from '../infra/html-memory.ts';
@@ -87,26 +88,40 @@ export function createRuntime(
   };
 }
 
+type OpenRuntimeOptions = {
+  migrate?: boolean;
+  logger?: DbLogger;
+  poolSize?: number;
+  sanitizeThreads?: number;
+  /** What this process is, for the embedded database's lock (openDatabase's `holder`). */
+  holder?: string;
+  /** The process's metrics, for its command handlers (edits, the activity batch). */
+  metrics?: Metrics;
+};
+
 export async function openRuntime(
   config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
-  opts: {
-    migrate?: boolean;
-    logger?: DbLogger;
-    poolSize?: number;
-    sanitizeThreads?: number;
-    /** What this process is, for the embedded database's lock (openDatabase's `holder`). */
-    holder?: string;
-    /** The process's metrics, for its command handlers (edits, the activity batch). */
-    metrics?: Metrics;
-  } = {},
+  opts: OpenRuntimeOptions = {},
 ): Promise<Runtime> {
-  const handle = await openDatabase({
-    dataDir: config.DATA_DIR,
-    ...(opts.holder ? { holder: opts.holder } : {}),
-    ...(config.DATABASE_URL ? { databaseUrl: config.DATABASE_URL } : {}),
-    ...(opts.logger ? { logger: opts.logger } : {}),
-    ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
-  });
+  const { handle } = await beginOpenDatabase(
+    databaseOptions(config, {
+      ...(opts.holder ? { holder: opts.holder } : {}),
+      ...(opts.logger ? { logger: opts.logger } : {}),
+      ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
+    }),
+  );
+  return runtimeOn(handle, opts);
+}
+
+/**
+ * The runtime on a database being opened (beginOpenDatabase's handle), migrated first when `migrate`:
+ * for a process that began opening its database before it loaded this module (apps/server/serve.ts).
+ */
+export async function runtimeOn(
+  opening: Promise<DbHandle>,
+  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics'> = {},
+): Promise<Runtime> {
+  const handle = await opening;
   try {
     if (opts.migrate) {
       await migrateToLatest(handle.db);
@@ -128,15 +143,7 @@ export async function openRuntime(
  */
 export async function openRuntimeOrExit(
   config: Pick<Config, 'DATABASE_URL' | 'DATA_DIR'>,
-  opts: Parameters<typeof openRuntime>[1] = {},
+  opts: OpenRuntimeOptions = {},
 ): Promise<Runtime> {
-  try {
-    return await openRuntime(config, opts);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  return orExit(openRuntime(config, opts));
 }

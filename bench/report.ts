@@ -1,3 +1,6 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { resolve } from 'node:path';
 import type { Measurement } from './load.ts';
 import type { ProfileSummary } from './profile.ts';
 
@@ -186,4 +189,47 @@ export function markdown(r: BenchResults): string {
 
 function pct(v: number): string {
   return `${(v * 100).toFixed(0)}%`;
+}
+
+/**
+ * Writes a benchmark's results in bench/results: `<name>-<finished at>.json` (kept local) and
+ * `<name>-latest.json` and `.md` (committed), each written aside and renamed into place, so that an
+ * interrupted run never leaves a half-written latest.
+ */
+export async function saveResults(
+  name: string,
+  results: { finished_at: string },
+  markdownText: string,
+): Promise<void> {
+  const dir = resolve(import.meta.dirname, 'results');
+  await mkdir(dir, { recursive: true });
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  await writeFile(resolve(dir, `${name}-${results.finished_at.replace(/[:.]/g, '-')}.json`), json);
+  for (const [file, text] of [
+    [`${name}-latest.json`, json],
+    [`${name}-latest.md`, markdownText],
+  ] as const) {
+    await writeFile(resolve(dir, `${file}.tmp`), text);
+    await rename(resolve(dir, `${file}.tmp`), resolve(dir, file));
+  }
+}
+
+/** The median of `xs` (the mean of the middle two for an even count); 0 for none. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length === 0
+    ? 0
+    : s.length % 2
+      ? (s[mid] as number)
+      : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+/** The machine a benchmark ran on: its cores, their model and its memory. */
+export function machineOf(): { cpus: number; cpu_model: string; memory_gib: number } {
+  return {
+    cpus: os.availableParallelism(),
+    cpu_model: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memory_gib: Math.round(os.totalmem() / 2 ** 30),
+  };
 }

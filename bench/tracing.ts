@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -13,6 +12,7 @@ import { decodeTraceRequest } from '../tests/support/otlp.ts';
 import { type ServerProcess, startServer } from '../tests/support/server.ts';
 import { type DatasetSpec, prepareDataset } from './dataset.ts';
 import { busyElsewhere } from './load.ts';
+import { machineOf, median, saveResults } from './report.ts';
 
 /*
  * `npm run bench:tracing`, the last part of `npm run bench`: what tracing costs, off and on.
@@ -42,8 +42,6 @@ import { busyElsewhere } from './load.ts';
  * minutes with the defaults.
  */
 
-const ROOT = resolve(import.meta.dirname, '..');
-const RESULTS = resolve(ROOT, 'bench/results');
 const SECONDS = Number(process.env.TRACING_BENCH_SECONDS || 5);
 const ROUNDS = Number(process.env.TRACING_BENCH_ROUNDS || 3);
 const CONNECTIONS = Number(process.env.TRACING_BENCH_CONNECTIONS || 10);
@@ -87,15 +85,6 @@ const log = (line: string): void => {
   );
 };
 const round = (x: number, digits = 0): number => Math.round(x * 10 ** digits) / 10 ** digits;
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length === 0
-    ? 0
-    : s.length % 2
-      ? (s[mid] as number)
-      : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 const databaseUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/cs_bench_tracing';
 log(`database ${withoutPassword(databaseUrl)}`);
@@ -372,9 +361,7 @@ const results = {
   started_at: new Date(started).toISOString(),
   finished_at: new Date().toISOString(),
   machine: {
-    cpus: os.availableParallelism(),
-    cpu_model: os.cpus()[0]?.model.trim() ?? 'unknown',
-    memory_gib: Math.round(os.totalmem() / 2 ** 30),
+    ...machineOf(),
     node: process.versions.node,
     postgres: postgresVersion.split(' on ')[0] ?? '',
     busy_elsewhere_cores_at_start: busyAtStart,
@@ -438,17 +425,7 @@ const markdown = [
   '',
 ].join('\n');
 
-await mkdir(RESULTS, { recursive: true });
-const stamp = results.finished_at.replace(/[:.]/g, '-');
-const json = `${JSON.stringify(results, null, 2)}\n`;
-await writeFile(resolve(RESULTS, `tracing-${stamp}.json`), json);
-for (const [name, text] of [
-  ['tracing-latest.json', json],
-  ['tracing-latest.md', markdown],
-] as const) {
-  await writeFile(resolve(RESULTS, `${name}.tmp`), text);
-  await rename(resolve(RESULTS, `${name}.tmp`), resolve(RESULTS, name));
-}
+await saveResults('tracing', results, markdown);
 process.stdout.write(markdown);
 receiver.close();
 if (!clean) {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY, WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../domain/vocabulary.ts';
+import { ConfigError } from './config-error.ts';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -206,12 +207,7 @@ export type Config = Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_URL' | 'MEDIA_DI
   MEDIA_DIR: string;
 };
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 /** Reads the environment; an empty string counts as unset. Throws a ConfigError naming the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

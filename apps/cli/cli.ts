@@ -1,27 +1,16 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
-import { z } from 'zod';
-import { KeyScope } from '../../domain/account/events.ts';
-import { passwordProblem } from '../../domain/account/password.ts';
-import { DomainError, isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
-import { type Config, ConfigError, loadConfig } from '../../infra/config.ts';
-import { migrateToLatest } from '../../infra/db/migrate.ts';
+import type { Config } from '../../infra/config.ts';
+import { ConfigError } from '../../infra/config-error.ts';
 import { newPassword } from '../../infra/ids.ts';
-import { collectMedia, DEFAULT_MEDIA_GRACE_HOURS, purgeIdempotency } from '../../infra/jobs/housekeeping.ts';
-import { createDirectoryMediaStore } from '../../infra/media/store.ts';
-import { catchUp, lagOf, projectionStatus, rebuild } from '../../infra/projection-runner.ts';
-import { asyncProjectors, findProjector, projectors } from '../../projections/index.ts';
-import { createAccounts } from '../application/accounts.ts';
-import { createActivity } from '../application/activity.ts';
-import { createKeys } from '../application/keys.ts';
-import { makeMonthlyReports } from '../application/reports.ts';
-import { openRuntime, type Runtime } from '../runtime.ts';
-import { openJobs } from '../worker/background.ts';
-import { modulesFor } from '../worker/modules.ts';
-import { type IngestKind, ingestFile, ingestKinds } from './ingest.ts';
-import { exportCommand, importCommand, moveCommand } from './operations.ts';
-import { progressBar } from './progress.ts';
-import { seedDemo } from './seed-demo.ts';
+import type { Runtime } from '../runtime.ts';
+import type { IngestKind } from './ingest.ts';
+
+/*
+ * The CLI's commands, each loading what it uses when it runs (`await import`): `--help` and a usage
+ * error load nothing of the database, the runtime or the application, and a command only its own
+ * part of them.
+ */
 
 type CliIo = {
   out: (text: string) => void;
@@ -72,7 +61,8 @@ unset REDIS_URL: they live in the server process).`;
 class UsageError extends Error {}
 
 /** Refuses a password the policy does not accept as a usage error, before anything is opened. */
-function checkNewPassword(password: string): void {
+async function checkNewPassword(password: string): Promise<void> {
+  const { passwordProblem } = await import('../../domain/account/password.ts');
   const problem = passwordProblem(password);
   if (problem !== null) throw new UsageError(`the password must be ${problem}`);
 }
@@ -102,6 +92,7 @@ async function recordOperatorChange(
   operation: string,
 ): Promise<void> {
   if (!rt) throw new Error('the runtime is opened before a change is recorded');
+  const { createActivity } = await import('../application/activity.ts');
   const stored = createActivity(rt).record({
     accountId,
     source: 'system',
@@ -118,6 +109,11 @@ async function recordOperatorChange(
 }
 
 async function bringAsyncUpToDate(rt: Runtime, err: (text: string) => void): Promise<void> {
+  const [{ asyncProjectors }, { catchUp }, { progressBar }] = await Promise.all([
+    import('../../projections/index.ts'),
+    import('../../infra/projection-runner.ts'),
+    import('./progress.ts'),
+  ]);
   for (const p of asyncProjectors) {
     const bar = progressBar(`project ${p.name}`, 0);
     try {
@@ -171,6 +167,7 @@ export async function runCli(
   }
   let config: Config;
   try {
+    const { loadConfig } = await import('../../infra/config.ts');
     config = loadConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -184,6 +181,7 @@ export async function runCli(
   const sub = rest[0] !== undefined && !rest[0].startsWith('-') ? ` ${rest[0]}` : '';
   const holder = `the CLI command ${command}${sub} (npm run cli)`;
   const open = async (): Promise<Runtime> => {
+    const { openRuntime } = await import('../runtime.ts');
     runtime = await openRuntime(config, { migrate: true, poolSize: 4, holder });
     return runtime;
   };
@@ -191,6 +189,10 @@ export async function runCli(
     switch (command) {
       case 'migrate': {
         parse(rest, {});
+        const [{ openRuntime }, { migrateToLatest }] = await Promise.all([
+          import('../runtime.ts'),
+          import('../../infra/db/migrate.ts'),
+        ]);
         const rt = await openRuntime(config, { migrate: false, poolSize: 1, holder });
         runtime = rt;
         const { applied } = await migrateToLatest(rt.db);
@@ -215,6 +217,7 @@ export async function runCli(
           backlinks: count('backlinks', 40, values.backlinks),
           ...(values.seed !== undefined ? { seed: count('seed', 0, values.seed) } : {}),
         };
+        const { seedDemo } = await import('./seed-demo.ts');
         const rt = await open();
         const result = await seedDemo(rt, opts);
         await bringAsyncUpToDate(rt, err);
@@ -237,7 +240,11 @@ export async function runCli(
           });
           const email = required(values, 'email');
           const password = values['password-stdin'] ? await readPassword(io?.stdin) : newPassword();
-          checkNewPassword(password);
+          await checkNewPassword(password);
+          const [{ createAccounts }, { DomainError }] = await Promise.all([
+            import('../application/accounts.ts'),
+            import('../../domain/errors.ts'),
+          ]);
           const accounts = createAccounts(await open());
           if (command === 'accounts') {
             const account = await accounts.findByEmail(email);
@@ -271,11 +278,13 @@ export async function runCli(
           email: { type: 'string' },
           password: { type: 'string' },
         });
+        const { z } = await import('zod');
         const email = z.email().safeParse(required(values, 'email'));
         if (!email.success) throw new UsageError('--email must be an email address');
         const password = values.password ?? newPassword();
-        checkNewPassword(password);
+        await checkNewPassword(password);
         const person = { name: required(values, 'name'), email: email.data, password };
+        const { createAccounts } = await import('../application/accounts.ts');
         const accounts = createAccounts(await open());
         let created: { account_id: string } | { staff_id: string };
         if (command === 'accounts') {
@@ -296,9 +305,11 @@ export async function runCli(
             name: { type: 'string' },
             scope: { type: 'string' },
           });
+          const { KeyScope } = await import('../../domain/account/events.ts');
           const scope = KeyScope.safeParse(values.scope ?? 'read');
           if (!scope.success) throw new UsageError('--scope must be read or write');
           const accountId = required(values, 'account');
+          const { createKeys } = await import('../application/keys.ts');
           const rt = await open();
           const key = await createKeys(rt).create(accountId, {
             name: values.name ?? 'API key',
@@ -311,6 +322,7 @@ export async function runCli(
         }
         if (sub === 'list') {
           const { values } = parse(args, { account: { type: 'string' } });
+          const { createKeys } = await import('../application/keys.ts');
           const keys = await createKeys(await open()).list(required(values, 'account'));
           for (const k of keys) {
             out(
@@ -330,6 +342,7 @@ export async function runCli(
         if (sub === 'revoke') {
           const { values } = parse(args, { account: { type: 'string' }, key: { type: 'string' } });
           const accountId = required(values, 'account');
+          const { createKeys } = await import('../application/keys.ts');
           const rt = await open();
           const r = await createKeys(rt).revoke(accountId, required(values, 'key'));
           if (r.revoked) await recordOperatorChange(rt, accountId, 'revoke_api_key');
@@ -340,6 +353,7 @@ export async function runCli(
       }
       case 'ingest': {
         const [kind, ...args] = rest;
+        const { ingestFile, ingestKinds } = await import('./ingest.ts');
         if (!ingestKinds.includes(kind as IngestKind))
           throw new UsageError(`ingest: expected one of ${ingestKinds.join(', ')}`);
         const { values } = parse(args, { file: { type: 'string' }, account: { type: 'string' } });
@@ -355,6 +369,12 @@ export async function runCli(
       case 'projections': {
         const [sub, ...args] = rest;
         const { positionals } = parse(args, {});
+        const [{ findProjector, projectors }, { projectionStatus, rebuild }, { progressBar }] =
+          await Promise.all([
+            import('../../projections/index.ts'),
+            import('../../infra/projection-runner.ts'),
+            import('./progress.ts'),
+          ]);
         const rt = await open();
         if (sub === 'status') {
           for (const s of await projectionStatus(rt.db, projectors)) {
@@ -388,6 +408,12 @@ export async function runCli(
         const [sub, ...args] = rest;
         if (sub !== 'gc') throw new UsageError('media: expected gc');
         const { values } = parse(args, { 'dry-run': { type: 'boolean' }, 'grace-hours': { type: 'string' } });
+        const [{ collectMedia, DEFAULT_MEDIA_GRACE_HOURS }, { createDirectoryMediaStore }, { progressBar }] =
+          await Promise.all([
+            import('../../infra/jobs/housekeeping.ts'),
+            import('../../infra/media/store.ts'),
+            import('./progress.ts'),
+          ]);
         const graceHours = count('grace-hours', DEFAULT_MEDIA_GRACE_HOURS, values['grace-hours']);
         const rt = await open();
         const bar = progressBar('media gc', 0);
@@ -420,6 +446,7 @@ export async function runCli(
         const [sub, ...args] = rest;
         if (sub !== 'purge') throw new UsageError('idempotency: expected purge');
         parse(args, {});
+        const { purgeIdempotency } = await import('../../infra/jobs/housekeeping.ts');
         const rt = await open();
         const summary = await purgeIdempotency({ db: rt.db, now: () => new Date() });
         err(`${summary.purged} idempotency record(s) older than 24 hours deleted`);
@@ -432,6 +459,7 @@ export async function runCli(
         const [sub, ...args] = rest;
         if (sub !== 'make') throw new UsageError('reports: expected make');
         const { values } = parse(args, { period: { type: 'string' } });
+        const { makeMonthlyReports } = await import('../application/reports.ts');
         const rt = await open();
         const summary = await makeMonthlyReports(
           { db: rt.db, commands: rt.commands, now: () => new Date() },
@@ -446,17 +474,32 @@ export async function runCli(
       }
       case 'export': {
         const { values } = parse(rest, { to: { type: 'string' } });
-        return await exportCommand(required(values, 'to'), { config, projectors, holder, out, err });
+        const to = required(values, 'to');
+        const [{ exportCommand }, { projectors }] = await Promise.all([
+          import('./operations.ts'),
+          import('../../projections/index.ts'),
+        ]);
+        return await exportCommand(to, { config, projectors, holder, out, err });
       }
       case 'import': {
         const { values } = parse(rest, { from: { type: 'string' }, 'media-dir': { type: 'string' } });
+        const from = required(values, 'from');
+        const [{ importCommand }, { projectors }] = await Promise.all([
+          import('./operations.ts'),
+          import('../../projections/index.ts'),
+        ]);
         const deps = { config, projectors, holder, out, err };
-        return await importCommand(required(values, 'from'), values['media-dir'], deps);
+        return await importCommand(from, values['media-dir'], deps);
       }
       case 'move': {
         const { values } = parse(rest, { to: { type: 'string' }, 'media-dir': { type: 'string' } });
+        const to = required(values, 'to');
+        const [{ moveCommand }, { projectors }] = await Promise.all([
+          import('./operations.ts'),
+          import('../../projections/index.ts'),
+        ]);
         const deps = { config, projectors, holder, out, err };
-        return await moveCommand(required(values, 'to'), values['media-dir'], deps);
+        return await moveCommand(to, values['media-dir'], deps);
       }
       default:
         throw new UsageError(`unknown command ${command}`);
@@ -466,6 +509,7 @@ export async function runCli(
       err(`${error.message}\n\n${USAGE}`);
       return 2;
     }
+    const { isDomainError } = await import('../../domain/errors.ts');
     if (isDomainError(error)) {
       err(`${error.code}: ${error.message}`);
       return 1;
@@ -500,7 +544,9 @@ async function jobsCommand(
   if (sub !== 'status' && sub !== 'failed' && sub !== 'retry') {
     throw new UsageError('jobs: expected status, failed or retry');
   }
-  const jobs = config.REDIS_URL ? openJobs(config, [], quietJobsLog) : undefined;
+  const jobs = config.REDIS_URL
+    ? await (await import('../worker/background.ts')).openJobs(config, [], quietJobsLog)
+    : undefined;
   try {
     if (sub === 'retry') {
       const id = positionals[0];
@@ -572,6 +618,11 @@ function noQueues(err: (text: string) => void): number {
 
 /** The subscriptions that turn the log into jobs (webhooks@1, publishing@1), and how far behind each is. */
 async function subscriptionLag(rt: Runtime, config: Config): Promise<Array<{ name: string; lag: number }>> {
+  const [{ modulesFor }, { createDirectoryMediaStore }, { lagOf }] = await Promise.all([
+    import('../worker/modules.ts'),
+    import('../../infra/media/store.ts'),
+    import('../../infra/projection-runner.ts'),
+  ]);
   const modules = modulesFor(config, {
     db: rt.db,
     commands: rt.commands,

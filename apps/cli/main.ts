@@ -1,16 +1,23 @@
-import { inSpan } from '../../infra/telemetry/spans.ts';
-import { startTracingOrExit, stopTracing } from '../../infra/telemetry/tracing.ts';
+import { enableCompileCache } from 'node:module';
 
-// Tracing first (when the OTEL_* variables name an endpoint), then the CLI, imported only now so that
-// the modules it loads are loaded after the instrumentations that patch them. A command is one trace.
-await startTracingOrExit({ process: 'cli' });
+// Node's compile cache (docs/operations.md, "Start"), before anything else is loaded. Then tracing
+// (when the OTEL_* variables name an endpoint), then the CLI, imported only now so that the modules
+// it loads are loaded after the instrumentations that patch them. A command is one trace.
+enableCompileCache();
+const { startTracingOrExit, stopTracing } = await import('../../infra/telemetry/tracing.ts');
+const tracing = await startTracingOrExit({ process: 'cli' });
 const { runCli } = await import('./cli.ts');
 const args = process.argv.slice(2);
 
 try {
-  process.exitCode = await inSpan(`cli ${/^[a-z-]+$/.test(args[0] ?? '') ? args[0] : 'usage'}`, {}, () =>
-    runCli(args),
-  );
+  if (tracing.on) {
+    const { inSpan } = await import('../../infra/telemetry/spans.ts');
+    process.exitCode = await inSpan(`cli ${/^[a-z-]+$/.test(args[0] ?? '') ? args[0] : 'usage'}`, {}, () =>
+      runCli(args),
+    );
+  } else {
+    process.exitCode = await runCli(args);
+  }
 } catch (error) {
   process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exitCode = 1;

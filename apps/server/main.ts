@@ -1,9 +1,12 @@
-import { startTracingOrExit } from '../../infra/telemetry/tracing.ts';
+import { enableCompileCache } from 'node:module';
 
 /*
- * `npm start`: tracing first (on when the OTEL_* variables name an endpoint: docs/operations.md,
- * "Traces"), then the server (serve.ts), imported only now so that the modules it loads (pg, ioredis,
- * node:http, fastify) are loaded after the instrumentations that patch them.
+ * `npm start`: Node's compile cache first (docs/operations.md, "Start"), then tracing (on when the
+ * OTEL_* variables name an endpoint: docs/operations.md, "Traces"), then the server (serve.ts), each
+ * imported only now: the modules they load are compiled through the cache, and loaded (pg, ioredis,
+ * node:http, fastify) after the instrumentations that patch them.
  */
+enableCompileCache();
+const { startTracingOrExit } = await import('../../infra/telemetry/tracing.ts');
 await startTracingOrExit({ process: 'server' });
 await import('./serve.ts');

@@ -721,17 +721,11 @@ export async function registerOpenApi(app: FastifyInstance, opts: { publicUrl: s
     transformObject: documentPass(opts.publicUrl),
   });
 
+  // Built by its first reader and kept (@fastify/swagger caches it), not at start: a start serves
+  // requests sooner, and the suite checks every route's schemas through the document
+  // (tests/api/openapi.e2e.test.ts).
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) => {
     return reply.type('application/json; charset=utf-8').send(app.swagger());
-  });
-  // Built once, at start (it is cached): a route whose schemas cannot be documented shows in the log
-  // then, and the first reader does not wait for it.
-  app.addHook('onReady', async () => {
-    try {
-      app.swagger();
-    } catch (error) {
-      app.log.error({ err: error }, 'could not generate the OpenAPI document');
-    }
   });
 
   await app.register(async (docs) => {

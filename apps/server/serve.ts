@@ -1,36 +1,60 @@
 import pino from 'pino';
 import { demoOnFirstStart, loadConfigOrExit } from '../../infra/config.ts';
-import { createEditLimiter, createPageLimiter } from '../../infra/limits.ts';
-import { createDirectoryMediaStore } from '../../infra/media/store.ts';
-import { startAsyncProjections } from '../../infra/projection-runner.ts';
-import { closeRedis, openRedis, waitForRedis } from '../../infra/redis.ts';
+import { orExit } from '../../infra/config-error.ts';
+import { beginOpenDatabase, databaseOptions } from '../../infra/db/open.ts';
 import { stopTracing } from '../../infra/telemetry/tracing.ts';
-import { projectors } from '../../projections/index.ts';
-import { FIRST_START_DEMO, firstStartMessage, seedDemoIfEmpty } from '../cli/seed-demo.ts';
-import { metricsFor, serveMetricsOrExit, watchProcess } from '../process-metrics.ts';
-import { openRuntimeOrExit } from '../runtime.ts';
-import { boundedSink, createJobs, startBackground } from '../worker/background.ts';
-import { modulesFor } from '../worker/modules.ts';
-import { buildApp } from './app.ts';
-import { createRequestLimiter } from './http/limits.ts';
 import { LOG_REDACTION } from './http/log-redaction.ts';
+
+/*
+ * The server's composition root (`npm start`, through main.ts). The database's opening is begun
+ * first (the embedded engine starts in a thread of its own: infra/db/open.ts) and the rest of the
+ * server is loaded while it opens; then the app is built on it and listens.
+ */
 
 const config = loadConfigOrExit();
 
 // The database layer (pool, LISTEN connection) logs as JSON lines too, `component: "database"`: its
 // connection losses and recoveries are what an operator looks for when PostgreSQL restarts.
 const databaseLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'database' });
-// Metrics (docs/operations.md "Metrics"): with METRICS_PORT, on a listener of their own, from the start.
-const metrics = metricsFor(config);
+// Metrics (docs/operations.md "Metrics"): with METRICS_PORT, on a listener of their own, from the start;
+// without it there are none, and nothing of them is loaded.
+const processMetrics = config.METRICS_PORT === undefined ? undefined : await import('../process-metrics.ts');
+const metrics = processMetrics?.metricsFor(config);
 const metricsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'metrics' });
-const metricsServer = metrics ? await serveMetricsOrExit(metrics, config, metricsLog) : null;
-const runtime = await openRuntimeOrExit(config, {
-  migrate: true,
-  holder: 'the server (npm start)',
-  sanitizeThreads: config.SANITIZE_THREADS,
-  logger: databaseLog,
-  ...(metrics ? { metrics } : {}),
-});
+const metricsServer = metrics ? await processMetrics?.serveMetricsOrExit(metrics, config, metricsLog) : null;
+const database = await orExit(
+  beginOpenDatabase(databaseOptions(config, { holder: 'the server (npm start)', logger: databaseLog })),
+);
+const [
+  { runtimeOn },
+  { createEditLimiter, createPageLimiter },
+  { createDirectoryMediaStore },
+  { startAsyncProjections },
+  { projectors },
+  { FIRST_START_DEMO, firstStartMessage, seedDemoIfEmpty },
+  { boundedSink, createJobs, startBackground },
+  { modulesFor },
+  { buildApp },
+  { createRequestLimiter },
+] = await Promise.all([
+  import('../runtime.ts'),
+  import('../../infra/limits.ts'),
+  import('../../infra/media/store.ts'),
+  import('../../infra/projection-runner.ts'),
+  import('../../projections/index.ts'),
+  import('../cli/seed-demo.ts'),
+  import('../worker/background.ts'),
+  import('../worker/modules.ts'),
+  import('./app.ts'),
+  import('./http/limits.ts'),
+]);
+const runtime = await orExit(
+  runtimeOn(database.handle, {
+    migrate: true,
+    sanitizeThreads: config.SANITIZE_THREADS,
+    ...(metrics ? { metrics } : {}),
+  }),
+);
 // A newcomer's first start: a demo account to sign in with (printed once the server listens).
 const demo = demoOnFirstStart(config)
   ? await seedDemoIfEmpty(runtime, { ...FIRST_START_DEMO, shared: config.DATABASE_URL !== undefined })
@@ -38,11 +62,12 @@ const demo = demoOnFirstStart(config)
 // Limits: shared through Redis when REDIS_URL is set (docs/operations.md, "Limits"). The limiter and
 // the Redis client log through their own pino instance: they exist before the app and its logger.
 const limitsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'limits' });
+const redisClient = config.REDIS_URL ? await import('../../infra/redis.ts') : undefined;
 const redis = config.REDIS_URL
-  ? openRedis(config.REDIS_URL, { name: 'content-service:limits', logger: limitsLog })
+  ? redisClient?.openRedis(config.REDIS_URL, { name: 'content-service:limits', logger: limitsLog })
   : undefined;
 // Waiting lets the first requests count in Redis too; an unreachable Redis does not hold up or stop the start.
-const redisReady = redis ? await waitForRedis(redis, 2_000) : false;
+const redisReady = redis ? await redisClient?.waitForRedis(redis, 2_000) : false;
 const limiter = createRequestLimiter({
   perMinute: config.RATE_LIMIT_PER_MINUTE,
   refusalPauseMs: config.RATE_LIMIT_REFUSAL_PAUSE_MS,
@@ -66,7 +91,7 @@ const edits = createEditLimiter({
 // Every process can add jobs; RUN_JOBS=false leaves running them to `npm run worker`.
 const jobsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'jobs' });
 const media = createDirectoryMediaStore(config.MEDIA_DIR);
-const { jobs, modules } = createJobs(
+const { jobs, modules } = await createJobs(
   config,
   modulesFor(config, { db: runtime.db, commands: runtime.commands, media, logger: jobsLog, metrics }),
   jobsLog,
@@ -92,7 +117,7 @@ const background = config.RUN_JOBS
   ? await startBackground({ jobs, modules, handle: runtime.handle, logger: jobsLog })
   : null;
 if (metrics) {
-  watchProcess(metrics, {
+  processMetrics?.watchProcess(metrics, {
     handle: runtime.handle,
     projectors: [...projectors, ...modules.flatMap((m) => m.subscriptions ?? [])],
     jobs,
@@ -118,7 +143,7 @@ async function shutdown(signal: string): Promise<void> {
     await limiter.close();
     edits.close();
     pages.close();
-    if (redis) await closeRedis(redis);
+    if (redis) await redisClient?.closeRedis(redis);
     await workers?.stop();
     await runtime.close();
     await metricsServer?.close();
@@ -153,7 +178,7 @@ try {
 } catch (error) {
   app.log.error({ err: error }, 'could not start');
   await limiter.close();
-  if (redis) await closeRedis(redis);
+  if (redis) await redisClient?.closeRedis(redis);
   if (background) await background.stop();
   else await jobs.close();
   await workers?.stop();

@@ -1,6 +1,5 @@
 import type { Config } from '../../infra/config.ts';
 import type { DbHandle } from '../../infra/db/open.ts';
-import { createBullJobs } from '../../infra/jobs/bullmq.ts';
 import { createInProcessJobs } from '../../infra/jobs/in-process.ts';
 import type { JobKind, JobSink, Jobs, JobsLogger } from '../../infra/jobs/queue.ts';
 import type { Metrics } from '../../infra/metrics.ts';
@@ -13,14 +12,17 @@ import type { JobModule } from './jobs/module.ts';
  * that turn the log into jobs, the repeatable jobs and the start-up sweep.
  */
 
-/** The queues for this process: shared through Redis when REDIS_URL is set, else this process's own. */
-export function openJobs(
+/**
+ * The queues for this process: shared through Redis when REDIS_URL is set, else this process's own.
+ * BullMQ and its Redis client are loaded only for the former.
+ */
+export async function openJobs(
   config: Pick<Config, 'REDIS_URL' | 'JOBS_PREFIX' | 'JOBS_LOCK_SECONDS'>,
   kinds: readonly JobKind<never>[],
   logger: JobsLogger,
-): Jobs {
+): Promise<Jobs> {
   return config.REDIS_URL
-    ? createBullJobs({
+    ? (await import('../../infra/jobs/bullmq.ts')).createBullJobs({
         redisUrl: config.REDIS_URL,
         prefix: config.JOBS_PREFIX,
         kinds,
@@ -34,12 +36,12 @@ export function openJobs(
  * The queues with the job kinds of `build`'s modules, which are given a sink into these very queues
  * (a job that adds jobs; bounded, see below). The modules are returned for `startBackground`.
  */
-export function createJobs(
+export async function createJobs(
   config: Pick<Config, 'REDIS_URL' | 'JOBS_PREFIX' | 'JOBS_LOCK_SECONDS'>,
   build: (sink: JobSink) => JobModule[],
   logger: JobsLogger,
   metrics?: Pick<Metrics, 'jobFailures'>,
-): { jobs: Jobs; modules: JobModule[] } {
+): Promise<{ jobs: Jobs; modules: JobModule[] }> {
   let jobs: Jobs | undefined;
   const forward: JobSink = {
     add(name, data, opts) {
@@ -51,7 +53,7 @@ export function createJobs(
   // and logged, and the sweeps add it again from the database.
   const modules = build(boundedSink(forward, logger, 5_000));
   const kinds = modules.flatMap((m) => m.kinds);
-  jobs = openJobs(config, metrics ? countingFailures(kinds, metrics.jobFailures) : kinds, logger);
+  jobs = await openJobs(config, metrics ? countingFailures(kinds, metrics.jobFailures) : kinds, logger);
   return { jobs, modules };
 }
 

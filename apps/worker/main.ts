@@ -1,9 +1,12 @@
-import { startTracingOrExit } from '../../infra/telemetry/tracing.ts';
+import { enableCompileCache } from 'node:module';
 
 /*
- * `npm run worker`: tracing first (on when the OTEL_* variables name an endpoint: docs/operations.md,
- * "Traces"), then the worker (run.ts), imported only now so that the modules it loads (pg, ioredis)
- * are loaded after the instrumentations that patch them.
+ * `npm run worker`: Node's compile cache first (docs/operations.md, "Start"), then tracing (on when the
+ * OTEL_* variables name an endpoint: docs/operations.md, "Traces"), then the worker (run.ts), each
+ * imported only now: the modules they load are compiled through the cache, and loaded (pg, ioredis)
+ * after the instrumentations that patch them.
  */
+enableCompileCache();
+const { startTracingOrExit } = await import('../../infra/telemetry/tracing.ts');
 await startTracingOrExit({ process: 'worker' });
 await import('./run.ts');

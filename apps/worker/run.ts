@@ -39,7 +39,7 @@ const runtime = await openRuntimeOrExit(config, {
 });
 const workers = startAsyncProjections({ handle: runtime.handle, projectors, logger: log });
 const jobsLog = log.child({ component: 'jobs' });
-const { jobs, modules } = createJobs(
+const { jobs, modules } = await createJobs(
   config,
   modulesFor(config, {
     db: runtime.db,

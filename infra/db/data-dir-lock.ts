@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config-error.ts';
 
 /*
  * The embedded database's folder belongs to one process: PGlite keeps its pages in that process's

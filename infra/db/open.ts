@@ -1,14 +1,14 @@
 import { constants } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
-import { ConfigError } from '../config.ts';
+import { Worker } from 'node:worker_threads';
+import type { Kysely as KyselyClass, PostgresDialect as PostgresDialectClass } from 'kysely';
+import type pg from 'pg';
+import { ConfigError } from '../config-error.ts';
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts';
+import type { EngineMessage } from './pglite-thread.ts';
 import type { Database, Db } from './schema.ts';
-import { namingClient } from './statement-cache.ts';
+import type { namingClient as NamingClient } from './statement-cache.ts';
 
 /*
  * Opens the app's database: PostgreSQL when a URL is given, otherwise the embedded default, PGlite
@@ -90,13 +90,33 @@ const LISTEN_CONNECT_TIMEOUT_MS = 5_000;
 
 const DATE_OID = 1082;
 
-/** pg's parsers, except `date`, which stays text. */
-const types: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === DATE_OID && format !== 'binary'
-      ? (value: string) => value
-      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
-};
+/** The driver and the query builder, with pg's parsers except `date`, which stays text. */
+interface Driver {
+  pg: typeof pg;
+  Kysely: typeof KyselyClass;
+  PostgresDialect: typeof PostgresDialectClass;
+  namingClient: typeof NamingClient;
+  types: pg.CustomTypesConfig;
+}
+
+/**
+ * The driver, loaded when a database is opened rather than with this module: a process that starts
+ * the embedded engine first (apps/server/serve.ts) has its thread working before these are loaded.
+ */
+async function loadDriver(): Promise<Driver> {
+  const [{ Kysely, PostgresDialect }, { default: pgModule }, { namingClient }] = await Promise.all([
+    import('kysely'),
+    import('pg'),
+    import('./statement-cache.ts'),
+  ]);
+  const types: pg.CustomTypesConfig = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === DATE_OID && format !== 'binary'
+        ? (value: string) => value
+        : pgModule.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+  };
+  return { pg: pgModule, Kysely, PostgresDialect, namingClient, types };
+}
 
 /** What to log of an error: pg's pool hangs the whole client on `err.client`, which must not be dumped. */
 function summary(err: unknown): { name?: string; message: string; code?: string } {
@@ -111,11 +131,42 @@ const consoleLogger: DbLogger = {
   error: (obj, msg) => console.error(msg, obj),
 };
 
+/** The options that open the database `config` names: PostgreSQL at DATABASE_URL, else the embedded one in DATA_DIR. */
+export function databaseOptions(
+  config: { DATABASE_URL?: string | undefined; DATA_DIR: string },
+  opts: Omit<OpenDatabaseOptions, 'dataDir' | 'databaseUrl'> = {},
+): OpenDatabaseOptions {
+  return {
+    dataDir: config.DATA_DIR,
+    ...(config.DATABASE_URL ? { databaseUrl: config.DATABASE_URL } : {}),
+    ...opts,
+  };
+}
+
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<DbHandle> {
+  return (await beginOpenDatabase(opts)).handle;
+}
+
+/** A database being opened: its handle, once it answers. */
+export interface DatabaseOpening {
+  readonly handle: Promise<DbHandle>;
+}
+
+/**
+ * `openDatabase` in two steps, for a process that has other work to do while the database opens:
+ * resolves once the opening is under way (the embedded folder checked and locked, its engine starting
+ * in its thread), before the engine answers. Whatever fails first (an unwritable or locked folder) is
+ * thrown here; what fails later, when `handle` is awaited.
+ */
+export async function beginOpenDatabase(opts: OpenDatabaseOptions): Promise<DatabaseOpening> {
   const logger = opts.logger ?? consoleLogger;
-  return opts.databaseUrl === undefined || opts.databaseUrl === ''
-    ? openPglite(opts.dataDir, opts.holder ?? defaultHolder(), logger)
-    : openPostgres(opts.databaseUrl, opts.poolSize ?? DEFAULT_POOL_SIZE, logger);
+  const { handle } =
+    opts.databaseUrl === undefined || opts.databaseUrl === ''
+      ? await beginPglite(opts.dataDir, opts.holder ?? defaultHolder(), logger)
+      : { handle: openPostgres(opts.databaseUrl, opts.poolSize ?? DEFAULT_POOL_SIZE, logger) };
+  // Awaited by the caller later: a failure meanwhile is not an unhandled rejection.
+  handle.catch(() => {});
+  return { handle };
 }
 
 interface Wakeups {
@@ -167,6 +218,8 @@ function closer(steps: ReadonlyArray<() => Promise<void>>, logger: DbLogger): ()
 }
 
 async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLogger): Promise<DbHandle> {
+  const driver = await loadDriver();
+  const { pg, types, namingClient, Kysely, PostgresDialect } = driver;
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: poolSize,
@@ -194,7 +247,7 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
 
   let listener: Listener;
   try {
-    listener = await listen(databaseUrl, wakeups.wake, logger);
+    listener = await listen(driver, databaseUrl, wakeups.wake, logger);
   } catch (err) {
     await db.destroy();
     throw err;
@@ -296,6 +349,7 @@ function createAnnouncer(
  * The first connection must succeed: a wrong URL fails `openDatabase` loudly.
  */
 async function listen(
+  { pg }: Driver,
   databaseUrl: string,
   onNotify: (types: AppendedTypes) => void,
   logger: DbLogger,
@@ -434,34 +488,44 @@ function defaultHolder(): string {
   return `a process running ${process.argv[1] ?? process.argv0}`;
 }
 
-async function openPglite(dataDir: string, holder: string, logger: DbLogger): Promise<DbHandle> {
+/** Locks the folder and starts the engine's thread; the handle once the engine serves. */
+async function beginPglite(dataDir: string, holder: string, logger: DbLogger): Promise<DatabaseOpening> {
   const inMemory = dataDir.startsWith('memory://');
   const location = inMemory ? dataDir : resolve(dataDir);
   if (!inMemory) await requireWritable(location);
   // One process per folder (data-dir-lock.ts): taken before the engine reads a page of it.
   const lock = inMemory ? undefined : await lockFolder(location, holder);
+  const starting = startEngine(location, logger);
+  // Loaded while the engine starts; awaited once it serves.
+  const loading = loadDriver();
+  loading.catch(() => {});
+  const handle = (async (): Promise<DbHandle> => {
+    let engine: Engine;
+    try {
+      engine = await starting;
+    } catch (err) {
+      await lock?.release();
+      throw err;
+    }
+    try {
+      return pgliteHandle(engine, await loading, lock, logger);
+    } catch (err) {
+      await engine.close();
+      await lock?.release();
+      throw err;
+    }
+  })();
+  return { handle };
+}
 
-  let pglite: PGlite;
-  try {
-    pglite = await PGlite.create(location);
-  } catch (err) {
-    await lock?.release();
-    throw err;
-  }
-  // Port 0: the OS picks a free loopback port. maxConnections stays at its default of 1, and the
-  // pool below has one connection: pglite-socket 0.2.17's multiplexer (maxConnections > 1) queues
-  // wire messages one by one and only keeps a connection's messages together inside an explicit
-  // transaction, so two connections' extended-protocol exchanges (Parse/Bind/Execute/Sync on the
-  // unnamed statement) could interleave. One connection, shared through the pool, is safe.
-  const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0 });
-  try {
-    await server.start();
-  } catch (err) {
-    await pglite.close();
-    await lock?.release();
-    throw err;
-  }
-  const port = Number(server.getServerConn().split(':').at(-1));
+/** The handle on a started engine: one pooled connection to its port. */
+function pgliteHandle(
+  engine: Engine,
+  { pg, types, namingClient, Kysely, PostgresDialect }: Driver,
+  lock: DataDirLock | undefined,
+  logger: DbLogger,
+): DbHandle {
+  const { port } = engine;
 
   const pool = new pg.Pool({
     host: '127.0.0.1',
@@ -496,11 +560,72 @@ async function openPglite(dataDir: string, holder: string, logger: DbLogger): Pr
           closing = true;
           await db.destroy();
         },
-        () => server.stop(),
-        () => pglite.close(),
+        () => engine.close(),
         async () => lock?.release(),
       ],
       logger,
     ),
   };
+}
+
+/** PGlite and its socket server, in their thread (pglite-thread.ts). */
+interface Engine {
+  /** The loopback port it serves on. */
+  readonly port: number;
+  /** Stops serving, closes PGlite and ends the thread. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the embedded engine's thread on `location` and waits until it serves (or failed to start:
+ * its error is thrown here). A thread that ends before it is closed is logged: the pool's connection
+ * then fails, as it would with a PostgreSQL server gone.
+ */
+function startEngine(location: string, logger: DbLogger): Promise<Engine> {
+  const thread = new Worker(new URL('./pglite-thread.ts', import.meta.url), { workerData: { location } });
+  let closing: Promise<void> | undefined;
+  return new Promise<Engine>((resolveStart, rejectStartOnly) => {
+    let started = false;
+    const rejectStart = (err: unknown): void => {
+      void thread.terminate();
+      rejectStartOnly(err);
+    };
+    thread.on('error', (err) => {
+      if (!started) rejectStart(err);
+      else logger.error({ err: summary(err) }, 'the embedded database thread failed');
+    });
+    thread.on('exit', (code) => {
+      if (!started)
+        rejectStart(new Error(`the embedded database thread ended (exit code ${code}) before it started`));
+      else if (closing === undefined) logger.error({ code }, 'the embedded database thread ended');
+    });
+    thread.once('message', (message: EngineMessage) => {
+      if (message.type !== 'ready') {
+        rejectStart(
+          message.type === 'failed'
+            ? message.error
+            : new Error('unexpected message from the embedded database thread'),
+        );
+        return;
+      }
+      started = true;
+      resolveStart({
+        port: message.port,
+        close() {
+          closing ??= new Promise<void>((resolveClose, rejectClose) => {
+            // Settled once the thread is gone: by its answer (then ended here), or by its own end.
+            const settle = (error?: unknown): void => {
+              void thread.terminate().then(() => (error === undefined ? resolveClose() : rejectClose(error)));
+            };
+            thread.on('message', (closed: EngineMessage) => {
+              if (closed.type === 'closed') settle(closed.error);
+            });
+            thread.once('exit', () => settle());
+            thread.postMessage('close');
+          });
+          return closing;
+        },
+      });
+    });
+  });
 }

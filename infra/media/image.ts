@@ -1,4 +1,4 @@
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
 import { MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 
@@ -353,6 +353,8 @@ export async function inspectImage(bytes: Uint8Array): Promise<ImageInfo> {
     throw tooLarge(declared.width, declared.height);
   }
 
+  // sharp (libvips) is loaded by the first image a process reads, not by its start.
+  const { default: sharp } = await import('sharp');
   let metadata: Metadata;
   try {
     // Headers only: libvips opens the image lazily and metadata() decodes no pixel. The pixel limit is

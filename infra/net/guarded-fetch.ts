@@ -4,7 +4,7 @@ import { isIP, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { getCACertificates } from 'node:tls';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, request } from 'undici';
+import type { buildConnector } from 'undici';
 import { DomainError, type ErrorCode, invalidField } from '../../domain/errors.ts';
 
 /*
@@ -59,6 +59,11 @@ export type GuardedFetchOptions = {
 type GuardedResponse = { url: string; headers: IncomingHttpHeaders; body: Uint8Array };
 
 type GuardedFetch = (url: string) => Promise<GuardedResponse>;
+
+/** undici, loaded by the first fetch a process makes, not by its start. */
+function loadUndici(): Promise<typeof import('undici')> {
+  return import('undici');
+}
 
 export const DEFAULT_MAX_REDIRECTS = 3;
 export const DEFAULT_FETCH_TIMEOUT_MS = 10_000;
@@ -225,11 +230,11 @@ type ConnectorDeps = {
  * An undici connector that resolves the host once, refuses unless every address is allowed, and opens
  * the socket to the allowed address itself, keeping the hostname for SNI and certificate verification.
  */
-function pinnedConnector(deps: ConnectorDeps): buildConnector.connector {
+function pinnedConnector(undici: typeof import('undici'), deps: ConnectorDeps): buildConnector.connector {
   const { words } = deps;
   const notPublic = (hostname: string, address: string): DomainError =>
     words.unreachable(`${hostname} is at ${address}, which is not an allowed (public) address`);
-  const connectTo = buildConnector({
+  const connectTo = undici.buildConnector({
     // `ca` replaces the trusted roots: keep the process's default ones and add the extra certificate.
     ...(deps.ca ? { ca: [...getCACertificates('default'), deps.ca.toString()] } : {}),
     rejectUnauthorized: true,
@@ -377,11 +382,12 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
     }
     requireHttps(current, false, words);
 
+    const undici = await loadUndici();
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
     // One Agent per fetch: connections (and the checks made when they opened) never outlive it.
-    const agent = new Agent({
-      connect: pinnedConnector({
+    const agent = new undici.Agent({
+      connect: pinnedConnector(undici, {
         allow,
         lookup,
         ca: opts.ca,
@@ -395,7 +401,7 @@ export function createGuardedFetch(opts: GuardedFetchOptions): GuardedFetch {
     });
     try {
       for (let redirects = 0; ; redirects++) {
-        const response = await request(current, {
+        const response = await undici.request(current, {
           dispatcher: agent,
           method: 'GET',
           signal: deadline.signal,
@@ -561,10 +567,11 @@ export function createGuardedPost(
     }
     const plain = target.protocol === 'http:';
     const words = plain ? httpWords : httpsWords;
+    const undici = await loadUndici();
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
-    const agent = new Agent({
-      connect: pinnedConnector({
+    const agent = new undici.Agent({
+      connect: pinnedConnector(undici, {
         allow: plain ? (ip) => allow(ip) && !isPublicAddress(ip) : allow,
         lookup,
         ca: opts.ca,
@@ -577,7 +584,7 @@ export function createGuardedPost(
       connections: 1,
     });
     try {
-      const response = await request(target, {
+      const response = await undici.request(target, {
         dispatcher: agent,
         method: 'POST',
         signal: deadline.signal,

@@ -1,6 +1,5 @@
 import type { Telemetry } from 'bullmq';
-import { ConfigError } from '../config.ts';
-import { turnSpansOn } from './spans.ts';
+import { ConfigError } from '../config-error.ts';
 
 /*
  * Traces with OpenTelemetry, configured by the standard OTEL_* variables (docs/operations.md, "Traces").
@@ -171,7 +170,7 @@ export async function startTracing(opts: {
     current = { ...OFF, why: settings.why };
     return current;
   }
-  const { startSdk } = await import('./sdk.ts');
+  const [{ startSdk }, { turnSpansOn }] = await Promise.all([import('./sdk.ts'), import('./spans.ts')]);
   const sdk = startSdk(settings, { process: opts.process, serviceName: DEFAULT_SERVICE_NAME });
   bullTelemetry = sdk.bullmq;
   turnSpansOn();

@@ -411,9 +411,10 @@ describe('the verifier /mcp uses', () => {
 
   it('refuses a token minted for another resource', async () => {
     const c = await connect(dana);
-    const real = await t.app.oauth.provider.AccessToken.find(c.access);
+    const provider = await t.app.oauth.provider();
+    const real = await provider.AccessToken.find(c.access);
     if (!real?.grantId) throw new Error('no token');
-    const other = new t.app.oauth.provider.AccessToken({
+    const other = new provider.AccessToken({
       accountId: dana.accountId,
       clientId: c.clientId,
       grantId: real.grantId,
@@ -421,7 +422,7 @@ describe('the verifier /mcp uses', () => {
       aud: 'https://other.example/mcp',
     });
     const value = await other.save();
-    expect(await t.app.oauth.provider.AccessToken.find(value)).toBeTruthy();
+    expect(await provider.AccessToken.find(value)).toBeTruthy();
     expect(await t.app.oauth.verifyMcpToken(value)).toBeNull();
     // The genuine token of the same grant still works.
     expect(await t.app.oauth.verifyMcpToken(c.access)).not.toBeNull();

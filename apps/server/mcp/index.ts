@@ -1,8 +1,3 @@
-import {
-  createMcpHandler,
-  isLegacyRequest,
-  WebStandardStreamableHTTPServerTransport,
-} from '@modelcontextprotocol/server';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
@@ -12,7 +7,7 @@ import { markRefusal } from '../http/metrics.ts';
 import type { McpTokenVerifier } from '../http/oauth-port.ts';
 import { clientRequestIdOf } from '../http/request-ids.ts';
 import { presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
-import { createMcpServer, listTools, type McpRequest } from './server.ts';
+import type { McpRequest } from './server.ts';
 
 type McpDeps = {
   publicUrl: string;
@@ -86,7 +81,6 @@ function isToolCall(body: unknown): boolean {
  */
 export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
   const allowedOrigin = new URL(deps.publicUrl).origin;
-  const listed = listTools();
   const refusals = new WeakMap<FastifyRequest, DomainError>();
   /** What each request's server shares: the use cases and its request's log. */
   const services = (request: FastifyRequest) => ({
@@ -98,20 +92,30 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
     Request,
     { mcpRequest: McpRequest; services: ReturnType<typeof services> }
   >();
-  const modern = createMcpHandler(
-    ({ requestInfo }) => {
-      const found = requestInfo ? perRequest.get(requestInfo) : undefined;
-      if (!found) throw new Error('MCP server factory called for a request /mcp did not pass');
-      return createMcpServer(found.services, listed, found.mcpRequest, 'modern');
-    },
-    {
-      // 2025-era requests never reach it: the route sends them to a stateless transport of their own.
-      legacy: 'reject',
-      onerror: (error) => app.log.debug({ err: error }, 'MCP request refused'),
-    },
-  );
+  /**
+   * The SDK's side of the endpoint (the SDK, the tools' listing, the modern-era handler), made by the
+   * first request that reaches it rather than at start: most starts serve no MCP call.
+   */
+  const loadSdkSide = async () => {
+    const [sdk, servers] = await Promise.all([import('@modelcontextprotocol/server'), import('./server.ts')]);
+    const listed = servers.listTools();
+    const modern = sdk.createMcpHandler(
+      ({ requestInfo }) => {
+        const found = requestInfo ? perRequest.get(requestInfo) : undefined;
+        if (!found) throw new Error('MCP server factory called for a request /mcp did not pass');
+        return servers.createMcpServer(found.services, listed, found.mcpRequest, 'modern');
+      },
+      {
+        // 2025-era requests never reach it: the route sends them to a stateless transport of their own.
+        legacy: 'reject',
+        onerror: (error) => app.log.debug({ err: error }, 'MCP request refused'),
+      },
+    );
+    return { sdk, servers, listed, modern };
+  };
+  let sdkSide: ReturnType<typeof loadSdkSide> | undefined;
   app.addHook('onClose', async () => {
-    await modern.close();
+    if (sdkSide) await (await sdkSide).modern.close();
   });
 
   app.decorateRequest('auth', null as never);
@@ -184,13 +188,15 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
       publishEdits: (decision) => publishDecision(request, reply, decision),
       onRefusal: (code) => markRefusal(request, code),
     };
+    sdkSide ??= loadSdkSide();
+    const { sdk, servers, listed, modern } = await sdkSide;
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());
     const web = webRequestOf(request, deps.publicUrl, abort.signal);
     try {
-      if (await isLegacyRequest(web, body)) {
-        const server = createMcpServer(services(request), listed, mcpRequest, 'legacy');
-        const transport = new WebStandardStreamableHTTPServerTransport({
+      if (await sdk.isLegacyRequest(web, body)) {
+        const server = servers.createMcpServer(services(request), listed, mcpRequest, 'legacy');
+        const transport = new sdk.WebStandardStreamableHTTPServerTransport({
           sessionIdGenerator: undefined,
           enableJsonResponse: true,
         });

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type Provider from 'oidc-provider';
 import type { Db } from '../../../infra/db/schema.ts';
 import type { GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
@@ -10,7 +9,7 @@ import { interactionRoutes } from './interactions.ts';
 import type { OAuthSecrets } from './keys.ts';
 import { protectedResourceMetadata, resourceMetadataUrl } from './metadata.ts';
 import { providerMount } from './mount.ts';
-import { createOAuthProvider, mcpResourceOf } from './provider.ts';
+import { createOAuthProvider, type LazyProvider, mcpResourceOf, onDemand } from './provider.ts';
 import { createOAuthConnections, type OAuthConnections } from './verify.ts';
 
 /*
@@ -25,7 +24,8 @@ type OAuthSetup = OAuthConnections & {
   mcpResource: string;
   /** PUBLIC_URL/.well-known/oauth-protected-resource/mcp, for `WWW-Authenticate: Bearer resource_metadata="..."`. */
   resourceMetadataUrl: string;
-  provider: Provider;
+  /** oidc-provider, made by the first request that needs it. */
+  provider: LazyProvider;
 };
 
 type OAuthOptions = {
@@ -62,17 +62,19 @@ export async function registerOAuth(app: FastifyInstance, opts: OAuthOptions): P
   const now = opts.now ?? (() => new Date());
   const errorPage = errorPageOf(pages);
   const resource = mcpResourceOf(publicUrl);
-  const provider = createOAuthProvider({
-    db,
-    accounts: opts.accounts,
-    publicUrl,
-    secrets,
-    errorPage,
-    logger: app.log.child({ component: 'oauth' }),
-    ...(opts.fetchTrust ? { fetchTrust: opts.fetchTrust } : {}),
-    ...(opts.metadataFetchLimits ? { metadataFetchLimits: opts.metadataFetchLimits } : {}),
-    now,
-  });
+  const provider = onDemand(() =>
+    createOAuthProvider({
+      db,
+      accounts: opts.accounts,
+      publicUrl,
+      secrets,
+      errorPage,
+      logger: app.log.child({ component: 'oauth' }),
+      ...(opts.fetchTrust ? { fetchTrust: opts.fetchTrust } : {}),
+      ...(opts.metadataFetchLimits ? { metadataFetchLimits: opts.metadataFetchLimits } : {}),
+      now,
+    }),
+  );
   const connections = createOAuthConnections({ provider, db, resource, now });
 
   await app.register(providerMount, {

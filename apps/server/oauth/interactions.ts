@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type Provider from 'oidc-provider';
 import type { InteractionDetails } from 'oidc-provider';
 import { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
@@ -10,7 +9,7 @@ import { type Html, html } from '../http/html.ts';
 import { SCOPES } from '../http/oauth-port.ts';
 import type { PageKit, PageSession } from '../http/page-kit.ts';
 import { redirectHostOf } from './client-rules.ts';
-import { OAUTH_PREFIX } from './provider.ts';
+import { type LazyProvider, OAUTH_PREFIX } from './provider.ts';
 
 /*
  * The person's side of an authorization: oidc-provider sends the browser to
@@ -32,7 +31,7 @@ const Decision = z.object({
   csrf: z.string().max(256).optional(),
 });
 
-type InteractionDeps = { provider: Provider; kit: PageKit; db: Db; resource: string };
+type InteractionDeps = { provider: LazyProvider; kit: PageKit; db: Db; resource: string };
 
 function requestedScopes(details: InteractionDetails): Set<string> {
   const scope = typeof details.params.scope === 'string' ? details.params.scope : '';
@@ -54,7 +53,7 @@ export function displayName(name: unknown, clientId: string): string {
 
 export const interactionRoutes: FastifyPluginAsync<InteractionDeps> = async (plain, deps) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  const { provider, kit, db, resource } = deps;
+  const { provider: oidc, kit, db, resource } = deps;
   // An assistant may run its sign-in in a popup, which must find its way back to it.
   kit.installPages(app, { keepOpener: true });
 
@@ -78,6 +77,7 @@ export const interactionRoutes: FastifyPluginAsync<InteractionDeps> = async (pla
     session: PageSession,
   ): Promise<FastifyReply> {
     const clientId = String(details.params.client_id ?? '');
+    const provider = await oidc();
     const client = await provider.Client.find(clientId);
     if (!client) return expired(request, res, session);
     const name = displayName(client.clientName, clientId);
@@ -135,7 +135,7 @@ ${kit.csrfField(request, res, session)}
       if (!details) return expired(request, res, session);
       if (!session) return res.redirect(kit.signInUrl(here(uid)), 303);
       if (details.prompt.name === 'login') {
-        const returnTo = await provider.interactionResult(
+        const returnTo = await (await oidc()).interactionResult(
           request.raw,
           res.raw,
           { login: { accountId: session.accountId, remember: false } },
@@ -166,6 +166,7 @@ ${kit.csrfField(request, res, session)}
       if (details.session?.accountId !== session.accountId) return accountChanged(request, res, session);
 
       const clientId = String(details.params.client_id ?? '');
+      const provider = await oidc();
       if (request.body.decision !== 'allow') {
         request.log.info({ event: 'oauth_denied', client_id: clientId }, 'connection denied');
         const returnTo = await provider.interactionResult(
@@ -228,7 +229,7 @@ ${kit.csrfField(request, res, session)}
     uid: string,
   ): Promise<InteractionDetails | null> {
     try {
-      const details = await provider.interactionDetails(request.raw, res.raw);
+      const details = await (await oidc()).interactionDetails(request.raw, res.raw);
       return details.uid === uid ? details : null;
     } catch (error) {
       // The database being away is not an expired interaction: the 503 page says to try again.

@@ -1,11 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type Provider from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { addressKey } from '../http/limits.ts';
 import type { ErrorPage } from './error-page.ts';
 import { parameterTextProblem } from './input-rules.ts';
-import { OAUTH_PREFIX, providerCookieNames } from './provider.ts';
+import { type LazyProvider, OAUTH_PREFIX, providerCookieNames } from './provider.ts';
 
 /*
  * oidc-provider (a Koa app) inside fastify: its routes are handed the raw request and response
@@ -65,12 +64,12 @@ function normalise(
 }
 
 export const providerMount: FastifyPluginAsync<{
-  provider: Provider;
+  provider: LazyProvider;
   publicUrl: string;
   errorPage: ErrorPage;
   registrationsPerHour?: number;
 }> = async (app, { provider, publicUrl, errorPage, registrationsPerHour }) => {
-  const callback = provider.callback();
+  let callback: ReturnType<Awaited<ReturnType<LazyProvider>>['callback']> | undefined;
   const origin = new URL(publicUrl);
   const { session } = providerCookieNames(publicUrl);
   const sessionCookies = new Set([session, `${session}.sig`]);
@@ -122,6 +121,7 @@ export const providerMount: FastifyPluginAsync<{
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!(await queryAllowed(request, reply))) return;
     if (!(await registrationAllowed(request, reply))) return;
+    callback ??= (await provider()).callback();
     normalise(request.raw, origin, request.ip, sessionCookies);
     reply.hijack();
     reply.raw.setHeader('x-request-id', String(request.id));

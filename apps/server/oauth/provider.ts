@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
-import Provider, { type Client, errors, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Client, KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../../../infra/db/schema.ts';
 import { createGuardedFetch, type GuardedFetchOptions } from '../../../infra/net/guarded-fetch.ts';
 import type { Accounts } from '../../application/accounts.ts';
@@ -125,7 +126,23 @@ function metadataDocumentFetch(deps: ProviderDeps): (url: string | URL) => Promi
   };
 }
 
-export function createOAuthProvider(deps: ProviderDeps): Provider {
+/**
+ * The authorization server, made by the first request that needs it (onDemand): oidc-provider and what
+ * it loads (Koa, jose) are a large part of a start otherwise, and most starts serve no OAuth request.
+ */
+export type LazyProvider = () => Promise<Provider>;
+
+/** `make` once, when first asked for; a failure is every asker's. */
+export function onDemand(make: () => Promise<Provider>): LazyProvider {
+  let made: Promise<Provider> | undefined;
+  return () => {
+    made ??= make();
+    return made;
+  };
+}
+
+export async function createOAuthProvider(deps: ProviderDeps): Promise<Provider> {
+  const { default: OidcProvider, errors } = await import('oidc-provider');
   const { db, publicUrl } = deps;
   const resource = mcpResourceOf(publicUrl);
   const now = deps.now ?? (() => new Date());
@@ -313,7 +330,7 @@ export function createOAuthProvider(deps: ProviderDeps): Provider {
     },
   };
 
-  const provider = new Provider(publicUrl, configuration);
+  const provider = new OidcProvider(publicUrl, configuration);
   // Behind a TLS-terminating proxy the app sees http: app.ts normalises the forwarded headers to
   // PUBLIC_URL before oidc-provider reads them.
   provider.proxy = true;

@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import type Provider from 'oidc-provider';
 import type { Db } from '../../../infra/db/schema.ts';
 import {
   type ConnectedClient,
@@ -7,6 +6,7 @@ import {
   type McpTokenVerifier,
   SCOPES,
 } from '../http/oauth-port.ts';
+import type { LazyProvider } from './provider.ts';
 
 /** An assistant connected to an account (for the Connect Site page). */
 export type OAuthConnections = ConnectedClients & {
@@ -29,13 +29,13 @@ function audienceIs(aud: string | string[] | undefined, resource: string): boole
  * in memory and written every `flushMs`.
  */
 export function createOAuthConnections(deps: {
-  provider: Provider;
+  provider: LazyProvider;
   db: Db;
   resource: string;
   now?: () => Date;
   flushMs?: number;
 }): OAuthConnections {
-  const { provider, db, resource } = deps;
+  const { db, resource } = deps;
   const now = deps.now ?? (() => new Date());
   let pending = new Map<string, Date>();
 
@@ -58,6 +58,7 @@ export function createOAuthConnections(deps: {
 
   const verifyMcpToken: McpTokenVerifier = async (token) => {
     if (typeof token !== 'string' || !TOKEN_SHAPE.test(token)) return null;
+    const provider = await deps.provider();
     const at = await provider.AccessToken.find(token);
     // find() allows oidc-provider's clock tolerance past `exp`; an expired token is refused here strictly.
     if (!at || at.isExpired) return null;
