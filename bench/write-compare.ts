@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
  * built) and this checkout, `--rounds N` times each (3), before first. Each run is the whole write
  * benchmark on the same benchmark database (DATABASE_URL, as write-run.ts); its write-latest.json is
  * read back after it. The medians of each side and every run go to
- * bench/results/write-compare-latest.{json,md}.
+ * bench/results/write-compare-latest.md and its .json beside it.
  */
 const args = parseArgs({
   options: {
