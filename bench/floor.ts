@@ -1,4 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
+import { changeOut } from '../apps/application/wire.ts';
+import type { Runtime } from '../apps/runtime.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { articlePage, findArticle, listArticles } from '../projections/articles.ts';
 import { resolvePeriod, siteStats } from '../projections/site-stats.ts';
@@ -58,5 +60,33 @@ export async function buildFloor(
     ),
   );
 
+  return app;
+}
+
+/**
+ * The edit's floor: a bare fastify app (no schemas, no authentication, no limits, no activity, no
+ * logging) whose one route runs the edit command itself (`commands.editArticle`: the decider, the
+ * append with its inline projections, the remembered head) on an article of `accountId` and answers
+ * what the real PUT answers (`changeOut`). What the real PUT costs above this is the API's: the key,
+ * the limits, validation, the activity record, the access log.
+ */
+export async function buildEditFloor(
+  runtime: Pick<Runtime, 'commands'>,
+  opts: { accountId: string },
+): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false });
+  const caller = { origin: 'api', actor: { type: 'system', id: 'bench', name: 'Benchmark' } } as const;
+  app.put<{ Params: { id: string }; Body: { title?: string; body?: string } }>(
+    '/floor/articles/:id',
+    async (req) =>
+      changeOut(
+        await runtime.commands.editArticle(
+          opts.accountId,
+          req.params.id,
+          { title: req.body.title, body: req.body.body },
+          caller,
+        ),
+      ),
+  );
   return app;
 }

@@ -11,6 +11,7 @@ import { createEditLimiter } from '../infra/limits.ts';
 import { withoutPassword } from '../infra/url-password.ts';
 import { findArticle } from '../projections/articles.ts';
 import { DEFAULT_SPEC, prepareDataset } from './dataset.ts';
+import { buildEditFloor } from './floor.ts';
 import { busyElsewhere } from './load.ts';
 import { summarise as summariseProfile } from './profile.ts';
 import { measureEdits, measureSanitiseAndCheck, type WriteLoad } from './write.ts';
@@ -22,7 +23,9 @@ import { measureEdits, measureSanitiseAndCheck, type WriteLoad } from './write.t
  * projections, activity); the edit limit is raised by configuration, as the request limit is.
  *
  * Then the saturation: 10 connections for 10 s sending title-only edits as fast as the server answers
- * (closed loop), over ten fresh articles and over one (aim: 2,800 edits/s over ten articles).
+ * (closed loop), over ten fresh articles and over one (aim: 2,800 edits/s over ten articles); and
+ * the same two against the edit's floor (bench/floor.ts: the edit command and its answer without the
+ * API around it), on articles of their own.
  *
  * To explore (the target is measured with the defaults): WRITE_RATE edits a second (100),
  * WRITE_WARMUP seconds of warm-up (2) and SATURATION_CONNECTIONS (10). `--profile` adds one more
@@ -89,6 +92,10 @@ for (let i = 0; i < COPIES; i++) articleIds.push(await copy(String(i)));
 const saturationIds: string[] = [];
 for (let i = 0; i < COPIES; i++) saturationIds.push(await copy(`saturation ${i}`));
 const soleId = await copy('saturation one');
+// And as many for the edit's floor (the command without the API around it: bench/floor.ts).
+const floorIds: string[] = [];
+for (let i = 0; i < COPIES; i++) floorIds.push(await copy(`floor ${i}`));
+const floorSoleId = await copy('floor one');
 // Composed as apps/server/serve.ts composes the server (in-process limits), with the quotas raised by configuration.
 const quiet = pino({ level: 'silent' });
 const limiter = createRequestLimiter({ perMinute: config.RATE_LIMIT_PER_MINUTE, logger: quiet });
@@ -100,9 +107,14 @@ const app = await buildApp({
   editLimit: editLimit.limit,
   logger: { level: 'silent' },
 });
-await app.listen({ host: '127.0.0.1', port: 0 });
-const address = app.server.address();
-const port = typeof address === 'object' && address ? address.port : 0;
+const portOf = async (server: typeof app): Promise<number> => {
+  await server.listen({ host: '127.0.0.1', port: 0 });
+  const address = server.server.address();
+  return typeof address === 'object' && address ? address.port : 0;
+};
+const port = await portOf(app);
+const floor = await buildEditFloor(runtime, { accountId: dataset.accountId });
+const floorPort = await portOf(floor);
 const key = await runtime.commands.createApiKey(dataset.accountId, {
   name: 'Write benchmark',
   scope: 'write',
@@ -127,9 +139,10 @@ const edits = await measureEdits({
   databaseUrl,
 });
 const connections = Number(process.env.SATURATION_CONNECTIONS ?? 10);
-const saturate = (ids: string[], profile = false): ReturnType<typeof measureEdits> =>
+const floorUrlOf = (id: string): string => `http://127.0.0.1:${floorPort}/floor/articles/${id}`;
+const saturate = (ids: string[], profile = false, url = urlOf): ReturnType<typeof measureEdits> =>
   measureEdits({
-    urls: ids.map(urlOf),
+    urls: ids.map(url),
     key: key.key,
     body: long.body,
     connections,
@@ -146,6 +159,10 @@ log(`  ${overTen.edits_per_second} edits/s, p99 ${overTen.p99_ms} ms`);
 log(`saturation: ${connections} connections for 10 s, title edits of one article`);
 const { profile: _none1, ...overOne } = await saturate([soleId]);
 log(`  ${overOne.edits_per_second} edits/s, p99 ${overOne.p99_ms} ms`);
+log(`the edit's floor, saturated: ${connections} connections for 10 s over ${COPIES} articles, then one`);
+const { profile: _none2, ...floorOverTen } = await saturate(floorIds, false, floorUrlOf);
+const { profile: _none3, ...floorOverOne } = await saturate([floorSoleId], false, floorUrlOf);
+log(`  ${floorOverTen.edits_per_second} and ${floorOverOne.edits_per_second} edits/s`);
 const ROOT = resolve(import.meta.dirname, '..');
 const dir = resolve(import.meta.dirname, 'results');
 await mkdir(dir, { recursive: true });
@@ -163,6 +180,7 @@ if (args.profile) {
   }
 }
 await app.close();
+await floor.close();
 await runtime.close();
 
 /** The saturation's aim over ten articles, edits a second on this 2-core machine. */
@@ -210,6 +228,8 @@ const results = {
       met: overTen.edits_per_second >= AIM,
     },
     over_1_article: withoutEdits(overOne),
+    floor_over_10_articles: withoutEdits(floorOverTen),
+    floor_over_1_article: withoutEdits(floorOverOne),
     ...(profiled
       ? {
           profile_over_10_articles: {
@@ -252,6 +272,10 @@ Each edit a new title, so each answered 200 is a new revision. The rest of the m
 |---|---:|---:|---:|---:|---:|---|---|
 ${saturationRow(`over ${COPIES} articles`, overTen, `≥ ${AIM.toLocaleString('en')} edits/s`, results.saturation.over_10_articles.met ? 'yes' : 'no')}
 ${saturationRow('over one article', overOne, '', '')}
+${saturationRow(`the edit's floor, over ${COPIES} articles`, floorOverTen, '', '')}
+${saturationRow("the edit's floor, over one article", floorOverOne, '', '')}
+
+The edit's floor (bench/floor.ts): the edit command and its answer behind a bare fastify route, without the key, limits, validation, activity record or access log. Real ÷ floor: ${(overTen.edits_per_second / floorOverTen.edits_per_second).toFixed(2)} over ${COPIES} articles, ${(overOne.edits_per_second / floorOverOne.edits_per_second).toFixed(2)} over one.
 
 Statuses over ${COPIES} articles: ${JSON.stringify(overTen.statuses)}, revisions created: ${overTen.revisions_created}; over one article: ${JSON.stringify(overOne.statuses)}, revisions created: ${overOne.revisions_created}.
 
@@ -261,6 +285,7 @@ CPU per edit in ms (in brackets: cores, i.e. CPU per edit × edits/s), and WAL p
 |---|---:|---:|---:|---:|---:|---:|---:|---|
 ${cpuRow(`over ${COPIES} articles`, overTen)}
 ${cpuRow('over one article', overOne)}
+${cpuRow(`the edit's floor, over ${COPIES} articles`, floorOverTen)}
 ${cpuRow('PUT at 100/s (title and 20 KB body)', edits)}
 
 The database's sessions that were not idle, on average over the run (sampled every 20 ms, by state / wait event): over ${COPIES} articles ${sessions(overTen) || 'none'}; over one article ${sessions(overOne) || 'none'}.
@@ -300,7 +325,11 @@ ${profiled.summary.by_function
 await writeFile(resolve(dir, 'write-latest.json'), `${JSON.stringify(results, null, 2)}\n`);
 await writeFile(resolve(dir, 'write-latest.md'), table + saturationTable);
 process.stdout.write(table + saturationTable);
-if ([edits, overTen, overOne].some((r) => Object.keys(r.statuses).some((s) => s !== '200'))) {
+if (
+  [edits, overTen, overOne, floorOverTen, floorOverOne].some((r) =>
+    Object.keys(r.statuses).some((s) => s !== '200'),
+  )
+) {
   process.stderr.write('some edits were not answered 200\n');
   process.exitCode = 1;
 }
