@@ -132,6 +132,9 @@ describe.each(backends)('prepared statements on %s', (backend) => {
       test.databaseUrl === undefined
         ? test.handle.pool
         : new pg.Pool({ connectionString: test.databaseUrl, max: 1, Client: namingClient() });
+    // pool.end() resolves before its client's backend has gone; the database dropped after this file
+    // then terminates that backend, whose error the ended pool would otherwise throw.
+    if (pool !== test.handle.pool) pool.on('error', () => {});
     try {
       for (let i = 0; i < 3; i++) {
         const { rows } = await pool.query('select $1::int as probe_pool', [i]);
