@@ -3,6 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { median } from './report.ts';
 
 /*
  * The write benchmark (write-run.ts) of two checkouts in alternating runs on this machine: `--before
@@ -70,13 +71,6 @@ for (let round = 1; round <= rounds; round++) {
   }
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] ?? 0)
-    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-};
 const round2 = (n: number): number => Math.round(n * 100) / 100;
 const measures = [
   ['saturation over ten articles, edits/s', (r: Run) => r.saturation.over_10_articles.edits_per_second],
