@@ -119,6 +119,8 @@ export interface ReadAllOptions {
 export interface Precondition {
   holds: RawBuilder<SqlBool>;
   refusal: () => Error;
+  /** Names the check: two preconditions with the same `id` are the same check (checked once when combined). */
+  id?: string;
 }
 
 export interface AppendOptions {
@@ -164,7 +166,7 @@ export interface EventStoreDeps<E extends NewEvent = DomainEvent> {
    * (`inlineStatements` in projection-runner.ts); `IN_TRANSACTION` from it: `inline` in a transaction.
    */
   inlineStatements?: (
-    event: Pending<E>,
+    events: readonly Pending<E>[],
     db: Db,
     appended: Expression<SqlBool>,
   ) => InlineStatement[] | InTransaction;
@@ -250,8 +252,8 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
         return toStored(inserted);
       };
 
-      // One event whose version is known ahead, and inline projectors that can say what it changes as
-      // statements: the event and its read models are written by one statement (one round trip, no
+      // Events whose versions are known ahead, and inline projectors that can say what they change as
+      // statements: the events and their read models are written by one statement (one round trip, no
       // transaction left open between statements while this process does other work). Otherwise a
       // transaction: the insert, then each inline projector's `apply`.
       const base =
@@ -260,23 +262,21 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
           : typeof expectedVersion === 'number'
             ? expectedVersion
             : undefined;
-      const [only] = rows;
       const statements =
-        inlineStatements !== undefined &&
-        alongside === undefined &&
-        base !== undefined &&
-        only !== undefined &&
-        rows.length === 1
+        inlineStatements !== undefined && alongside === undefined && base !== undefined
           ? inSpanSync('inline projections', IN_STATEMENT_SPAN, (span) => {
               const made = inlineStatements(
-                // The event as given (one of A), read back from its JSON.
-                {
-                  type: only.type,
-                  ...parsed[0],
-                  eventId: only.eventId,
-                  streamId,
-                  version: base + 1,
-                } as Pending<A>,
+                // The events as given (of A), read back from their JSON.
+                rows.map(
+                  (row, index) =>
+                    ({
+                      type: row.type,
+                      ...parsed[index],
+                      eventId: row.eventId,
+                      streamId,
+                      version: base + index + 1,
+                    }) as Pending<A>,
+                ),
                 db,
                 APPENDED,
               );
@@ -642,7 +642,7 @@ type InsertedRow = {
   recorded_at: Date;
 };
 
-/** True in an inline projector's statement when the append's insert inserted the event (see appendStatement). */
+/** True in an inline projector's statement when the append's insert inserted its events (see appendStatement). */
 const APPENDED = sql<SqlBool>`exists (select from appended)`;
 
 /**

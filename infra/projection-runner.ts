@@ -81,23 +81,29 @@ function inlineOf<E extends NewEvent>(projectors: readonly Projector<E>[]): Inli
 }
 
 /**
- * The inline projectors' statements for one event about to be appended (`statementsFor`), for the
- * event store to run within the append's statement; IN_TRANSACTION when a projector that handles the
- * event cannot give them (the append then runs in a transaction, with `inlineDispatcher`).
+ * The inline projectors' statements for the events about to be appended to one stream, for the event
+ * store to run within the append's statement: `statementsFor` of a projector's one event,
+ * `statementsForRun` of several. IN_TRANSACTION when a projector that handles them cannot give them
+ * (the append then runs in a transaction, with `inlineDispatcher`).
  */
 export function inlineStatements<E extends NewEvent = DomainEvent>(
   projectors: readonly Projector<E>[],
 ): (
-  event: Pending<E>,
+  events: readonly Pending<E>[],
   db: Kysely<Database>,
   appended: Expression<SqlBool>,
 ) => InlineStatement[] | InTransaction {
   const inline = inlineOf(projectors);
-  return (event, db, appended) => {
+  return (events, db, appended) => {
     const statements: InlineStatement[] = [];
     for (const projector of inline) {
-      if (!handles(projector, event.type)) continue;
-      const own = projector.statementsFor(event, db, appended);
+      const mine = events.length === 1 ? events : events.filter((event) => handles(projector, event.type));
+      const [only] = mine;
+      if (only === undefined || !handles(projector, only.type)) continue;
+      const own =
+        mine.length === 1
+          ? projector.statementsFor(only, db, appended)
+          : (projector.statementsForRun?.(mine, db, appended) ?? IN_TRANSACTION);
       if (own === IN_TRANSACTION) return IN_TRANSACTION;
       statements.push(...own);
     }

@@ -71,6 +71,17 @@ export interface InlineProjector<E extends NewEvent = DomainEvent> extends Proje
     db: Kysely<Database>,
     appended: Expression<SqlBool>,
   ): InlineStatement[] | InTransaction;
+  /**
+   * Optional: `statementsFor` of a run, consecutive events of one stream appended by one statement
+   * (an article's queued edits): statements that leave what `apply` of each event in turn leaves,
+   * although every statement sees the rows as they were before the run. IN_TRANSACTION, or no such
+   * method, and a run of more than one event the projector handles is appended in a transaction.
+   */
+  statementsForRun?(
+    events: readonly Pending<E>[],
+    db: Kysely<Database>,
+    appended: Expression<SqlBool>,
+  ): InlineStatement[] | InTransaction;
 }
 
 /**

@@ -106,6 +106,7 @@ export function keyStillLive(keyId: string): Precondition {
   return {
     holds: sql<SqlBool>`exists (select 1 from api_keys where id = ${keyId} and revoked_at is null)`,
     refusal: invalidKeyError,
+    id: `api key ${keyId} live`,
   };
 }
 

@@ -46,6 +46,12 @@ export const activityProjector = inlineProjector({
   statementsFor(event) {
     return event.type !== 'CallRecorded' && !isPipelineChange(event) ? [] : IN_TRANSACTION;
   },
+  /** A run of article changes through a face leaves no row either. */
+  statementsForRun(events) {
+    return events.every((event) => event.type !== 'CallRecorded' && !isPipelineChange(event))
+      ? []
+      : IN_TRANSACTION;
+  },
 });
 
 const INSERT_ROWS = 1000;

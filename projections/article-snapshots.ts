@@ -3,7 +3,14 @@ import { type Article, type ArticleState, evolve, initialState } from '../domain
 import { type ArticleEvent, articleEventTypes, articleStream } from '../domain/article/events.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
 import { prepared } from '../infra/db/statement-cache.ts';
-import { ALWAYS, IN_TRANSACTION, type InlineProjector, type Pending } from '../infra/projection.ts';
+import {
+  ALWAYS,
+  IN_TRANSACTION,
+  type InlineProjector,
+  type InlineStatement,
+  type InTransaction,
+  type Pending,
+} from '../infra/projection.ts';
 import { inlineProjector } from './projector.ts';
 
 /*
@@ -40,36 +47,50 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
               .where('article_id', '=', articleId)
               .executeTakeFirst();
       if (previous && previous.version >= event.version) return;
-      await upsert(event, previous, trx, ALWAYS).execute();
+      await upsert([event], previous, trx, ALWAYS).execute();
     },
-    /** Only from the snapshot the command read (the usual case): the one before would take a read. */
-    statementsFor(event, db, appended) {
-      const known = memory?.recall(event.data.articleId);
-      return known?.version === event.version - 1 ? [upsert(event, known, db, appended)] : IN_TRANSACTION;
-    },
+    statementsFor: (event, db, appended) => statementsForRun([event], db, appended),
+    statementsForRun,
   });
+
+  /**
+   * Only from the snapshot the command read (the usual case): the one before would take a read. A run
+   * of events: the snapshot after its last, written once.
+   */
+  function statementsForRun(
+    events: readonly Pending<ArticleEvent>[],
+    db: Kysely<Database>,
+    appended: Expression<SqlBool>,
+  ): InlineStatement[] | InTransaction {
+    const [first] = events;
+    if (first === undefined) return [];
+    const known = memory?.recall(first.data.articleId);
+    return known?.version === first.version - 1 ? [upsert(events, known, db, appended)] : IN_TRANSACTION;
+  }
 }
 
-/** The snapshot after `event`, from the one before it (none: the initial state). */
+/** The snapshot after a run of events, from the one before the first (none: the initial state). */
 function upsert(
-  event: Pending<ArticleEvent>,
+  events: readonly Pending<ArticleEvent>[],
   previous: { version: number; state: unknown } | undefined,
   db: Kysely<Database>,
   when: Expression<SqlBool>,
 ) {
+  const last = events.at(-1);
+  if (last === undefined) throw new Error('a run of article events is never empty');
   // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
   const before = previous
     ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
     : initialState;
-  const state = JSON.stringify(withoutBody(evolve(before, event)));
+  const state = JSON.stringify(withoutBody(events.reduce<ArticleState>(evolve, before)));
   return db
     .insertInto('article_snapshots')
     .columns(['article_id', 'version', 'state'])
     .expression(
       db
         .selectNoFrom([
-          sql<string>`${event.data.articleId}::text`.as('article_id'),
-          sql<number>`${event.version}::integer`.as('version'),
+          sql<string>`${last.data.articleId}::text`.as('article_id'),
+          sql<number>`${last.version}::integer`.as('version'),
           sql<unknown>`${state}::jsonb`.as('state'),
         ])
         .where(when),

@@ -54,7 +54,7 @@ export function createArticlesProjector(memory?: HtmlMemory) {
         case 'ArticleEdited':
         case 'ArticleRestored':
         case 'FeaturedImageReplaced':
-          return revisionStatements(event, db, appended, memory);
+          return revisionStatements([event], db, appended, memory);
         // A new article counts towards its site's status (only when its row is inserted), and a status
         // change moves it between counts after reading the status it had.
         case 'ArticleCreated':
@@ -64,52 +64,75 @@ export function createArticlesProjector(memory?: HtmlMemory) {
           return unhandled('articles', event);
       }
     },
+    /** A run of edits, restores and new featured images: the rows move to the last one's revision at once. */
+    statementsForRun(events, db, appended) {
+      const run = events.filter(isRevisionEvent);
+      return run.length === events.length ? revisionStatements(run, db, appended, memory) : IN_TRANSACTION;
+    },
   });
+}
+
+/** The events that change an article's content, and so its list and body rows (not creation, not status). */
+function isRevisionEvent(
+  event: Pending<ArticleEvent>,
+): event is Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced> {
+  return (
+    event.type === 'ArticleEdited' ||
+    event.type === 'ArticleRestored' ||
+    event.type === 'FeaturedImageReplaced'
+  );
 }
 
 /** The projector without an html memory (rebuilds, status, the async runner). */
 export const articlesProjector = createArticlesProjector();
 
 /**
- * An edit, a restore or a new featured image: the list row moves to the event's revision, and the
- * body row takes the new body, if any; both only when the row is at the revision before (a replay
+ * Edits, restores and new featured images, consecutive revisions of one article: the list row moves
+ * to the last one's revision, each column to the last value the run gives it, and the body row takes
+ * the last new body, if any; both only when the row is at the revision before the run (a replay
  * changes nothing). Two statements that read the row as it was, run as one (`runTogether`, or the
- * append's own statement).
+ * append's own statement): what each event applied in turn would leave.
  */
 function revisionStatements(
-  event: Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>,
+  run: readonly Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>[],
   db: Kysely<Database>,
   when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
 ): InlineStatement[] {
-  const d = event.data;
-  const at = event.metadata.at;
-  const body = event.type === 'FeaturedImageReplaced' ? undefined : event.data.body;
+  const [first] = run;
+  const last = run.at(-1);
+  if (first === undefined || last === undefined) throw new Error('a run of article events is never empty');
+  const articleId = first.data.articleId;
+  const before = first.data.revision - 1;
+  let title: string | undefined;
+  let body: string | undefined;
+  let featuredImage: string | undefined;
+  for (const event of run) {
+    if (event.type !== 'FeaturedImageReplaced') {
+      title = event.data.title ?? title;
+      body = event.data.body ?? body;
+    }
+    if (event.type !== 'ArticleEdited') featuredImage = JSON.stringify(event.data.featuredImage);
+  }
   const row = db
     .updateTable('articles')
     .set({
-      revision: d.revision,
-      updated_at: at,
-      ...(event.type !== 'FeaturedImageReplaced' && event.data.title !== undefined
-        ? { title: event.data.title }
-        : {}),
+      revision: last.data.revision,
+      updated_at: last.metadata.at,
+      ...(title !== undefined ? { title } : {}),
       ...(body !== undefined ? { word_count: wordCount(body, memory) } : {}),
-      ...(event.type !== 'ArticleEdited' ? { featured_image: JSON.stringify(event.data.featuredImage) } : {}),
+      ...(featuredImage !== undefined ? { featured_image: featuredImage } : {}),
     })
-    .where('id', '=', d.articleId)
-    .where('revision', '=', d.revision - 1)
+    .where('id', '=', articleId)
+    .where('revision', '=', before)
     .where(when);
   if (body === undefined) return [row];
   const bodyRow = db
     .updateTable('article_bodies')
     .set({ body, protected_links: JSON.stringify(extractProtectedLinks(body, memory)) })
-    .where('article_id', '=', d.articleId)
+    .where('article_id', '=', articleId)
     .where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('articles')
-          .where('id', '=', d.articleId)
-          .where('revision', '=', d.revision - 1),
-      ),
+      exists(selectFrom('articles').where('id', '=', articleId).where('revision', '=', before)),
     )
     .where(when);
   return [row, bodyRow];
@@ -187,7 +210,7 @@ async function project(
     case 'ArticleEdited':
     case 'ArticleRestored':
     case 'FeaturedImageReplaced':
-      await runTogether(trx, revisionStatements(event, trx, ALWAYS, memory));
+      await runTogether(trx, revisionStatements([event], trx, ALWAYS, memory));
       return;
     case 'ArticleStatusChanged': {
       const before = await trx

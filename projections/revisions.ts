@@ -1,10 +1,10 @@
 import { type Expression, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
-import { type ArticleEvent, articleEventTypes } from '../domain/article/events.ts';
+import { type ArticleCreated, type ArticleEvent, articleEventTypes } from '../domain/article/events.ts';
 import { wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { RevisionsTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { applyStatements, type Pending } from '../infra/projection.ts';
+import { applyStatements, IN_TRANSACTION, type Pending } from '../infra/projection.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
 /**
@@ -14,7 +14,9 @@ import { inlineProjector, offsetOf, type Page, type PageQuery } from './projecto
 export function createRevisionsProjector(memory?: HtmlMemory) {
   // Every article event is a revision.
   const statements = (event: Pending<ArticleEvent>, _db: unknown, appended: Expression<SqlBool>) => [
-    insertRevision(event, appended, memory),
+    event.type === 'ArticleCreated'
+      ? insertFirst(event, appended, memory)
+      : insertRun([event], appended, memory),
   ];
   return inlineProjector({
     name: 'revisions@1',
@@ -23,49 +25,78 @@ export function createRevisionsProjector(memory?: HtmlMemory) {
     tables: ['revisions'],
     apply: applyStatements(statements),
     statementsFor: statements,
+    statementsForRun: (events, _db, appended) => {
+      const run = events.filter((event) => event.type !== 'ArticleCreated');
+      return run.length === events.length ? [insertRun(run, appended, memory)] : IN_TRANSACTION;
+    },
   });
 }
 
-/** The revision's row, inserted when `when` holds (and, after the first, when the revision before is there). */
-function insertRevision(
-  event: Pending<ArticleEvent>,
+/** The first revision's row, inserted when `when` holds. */
+function insertFirst(
+  event: Pending<ArticleCreated>,
   when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
 ): RawBuilder<unknown> {
   const d = event.data;
-  const row = {
-    article_id: d.articleId,
-    revision: d.revision,
-    event_type: event.type,
-    origin: d.origin,
-    actor: JSON.stringify(d.actor),
-    reason: d.reason,
-    created_at: event.metadata.at,
-  };
-  if (event.type === 'ArticleCreated' || event.type === 'ArticleRestored') {
-    const restoredFrom = event.type === 'ArticleRestored' ? event.data.restoredFrom : null;
-    return sql`
-      insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
-      select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,
-             ${row.reason}::text, ${row.created_at}::timestamptz, ${event.data.title}::text,
-             ${wordCount(event.data.body, memory)}::integer, ${restoredFrom}::integer
-       where ${when}
-      on conflict (article_id, revision) do nothing`;
-  }
-  // The title and size after an edit that leaves one of them as it was come from the revision
-  // before, in the same statement (none before: nothing is inserted, as for a replay out of order).
-  const title = event.type === 'ArticleEdited' ? event.data.title : undefined;
-  const words =
-    event.type === 'ArticleEdited' && event.data.body !== undefined
-      ? wordCount(event.data.body, memory)
-      : undefined;
   return sql`
     insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
-    select ${row.article_id}, ${row.revision}::integer, ${row.event_type}, ${row.origin}, ${row.actor}::jsonb,
-           ${row.reason}::text, ${row.created_at}::timestamptz,
-           coalesce(${title ?? null}::text, p.title), coalesce(${words ?? null}::integer, p.word_count), null
-      from revisions p
-     where p.article_id = ${row.article_id} and p.revision = ${row.revision - 1} and ${when}
+    select ${d.articleId}, ${d.revision}::integer, ${event.type}, ${d.origin}, ${JSON.stringify(d.actor)}::jsonb,
+           ${d.reason}::text, ${event.metadata.at}::timestamptz, ${d.title}::text,
+           ${wordCount(d.body, memory)}::integer, null
+     where ${when}
+    on conflict (article_id, revision) do nothing`;
+}
+
+/**
+ * The rows of a run of later revisions of one article (edits, restores, new featured images, status
+ * changes), inserted
+ * when `when` holds. The title and size after an edit that leaves one of them as it was come from the
+ * last event of the run that set it, or else from the revision before the run (none there: nothing is
+ * inserted up to the run's first restore, which names both, as for a replay out of order). One
+ * statement whose text is the same for any run: the rows go as one JSON parameter.
+ */
+function insertRun(
+  run: readonly Pending<Exclude<ArticleEvent, ArticleCreated>>[],
+  when: Expression<SqlBool>,
+  memory: HtmlMemory | undefined,
+): RawBuilder<unknown> {
+  const [first] = run;
+  if (first === undefined) throw new Error('a run of article events is never empty');
+  let title: string | null = null;
+  let words: number | null = null;
+  let anchored = false;
+  const rows = run.map((event) => {
+    const d = event.data;
+    if (event.type === 'ArticleRestored') anchored = true;
+    if (event.type === 'ArticleEdited' || event.type === 'ArticleRestored') {
+      title = event.data.title ?? title;
+      if (event.data.body !== undefined) words = wordCount(event.data.body, memory);
+    }
+    return {
+      revision: d.revision,
+      event_type: event.type,
+      origin: d.origin,
+      actor: d.actor,
+      reason: d.reason,
+      created_at: event.metadata.at,
+      title,
+      word_count: words,
+      restored_from: event.type === 'ArticleRestored' ? event.data.restoredFrom : null,
+      anchored,
+    };
+  });
+  const articleId = first.data.articleId;
+  return sql`
+    insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
+    select ${articleId}::text, r.revision, r.event_type, r.origin, r.actor, r.reason, r.created_at,
+           coalesce(r.title, p.title), coalesce(r.word_count, p.word_count), r.restored_from
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (revision integer, event_type text,
+             origin text, actor jsonb, reason text, created_at timestamptz, title text, word_count integer,
+             restored_from integer, anchored boolean)
+      left join revisions p on p.article_id = ${articleId} and p.revision = ${first.data.revision - 1}::integer
+     where (r.anchored or p.revision is not null) and ${when}
+     order by r.revision
     on conflict (article_id, revision) do nothing`;
 }
 

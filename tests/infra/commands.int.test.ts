@@ -240,6 +240,117 @@ describe.each(backends)('command handlers on %s', (backend) => {
     expect(article?.revision).toBe(3);
   });
 
+  describe('edits queued behind one another on an article', () => {
+    /** The transaction each revision's event was appended in, by revision. */
+    async function transactions(id: string): Promise<bigint[]> {
+      const events = await runtime.store.readStream<ArticleEvent>(articleStream(id));
+      return events.map((event) => event.transactionId);
+    }
+
+    it('are appended together: one append for those that waited, each answered with its own revision', async () => {
+      const id = await newArticle(20);
+      const results = await Promise.all(
+        ['A', 'B', 'C', 'D', 'E', 'F'].map((title) =>
+          runtime.commands.editArticle(accountId, id, { title }, api),
+        ),
+      );
+      expect(results.map((r) => [r.revision, r.article.title])).toEqual([
+        [2, 'A'],
+        [3, 'B'],
+        [4, 'C'],
+        [5, 'D'],
+        [6, 'E'],
+        [7, 'F'],
+      ]);
+      // The first went alone; the five queued behind it went in one append (one transaction).
+      const [created, first, ...rest] = await transactions(id);
+      expect(new Set(rest).size).toBe(1);
+      expect(new Set([created, first, rest[0]]).size).toBe(3);
+      // The read models are what the edits one by one would leave.
+      const article = await findArticle(runtime.db, accountId, id);
+      expect(article).toMatchObject({ title: 'F', revision: 7 });
+      const revisions = await listRevisions(runtime.db, id, { page: 1, perPage: 10 });
+      expect(revisions.rows.map((r) => [r.revision, r.title])).toEqual([
+        [7, 'F'],
+        [6, 'E'],
+        [5, 'D'],
+        [4, 'C'],
+        [3, 'B'],
+        [2, 'A'],
+        [1, 'Title 20'],
+      ]);
+      expect(new Set(revisions.rows.map((r) => r.word_count)).size).toBe(1);
+      const events = await runtime.store.readStream<ArticleEvent>(articleStream(id));
+      expect((await readArticleSnapshot(runtime.db, id))?.state).toEqual(
+        expect.objectContaining({ ...fold(events), body: protectedBody(20) }),
+      );
+      expect(runtime.snapshots.recall(id)).toEqual({ version: 7, state: fold(events) });
+    });
+
+    it('each decide on the state the ones before made: a refusal answers its caller alone', async () => {
+      const id = await newArticle(21);
+      // Title edits only: a body is sanitised before its command queues, which would change the order.
+      const results = await Promise.allSettled([
+        runtime.commands.editArticle(accountId, id, { title: 'First' }, api),
+        runtime.commands.editArticle(accountId, id, { title: 'Second', expectedRevision: 2 }, api),
+        runtime.commands.editArticle(accountId, id, { title: 'Stale', expectedRevision: 2 }, api),
+        runtime.commands.editArticle(accountId, id, { title: 'Second' }, api),
+        runtime.commands.editArticle(accountId, id, { title: 'Third', expectedRevision: 3 }, api),
+      ]);
+      expect(
+        results.map((r) => (r.status === 'fulfilled' ? [r.value.changed, r.value.revision] : r.reason.code)),
+      ).toEqual([[true, 2], [true, 3], 'revision_mismatch', [false, 3], [true, 4]]);
+      const article = await findArticle(runtime.db, accountId, id);
+      expect(article).toMatchObject({ title: 'Third', revision: 4 });
+      const [, , ...together] = await transactions(id);
+      expect(together).toHaveLength(2);
+      expect(new Set(together).size).toBe(1);
+    });
+
+    it("each meet only their own key's refusal: a revoked key fails its edit, the others are made", async () => {
+      const { keyId: live } = await runtime.commands.createApiKey(accountId, {
+        name: 'Live',
+        scope: 'write',
+      });
+      const { keyId: revoked } = await runtime.commands.createApiKey(accountId, {
+        name: 'Gone',
+        scope: 'write',
+      });
+      await runtime.commands.revokeApiKey(accountId, revoked);
+      const id = await newArticle(22);
+      const keyed = (confirmKey: string) => ({ ...api, confirmKey });
+      const results = await Promise.allSettled([
+        runtime.commands.editArticle(accountId, id, { title: 'Alone' }, keyed(live)),
+        runtime.commands.editArticle(accountId, id, { title: 'Kept' }, keyed(live)),
+        runtime.commands.editArticle(accountId, id, { title: 'Refused' }, keyed(revoked)),
+        runtime.commands.editArticle(accountId, id, { title: 'Also kept' }, keyed(live)),
+      ]);
+      expect(
+        results.map((r) =>
+          r.status === 'fulfilled' ? [r.value.article.title, r.value.revision] : r.reason.code,
+        ),
+      ).toEqual([['Alone', 2], ['Kept', 3], 'unauthenticated', ['Also kept', 4]]);
+      expect(await findArticle(runtime.db, accountId, id)).toMatchObject({ title: 'Also kept', revision: 4 });
+    });
+
+    it('decide again, together, when another process appended first', async () => {
+      const id = await newArticle(23);
+      await runtime.commands.editArticle(accountId, id, { title: 'Remembered' }, api);
+      const other = createRuntime(runtime.handle);
+      await other.commands.editArticle(accountId, id, { body: `${protectedBody(23)}<p>Elsewhere.</p>` }, api);
+      const results = await Promise.all(
+        ['One', 'Two', 'Three'].map((title) => runtime.commands.editArticle(accountId, id, { title }, api)),
+      );
+      expect(results.map((r) => [r.revision, r.article.title, r.article.body])).toEqual([
+        [4, 'One', `${protectedBody(23)}<p>Elsewhere.</p>`],
+        [5, 'Two', `${protectedBody(23)}<p>Elsewhere.</p>`],
+        [6, 'Three', `${protectedBody(23)}<p>Elsewhere.</p>`],
+      ]);
+      const events = await runtime.store.readStream<ArticleEvent>(articleStream(id));
+      expect(runtime.snapshots.recall(id)).toEqual({ version: 6, state: fold(events) });
+    });
+  });
+
   it('restore replays to revision n and appends it as a new revision', async () => {
     const id = await newArticle(7);
     await runtime.commands.editArticle(

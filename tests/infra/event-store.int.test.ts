@@ -911,34 +911,58 @@ describe.each(backends)('event store on %s', (backend) => {
         inline: async () => {
           transactionPath += 1;
         },
-        inlineStatements: (pending, _db, appended) => {
-          seen.push(pending);
-          return [
+        inlineStatements: (run, _db, appended) => {
+          seen.push(run);
+          return run.flatMap((pending) => [
             marker(`${streamId}-${pending.version}a`, appended),
             marker(`${streamId}-${pending.version}b`, appended),
-          ];
+          ]);
         },
       });
       const first = await projecting.append(streamId, [event('A', { n: 1, skip: undefined })], {
         expectedVersion: 'no_stream',
       });
       const second = await projecting.append(streamId, [event('B')], { expectedVersion: 1 });
+      const third = await projecting.append(streamId, [event('C', { n: 3 }), event('D')], {
+        expectedVersion: 2,
+      });
       expect(transactionPath).toBe(0);
       expect(seen).toEqual([
-        { type: 'A', data: { n: 1 }, metadata, eventId: nth(first.events, 0).eventId, streamId, version: 1 },
-        { type: 'B', data: {}, metadata, eventId: nth(second.events, 0).eventId, streamId, version: 2 },
+        [
+          {
+            type: 'A',
+            data: { n: 1 },
+            metadata,
+            eventId: nth(first.events, 0).eventId,
+            streamId,
+            version: 1,
+          },
+        ],
+        [{ type: 'B', data: {}, metadata, eventId: nth(second.events, 0).eventId, streamId, version: 2 }],
+        [
+          {
+            type: 'C',
+            data: { n: 3 },
+            metadata,
+            eventId: nth(third.events, 0).eventId,
+            streamId,
+            version: 3,
+          },
+          { type: 'D', data: {}, metadata, eventId: nth(third.events, 1).eventId, streamId, version: 4 },
+        ],
       ]);
-      expect(second.nextVersion).toBe(2);
-      expect(await store.readStream(streamId)).toEqual([...first.events, ...second.events]);
+      expect(third.nextVersion).toBe(4);
+      expect(await store.readStream(streamId)).toEqual([...first.events, ...second.events, ...third.events]);
       expect(await markers(streamId)).toEqual(
-        [1, 2].flatMap((v) => [`${streamId}-${v}a`, `${streamId}-${v}b`]),
+        [1, 2, 3, 4].flatMap((v) => [`${streamId}-${v}a`, `${streamId}-${v}b`]),
       );
     });
 
     it('write nothing on a conflict: ConcurrencyError, and neither the event nor their rows', async () => {
       const streamId = newStream('stmt-conflict');
       const projecting = storeWith({
-        inlineStatements: (pending, _db, appended) => [marker(`${streamId}-v${pending.version}`, appended)],
+        inlineStatements: (run, _db, appended) =>
+          run.map((pending) => marker(`${streamId}-v${pending.version}`, appended)),
       });
       await projecting.append(streamId, [event('A')], { expectedVersion: 'no_stream' });
       await expect(projecting.append(streamId, [event('B')], { expectedVersion: 0 })).rejects.toBeInstanceOf(
@@ -964,20 +988,21 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(await store.readStream(streamId)).toEqual([]);
     });
 
-    it('give way to the transaction and `inline` when a projector cannot (IN_TRANSACTION), for several events, or for expected version any', async () => {
+    it('give way to the transaction and `inline` when a projector cannot (IN_TRANSACTION), or for expected version any', async () => {
       const streamId = newStream('stmt-fallback');
       let transactionPath = 0;
       const projecting = storeWith({
         inline: async () => {
           transactionPath += 1;
         },
-        inlineStatements: (pending) => (pending.type === 'Undecided' ? IN_TRANSACTION : []),
+        inlineStatements: (run) =>
+          run.some((pending) => pending.type === 'Undecided') ? IN_TRANSACTION : [],
       });
       await projecting.append(streamId, [event('Undecided')], { expectedVersion: 'no_stream' });
-      await projecting.append(streamId, [event('A'), event('B')], { expectedVersion: 1 });
+      await projecting.append(streamId, [event('A'), event('Undecided')], { expectedVersion: 1 });
       await projecting.append(streamId, [event('A')], { expectedVersion: 'any' });
       expect(transactionPath).toBe(3);
-      await projecting.append(streamId, [event('A')], { expectedVersion: 4 });
+      await projecting.append(streamId, [event('A'), event('B')], { expectedVersion: 4 });
       expect(transactionPath).toBe(3);
     });
   });

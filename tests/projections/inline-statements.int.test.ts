@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { type SqlBool, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
@@ -137,20 +138,6 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
     await runtime.db.transaction().execute((trx) => runTogether(trx, statementsWhen(false)));
     expect(await snapshotReadModels(runtime.db)).toEqual(before);
 
-    const rowsAfter = async (change: (trx: Parameters<typeof runTogether>[0]) => Promise<void>) => {
-      let rows: Record<string, string[]> = {};
-      await runtime.db
-        .transaction()
-        .execute(async (trx) => {
-          await change(trx);
-          rows = await snapshotReadModels(trx);
-          throw new Rollback();
-        })
-        .catch((error) => {
-          if (!(error instanceof Rollback)) throw error;
-        });
-      return rows;
-    };
     const byStatements = await rowsAfter((trx) => runTogether(trx, statementsWhen(true)));
     const byApply = await rowsAfter(async (trx) => {
       for (const p of inline) await p.apply({ ...pending, position: 0n, transactionId: 0n } as never, trx);
@@ -158,4 +145,164 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
     expect(byStatements).toEqual(byApply);
     expect(byStatements).not.toEqual(before);
   });
+
+  /** The rows after `change`, read in its transaction, which is then rolled back. */
+  async function rowsAfter(change: (trx: Parameters<typeof runTogether>[0]) => Promise<void>) {
+    let rows: Record<string, string[]> = {};
+    await runtime.db
+      .transaction()
+      .execute(async (trx) => {
+        await change(trx);
+        rows = await snapshotReadModels(trx);
+        throw new Rollback();
+      })
+      .catch((error) => {
+        if (!(error instanceof Rollback)) throw error;
+      });
+    return rows;
+  }
+
+  it('a run of changes appended together: nothing when not appended, what apply of each in turn does when appended', async () => {
+    const { accountId, siteId } = await setUpAccount(runtime);
+    const kinds = ['title', 'body', 'both', 'image', 'restore', 'status'] as const;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom(...kinds), { minLength: 2, maxLength: 5 }), async (run) => {
+        const { articleId } = await runtime.commands.createArticle(
+          accountId,
+          {
+            siteId,
+            title: 'First title',
+            body: protectedBody(1),
+            url: `https://northside.example/runs/${crypto.randomUUID()}`,
+            status: 'published',
+            publishedAt: '2026-11-01T08:00:00Z',
+            targetKeyword: null,
+            featuredImage: null,
+          },
+          { origin: 'rewrite', actor: pipelineActor },
+        );
+        await runtime.commands.editArticle(accountId, articleId, { title: 'Second title' }, who);
+        const atFirst = await runtime.commands.articleAt(accountId, articleId, 1);
+        const history = await runtime.store.readStream<ArticleEvent>(articleStream(articleId));
+        await readArticleSnapshot(runtime.db, articleId, runtime.snapshots);
+
+        // The run's events, each decided on the state the ones before made, as the append hands them over.
+        let state = history.reduce((s, e) => evolve(s, e), initialState);
+        const pending: Pending[] = [];
+        run.forEach((kind, index) => {
+          const command = commandOf(articleId, kind, index, atFirst);
+          for (const event of decide(command, state)) {
+            state = evolve(state, event);
+            pending.push({
+              ...JSON.parse(JSON.stringify(event)),
+              eventId: crypto.randomUUID(),
+              streamId: articleStream(articleId),
+              version: history.length + pending.length + 1,
+            } as Pending);
+          }
+        });
+        fc.pre(pending.length >= 2);
+
+        // Each projector's statements for the run; one that has none (the articles projector, for a run
+        // with a status change, which it must read first) applies the run in turn on both sides.
+        const inline = createProjectors({ snapshots: runtime.snapshots }).filter(
+          (p): p is InlineProjector => p.mode === 'inline' && pending.some((e) => handles(p, e.type)),
+        );
+        const byRun = (appended: SqlBool) =>
+          inline.map((p) => {
+            const mine = pending.filter((e) => handles(p, e.type));
+            const own = p.statementsForRun?.(mine, runtime.db, sql<SqlBool>`${sql.lit(appended)}`);
+            if (own === undefined || own === IN_TRANSACTION) {
+              expect(p.name).toBe('articles@1');
+              expect(run).toContain('status');
+              return { p, mine, own: undefined };
+            }
+            return { p, mine, own };
+          });
+        const applyInTurn = async (
+          p: InlineProjector,
+          mine: Pending[],
+          trx: Parameters<typeof runTogether>[0],
+        ) => {
+          for (const event of mine)
+            await p.apply({ ...event, position: 0n, transactionId: 0n } as never, trx);
+        };
+
+        const before = await snapshotReadModels(runtime.db);
+        const refused = await rowsAfter((trx) =>
+          runTogether(
+            trx,
+            byRun(false).flatMap((r) => r.own ?? []),
+          ),
+        );
+        expect(refused).toEqual(before);
+
+        const byStatements = await rowsAfter(async (trx) => {
+          const parts = byRun(true);
+          await runTogether(
+            trx,
+            parts.flatMap((r) => r.own ?? []),
+          );
+          for (const r of parts) if (r.own === undefined) await applyInTurn(r.p, r.mine, trx);
+        });
+        const byApply = await rowsAfter(async (trx) => {
+          for (const p of inline)
+            await applyInTurn(
+              p,
+              pending.filter((e) => handles(p, e.type)),
+              trx,
+            );
+        });
+        expect(byStatements).toEqual(byApply);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  function commandOf(
+    articleId: string,
+    kind: 'title' | 'body' | 'both' | 'image' | 'restore' | 'status',
+    index: number,
+    atFirst: ArticleState,
+  ): ArticleCommand {
+    const base = { articleId, ...who };
+    const metadata = { at: `2026-11-22T12:0${index}:00.000Z` };
+    switch (kind) {
+      case 'title':
+        return { type: 'EditArticle', data: { ...base, title: `Title ${index}` }, metadata };
+      case 'body':
+        return {
+          type: 'EditArticle',
+          data: { ...base, body: `${protectedBody(1)}<p>${'word '.repeat(index + 1)}</p>` },
+          metadata,
+        };
+      case 'both':
+        return {
+          type: 'EditArticle',
+          data: { ...base, title: `Both ${index}`, body: `${protectedBody(1)}<p>both ${index}</p>` },
+          metadata,
+        };
+      case 'image':
+        return {
+          type: 'ReplaceFeaturedImage',
+          data: {
+            ...base,
+            featuredImage: { url: `https://cdn.example/${index}.png`, alt: 'A', width: 10, height: 20 },
+          },
+          metadata,
+        };
+      case 'restore':
+        return { type: 'RestoreRevision', data: { ...base, revision: 1, snapshot: atFirst }, metadata };
+      case 'status':
+        return {
+          type: 'ChangeArticleStatus',
+          data: {
+            ...base,
+            status: index % 2 === 0 ? 'draft' : 'published',
+            publishedAt: '2026-11-01T08:00:00Z',
+          },
+          metadata,
+        };
+    }
+  }
 });

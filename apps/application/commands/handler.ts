@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { type SqlBool, sql, type Transaction } from 'kysely';
 import { DomainError } from '../../../domain/errors.ts';
 import type { EventMetadata } from '../../../domain/event.ts';
 import type { DomainEvent } from '../../../domain/events.ts';
@@ -49,14 +49,17 @@ export type CommandHandler = <S, E extends DomainEvent>(
   streamId: string,
   fold: Fold<S, E>,
   decide: (state: S, version: number) => E[],
-  opts?: {
-    snapshot?: StartFrom<S> | undefined;
-    alongside?: Alongside | undefined;
-    remember?: Remember<S> | undefined;
-    /** Checked by the append's statement (or on its own when nothing is appended); false: its refusal. */
-    precondition?: Precondition | undefined;
-  },
+  opts?: CommandOpts<S>,
 ) => Promise<Handled<S, E>>;
+
+/** What a command may give the handler besides its fold and decider. */
+export type CommandOpts<S> = {
+  snapshot?: StartFrom<S> | undefined;
+  alongside?: Alongside | undefined;
+  remember?: Remember<S> | undefined;
+  /** Checked by the append's statement (or on its own when nothing is appended); false: its refusal. */
+  precondition?: Precondition | undefined;
+};
 
 /** A command without its metadata: the handler stamps it when it decides. */
 export type Unstamped<C> = C extends unknown ? Omit<C, 'metadata'> : never;
@@ -105,12 +108,254 @@ export function commandContext(deps: CommandDeps): CommandContext {
 /** How many times a command is decided again after losing a race for its stream. */
 const MAX_ATTEMPTS = 10;
 
-/** The command handler of one event store, with its per-stream queue. */
+/** At most this many queued commands of one stream are decided and appended together. */
+const MAX_TOGETHER = 32;
+
+/** A command waiting for its stream, with what settles its caller's promise. */
+type Queued = {
+  fold: Fold<unknown, DomainEvent>;
+  decide: (state: unknown, version: number) => DomainEvent[];
+  opts: CommandOpts<unknown>;
+  resolve: (handled: Handled<unknown, DomainEvent>) => void;
+  reject: (error: unknown) => void;
+};
+
+/**
+ * The command handler of one event store. Commands on one stream run one after the other in this
+ * process, in arrival order: while one runs, the next wait; when it ends, those waiting go on
+ * together (`handleTogether`), each deciding on the state the one before it made, their events
+ * appended by one append. Across processes the expected version decides.
+ */
 export function createCommandHandler(store: EventStore): CommandHandler {
-  const queue = keyedQueue();
-  return (streamId, fold, decide, opts = {}) =>
-    queue(streamId, () => handle(store, streamId, fold, decide, opts));
+  /** The commands waiting for each stream that has one running. */
+  const waiting = new Map<string, Queued[]>();
+
+  const drive = async (streamId: string, first: Queued): Promise<void> => {
+    let batch = [first];
+    for (;;) {
+      const [one] = batch;
+      if (batch.length === 1 && one !== undefined) await settle(one, () => handle(store, streamId, one));
+      else {
+        // A failure before their outcomes (the start's read) is each one's; the settled ones ignore it.
+        await handleTogether(store, streamId, batch).catch((error: unknown) => {
+          for (const queued of batch) queued.reject(error);
+        });
+      }
+      const line = waiting.get(streamId) ?? [];
+      if (line.length === 0) {
+        waiting.delete(streamId);
+        return;
+      }
+      batch = line.splice(0, together(line));
+    }
+  };
+
+  return <S, E extends DomainEvent>(
+    streamId: string,
+    fold: Fold<S, E>,
+    decide: (state: S, version: number) => E[],
+    opts: CommandOpts<S> = {},
+  ) =>
+    new Promise<Handled<S, E>>((resolve, reject) => {
+      // One queue holds commands of every aggregate: `together` groups only those of one fold.
+      const queued = { fold, decide, opts, resolve, reject } as unknown as Queued;
+      const line = waiting.get(streamId);
+      if (line !== undefined) line.push(queued);
+      else {
+        waiting.set(streamId, []);
+        void drive(streamId, queued);
+      }
+    });
 }
+
+/**
+ * How many of the waiting commands, from the first, go together: those of the first's fold, up to one
+ * with writes alongside its events (an answer kept under an idempotency key), which goes alone.
+ */
+function together(line: readonly Queued[]): number {
+  const [first] = line;
+  if (first === undefined) return 0;
+  if (first.opts.alongside !== undefined) return 1;
+  let n = 1;
+  while (n < line.length && n < MAX_TOGETHER) {
+    const next = line[n];
+    if (next === undefined || next.fold !== first.fold || next.opts.alongside !== undefined) break;
+    n++;
+  }
+  return n;
+}
+
+/** Runs one command to its caller's answer. */
+async function settle(queued: Queued, work: () => Promise<Handled<unknown, DomainEvent>>): Promise<void> {
+  try {
+    queued.resolve(await work());
+  } catch (error) {
+    queued.reject(error);
+  }
+}
+
+/**
+ * Commands queued on one stream, of one fold, without writes alongside: each decides in turn on the
+ * state the one before it made (a refusal answers its own caller and changes nothing), and their
+ * events are appended by one append at the version that was read, with every precondition of theirs.
+ * A conflict decides them all again, as `handle` does one. Anything else that stops the append (a
+ * precondition refused, an invalid event) leaves them to run one by one, so that each meets only its
+ * own outcome.
+ */
+async function handleTogether(store: EventStore, streamId: string, batch: readonly Queued[]): Promise<void> {
+  const [first] = batch;
+  if (first === undefined) return;
+  const { fold } = first;
+  const remember = batch.findLast((queued) => queued.opts.remember !== undefined)?.opts.remember;
+  const preconditions = new Map<string | Queued, Precondition>();
+  for (const queued of batch) {
+    const own = queued.opts.precondition;
+    if (own !== undefined) preconditions.set(own.id ?? queued, own);
+  }
+  const precondition: Precondition | undefined =
+    preconditions.size <= 1
+      ? [...preconditions.values()][0]
+      : {
+          holds: sql<SqlBool>`(${sql.join(
+            [...preconditions.values()].map((p) => p.holds),
+            sql` and `,
+          )})`,
+          refusal: () => new Error('one of the commands appended together was refused'),
+        };
+
+  let pending: readonly Queued[] = batch;
+  let fresh = false;
+  for (let attempt = 0; ; attempt++) {
+    const start = await startOf(store, streamId, fold, first.opts.snapshot, fresh);
+    let { state, version } = start;
+    const decided: { queued: Queued; events: DomainEvent[]; state: unknown; version: number }[] = [];
+    const refused: { queued: Queued; error: unknown }[] = [];
+    for (const queued of pending) {
+      try {
+        const events = decideInSpan(streamId, queued.decide, state, version, attempt);
+        state = events.reduce(fold.evolve, state);
+        version += events.length;
+        decided.push({ queued, events, state, version });
+      } catch (error) {
+        refused.push({ queued, error });
+      }
+    }
+    for (const { queued, error } of refused) queued.reject(error);
+    pending = decided.map((d) => d.queued);
+    const events = decided.flatMap((d) => d.events);
+    if (events.length === 0) {
+      // Nothing to append: each checks its own precondition, if any.
+      for (const queued of pending) await settle(queued, () => handle(store, streamId, queued));
+      return;
+    }
+    try {
+      const result = await store.append(streamId, events, {
+        expectedVersion: start.version === 0 ? 'no_stream' : start.version,
+        ...(precondition ? { precondition } : {}),
+      });
+      remember?.(state, result.nextVersion);
+      let at = 0;
+      for (const d of decided) {
+        d.queued.resolve({
+          events: result.events.slice(at, at + d.events.length),
+          state: d.state,
+          version: d.version,
+        });
+        at += d.events.length;
+      }
+      return;
+    } catch (error) {
+      const next = afterFailure(error, start.remembered, fresh, attempt);
+      fresh = true;
+      if (next === 'again') continue;
+      if (next === 'again after a pause') {
+        await pause(attempt);
+        continue;
+      }
+      if (next === 'conflict') {
+        for (const queued of pending) queued.reject(conflict());
+        return;
+      }
+      for (const queued of pending) await settle(queued, () => handle(store, streamId, queued));
+      return;
+    }
+  }
+}
+
+/** Where a command starts: the snapshot, if any, and the events after it folded. */
+async function startOf<S, E extends DomainEvent>(
+  store: EventStore,
+  streamId: string,
+  fold: Fold<S, E>,
+  snapshot: StartFrom<S> | undefined,
+  fresh: boolean,
+): Promise<{ state: S; version: number; remembered: boolean }> {
+  const start: { state: S; version: number; streamVersion?: number; remembered?: boolean } =
+    (await snapshot?.({
+      fresh,
+    })) ?? { state: fold.initial, version: 0 };
+  const history =
+    start.streamVersion === start.version
+      ? []
+      : await store.readStream<E>(streamId, { from: start.version + 1 });
+  const state = history.reduce((s, e) => fold.evolve(s, e), start.state);
+  const version =
+    history.length === 0 ? start.version : (history[history.length - 1]?.version ?? start.version);
+  return { state, version, remembered: start.remembered === true };
+}
+
+/** The decider's call as a span of its own (domain/ knows nothing of tracing). */
+function decideInSpan<S, E extends DomainEvent>(
+  streamId: string,
+  decide: (state: S, version: number) => E[],
+  state: S,
+  version: number,
+  attempt: number,
+): E[] {
+  return inSpanSync(
+    `decide ${streamType(streamId)}`,
+    {
+      attributes: () => ({
+        'content_service.stream.id': streamId,
+        'content_service.stream.version': version,
+        'content_service.decide.attempt': attempt + 1,
+      }),
+    },
+    (span) => {
+      const decided = decide(state, version);
+      if (span.isRecording()) {
+        span.setAttribute(
+          'content_service.event.types',
+          decided.map((e) => e.type),
+        );
+      }
+      return decided;
+    },
+  );
+}
+
+/**
+ * What follows an append that failed: a conflict on a remembered start is decided again at once from
+ * a read (the memory was old, nobody raced); another conflict again after a pause, up to MAX_ATTEMPTS
+ * decisions, then `conflict`; any other failure is the command's.
+ */
+function afterFailure(
+  error: unknown,
+  remembered: boolean,
+  fresh: boolean,
+  attempt: number,
+): 'again' | 'again after a pause' | 'conflict' | 'failed' {
+  if (!(error instanceof ConcurrencyError)) return 'failed';
+  if (remembered && !fresh) return 'again';
+  return attempt + 1 < MAX_ATTEMPTS ? 'again after a pause' : 'conflict';
+}
+
+/** A short random pause before deciding again, longer with each attempt. */
+const pause = (attempt: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
+
+const conflict = (): DomainError =>
+  new DomainError('conflict', 'The resource was changed by another request at the same time; try again');
 
 /**
  * Load, fold, decide, append at the version that was read. On a concurrent write, load and decide
@@ -122,54 +367,16 @@ export function createCommandHandler(store: EventStore): CommandHandler {
 async function handle<S, E extends DomainEvent>(
   store: EventStore,
   streamId: string,
-  fold: Fold<S, E>,
-  decide: (state: S, version: number) => E[],
   {
-    snapshot,
-    alongside,
-    remember,
-    precondition,
-  }: {
-    snapshot?: StartFrom<S> | undefined;
-    alongside?: Alongside | undefined;
-    precondition?: Precondition | undefined;
-    remember?: Remember<S> | undefined;
-  },
+    fold,
+    decide,
+    opts: { snapshot, alongside, remember, precondition },
+  }: { fold: Fold<S, E>; decide: (state: S, version: number) => E[]; opts: CommandOpts<S> },
 ): Promise<Handled<S, E>> {
   let fresh = false;
   for (let attempt = 0; ; attempt++) {
-    const start: { state: S; version: number; streamVersion?: number; remembered?: boolean } =
-      (await snapshot?.({
-        fresh,
-      })) ?? { state: fold.initial, version: 0 };
-    const history =
-      start.streamVersion === start.version
-        ? []
-        : await store.readStream<E>(streamId, { from: start.version + 1 });
-    const state = history.reduce((s, e) => fold.evolve(s, e), start.state);
-    const version =
-      history.length === 0 ? start.version : (history[history.length - 1]?.version ?? start.version);
-    // The decider's call as a span of its own (domain/ knows nothing of tracing).
-    const events = inSpanSync(
-      `decide ${streamType(streamId)}`,
-      {
-        attributes: () => ({
-          'content_service.stream.id': streamId,
-          'content_service.stream.version': version,
-          'content_service.decide.attempt': attempt + 1,
-        }),
-      },
-      (span) => {
-        const decided = decide(state, version);
-        if (span.isRecording()) {
-          span.setAttribute(
-            'content_service.event.types',
-            decided.map((e) => e.type),
-          );
-        }
-        return decided;
-      },
-    );
+    const { state, version, remembered } = await startOf(store, streamId, fold, snapshot, fresh);
+    const events = decideInSpan(streamId, decide, state, version, attempt);
     if (events.length === 0) {
       if (precondition) await store.append(streamId, [], { expectedVersion: 'any', precondition });
       return { events: [], state, version };
@@ -185,41 +392,15 @@ async function handle<S, E extends DomainEvent>(
       remember?.(after, result.nextVersion);
       return { events: result.events, state: after, version: result.nextVersion };
     } catch (error) {
-      if (error instanceof ConcurrencyError && start.remembered === true && !fresh) {
-        fresh = true;
-        continue;
-      }
+      const next = afterFailure(error, remembered, fresh, attempt);
       fresh = true;
-      if (error instanceof ConcurrencyError && attempt + 1 < MAX_ATTEMPTS) {
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
+      if (next === 'again') continue;
+      if (next === 'again after a pause') {
+        await pause(attempt);
         continue;
       }
-      if (error instanceof ConcurrencyError) {
-        throw new DomainError(
-          'conflict',
-          'The resource was changed by another request at the same time; try again',
-        );
-      }
+      if (next === 'conflict') throw conflict();
       throw error;
     }
   }
-}
-
-/**
- * Runs work for one key at a time in this process, in arrival order: concurrent commands on one
- * stream queue here instead of racing to the database and retrying.
- */
-function keyedQueue(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
-  const tails = new Map<string, Promise<unknown>>();
-  return async (key, work) => {
-    const before = tails.get(key) ?? Promise.resolve();
-    const mine = before.then(work, work);
-    const tail = mine.catch(() => undefined);
-    tails.set(key, tail);
-    try {
-      return await mine;
-    } finally {
-      if (tails.get(key) === tail) tails.delete(key);
-    }
-  };
 }
