@@ -4,7 +4,7 @@ import { orExit } from '../infra/config-error.ts';
 import { migrateToLatest } from '../infra/db/migrate.ts';
 import { beginOpenDatabase, type DbHandle, type DbLogger, databaseOptions } from '../infra/db/open.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { createEventStore, type EventStore } from '../infra/event-store.ts';
+import { createEventStore, type EventStore, streamType } from '../infra/event-store.ts';
 import { createHtmlMemory, type HtmlMemoryStore } from '../infra/html-memory.ts';
 import type { Metrics } from '../infra/metrics.ts';
 import { inlineDispatcher, inlineStatements, retireCheckpoint } from '../infra/projection-runner.ts';
@@ -62,6 +62,8 @@ export function createRuntime(
     validate: validateEvent,
     inline: inlineDispatcher(projectors),
     inlineStatements: inlineStatements(projectors),
+    // An article's inline projections write its own rows alone (its row, body, snapshot, revisions).
+    groupCommits: (streamId) => streamType(streamId) === 'article',
   });
   const sanitizer = opts.sanitizeThreads ? createSanitizePool(opts.sanitizeThreads, html) : undefined;
   const commands = createCommands({

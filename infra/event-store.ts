@@ -1,11 +1,13 @@
 import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql, type Transaction } from 'kysely';
 import type { EventMetadata } from '../domain/event.ts';
 import type { DomainEvent } from '../domain/events.ts';
+import { createCommitGroup } from './commit-group.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
+import { ALWAYS_NAMED } from './db/statement-cache.ts';
 import { uuidv7 } from './ids.ts';
 import { IN_TRANSACTION, type InlineStatement, type InTransaction, type Pending } from './projection.ts';
-import { inSpan, inSpanSync } from './telemetry/spans.ts';
+import { bound, detached, inSpan, inSpanSync } from './telemetry/spans.ts';
 
 /*
  * The event store: one append-only `events` table in PostgreSQL (or PGlite), optimistic
@@ -170,10 +172,29 @@ export interface EventStoreDeps<E extends NewEvent = DomainEvent> {
     db: Db,
     appended: Expression<SqlBool>,
   ) => InlineStatement[] | InTransaction;
+  /**
+   * The streams whose one-statement appends may share a statement, and so a commit, with other
+   * streams' (group commit: infra/commit-group.ts): only streams whose inline projections write rows of
+   * their own stream alone. Two appends in one statement must never change the same row: PostgreSQL
+   * keeps only one of two changes of a row made by one statement's parts.
+   */
+  groupCommits?: (streamId: string) => boolean;
 }
 
+/** Group commit: at most this many group statements at once, each of at most this many appends. */
+const GROUPS_IN_FLIGHT = 2;
+const GROUP_APPENDS = 8;
+
 export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventStoreDeps<E>): EventStore<E> {
-  const { db, handle, validate, inline, inlineStatements } = deps;
+  const { db, handle, validate, inline, inlineStatements, groupCommits } = deps;
+  const group =
+    groupCommits === undefined
+      ? undefined
+      : createCommitGroup<GroupMember>({
+          maxInFlight: GROUPS_IN_FLIGHT,
+          maxItems: GROUP_APPENDS,
+          send: (members) => sendGroup(db, members),
+        });
 
   const validateAll = (events: readonly NewEvent[]): void => {
     for (const event of events) {
@@ -235,20 +256,19 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
           } as StoredEvent<A>;
         });
       };
+      /** An append that wrote nothing: its precondition refused it, or the stream was not at the expected version. */
+      const refusedOrConflict = async (executor: Kysely<Database>): Promise<never> => {
+        if (precondition !== undefined && !(await holds(executor, precondition.holds))) {
+          throw precondition.refusal();
+        }
+        throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(executor, streamId));
+      };
       const run = async (executor: Kysely<Database>, statements: readonly InlineStatement[]) => {
         const { rows: inserted } = await appendStatement(
-          streamId,
-          expectedVersion,
-          rows,
+          { streamId, expectedVersion, rows, precondition: precondition?.holds },
           statements,
-          precondition?.holds,
         ).execute(executor);
-        if (inserted.length === 0) {
-          if (precondition !== undefined && !(await holds(executor, precondition.holds))) {
-            throw precondition.refusal();
-          }
-          throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(executor, streamId));
-        }
+        if (inserted.length === 0) return refusedOrConflict(executor);
         return toStored(inserted);
       };
 
@@ -262,42 +282,63 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
           : typeof expectedVersion === 'number'
             ? expectedVersion
             : undefined;
-      const statements =
+      const inTransaction = () =>
+        db.transaction().execute(async (trx) => {
+          if (alongside !== undefined) await alongside(trx);
+          const result = await run(trx, []);
+          if (inline !== undefined) {
+            await inSpan('inline projections', IN_TRANSACTION_SPAN, () => inline(result, trx));
+          }
+          return result;
+        });
+      // The events as given (of A), read back from their JSON.
+      const pending =
         inlineStatements !== undefined && alongside === undefined && base !== undefined
-          ? inSpanSync('inline projections', IN_STATEMENT_SPAN, (span) => {
-              const made = inlineStatements(
-                // The events as given (of A), read back from their JSON.
-                rows.map(
-                  (row, index) =>
-                    ({
-                      type: row.type,
-                      ...parsed[index],
-                      eventId: row.eventId,
-                      streamId,
-                      version: base + index + 1,
-                    }) as Pending<A>,
-                ),
-                db,
-                APPENDED,
-              );
+          ? rows.map(
+              (row, index) =>
+                ({
+                  type: row.type,
+                  ...parsed[index],
+                  eventId: row.eventId,
+                  streamId,
+                  version: base + index + 1,
+                }) as Pending<A>,
+            )
+          : undefined;
+      const statementsOf = (appended: Expression<SqlBool>) =>
+        pending === undefined || inlineStatements === undefined
+          ? IN_TRANSACTION
+          : inSpanSync('inline projections', IN_STATEMENT_SPAN, (span) => {
+              const made = inlineStatements(pending, db, appended);
               // A projector that can only apply in a transaction: the transaction's span follows.
               if (made === IN_TRANSACTION)
                 span.setAttribute('content_service.projection.mode', 'in_transaction');
               else span.setAttribute('content_service.projection.statements', made.length);
               return made;
-            })
-          : IN_TRANSACTION;
-      const stored =
-        statements !== IN_TRANSACTION
-          ? await run(db, statements)
-          : await db.transaction().execute(async (trx) => {
-              if (alongside !== undefined) await alongside(trx);
-              const result = await run(trx, []);
-              if (inline !== undefined) {
-                await inSpan('inline projections', IN_TRANSACTION_SPAN, () => inline(result, trx));
-              }
-              return result;
             });
+      /** The append on its own: one statement, or a transaction. */
+      const alone = () => {
+        const statements = statementsOf(APPENDED);
+        return statements !== IN_TRANSACTION ? run(db, statements) : inTransaction();
+      };
+      const stored =
+        pending !== undefined && group !== undefined && groupCommits?.(streamId) === true
+          ? await new Promise<StoredEvent<A>[]>((resolve, reject) => {
+              const answer = (work: Promise<StoredEvent<A>[]>) => work.then(resolve, reject);
+              group.add({
+                claim: { streamId, expectedVersion, rows, precondition: precondition?.holds },
+                // What its statement's text depends on: the events' types and the properties their data has.
+                shape: `${precondition === undefined ? '' : 'checked '}${parsed
+                  .map((event, index) => `${rows[index]?.type}(${Object.keys(event.data ?? {}).join()})`)
+                  .join(' ')}`,
+                statements: bound(statementsOf),
+                inserted: bound((inserted: readonly InsertedRow[]) =>
+                  answer(inserted.length > 0 ? Promise.resolve(toStored(inserted)) : refusedOrConflict(db)),
+                ),
+                alone: bound(() => answer(alone())),
+              });
+            })
+          : await alone();
 
       // The wake-up says which types were appended: a subscriber of other types need not look.
       handle.notifyAppended([...new Set(events.map((event) => event.type))]);
@@ -645,6 +686,17 @@ type InsertedRow = {
 /** True in an inline projector's statement when the append's insert inserted its events (see appendStatement). */
 const APPENDED = sql<SqlBool>`exists (select from appended)`;
 
+/** An event as the append's statement sends it: its data and metadata as serialised. */
+type EventRow = { eventId: string; type: string; data: string; metadata: string };
+
+/** What one append claims and inserts: the stream, its expected version, its events, its precondition. */
+type Claim = {
+  streamId: string;
+  expectedVersion: ExpectedVersion;
+  rows: readonly EventRow[];
+  precondition: RawBuilder<SqlBool> | undefined;
+};
+
 /**
  * The append as one statement: the version claim and the insert (no row claimed, a conflict: no
  * row inserted), and the inline projectors' statements, if any, as further WITH queries (changing
@@ -652,32 +704,129 @@ const APPENDED = sql<SqlBool>`exists (select from appended)`;
  * metadata as serialised), so that the statement's text is the same for any number of events and is
  * prepared once.
  */
-function appendStatement(
-  streamId: string,
-  expected: ExpectedVersion,
-  rows: readonly { eventId: string; type: string; data: string; metadata: string }[],
+function appendStatement(claim: Claim, statements: readonly InlineStatement[]): RawBuilder<InsertedRow> {
+  return sql<InsertedRow>`
+    with ${appendQueries('', claim, statements)}
+    select event_id, position, transaction_id, version, recorded_at from appended`;
+}
+
+/**
+ * One statement of several appends to different streams (group commit), each with its own WITH
+ * queries (`_1`, `_2`... after their names) and its inline projectors' statements (made with its own
+ * `appended_N`): each claims its own version, and one whose claim fails inserts and changes nothing,
+ * as alone. The rows say which append inserted them (`member`, from 1).
+ */
+function groupStatement(
+  members: readonly { claim: Claim; statements: readonly InlineStatement[] }[],
+): RawBuilder<InsertedRow & { member: number }> {
+  const queries = members.map((m, index) => appendQueries(`_${index + 1}`, m.claim, m.statements));
+  const selects = members.map(
+    (_, index) =>
+      sql`select ${sql.raw(String(index + 1))}::integer as member, event_id, position, transaction_id, version, recorded_at from ${sql.raw(`appended_${index + 1}`)}`,
+  );
+  // Few texts (one per number of appends and their shapes), each over the usual limit: named anyway.
+  return sql`${sql.raw(ALWAYS_NAMED)}
+    with ${sql.join(queries, sql`, `)}
+    ${sql.join(selects, sql` union all `)}`;
+}
+
+/** The WITH queries of one append (`claim`, `appended`, `inline_N`, each name followed by `suffix`). */
+function appendQueries(
+  suffix: string,
+  claim: Claim,
   statements: readonly InlineStatement[],
-  precondition: RawBuilder<SqlBool> | undefined,
-): RawBuilder<InsertedRow> {
+): RawBuilder<unknown> {
+  const { streamId, expectedVersion, rows, precondition } = claim;
   const recordset = `[${rows
     .map(
       (row, index) =>
         `{"event_id":"${row.eventId}","n":${index + 1},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`,
     )
     .join(',')}]`;
+  const claimed = sql.raw(`claim${suffix}`);
   const projections = statements.map(
-    (statement, index) => sql`, ${sql.raw(`inline_${index}`)} as (${statement})`,
+    (statement, index) => sql`, ${sql.raw(`inline${suffix}_${index}`)} as (${statement})`,
   );
-  return sql<InsertedRow>`
-    with claim as (${claimVersions(streamId, expected, rows.length, precondition ?? sql<SqlBool>`true`)}),
-    appended as (
+  return sql`${claimed} as (${claimVersions(streamId, expectedVersion, rows.length, precondition ?? sql<SqlBool>`true`)}),
+    ${sql.raw(`appended${suffix}`)} as (
       insert into events (event_id, stream_id, version, type, data, metadata)
-      select r.event_id, ${streamId}::text, claim.version - ${rows.length}::integer + r.n, r.type, r.data, r.metadata
-      from claim, jsonb_to_recordset(${recordset}::jsonb) as r (event_id uuid, n integer, type text, data jsonb, metadata jsonb)
+      select r.event_id, ${streamId}::text, ${claimed}.version - ${rows.length}::integer + r.n, r.type, r.data, r.metadata
+      from ${claimed}, jsonb_to_recordset(${recordset}::jsonb) as r (event_id uuid, n integer, type text, data jsonb, metadata jsonb)
       order by r.n
       returning event_id, position, transaction_id::text as transaction_id, version, recorded_at
-    )${sql.join(projections, sql``)}
-    select event_id, position, transaction_id, version, recorded_at from appended`;
+    )${sql.join(projections, sql``)}`;
+}
+
+/** One append waiting in the commit group: what it claims, and how it is answered. */
+type GroupMember = {
+  claim: Claim;
+  /** Appends of one shape make statements of one text: only they go together (see sendGroup). */
+  shape: string;
+  /** Its inline projectors' statements, made with its place's `appended`; IN_TRANSACTION: it goes alone. */
+  statements: (appended: Expression<SqlBool>) => InlineStatement[] | InTransaction;
+  /** Answers it from the rows the group's statement inserted for it (none: refused, or a conflict). */
+  inserted: (rows: readonly InsertedRow[]) => Promise<unknown>;
+  /** Sends it on its own, and answers it. */
+  alone: () => Promise<unknown>;
+};
+
+/**
+ * Sends appends of different streams together: one statement, so one transaction and one commit
+ * (one WAL flush) for each group of appends of one shape. Appends of one shape make one text for each
+ * number of them, which PostgreSQL keeps prepared (infra/db/statement-cache.ts): few texts, however
+ * mixed the appends. An append whose projectors need a transaction, or the only one of its shape, goes
+ * alone; should a group's statement fail (a constraint one append broke, a deadlock with another
+ * process), nothing of it was written, and each goes again alone, failing or not on its own. Streams
+ * in id order, so that the statements of several processes lock them in the same order. Every member
+ * is answered; the statement belongs to no caller's trace.
+ */
+async function sendGroup(db: Db, members: readonly GroupMember[]): Promise<void> {
+  const sorted = [...members].sort((a, b) => compareIds(a.claim.streamId, b.claim.streamId));
+  await Promise.all(
+    [...Map.groupBy(sorted, (member) => member.shape).values()].map((same) => sendShape(db, same)),
+  );
+}
+
+/** Appends of one shape, in stream id order: as one statement (see sendGroup). */
+async function sendShape(db: Db, members: readonly GroupMember[]): Promise<void> {
+  const [first] = members;
+  if (first === undefined) return;
+  if (members.length === 1) {
+    await first.alone();
+    return;
+  }
+  const together: { member: GroupMember; claim: Claim; statements: InlineStatement[] }[] = [];
+  const apart: Promise<unknown>[] = [];
+  for (const member of members) {
+    const appended = sql<SqlBool>`exists (select from ${sql.raw(`appended_${together.length + 1}`)})`;
+    let statements: InlineStatement[] | InTransaction;
+    try {
+      statements = member.statements(appended);
+    } catch {
+      statements = IN_TRANSACTION;
+    }
+    if (statements === IN_TRANSACTION) apart.push(member.alone());
+    else together.push({ member, claim: member.claim, statements });
+  }
+  const [sole] = together;
+  if (sole !== undefined && together.length === 1) apart.push(sole.member.alone());
+  else if (together.length > 1) {
+    let inserted: (InsertedRow & { member: number })[] | undefined;
+    try {
+      inserted = (await detached(() => groupStatement(together).execute(db))).rows;
+    } catch {
+      apart.push(...together.map((t) => t.member.alone()));
+    }
+    if (inserted !== undefined) {
+      const byMember = Map.groupBy(inserted, (row) => row.member);
+      apart.push(...together.map((t, index) => t.member.inserted(byMember.get(index + 1) ?? [])));
+    }
+  }
+  await Promise.all(apart);
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**

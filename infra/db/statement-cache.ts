@@ -13,7 +13,8 @@ import type { Db } from './schema.ts';
  *    is as good (`plan_cache_mode = auto`). Texts without parameters stay unnamed, and so do texts past
  *    the first `MAX_NAMED` (bounding what each server connection holds) and texts over
  *    `MAX_NAMED_LENGTH`, which are never remembered: multi-row inserts have a text per row count, and
- *    keeping them grew the heap (docs/reliability.md, soak).
+ *    keeping them grew the heap (docs/reliability.md, soak). A text that begins with `ALWAYS_NAMED` is
+ *    named whatever its length: the event store's group appends, of which there are few texts.
  * 2. Compiled queries (`prepared`): a hot kysely query built and compiled to SQL once.
  *
  * What this relies on in `pg` (8.x), pinned by tests/infra/statement-cache.int.test.ts: pg-pool builds
@@ -26,26 +27,36 @@ import type { Db } from './schema.ts';
 const MAX_NAMED = 500;
 /** Texts seen once are forgotten past this many, so that one-off texts cannot grow the map for ever. */
 const MAX_SEEN = 5_000;
-/** Longer texts are never named nor remembered (see above): the maps hold at most this much a text. */
+/** Longer texts are never named nor remembered (see above), unless they begin with `ALWAYS_NAMED`. */
 export const MAX_NAMED_LENGTH = 4_096;
+/**
+ * What begins a text that is named whatever its length: a statement of which few texts exist however
+ * long each is (a group of appends, whose text depends only on how many go together and their shape).
+ */
+export const ALWAYS_NAMED = '/* named */';
+/** At most this many of the texts named are longer than MAX_NAMED_LENGTH (their plans are larger too). */
+const MAX_NAMED_LONG = 16;
 
 type StatementNames = { nameOf(text: string): string | undefined; readonly named: number };
 
 /** The names of one pool's statements: a text is named the second time it is seen (see above). */
-export function createStatementNames(maxNamed = MAX_NAMED): StatementNames {
+export function createStatementNames(maxNamed = MAX_NAMED, maxNamedLong = MAX_NAMED_LONG): StatementNames {
   const names = new Map<string, string>();
   let seenOnce = new Set<string>();
+  let namedLong = 0;
   return {
     nameOf(text) {
-      if (text.length > MAX_NAMED_LENGTH) return undefined;
+      const long = text.length > MAX_NAMED_LENGTH;
+      if (long && !text.startsWith(ALWAYS_NAMED)) return undefined;
       const known = names.get(text);
-      if (known !== undefined || names.size >= maxNamed) return known;
+      if (known !== undefined || names.size >= maxNamed || (long && namedLong >= maxNamedLong)) return known;
       if (!seenOnce.has(text)) {
         if (seenOnce.size >= MAX_SEEN) seenOnce = new Set();
         seenOnce.add(text);
         return undefined;
       }
       seenOnce.delete(text);
+      if (long) namedLong++;
       const name = `cs_${names.size + 1}`;
       names.set(text, name);
       return name;

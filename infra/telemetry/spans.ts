@@ -95,6 +95,14 @@ export function detached<T>(work: () => T): T {
   return on ? context.with(ROOT_CONTEXT, work) : work();
 }
 
+/**
+ * `work` bound to the trace active now: run later from elsewhere (a group of several callers' work,
+ * sent by whichever caller's turn it was), it counts as part of its own caller's trace.
+ */
+export function bound<A extends unknown[], T>(work: (...args: A) => T): (...args: A) => T {
+  return on ? context.bind(context.active(), work) : work;
+}
+
 /** Notes an error on a span as inSpan does (for work that returns its failure as a value). */
 export function noteError(span: Span, error: unknown): void {
   if (!span.isRecording()) return;

@@ -988,6 +988,70 @@ describe.each(backends)('event store on %s', (backend) => {
       expect(await store.readStream(streamId)).toEqual([]);
     });
 
+    it('share one statement and one commit across streams while the database is busy (group commit), each append failing alone', async () => {
+      const streams = Array.from({ length: 10 }, (_, i) => newStream(`group-${i}`));
+      let transactionPath = 0;
+      const projecting = storeWith({
+        inline: async () => {
+          transactionPath += 1;
+        },
+        inlineStatements: ([pending], _db, appended) =>
+          pending === undefined || pending.type === 'Undecided'
+            ? IN_TRANSACTION
+            : pending.type === 'Boom'
+              ? [sql`insert into checkpoints (name) values (null)`]
+              : [marker(`${pending.streamId}-v${pending.version}`, appended)],
+        groupCommits: () => true,
+      });
+      // Ten at once: two go at once, alone; the eight that arrive meanwhile go together as one statement.
+      const created = await Promise.all(
+        streams.map((streamId) =>
+          projecting.append(streamId, [event('A')], { expectedVersion: 'no_stream' }),
+        ),
+      );
+      const transactions = new Set(created.map((r) => nth(r.events, 0).transactionId));
+      expect(transactions.size).toBe(3);
+      expect(created.map((r) => r.nextVersion)).toEqual(streams.map(() => 1));
+      for (const streamId of streams) expect(await markers(streamId)).toEqual([`${streamId}-v1`]);
+
+      // A stale expectation, a projector's failing statement and one that needs a transaction, among others.
+      const second = await Promise.allSettled(
+        streams.map((streamId, i) =>
+          projecting.append(streamId, [event(i === 5 ? 'Boom' : i === 7 ? 'Undecided' : 'B')], {
+            expectedVersion: i === 3 ? 0 : 1,
+          }),
+        ),
+      );
+      expect(second.map((r) => r.status)).toEqual(
+        streams.map((_, i) => (i === 3 || i === 5 ? 'rejected' : 'fulfilled')),
+      );
+      expect((second[3] as PromiseRejectedResult).reason).toBeInstanceOf(ConcurrencyError);
+      expect((second[5] as PromiseRejectedResult).reason).not.toBeInstanceOf(ConcurrencyError);
+      expect(transactionPath).toBe(1);
+      for (const [i, streamId] of streams.entries()) {
+        const versions = (await store.readStream(streamId)).map((e) => e.version);
+        expect(versions).toEqual(i === 3 || i === 5 ? [1] : [1, 2]);
+        expect(await markers(streamId)).toEqual(
+          i === 3 || i === 5 || i === 7 ? [`${streamId}-v1`] : [`${streamId}-v1`, `${streamId}-v2`],
+        );
+      }
+
+      // Appends of two shapes (their data's properties differ): each shape goes as a statement of its own.
+      const third = await Promise.all(
+        streams.map((streamId, i) =>
+          projecting.append(streamId, [i % 2 === 0 ? event('C') : event('C', { n: i })], {
+            expectedVersion: i === 3 || i === 5 ? 1 : 2,
+          }),
+        ),
+      );
+      const shapesByTransaction = Map.groupBy(
+        third.map((r, i) => ({ transaction: nth(r.events, 0).transactionId, shape: i % 2 })),
+        (t) => t.transaction,
+      );
+      expect(shapesByTransaction.size).toBeLessThan(streams.length);
+      for (const same of shapesByTransaction.values()) expect(new Set(same.map((t) => t.shape)).size).toBe(1);
+    });
+
     it('give way to the transaction and `inline` when a projector cannot (IN_TRANSACTION), or for expected version any', async () => {
       const streamId = newStream('stmt-fallback');
       let transactionPath = 0;

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import {
+  ALWAYS_NAMED,
   createStatementNames,
   MAX_NAMED_LENGTH,
   namingClient,
@@ -40,6 +41,25 @@ describe('statement names', () => {
     // A short one is named as ever.
     names.nameOf(rows(2));
     expect(names.nameOf(rows(2))).toMatch(/^cs_\d+$/);
+  });
+
+  it('names a long text that begins with ALWAYS_NAMED (a group of appends), up to its own limit', () => {
+    const names = createStatementNames(500, 2);
+    const group = (n: number): string =>
+      `${ALWAYS_NAMED} with ${Array.from({ length: n }, (_, i) => `a_${i} as (select $${i + 1})`).join(', ')} select`;
+    for (const n of [300, 301, 302]) expect(group(n).length).toBeGreaterThan(MAX_NAMED_LENGTH);
+    expect(names.nameOf(group(300))).toBeUndefined();
+    const first = names.nameOf(group(300));
+    expect(first).toMatch(/^cs_\d+$/);
+    names.nameOf(group(301));
+    expect(names.nameOf(group(301))).toMatch(/^cs_\d+$/);
+    // Two long texts named: a third stays unnamed, the named keep their names, short ones are still named.
+    names.nameOf(group(302));
+    expect(names.nameOf(group(302))).toBeUndefined();
+    expect(names.nameOf(group(300))).toBe(first);
+    names.nameOf('select $1');
+    expect(names.nameOf('select $1')).toMatch(/^cs_\d+$/);
+    expect(names.named).toBe(3);
   });
 });
 
