@@ -139,9 +139,16 @@ export async function expectLabelled(page: Page): Promise<void> {
   expect(unlabelled).toEqual([]);
 }
 
-/** A full-page screenshot under SHOTS, for a person to look at. */
-export async function screenshot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+/**
+ * A full-page screenshot under SHOTS, for a person to look at. `timeoutMs`: for a page slow to paint
+ * (Playwright's default is 30 s).
+ */
+export async function screenshot(page: Page, name: string, opts: { timeoutMs?: number } = {}): Promise<void> {
+  await page.screenshot({
+    path: join(SHOTS, `${name}.png`),
+    fullPage: true,
+    ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
+  });
 }
 
 /** A support staff member, made with the CLI as an operator does (`staff create`). */
