@@ -44,7 +44,9 @@ export async function buildFloor(
     ),
   );
 
-  // findArticle: one statement (list row joined with its body).
+  // findArticle: one statement (list row joined with its body), the row sent with JSON.stringify, the
+  // body escaped on every read. The real route reads the body's JSON text as stored (findArticleJson);
+  // the floor stays the plain way a bare app would serve the article.
   app.get<{ Params: { id: string } }>('/floor/articles/:id', async (req, reply) => {
     const row = await findArticle(db, opts.accountId, req.params.id);
     if (!row) return reply.status(404).send({ error: 'not found' });

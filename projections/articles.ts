@@ -245,6 +245,9 @@ async function project(
 export type ArticleRow = Omit<Selectable<ArticlesTable>, 'account_id' | 'created_at'>;
 /** An article with its body and the body's protected links. */
 export type ArticleDetailRow = ArticleRow & Pick<Selectable<ArticleBodiesTable>, 'body' | 'protected_links'>;
+/** An article with its body as JSON text (`body_json`, escaped when it was stored) and its protected links. */
+export type ArticleJsonRow = ArticleRow &
+  Pick<Selectable<ArticleBodiesTable>, 'body_json' | 'protected_links'>;
 
 /**
  * The row of an article at a state, with its body's word count: what the projector writes for it, an
@@ -453,33 +456,61 @@ async function confirmLive(db: Db, liveKey: string | undefined, row: { key_live:
     throw invalidKeyError();
 }
 
-/** The statement of `findArticle`, compiled once: with the key check and without. */
-const articleQuery = (withKey: boolean) =>
+/** The statement of `findArticle` (or, `body_json`, of `findArticleJson`), compiled once: with the key check and without. */
+const articleQuery = (withKey: boolean, body: 'b.body' | 'b.body_json') =>
   prepared(
     (db, v: { articleId: string; accountId: string; keyId: string }) =>
       db
         .selectFrom('articles as a')
         .innerJoin('article_bodies as b', 'b.article_id', 'a.id')
-        .select([...listColumns, 'b.body', 'b.protected_links', keyLive(withKey ? v.keyId : undefined)])
+        .select([...listColumns, body, 'b.protected_links', keyLive(withKey ? v.keyId : undefined)])
         .where('a.id', '=', v.articleId)
         .where('a.account_id', '=', v.accountId),
     withKey ? ['articleId', 'accountId', 'keyId'] : ['articleId', 'accountId'],
   );
-const articleWithKey = articleQuery(true);
-const article = articleQuery(false);
+const articleQueries = { plain: articleQuery(false, 'b.body'), keyed: articleQuery(true, 'b.body') };
+const articleJsonQueries = {
+  plain: articleQuery(false, 'b.body_json'),
+  keyed: articleQuery(true, 'b.body_json'),
+};
 
 /**
  * One article of the account with its body; undefined for an unknown id and another account's id
  * alike. With `liveKey`, the statement also confirms the API key is not revoked (a revoked key is
  * refused; when there is no such article, the key is looked up on its own).
  */
-export async function findArticle(
+export function findArticle(
   db: Db,
   accountId: string,
   articleId: string,
   liveKey?: string,
 ): Promise<ArticleDetailRow | undefined> {
-  const [row] = await (liveKey === undefined ? article : articleWithKey)(db, {
+  return findOne(articleQueries, db, accountId, articleId, liveKey);
+}
+
+/** `findArticle` with the body as its JSON text, as stored (`body_json`): what the API's answer embeds. */
+export function findArticleJson(
+  db: Db,
+  accountId: string,
+  articleId: string,
+  liveKey?: string,
+): Promise<ArticleJsonRow | undefined> {
+  return findOne(articleJsonQueries, db, accountId, articleId, liveKey);
+}
+
+type ArticleStatement<R> = (
+  db: Db,
+  values: { articleId: string; accountId: string; keyId: string },
+) => Promise<(R & { key_live: boolean })[]>;
+
+async function findOne<R>(
+  queries: { plain: ArticleStatement<R>; keyed: ArticleStatement<R> },
+  db: Db,
+  accountId: string,
+  articleId: string,
+  liveKey: string | undefined,
+): Promise<R | undefined> {
+  const [row] = await (liveKey === undefined ? queries.plain : queries.keyed)(db, {
     articleId,
     accountId,
     keyId: liveKey ?? '',
@@ -487,5 +518,5 @@ export async function findArticle(
   await confirmLive(db, liveKey, row);
   if (!row) return undefined;
   const { key_live: _, ...found } = row;
-  return found;
+  return found as R;
 }

@@ -8,6 +8,7 @@ import { inspectImage } from '../../infra/media/image.ts';
 import {
   findArticle,
   findArticleHead,
+  findArticleJson,
   findArticleRevision,
   listArticles,
 } from '../../projections/articles.ts';
@@ -27,7 +28,14 @@ import {
   toParam,
 } from './requests.ts';
 import { inUseCase } from './use-case-span.ts';
-import { type ArticleListItemOut, type ArticleOut, articleListItemOut, articleOut } from './wire.ts';
+import {
+  type ArticleListItemOut,
+  type ArticleOut,
+  articleJson,
+  articleListItemOut,
+  articleOut,
+  type JsonOf,
+} from './wire.ts';
 
 /* What the article use cases are asked with: every face's parameters and bodies derive from these. */
 
@@ -101,24 +109,27 @@ export function createArticles(
     },
 
     /**
-     * One article as `get` gives it, unless the caller holds its current revision (`held`, from a
+     * One article as `get` gives it, written as JSON (its body as escaped when it was stored, not
+     * escaped again: `articleJson`), unless the caller holds its current revision (`held`, from a
      * conditional request): then that revision alone, read without the body.
      */
     getUnlessHeld(
       call: Call,
       articleId: string,
       held: number | undefined,
-    ): Promise<Outcome<{ revision: number; article: ArticleOut | null }>> {
+    ): Promise<Outcome<{ revision: number; article: JsonOf<ArticleOut> | null }>> {
       return outcomeOf({ articleId }, async (note) => {
+        const { principal } = call;
         if (held !== undefined) {
-          const { principal } = call;
           const head = await findArticleHead(db, principal.accountId, articleId, principal.liveKey);
           if (!head) throw new DomainError('not_found', `No article ${articleId}`);
           note.site(head.siteId);
           if (head.revision === held) return { revision: held, article: null };
         }
-        const article = await readArticle(call, note, articleId);
-        return { revision: article.revision, article };
+        const row = await findArticleJson(db, principal.accountId, articleId, principal.liveKey);
+        if (!row) throw new DomainError('not_found', `No article ${articleId}`);
+        note.site(row.site_id);
+        return { revision: row.revision, article: articleJson(row) };
       });
     },
 

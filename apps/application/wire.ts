@@ -15,7 +15,7 @@ import type {
   WebhookEndpointsTable,
 } from '../../infra/db/schema.ts';
 import type { ActivityRow } from '../../projections/activity.ts';
-import type { ArticleDetailRow, ArticleRow } from '../../projections/articles.ts';
+import type { ArticleDetailRow, ArticleJsonRow, ArticleRow } from '../../projections/articles.ts';
 import type { BacklinkRow } from '../../projections/backlinks.ts';
 import type { RevisionRow } from '../../projections/revisions.ts';
 import type { Period, SiteStats } from '../../projections/site-stats.ts';
@@ -488,6 +488,20 @@ export function articleOut(row: ArticleDetailRow): ArticleOut {
     body: row.body,
     protected_links: row.protected_links ?? extractProtectedLinks(row.body),
   };
+}
+
+/** The JSON text of a wire object of type `T`, as `JSON.stringify` writes it. */
+export type JsonOf<T> = string & { readonly __jsonOf?: T };
+
+/**
+ * `JSON.stringify(articleOut(row))` of the article read with its body as JSON text (`body_json`,
+ * escaped by PostgreSQL when the body was stored): the same text, with that body written as it is
+ * rather than escaped again.
+ */
+export function articleJson(row: ArticleJsonRow): JsonOf<ArticleOut> {
+  const listed = JSON.stringify(articleListItemOut(row));
+  const links = row.protected_links ?? extractProtectedLinks(JSON.parse(row.body_json) as string);
+  return `${listed.slice(0, -1)},"body":${row.body_json},"protected_links":${JSON.stringify(links)}}`;
 }
 
 export function backlinkOut(row: BacklinkRow): BacklinkOut {

@@ -71,6 +71,8 @@ export interface ArticleBodiesTable {
   body: string;
   /** The body's protected links, found when it was projected (null on rows from before migration 008). */
   protected_links: ColumnType<ProtectedLinkJson[] | null, string | null | undefined, string | null>;
+  /** The body's JSON text (a quoted, escaped string), made by PostgreSQL from `body` (a generated column). */
+  body_json: ColumnType<string, never, never>;
 }
 export interface RevisionsTable {
   article_id: string;

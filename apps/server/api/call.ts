@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ArticleWrite } from '../../application/article-write.ts';
 import { type Call, type Outcome, unwrap } from '../../application/call.ts';
+import type { JsonOf } from '../../application/wire.ts';
 import { noteOutcome } from '../http/activity-log.ts';
 import { publishDecision } from '../http/limits.ts';
 import { liveKeyOf, principalOf } from './auth.ts';
@@ -39,6 +40,11 @@ export function weakEtag(revision: number): string {
 export function revisionOfEtag(value: string | undefined): number | undefined {
   const match = value === undefined ? null : /^W\/"([1-9]\d{0,8})"$/.exec(value);
   return match ? Number(match[1]) : undefined;
+}
+
+/** Answers with JSON text already written (a wire object as `JSON.stringify` writes it), as it is. */
+export function sendJson(reply: FastifyReply, json: JsonOf<unknown>): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(json);
 }
 
 /** 304 Not Modified: no body, so neither a Content-Type nor a Content-Length (RFC 9110 15.4.5, 8.6). */

@@ -7,7 +7,7 @@ import { ArticleParams, PageQuery, SiteParams } from '../../application/requests
 import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
 import { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } from '../../application/wire.ts';
 import { listOf, Problem } from '../http/schemas.ts';
-import { apiCall, revisionOfEtag, sendNotModified, settled, weakEtag } from './call.ts';
+import { apiCall, revisionOfEtag, sendJson, sendNotModified, settled, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';
 
 type ReadRouteDeps = { application: Application; publicUrl: string };
@@ -113,7 +113,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       );
       reply.header('etag', weakEtag(read.revision));
       if (read.article === null) return sendNotModified(reply);
-      return read.article;
+      return sendJson(reply, read.article);
     },
   );
 
