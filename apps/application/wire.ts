@@ -552,6 +552,20 @@ export function changeOut(result: EditResult): ArticleChangeOut {
   return { ...articleOut(result.article), changed: result.changed, sanitized: result.sanitized };
 }
 
+/**
+ * `JSON.stringify(change)`, with the body's JSON text from `bodyJson` (remembered by the caller for a
+ * body it writes again and again: infra/json-texts.ts) rather than escaped here.
+ */
+export function changeJson(
+  change: ArticleChangeOut,
+  bodyJson: (body: string) => string,
+): JsonOf<ArticleChangeOut> {
+  const { body, protected_links, changed, sanitized, ...listed } = change;
+  return `${JSON.stringify(listed).slice(0, -1)},"body":${bodyJson(body)},"protected_links":${JSON.stringify(
+    protected_links,
+  )},"changed":${changed},"sanitized":${JSON.stringify(sanitized)}}`;
+}
+
 export function revisionOut(row: RevisionRow): RevisionOut {
   return {
     revision: row.revision,

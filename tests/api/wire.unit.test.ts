@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { articleJson, articleOut, rfc3339 } from '../../apps/application/wire.ts';
+import { articleJson, articleOut, changeJson, rfc3339 } from '../../apps/application/wire.ts';
 
 describe('rfc3339', () => {
   it('writes UTC to the second, as CONTRACT does', () => {
@@ -57,6 +57,23 @@ describe('articleJson', () => {
       fc.property(row, ({ body, ...rest }) => {
         const written = articleJson({ ...rest, body_json: JSON.stringify(body) });
         expect(written).toBe(JSON.stringify(articleOut({ ...rest, body })));
+      }),
+    );
+  });
+
+  it('changeJson writes what JSON.stringify writes of a change, the body from the given text', () => {
+    const sanitized = fc.array(
+      fc.record({
+        path: text,
+        removed: text,
+        reason: fc.constantFrom('comment' as const, 'unsafe_url' as const),
+      }),
+      { maxLength: 3 },
+    );
+    fc.assert(
+      fc.property(row, fc.boolean(), sanitized, ({ body, ...rest }, changed, items) => {
+        const change = { ...articleOut({ ...rest, body }), changed, sanitized: items };
+        expect(changeJson(change, (b) => JSON.stringify(b))).toBe(JSON.stringify(change));
       }),
     );
   });

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { JsonTexts } from '../../../infra/json-texts.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
 import { type Call, type Outcome, unwrap } from '../../application/call.ts';
-import type { JsonOf } from '../../application/wire.ts';
+import { changeJson, type JsonOf } from '../../application/wire.ts';
 import { noteOutcome } from '../http/activity-log.ts';
 import { publishDecision } from '../http/limits.ts';
 import { liveKeyOf, principalOf } from './auth.ts';
@@ -60,10 +61,12 @@ export function sendWrite(
   request: FastifyRequest,
   reply: FastifyReply,
   outcome: Outcome<ArticleWrite>,
+  jsonTexts: JsonTexts,
 ): FastifyReply {
   const result = settled(request, reply, outcome);
   if (result.replayed) reply.header('idempotent-replayed', 'true');
-  return reply.status(200).header('etag', weakEtag(result.change.revision)).send(result.change);
+  reply.status(200).header('etag', weakEtag(result.change.revision));
+  return sendJson(reply, changeJson(result.change, jsonTexts.of));
 }
 
 /** The idempotency of a write request: its Idempotency-Key, and the request it names (method, URL, If-Match, body). */

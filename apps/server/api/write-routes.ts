@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { DomainError, parameterError } from '../../../domain/errors.ts';
+import { createJsonTexts } from '../../../infra/json-texts.ts';
 import { EditArticleBody, FeaturedImageJsonBody, type ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
 import { ArticleParams, PageQuery } from '../../application/requests.ts';
@@ -35,6 +36,8 @@ function parseIfMatch(value: string | undefined): number | undefined {
 
 /** The writes: article edits, restores; each accepted change is a revision with origin `api`. */
 export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { application, publicUrl }) => {
+  // The bodies these answers carry, escaped once each (an edit of the title answers with the same body).
+  const jsonTexts = createJsonTexts();
   app.put(
     '/articles/:id',
     {
@@ -69,6 +72,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
           { articleId: req.params.id, title, body, reason, expectedRevision },
           idempotencyOf(req, req.body),
         ),
+        jsonTexts,
       );
     },
   );
@@ -172,6 +176,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
           { articleId: req.params.id, image, expectedRevision },
           idempotencyOf(req, payload),
         ),
+        jsonTexts,
       );
     },
   );
@@ -247,6 +252,7 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
           { articleId: req.params.id, revision: req.params.n, reason, expectedRevision },
           idempotencyOf(req, { n: req.params.n, reason }),
         ),
+        jsonTexts,
       );
     },
   );
