@@ -3,6 +3,7 @@ import { checkExpectedRevision } from '../../domain/article/decider.ts';
 import type { FeaturedImage } from '../../domain/article/events.ts';
 import { ALT_MAX, ArticleStatus, BODY_MAX_MIB, TITLE_MAX } from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
+import type { Db } from '../../infra/db/schema.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
 import {
@@ -119,16 +120,14 @@ export function createArticles(
       held: number | undefined,
     ): Promise<Outcome<{ revision: number; article: JsonOf<ArticleOut> | null }>> {
       return outcomeOf({ articleId }, async (note) => {
-        const { principal } = call;
         if (held !== undefined) {
+          const { principal } = call;
           const head = await findArticleHead(db, principal.accountId, articleId, principal.liveKey);
           if (!head) throw new DomainError('not_found', `No article ${articleId}`);
           note.site(head.siteId);
           if (head.revision === held) return { revision: held, article: null };
         }
-        const row = await findArticleJson(db, principal.accountId, articleId, principal.liveKey);
-        if (!row) throw new DomainError('not_found', `No article ${articleId}`);
-        note.site(row.site_id);
+        const row = await ownRow(call, note, articleId, findArticleJson);
         return { revision: row.revision, article: articleJson(row) };
       });
     },
@@ -202,11 +201,21 @@ export function createArticles(
   };
 
   async function readArticle(call: Call, note: Note, articleId: string): Promise<ArticleOut> {
+    return articleOut(await ownRow(call, note, articleId, findArticle));
+  }
+
+  /** The article's row as `find` reads it, the call's own (`not_found` otherwise), its site noted. */
+  async function ownRow<R extends { site_id: string }>(
+    call: Call,
+    note: Note,
+    articleId: string,
+    find: (db: Db, accountId: string, articleId: string, liveKey?: string) => Promise<R | undefined>,
+  ): Promise<R> {
     const { principal } = call;
-    const row = await findArticle(db, principal.accountId, articleId, principal.liveKey);
+    const row = await find(db, principal.accountId, articleId, principal.liveKey);
     if (!row) throw new DomainError('not_found', `No article ${articleId}`);
     note.site(row.site_id);
-    return articleOut(row);
+    return row;
   }
 
   async function replaceImage(

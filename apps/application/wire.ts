@@ -499,9 +499,21 @@ export type JsonOf<T> = string & { readonly __jsonOf?: T };
  * rather than escaped again.
  */
 export function articleJson(row: ArticleJsonRow): JsonOf<ArticleOut> {
-  const listed = JSON.stringify(articleListItemOut(row));
   const links = row.protected_links ?? extractProtectedLinks(JSON.parse(row.body_json) as string);
-  return `${listed.slice(0, -1)},"body":${row.body_json},"protected_links":${JSON.stringify(links)}}`;
+  return articleText(articleListItemOut(row), row.body_json, links, '');
+}
+
+/**
+ * An article's JSON as `JSON.stringify` writes it (its list fields, body, protected links, then
+ * `more`, the members after them, each led by a comma), with the body's JSON text given.
+ */
+function articleText(
+  listed: ArticleListItemOut,
+  bodyJson: string,
+  links: ArticleOut['protected_links'],
+  more: string,
+): string {
+  return `${JSON.stringify(listed).slice(0, -1)},"body":${bodyJson},"protected_links":${JSON.stringify(links)}${more}}`;
 }
 
 export function backlinkOut(row: BacklinkRow): BacklinkOut {
@@ -561,9 +573,12 @@ export function changeJson(
   bodyJson: (body: string) => string,
 ): JsonOf<ArticleChangeOut> {
   const { body, protected_links, changed, sanitized, ...listed } = change;
-  return `${JSON.stringify(listed).slice(0, -1)},"body":${bodyJson(body)},"protected_links":${JSON.stringify(
+  return articleText(
+    listed,
+    bodyJson(body),
     protected_links,
-  )},"changed":${changed},"sanitized":${JSON.stringify(sanitized)}}`;
+    `,"changed":${changed},"sanitized":${JSON.stringify(sanitized)}`,
+  );
 }
 
 export function revisionOut(row: RevisionRow): RevisionOut {
