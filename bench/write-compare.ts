@@ -10,17 +10,21 @@ import { median } from './report.ts';
  * DIR` (a `git worktree add` of the code to compare with, its node_modules linked and its web client
  * built) and this checkout, `--rounds N` times each (3), before first. Each run is the whole write
  * benchmark on the same benchmark database (DATABASE_URL, as write-run.ts); its write-latest.json is
- * read back after it. The medians of each side and every run go to
- * bench/results/write-compare-latest.md and its .json beside it.
+ * read back after it. `--before-database URL`: the before side's runs on another database instead (a
+ * copy, `createdb -T`, for code that cannot open a database migrated past it). The medians of each side
+ * and every run go to bench/results/write-compare-latest.md and its .json beside it.
  */
 const args = parseArgs({
   options: {
     before: { type: 'string' },
     rounds: { type: 'string', default: '3' },
+    'before-database': { type: 'string' },
   },
 }).values;
 if (!args.before) {
-  process.stderr.write('usage: node bench/write-compare.ts --before DIR [--rounds N]\n');
+  process.stderr.write(
+    'usage: node bench/write-compare.ts --before DIR [--before-database URL] [--rounds N]\n',
+  );
   process.exit(2);
 }
 const rounds = Number(args.rounds);
@@ -30,8 +34,8 @@ if (!Number.isInteger(rounds) || rounds < 1) {
 }
 const ROOT = resolve(import.meta.dirname, '..');
 const sides = [
-  { name: 'before', dir: resolve(args.before) },
-  { name: 'after', dir: ROOT },
+  { name: 'before', dir: resolve(args.before), databaseUrl: args['before-database'] },
+  { name: 'after', dir: ROOT, databaseUrl: undefined },
 ] as const;
 
 type Load = {
@@ -46,10 +50,11 @@ type Run = {
   load_at_start: { busy_elsewhere_cores: number };
 };
 
-function runWrites(dir: string): Promise<void> {
+function runWrites(dir: string, databaseUrl: string | undefined): Promise<void> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, ['bench/write-run.ts'], {
       cwd: dir,
+      env: databaseUrl === undefined ? process.env : { ...process.env, DATABASE_URL: databaseUrl },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     child.on('error', fail);
@@ -63,7 +68,7 @@ const runs: Record<'before' | 'after', Run[]> = { before: [], after: [] };
 for (let round = 1; round <= rounds; round++) {
   for (const side of sides) {
     process.stderr.write(`[write compare] round ${round} of ${rounds}: ${side.name} (${side.dir})\n`);
-    await runWrites(side.dir);
+    await runWrites(side.dir, side.databaseUrl);
     const run = JSON.parse(
       await readFile(resolve(side.dir, 'bench/results/write-latest.json'), 'utf8'),
     ) as Run;
@@ -107,6 +112,7 @@ const results = {
   at,
   machine: { cores: os.cpus().length, model: os.cpus()[0]?.model ?? '' },
   before: sides[0].dir,
+  before_database: sides[0].databaseUrl ?? null,
   rounds,
   rows,
 };

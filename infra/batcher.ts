@@ -9,11 +9,14 @@ type Failures = readonly unknown[] | undefined;
 /**
  * Collects items and hands them to `flush` together, one flush at a time, in the order added.
  *
- * When no flush is running, a batch goes `maxDelayMs` after its first item, or at once when
- * `maxItems` are waiting. While a flush runs, what arrives waits, and goes as the next batch (at
- * most `maxItems`) as soon as it ends: a flush slower than the items come makes the batches bigger,
- * never a queue of small flushes (group commit). Each `add` resolves with its batch, or rejects with
- * its own failure (the flush's answer) or the whole flush's error.
+ * A batch goes `maxDelayMs` after its first item, or at once when `maxItems` are waiting; while a
+ * flush runs, what arrives waits for it to end, and then goes as the next batch (at most `maxItems`)
+ * at once if its first item has waited `maxDelayMs` already, else when it has. So a flush slower than
+ * the items come makes the batches bigger, never a queue of small flushes (group commit), and a fast
+ * flush under a steady stream does not either: each batch holds what came in `maxDelayMs` at least
+ * (a batch's cost is mostly its own, not its items': the transaction, its round trips, its commit).
+ * Each `add` resolves with its batch, or rejects with its own failure (the flush's answer) or the
+ * whole flush's error.
  */
 export function createBatcher<T>(
   // biome-ignore lint/suspicious/noConfusingVoidType: a flush that stored everything may return nothing.
@@ -37,7 +40,7 @@ export function createBatcher<T>(
   const flushBatch = async (batch: Waiting[]): Promise<void> => {
     try {
       const failures = await flush(batch.map((w) => w.item));
-      const end = onStored ? performance.now() : 0;
+      const end = performance.now();
       batch.forEach((w, i) => {
         const failure = failures?.[i];
         if (failure === null || failure === undefined) {
@@ -63,22 +66,29 @@ export function createBatcher<T>(
       await flushBatch(batch);
       settled += batch.length;
       flushing = null;
-      // What came meanwhile has waited a whole flush already.
-      start();
+      // What came meanwhile goes once its first item has waited the delay, or at once when full.
+      later();
     });
+  };
+
+  /** Starts the next batch at once if it is due (full, or its first item has waited the delay), else when it is. */
+  const later = (): void => {
+    const first = waiting[0];
+    if (first === undefined) return;
+    const left = opts.maxDelayMs - (performance.now() - first.at);
+    if (waiting.length >= opts.maxItems || left <= 0) start();
+    else if (!timer) {
+      timer = setTimeout(start, left);
+      timer.unref();
+    }
   };
 
   return {
     add(item) {
       added++;
       return new Promise<void>((resolve, reject) => {
-        waiting.push({ item, at: onStored ? performance.now() : 0, resolve, reject });
-        if (flushing) return;
-        if (waiting.length >= opts.maxItems) start();
-        else if (!timer) {
-          timer = setTimeout(start, opts.maxDelayMs);
-          timer.unref();
-        }
+        waiting.push({ item, at: performance.now(), resolve, reject });
+        if (!flushing) later();
       });
     },
     /** Flushes what was added before this call without waiting for the delay; resolves once its batches ended. */

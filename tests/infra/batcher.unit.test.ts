@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createBatcher } from '../../infra/batcher.ts';
 
 describe('batcher', () => {
@@ -96,5 +96,60 @@ describe('batcher', () => {
     await Promise.all(added);
     await b.flushNow(); // nothing waiting: resolves at once
     expect(batches).toEqual([[1, 2]]);
+  });
+  it('under a steady stream, a flush shorter than the delay does not make a queue of small ones: each batch holds what came in the delay', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const batches: number[][] = [];
+      // Each flush takes 5 ms.
+      const b = createBatcher<number>(
+        async (items) => {
+          batches.push(items);
+          await new Promise((r) => setTimeout(r, 5));
+        },
+        { maxItems: 1000, maxDelayMs: 20 },
+      );
+      const added: Promise<void>[] = [];
+      // One item a millisecond for 100 ms.
+      for (let n = 0; n < 100; n++) {
+        added.push(b.add(n));
+        await vi.advanceTimersByTimeAsync(1);
+      }
+      await vi.advanceTimersByTimeAsync(30);
+      await Promise.all(added);
+      expect(batches.flat()).toEqual(Array.from({ length: 100 }, (_, n) => n));
+      // A batch goes 20 ms after its first item: five batches of twenty, not a hundred of one.
+      expect(batches.map((batch) => batch.length)).toEqual([20, 20, 20, 20, 20]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('what came during a flush goes when its first item has waited the delay, not before', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const batches: number[][] = [];
+      let release: () => void = () => {};
+      const b = createBatcher<number>(
+        async (items) => {
+          batches.push(items);
+          if (batches.length === 1) await new Promise<void>((r) => (release = r));
+        },
+        { maxItems: 100, maxDelayMs: 50 },
+      );
+      const added = [b.add(1)];
+      await vi.advanceTimersByTimeAsync(50); // the first batch is flushing, held
+      expect(batches).toEqual([[1]]);
+      added.push(b.add(2));
+      await vi.advanceTimersByTimeAsync(10);
+      release(); // ends 10 ms after 2 came: 2 waits 40 ms more
+      await vi.advanceTimersByTimeAsync(39);
+      expect(batches).toEqual([[1]]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(batches).toEqual([[1], [2]]);
+      await Promise.all(added);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
