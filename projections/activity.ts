@@ -1,5 +1,5 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
-import type { ActivitySource, CallRecorded } from '../domain/activity/events.ts';
+import type { ActivitySource, CallRecorded, CallsRecorded } from '../domain/activity/events.ts';
 import { type ArticleEvent, articleEventTypes } from '../domain/article/events.ts';
 import type { ActivityTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
@@ -16,7 +16,8 @@ const operationOf = {
 } as const satisfies Record<ArticleEvent['type'], string>;
 
 /**
- * The activity log: every call through a face of the service (`CallRecorded`), and the changes the
+ * The activity log: every call through a face of the service (`CallsRecorded`, a batch of one
+ * account's calls; `CallRecorded`, one call, in the log's earlier events), and the changes the
  * service's own pipeline makes (article events with origin `rewrite`), which arrive through no call.
  *
  * Inline: a batch of calls' records and their rows are written by one transaction, and a pipeline
@@ -29,7 +30,7 @@ const operationOf = {
 export const activityProjector = inlineProjector({
   name: 'activity@1',
   mode: 'inline',
-  handles: ['CallRecorded', ...articleEventTypes],
+  handles: ['CallRecorded', 'CallsRecorded', ...articleEventTypes],
   tables: ['activity'],
   /** Hand-written: a pipeline change reads its article's owner. */
   async apply(event, trx) {
@@ -44,15 +45,19 @@ export const activityProjector = inlineProjector({
    * its article's owner, and calls' records come in batches: both take `apply`.
    */
   statementsFor(event) {
-    return event.type !== 'CallRecorded' && !isPipelineChange(event) ? [] : IN_TRANSACTION;
+    return !isCalls(event) && !isPipelineChange(event) ? [] : IN_TRANSACTION;
   },
   /** A run of article changes through a face leaves no row either. */
   statementsForRun(events) {
-    return events.every((event) => event.type !== 'CallRecorded' && !isPipelineChange(event))
-      ? []
-      : IN_TRANSACTION;
+    return events.every((event) => !isCalls(event) && !isPipelineChange(event)) ? [] : IN_TRANSACTION;
   },
 });
+
+type ActivityEvent = CallRecorded | CallsRecorded | ArticleEvent;
+
+function isCalls(event: ActivityEvent): event is CallRecorded | CallsRecorded {
+  return event.type === 'CallRecorded' || event.type === 'CallsRecorded';
+}
 
 const INSERT_ROWS = 1000;
 
@@ -70,15 +75,12 @@ function clientIdAsRequestId(d: CallRecorded['data']): boolean {
 }
 
 /** An article change the service's own pipeline made (origin `rewrite`): it arrives through no call. */
-function isPipelineChange<E extends CallRecorded | ArticleEvent>(event: E): event is E & ArticleEvent {
-  return event.type !== 'CallRecorded' && event.data.origin === 'rewrite';
+function isPipelineChange<E extends ActivityEvent>(event: E): event is E & ArticleEvent {
+  return !isCalls(event) && event.data.origin === 'rewrite';
 }
 
 /** The activity rows of events, in order: calls as recorded, pipeline changes (`rewrite`) with their article's owner. */
-async function rowsOf(
-  events: readonly Stored<CallRecorded | ArticleEvent>[],
-  trx: Trx,
-): Promise<ActivityInsert[]> {
+async function rowsOf(events: readonly Stored<ActivityEvent>[], trx: Trx): Promise<ActivityInsert[]> {
   // The owner of an article never changes, so reading it from the (inline, current) article rows is
   // as good as reading it at the event's time, and a rebuild comes out the same.
   const articleIds = [
@@ -100,6 +102,28 @@ async function rowsOf(
   }
   const rows: ActivityInsert[] = [];
   for (const event of events) {
+    if (event.type === 'CallsRecorded') {
+      // A call of a batch always names its client's id apart (`clientRequestId`).
+      const { accountId } = event.data;
+      for (const c of event.data.calls) {
+        rows.push({
+          id: c.activityId,
+          account_id: accountId,
+          at: c.at,
+          source: c.source,
+          actor: c.actor,
+          operation: c.operation,
+          site_id: c.siteId,
+          article_id: c.articleId,
+          revision: c.revision ?? null,
+          status: c.status,
+          request_id: c.requestId,
+          client_request_id: c.clientRequestId ?? null,
+          duration_ms: c.durationMs,
+        });
+      }
+      continue;
+    }
     if (event.type === 'CallRecorded') {
       const d = event.data;
       const clientsOwn = clientIdAsRequestId(d);

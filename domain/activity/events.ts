@@ -9,7 +9,10 @@ import { Actor, type Event, eventSchema } from '../event.ts';
 export const ActivitySource = z.enum(['api', 'mcp', 'editor', 'web', 'rewrite', 'system']);
 export type ActivitySource = z.infer<typeof ActivitySource>;
 
-/** One call through a face of the service (API, MCP, web), rejected calls included. */
+/**
+ * One call through a face of the service (API, MCP, web), rejected calls included: the records of the
+ * log's earlier events, one event a call; calls are recorded as `CallsRecorded` now.
+ */
 export const CallRecordedData = z.object({
   activityId: z.string().min(1),
   accountId: z.string().min(1),
@@ -31,6 +34,21 @@ export const CallRecordedData = z.object({
   durationMs: z.number().int().min(0),
 });
 
+/** One call of `CallsRecorded`: a call's record without its account (the event's), with its time. */
+export const RecordedCall = CallRecordedData.omit({ accountId: true }).extend({
+  at: z.iso.datetime({ offset: true }),
+});
+
+/**
+ * Calls through the faces of the service of one account, recorded together (the activity log's batch:
+ * one event for the calls of a moment, so that the log and its indexes grow by one row a batch, not
+ * one a call).
+ */
+export const CallsRecordedData = z.object({
+  accountId: z.string().min(1),
+  calls: z.array(RecordedCall).min(1),
+});
+
 /** The most accounts a support search lists. */
 export const STAFF_SEARCH_MAX = 50;
 
@@ -48,11 +66,14 @@ export const StaffSearchedData = z.object({
 
 export const ActivityEventSchemas = {
   CallRecorded: eventSchema('CallRecorded', CallRecordedData),
+  CallsRecorded: eventSchema('CallsRecorded', CallsRecordedData),
   StaffSearched: eventSchema('StaffSearched', StaffSearchedData),
 } as const;
 export type CallRecorded = Event<'CallRecorded', z.infer<typeof CallRecordedData>>;
+export type CallsRecorded = Event<'CallsRecorded', z.infer<typeof CallsRecordedData>>;
+export type RecordedCall = z.infer<typeof RecordedCall>;
 export type StaffSearched = Event<'StaffSearched', z.infer<typeof StaffSearchedData>>;
-export type ActivityEvent = CallRecorded | StaffSearched;
+export type ActivityEvent = CallRecorded | CallsRecorded | StaffSearched;
 
 /** Calls of one account: appended with expected version `any`, ordered by the global log. */
 export const activityStream = (accountId: string): string => `activity-${accountId}`;

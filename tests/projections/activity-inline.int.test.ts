@@ -36,6 +36,32 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
     expect(status).toMatchObject({ mode: 'inline', checkpoint: null, lag: 0 });
   });
 
+  it("one event for a batch of an account's calls: the log grows by one row a batch, the activity by one a call", async () => {
+    const { accountId } = await setUpAccount(runtime, 'Batched Ltd');
+    const recorded = await Promise.all(
+      ['req_batch_1', 'req_batch_2', 'req_batch_3'].map((requestId) =>
+        runtime.commands.recordCall({
+          ...call(accountId, requestId),
+          clientRequestId: `client-${requestId}`,
+        }),
+      ),
+    );
+    const events = await sql<{ type: string; data: { accountId: string; calls: { activityId: string }[] } }>`
+      select type, data from events where stream_id = ${`activity-${accountId}`} order by version`
+      .execute(runtime.db)
+      .then((r) => r.rows);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.type).toBe('CallsRecorded');
+    expect(events[0]?.data.accountId).toBe(accountId);
+    expect(events[0]?.data.calls.map((c) => c.activityId)).toEqual(recorded.map((r) => r.activityId));
+    const rows = (await listActivity(runtime.db, accountId, { page: 1, perPage: 100 })).rows;
+    expect(rows.map((r) => [r.request_id, r.client_request_id]).sort()).toEqual([
+      ['req_batch_1', 'client-req_batch_1'],
+      ['req_batch_2', 'client-req_batch_2'],
+      ['req_batch_3', 'client-req_batch_3'],
+    ]);
+  });
+
   it("a record the store refuses takes no other record down: its account's others and other accounts' are stored", async () => {
     const a = await setUpAccount(runtime, 'Refused Ltd');
     const b = await setUpAccount(runtime, 'Bystander Ltd');
@@ -83,7 +109,7 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
     // appended but not applied (their rows are not there).
     const [event] = await sql<{ position: string; transaction_id: string }>`
       select position, transaction_id::text as transaction_id from events
-      where type = 'CallRecorded' and data->>'activityId' = ${first.activityId}`
+      where type = 'CallsRecorded' and data->'calls' @> ${JSON.stringify([{ activityId: first.activityId }])}::jsonb`
       .execute(db)
       .then((r) => r.rows);
     if (!event) throw new Error('the first record was not stored');

@@ -44,12 +44,27 @@ const call = fc.record({
   site: fc.option(fc.constantFrom(...SITES), { nil: null }),
   status: fc.constantFrom(200, 404, 499),
 });
+/** A batch of one account's calls (`CallsRecorded`), ids possibly repeated across batches (a replay). */
+const calls = fc.record({
+  kind: fc.constant('calls' as const),
+  calls: fc.array(
+    fc.record({
+      id: fc.integer({ min: 0, max: 20 }),
+      site: fc.option(fc.constantFrom(...SITES), { nil: null }),
+      status: fc.constantFrom(200, 404, 499),
+      revision: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
+      client: fc.option(fc.constantFrom('client-1', 'client-2'), { nil: null }),
+    }),
+    { minLength: 1, maxLength: 4 },
+  ),
+});
 type StepOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
 type Step =
   | StepOf<typeof backlink>
   | StepOf<typeof created>
   | StepOf<typeof statusChanged>
-  | StepOf<typeof call>;
+  | StepOf<typeof call>
+  | StepOf<typeof calls>;
 
 /** Stored events as the runner hands them to a projector (duplicates included: replays and imports make them). */
 function toEvents(steps: readonly Step[]): Stored[] {
@@ -115,6 +130,29 @@ function toEvents(steps: readonly Step[]): Stored[] {
           metadata,
         };
         break;
+      case 'calls':
+        event = {
+          type: 'CallsRecorded',
+          data: {
+            accountId: 'acc_1',
+            calls: step.calls.map((c, n) => ({
+              activityId: `act_batch_${c.id}`,
+              at: `2026-11-20T11:00:${String((i + n) % 60).padStart(2, '0')}Z`,
+              source: 'mcp' as const,
+              actor: { type: 'oauth_client' as const, id: 'client_1', name: 'Assistant' },
+              operation: 'get_article',
+              siteId: c.site,
+              articleId: null,
+              ...(c.revision === undefined ? {} : { revision: c.revision }),
+              status: c.status,
+              requestId: `req_${i}_${n}`,
+              clientRequestId: c.client,
+              durationMs: n,
+            })),
+          },
+          metadata,
+        };
+        break;
       case 'status':
         event = {
           type: 'ArticleStatusChanged',
@@ -176,7 +214,7 @@ describe.each(backends)('applyBatch on %s', (backend) => {
     it(`${projector.name}: a batch leaves exactly the rows apply leaves one event at a time`, async () => {
       await fc.assert(
         fc.asyncProperty(
-          fc.array(fc.oneof(backlink, created, statusChanged, call), { minLength: 1, maxLength: 60 }),
+          fc.array(fc.oneof(backlink, created, statusChanged, call, calls), { minLength: 1, maxLength: 60 }),
           fc.nat(),
           async (steps, cut) => {
             const events = toEvents(steps).filter((e) => (projector.handles as string[]).includes(e.type));

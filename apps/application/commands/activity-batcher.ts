@@ -2,6 +2,8 @@ import { sql, type Transaction } from 'kysely';
 import {
   activityStream,
   type CallRecorded,
+  type CallsRecorded,
+  type RecordedCall,
   type StaffSearched,
   staffSearchStream,
 } from '../../../domain/activity/events.ts';
@@ -12,9 +14,10 @@ import type { CommandContext } from './handler.ts';
 
 /*
  * The activity log's records. Calls are appended together, at most 100 ms after the first of them:
- * under load one append (a transaction of a few statements, the activity rows written by it) carries
- * hundreds of calls, and the log is a moment behind the calls. Each account's records are one append;
- * should one fail, its records are appended one by one, so that a record the store refuses takes no
+ * under load one append (a transaction of a few statements) carries hundreds of calls, and the log is
+ * a moment behind the calls. Each account's records of a batch are one event (`CallsRecorded`), and
+ * its activity rows are written from it by the same transaction; should that append fail, its calls
+ * are appended one by one, each an event of its own, so that a record the store refuses takes no
  * other record down with it: only its own call's promise rejects.
  *
  * Their transactions commit without waiting for the WAL flush (synchronous_commit off, for them only):
@@ -26,27 +29,46 @@ import type { CommandContext } from './handler.ts';
 const asyncCommit = (trx: Transaction<Database>) =>
   sql`select set_config('synchronous_commit', 'off', true)`.execute(trx).then(() => undefined);
 
+/** One call waiting for its batch: its account and its record. */
+type Waiting = { accountId: string; call: RecordedCall };
+
 export function activityCommands({ store, now, meta, metrics }: CommandContext) {
   const delay = metrics?.activityBatchDelay;
-  const calls = createBatcher<CallRecorded>(
-    async (events) => {
-      const failures: unknown[] = events.map(() => null);
+  const recorded = (accountId: string, calls: RecordedCall[]): CallsRecorded => ({
+    type: 'CallsRecorded',
+    data: { accountId, calls },
+    metadata: meta(),
+  });
+  const calls = createBatcher<Waiting>(
+    async (waiting) => {
+      const failures: unknown[] = waiting.map(() => null);
       const byAccount = Map.groupBy(
-        events.map((event, index) => ({ event, index })),
-        (e) => e.event.data.accountId,
+        waiting.map((w, index) => ({ ...w, index })),
+        (w) => w.accountId,
       );
       for (const [accountId, group] of byAccount) {
         const stream = activityStream(accountId);
         try {
           await store.append(
             stream,
-            group.map((e) => e.event),
-            { expectedVersion: 'any', alongside: asyncCommit },
+            [
+              recorded(
+                accountId,
+                group.map((w) => w.call),
+              ),
+            ],
+            {
+              expectedVersion: 'any',
+              alongside: asyncCommit,
+            },
           );
         } catch {
-          for (const { event, index } of group) {
+          for (const { call, index } of group) {
             try {
-              await store.append(stream, [event], { expectedVersion: 'any', alongside: asyncCommit });
+              await store.append(stream, [recorded(accountId, [call])], {
+                expectedVersion: 'any',
+                alongside: asyncCommit,
+              });
             } catch (error) {
               failures[index] = error;
             }
@@ -99,10 +121,9 @@ export function activityCommands({ store, now, meta, metrics }: CommandContext) 
     ): Promise<{ activityId: string }> {
       // Field by field rather than spread: this runs on every call.
       const activityId = newId('act');
-      const at = (input.at ?? now()).toISOString();
-      const data: CallRecorded['data'] = {
+      const call: RecordedCall = {
         activityId,
-        accountId: input.accountId,
+        at: (input.at ?? now()).toISOString(),
         source: input.source,
         actor: input.actor,
         operation: input.operation,
@@ -114,12 +135,8 @@ export function activityCommands({ store, now, meta, metrics }: CommandContext) 
         durationMs: input.durationMs,
       };
       // Only a call that created a revision names one: the others' records keep their shape.
-      if (typeof input.revision === 'number') data.revision = input.revision;
-      await calls.add({
-        type: 'CallRecorded',
-        data,
-        metadata: input.requestId ? { at, requestId: input.requestId } : { at },
-      });
+      if (typeof input.revision === 'number') call.revision = input.revision;
+      await calls.add({ accountId: input.accountId, call });
       return { activityId };
     },
   };
