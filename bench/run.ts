@@ -9,6 +9,7 @@ import pino from 'pino';
 import { buildApp } from '../apps/server/app.ts';
 import { createRequestLimiter } from '../apps/server/http/limits.ts';
 import { loadConfig } from '../infra/config.ts';
+import { createLogDestination } from '../infra/log-destination.ts';
 import { startAsyncProjections } from '../infra/projection-runner.ts';
 import { closeRedis, openRedis, waitForRedis } from '../infra/redis.ts';
 import { withoutPassword } from '../infra/url-password.ts';
@@ -119,7 +120,7 @@ const app = await buildApp({
   runtime,
   config,
   limit: limiter.hook,
-  logger: { level: config.LOG_LEVEL, file: '/dev/null' },
+  logger: { level: config.LOG_LEVEL, stream: createLogDestination('/dev/null').stream },
 });
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })

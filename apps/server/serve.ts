@@ -2,6 +2,7 @@ import pino from 'pino';
 import { demoOnFirstStart, loadConfigOrExit } from '../../infra/config.ts';
 import { orExit } from '../../infra/config-error.ts';
 import { beginOpenDatabase, databaseOptions } from '../../infra/db/open.ts';
+import { createLogDestination } from '../../infra/log-destination.ts';
 import { stopTracing } from '../../infra/telemetry/tracing.ts';
 import { LOG_REDACTION } from './http/log-redaction.ts';
 
@@ -97,9 +98,12 @@ const { jobs, modules } = await createJobs(
   jobsLog,
   metrics,
 );
+// The access log and the app's other lines go out in batches (infra/log-destination.ts).
+const appLog = createLogDestination(1);
 const app = await buildApp({
   runtime,
   config,
+  logger: { stream: appLog.stream },
   limit: limiter.hook,
   editLimit: edits.limit,
   pageLimit: pages,
@@ -110,6 +114,7 @@ const app = await buildApp({
 });
 // Refusals waiting out their pause are answered as soon as the server starts closing.
 app.addHook('preClose', async () => limiter.release());
+app.addHook('onClose', async () => appLog.flush());
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
   : null;

@@ -192,8 +192,7 @@ describe('featured images through a real server', () => {
     const detail = (r: { body: unknown }) => (r.body as { code: string; detail: string }).detail;
     expect(detail(unknown)).toBe(detail(loopback));
     expect(detail(unknown)).not.toMatch(/resolv|loopback|private|127\.0\.0\.1|no-such-host/);
-    const refused = server
-      .logs()
+    const refused = (await server.logsNow())
       .filter((line) => line.includes('"request refused"'))
       .map((line) => JSON.parse(line) as { code: string; cause: string });
     expect(refused).toEqual(

@@ -1,11 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { baseEnv, NODE, ROOT } from './process.ts';
 
 export type ServerProcess = {
   url: string;
   child: ChildProcess;
   logs: () => string[];
-  /** Sends SIGTERM and resolves with the exit code. */
+  /**
+   * The log lines up to now: the server writes its lines in batches (infra/log-destination.ts), so
+   * this asks it for a marked `GET /healthz` and resolves once that request's access-log line has
+   * arrived, and with it every line written before.
+   */
+  logsNow(): Promise<string[]>;
+  /** Sends SIGTERM and resolves with the exit code, once its output has all been read. */
   stop(): Promise<number | null>;
 };
 
@@ -26,7 +33,8 @@ export function startServer(
     });
     const lines: string[] = [];
     let buffer = '';
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    // 'close', not 'exit': the lines written as it exits are read by then.
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`server did not start in time:\n${lines.join('\n')}`));
@@ -47,6 +55,17 @@ export function startServer(
             url,
             child,
             logs: () => lines,
+            logsNow: async () => {
+              const mark = randomUUID();
+              await fetch(`${url}/healthz?log-mark=${mark}`).then((r) => r.arrayBuffer());
+              const deadline = Date.now() + 30_000;
+              while (!lines.some((line) => line.includes(mark))) {
+                if (Date.now() > deadline)
+                  throw new Error(`the marked request's log line never came:\n${lines.join('\n')}`);
+                await new Promise((r) => setTimeout(r, 10));
+              }
+              return lines;
+            },
             stop: async () => {
               child.kill('SIGTERM');
               return exited;

@@ -1,0 +1,74 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLogDestination, LOG_BATCH_BYTES } from '../../infra/log-destination.ts';
+
+const lines = async (path: string): Promise<string[]> =>
+  (await readFile(path, 'utf8').catch(() => '')).split('\n').filter((line) => line !== '');
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe('the batched log destination', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'cs-log-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('holds lines back until a batch is full, then writes them together, whole and in order', async () => {
+    const path = join(dir, 'app.log');
+    const log = pino(createLogDestination(path).stream);
+    log.info({ n: 0 }, 'first');
+    // Written within the same tick as the line: nothing has gone to the file yet.
+    expect(await lines(path)).toEqual([]);
+    const long = 'x'.repeat(200);
+    const count = Math.ceil(LOG_BATCH_BYTES / 200) + 1;
+    for (let n = 1; n <= count; n++) log.info({ n, long }, 'more');
+    // A batch's worth went out at once, as whole lines.
+    const written = await lines(path);
+    expect(written.length).toBeGreaterThan(1);
+    expect(written.map((line) => JSON.parse(line).n)).toEqual(written.map((_, n) => n));
+  });
+
+  it('writes a lone line within the batch delay, without more lines coming', async () => {
+    const path = join(dir, 'quiet.log');
+    const log = pino(createLogDestination(path).stream);
+    log.info('alone');
+    await until(async () => (await lines(path)).length === 1);
+    expect(JSON.parse((await lines(path))[0] ?? '{}').msg).toBe('alone');
+  });
+
+  it('flush writes what is waiting at once', async () => {
+    const path = join(dir, 'flushed.log');
+    const destination = createLogDestination(path);
+    pino(destination.stream).info('waiting');
+    destination.flush();
+    expect((await lines(path)).map((line) => JSON.parse(line).msg)).toEqual(['waiting']);
+  });
+
+  it('writes what is waiting when the process exits, on an uncaught error too', async () => {
+    const path = join(dir, 'exit.log');
+    const module = resolve(import.meta.dirname, '../../infra/log-destination.ts');
+    const script = `
+      import pino from 'pino';
+      import { createLogDestination } from ${JSON.stringify(module)};
+      const log = pino(createLogDestination(${JSON.stringify(path)}).stream);
+      log.info('before');
+      setTimeout(() => { log.error('crashing'); throw new Error('boom'); }, 0);
+    `;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: resolve(import.meta.dirname, '../..'),
+      encoding: 'utf8',
+    });
+    expect(child.status).toBe(1);
+    expect(child.stderr).toContain('boom');
+    expect((await lines(path)).map((line) => JSON.parse(line).msg)).toEqual(['before', 'crashing']);
+  });
+});
