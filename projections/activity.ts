@@ -1,5 +1,5 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
-import type { ActivitySource, CallRecorded, CallsRecorded } from '../domain/activity/events.ts';
+import type { ActivitySource, CallRecorded, CallsRecorded, RecordedCall } from '../domain/activity/events.ts';
 import { type ArticleEvent, articleEventTypes } from '../domain/article/events.ts';
 import type { ActivityTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
@@ -70,8 +70,28 @@ const SERVICE_REQUEST_ID = newIdPattern('req');
  * that the service could not have made is the client's, and is kept as such (search by request id
  * never finds it).
  */
-function clientIdAsRequestId(d: CallRecorded['data']): boolean {
+function clientIdAsRequestId(d: Pick<RecordedCall, 'requestId' | 'clientRequestId'>): boolean {
   return d.clientRequestId === undefined && d.requestId !== null && !SERVICE_REQUEST_ID.test(d.requestId);
+}
+
+/** A call's activity row: a call of a batch, or of an earlier event of its own (its time the event's). */
+function callRow(accountId: string, c: RecordedCall): ActivityInsert {
+  const clientsOwn = clientIdAsRequestId(c);
+  return {
+    id: c.activityId,
+    account_id: accountId,
+    at: c.at,
+    source: c.source,
+    actor: c.actor,
+    operation: c.operation,
+    site_id: c.siteId,
+    article_id: c.articleId,
+    revision: c.revision ?? null,
+    status: c.status,
+    request_id: clientsOwn ? null : c.requestId,
+    client_request_id: clientsOwn ? c.requestId : (c.clientRequestId ?? null),
+    duration_ms: c.durationMs,
+  };
 }
 
 /** An article change the service's own pipeline made (origin `rewrite`): it arrives through no call. */
@@ -103,45 +123,11 @@ async function rowsOf(events: readonly Stored<ActivityEvent>[], trx: Trx): Promi
   const rows: ActivityInsert[] = [];
   for (const event of events) {
     if (event.type === 'CallsRecorded') {
-      // A call of a batch always names its client's id apart (`clientRequestId`).
-      const { accountId } = event.data;
-      for (const c of event.data.calls) {
-        rows.push({
-          id: c.activityId,
-          account_id: accountId,
-          at: c.at,
-          source: c.source,
-          actor: c.actor,
-          operation: c.operation,
-          site_id: c.siteId,
-          article_id: c.articleId,
-          revision: c.revision ?? null,
-          status: c.status,
-          request_id: c.requestId,
-          client_request_id: c.clientRequestId ?? null,
-          duration_ms: c.durationMs,
-        });
-      }
+      for (const call of event.data.calls) rows.push(callRow(event.data.accountId, call));
       continue;
     }
     if (event.type === 'CallRecorded') {
-      const d = event.data;
-      const clientsOwn = clientIdAsRequestId(d);
-      rows.push({
-        id: d.activityId,
-        account_id: d.accountId,
-        at: event.metadata.at,
-        source: d.source,
-        actor: d.actor,
-        operation: d.operation,
-        site_id: d.siteId,
-        article_id: d.articleId,
-        revision: d.revision ?? null,
-        status: d.status,
-        request_id: clientsOwn ? null : d.requestId,
-        client_request_id: clientsOwn ? d.requestId : (d.clientRequestId ?? null),
-        duration_ms: d.durationMs,
-      });
+      rows.push(callRow(event.data.accountId, { ...event.data, at: event.metadata.at }));
       continue;
     }
     if (!isPipelineChange(event)) continue;

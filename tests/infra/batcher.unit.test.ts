@@ -1,6 +1,17 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createBatcher } from '../../infra/batcher.ts';
 
+/** A batcher whose first flush is held until `release()`; every flush's items in `batches`. */
+function withHeldFirstFlush(opts: { maxItems: number; maxDelayMs: number }) {
+  const batches: number[][] = [];
+  let release: () => void = () => {};
+  const batcher = createBatcher<number>(async (items) => {
+    batches.push(items);
+    if (batches.length === 1) await new Promise<void>((r) => (release = r));
+  }, opts);
+  return { batcher, batches, release: () => release() };
+}
+
 describe('batcher', () => {
   it('flushes items added together as one batch, and each add resolves with its batch', async () => {
     const batches: number[][] = [];
@@ -60,15 +71,7 @@ describe('batcher', () => {
   });
 
   it('gathers what comes during a slow flush into the next batch, not a queue of small ones', async () => {
-    const batches: number[][] = [];
-    let release: () => void = () => {};
-    const b = createBatcher<number>(
-      async (items) => {
-        batches.push(items);
-        if (batches.length === 1) await new Promise<void>((r) => (release = r));
-      },
-      { maxItems: 3, maxDelayMs: 1 },
-    );
+    const { batcher: b, batches, release } = withHeldFirstFlush({ maxItems: 3, maxDelayMs: 1 });
     const first = b.add(1);
     await new Promise((r) => setTimeout(r, 10)); // the first flush is running, held
     // One at a time, each more than a delay after the one before: nothing more is flushed meanwhile.
@@ -128,15 +131,7 @@ describe('batcher', () => {
   it('what came during a flush goes when its first item has waited the delay, not before', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     try {
-      const batches: number[][] = [];
-      let release: () => void = () => {};
-      const b = createBatcher<number>(
-        async (items) => {
-          batches.push(items);
-          if (batches.length === 1) await new Promise<void>((r) => (release = r));
-        },
-        { maxItems: 100, maxDelayMs: 50 },
-      );
+      const { batcher: b, batches, release } = withHeldFirstFlush({ maxItems: 100, maxDelayMs: 50 });
       const added = [b.add(1)];
       await vi.advanceTimersByTimeAsync(50); // the first batch is flushing, held
       expect(batches).toEqual([[1]]);

@@ -3,15 +3,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogDestination, LOG_BATCH_BYTES } from '../../infra/log-destination.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 const lines = async (path: string): Promise<string[]> =>
   (await readFile(path, 'utf8').catch(() => '')).split('\n').filter((line) => line !== '');
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((r) => setTimeout(r, 10));
-}
 
 describe('the batched log destination', () => {
   let dir: string;
@@ -41,7 +38,7 @@ describe('the batched log destination', () => {
     const path = join(dir, 'quiet.log');
     const log = pino(createLogDestination(path).stream);
     log.info('alone');
-    await until(async () => (await lines(path)).length === 1);
+    await vi.waitFor(async () => expect(await lines(path)).toHaveLength(1), PATIENCE);
     expect(JSON.parse((await lines(path))[0] ?? '{}').msg).toBe('alone');
   });
 

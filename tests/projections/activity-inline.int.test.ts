@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { readBatch, readCheckpoint, writeCheckpoint } from '../../infra/event-store.ts';
 import { projectionStatus, retireCheckpoint } from '../../infra/projection-runner.ts';
 import { activityProjector, listActivity } from '../../projections/activity.ts';
 import { backends } from '../support/db.ts';
 import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 const call = (accountId: string, requestId: string) => ({
   accountId,
@@ -129,9 +130,11 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
     await db.transaction().execute((trx) => writeCheckpoint(trx, activityProjector.name, checkpoint));
     // The log is read only below the oldest transaction open anywhere on the server (readBatch): a
     // test file beside this one may hold one for a moment. Wait until both records can be read.
-    while ((await readBatch(db, checkpoint, 100, activityProjector.handles)).events.length < 2) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await vi.waitFor(
+      async () =>
+        expect((await readBatch(db, checkpoint, 100, activityProjector.handles)).events).toHaveLength(2),
+      PATIENCE,
+    );
 
     const applied = await retireCheckpoint(db, activityProjector);
     expect(applied).toBeGreaterThanOrEqual(2);

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { baseEnv, NODE, ROOT } from './process.ts';
+import { PATIENCE } from './wait.ts';
 
 export type ServerProcess = {
   url: string;
@@ -58,11 +59,12 @@ export function startServer(
             logsNow: async () => {
               const mark = randomUUID();
               await fetch(`${url}/healthz?log-mark=${mark}`).then((r) => r.arrayBuffer());
-              const deadline = Date.now() + 30_000;
+              // A plain loop, not vi.waitFor: the benchmarks and the reliability suite start servers too.
+              const deadline = Date.now() + PATIENCE.timeout;
               while (!lines.some((line) => line.includes(mark))) {
                 if (Date.now() > deadline)
                   throw new Error(`the marked request's log line never came:\n${lines.join('\n')}`);
-                await new Promise((r) => setTimeout(r, 10));
+                await new Promise((r) => setTimeout(r, PATIENCE.interval));
               }
               return lines;
             },
