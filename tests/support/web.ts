@@ -141,14 +141,23 @@ export async function expectLabelled(page: Page): Promise<void> {
 
 /**
  * A full-page screenshot under SHOTS, for a person to look at. `timeoutMs`: for a page slow to paint
- * (Playwright's default is 30 s).
+ * (Playwright's default is 30 s). Chromium can refuse a capture while its compositor is starved of
+ * CPU (`Page.captureScreenshot`: "Unable to capture screenshot", seen with both cores busy): that
+ * refusal is asked again, up to three times; any other error is the test's.
  */
 export async function screenshot(page: Page, name: string, opts: { timeoutMs?: number } = {}): Promise<void> {
-  await page.screenshot({
-    path: join(SHOTS, `${name}.png`),
-    fullPage: true,
-    ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
-  });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.screenshot({
+        path: join(SHOTS, `${name}.png`),
+        fullPage: true,
+        ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
+      });
+      return;
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes('Unable to capture screenshot')) throw error;
+    }
+  }
 }
 
 /** A support staff member, made with the CLI as an operator does (`staff create`). */
