@@ -8,6 +8,7 @@ import {
   type NewEvent,
   readBatch,
   readCheckpoint,
+  readVisible,
   START,
   type StoredEvent,
   storedColumns,
@@ -295,8 +296,9 @@ export async function replayAll<E extends NewEvent>(
  * it that no runner applied before the move. This applies them and removes the checkpoint, under the
  * projector's lock, in one transaction; with no checkpoint it does nothing. Run at start, after the
  * migrations. Events appended meanwhile are applied inline and may be applied here too: only for a
- * projector whose `apply` is idempotent (activity: `on conflict do nothing`). Returns how many events
- * it applied.
+ * projector whose `apply` is idempotent (activity: `on conflict do nothing`). It reads every event its
+ * snapshot sees (readVisible), not only those below the oldest transaction open on the server: with the
+ * checkpoint gone, nothing would read the others later. Returns how many events it applied.
  */
 export async function retireCheckpoint<E extends NewEvent>(db: Db, projector: Projector<E>): Promise<number> {
   if (projector.mode !== 'inline') throw new Error(`${projector.name} is not inline`);
@@ -311,11 +313,12 @@ export async function retireCheckpoint<E extends NewEvent>(db: Db, projector: Pr
     let after = await readCheckpoint(trx, projector.name);
     let applied = 0;
     for (;;) {
-      const { events, through } = await readBatch<E>(trx, after, BATCH, projector.handles);
+      const events = await readVisible<E>(trx, after, BATCH, projector.handles);
       await applyEvents(projector, events, trx);
       applied += events.length;
-      if (events.length < BATCH) break;
-      after = through;
+      const last = events.at(-1);
+      if (events.length < BATCH || last === undefined) break;
+      after = { transactionId: last.transactionId, position: last.position };
     }
     await trx.deleteFrom('checkpoints').where('name', '=', projector.name).execute();
     return applied;

@@ -15,6 +15,7 @@ import {
   type NewEvent,
   readBatch,
   readCheckpoint,
+  readVisible,
   START,
   type StoredEvent,
   writeCheckpoint,
@@ -51,6 +52,18 @@ function increasing(values: readonly bigint[]): boolean {
 
 function mine(events: readonly StoredEvent<NewEvent>[], streams: readonly string[]): StoredEvent<NewEvent>[] {
   return events.filter((e) => streams.includes(e.streamId));
+}
+
+/** The first event of a stream as a row of `events`, for a test's transaction to insert past the store. */
+function rawEvent(streamId: string, type: string) {
+  return {
+    event_id: randomUUID(),
+    stream_id: streamId,
+    version: 1,
+    type,
+    data: '{}',
+    metadata: JSON.stringify(metadata),
+  };
 }
 
 function logPositionOf(event: StoredEvent<NewEvent>): LogPosition {
@@ -501,14 +514,6 @@ describe.each(backends)('event store on %s', (backend) => {
         const { db } = testDb.handle;
         const head = await store.headPosition();
         const streams = [newStream('a'), newStream('b')] as const;
-        const rawEvent = (streamId: string, type: string) => ({
-          event_id: randomUUID(),
-          stream_id: streamId,
-          version: 1,
-          type,
-          data: '{}',
-          metadata: JSON.stringify(metadata),
-        });
 
         // A takes the lower position and the lower transaction id, and stays open.
         const a = await db.startTransaction().execute();
@@ -585,17 +590,7 @@ describe.each(backends)('event store on %s', (backend) => {
         // A appends an event of the subscriber's type and stays open; B appends other types and commits.
         const a = await db.startTransaction().execute();
         try {
-          await a
-            .insertInto('events')
-            .values({
-              event_id: randomUUID(),
-              stream_id: streams[0],
-              version: 1,
-              type: rare,
-              data: '{}',
-              metadata: JSON.stringify(metadata),
-            })
-            .execute();
+          await a.insertInto('events').values(rawEvent(streams[0], rare)).execute();
           const b = await store.append(streams[1], [event('Common'), event('Common')], {
             expectedVersion: 'no_stream',
           });
@@ -622,6 +617,37 @@ describe.each(backends)('event store on %s', (backend) => {
         }
       },
     );
+
+    it('readVisible reads every committed event of its types after a position, in order, a page at a time, held back or not', async () => {
+      const { db } = testDb.handle;
+      const rare = `Rare${randomUUID().slice(0, 8)}`;
+      const start = await store.headPosition();
+      const streams = [newStream('open'), newStream('visible')] as const;
+      // On PostgreSQL, A appends an event of the type and stays open, then B appends and commits: B's
+      // events are behind A's transaction, where readBatch stops, and A's are not committed.
+      const a = backend === 'postgres' ? await db.startTransaction().execute() : undefined;
+      try {
+        await a?.insertInto('events').values(rawEvent(streams[0], rare)).execute();
+        const b = await store.append(
+          streams[1],
+          [event(rare, { n: 1 }), event('Common'), event(rare, { n: 2 })],
+          {
+            expectedVersion: 'no_stream',
+          },
+        );
+        if (a) expect((await readBatch(db, start, 10, [rare])).events).toEqual([]);
+        const first = await readVisible(db, start, 1, [rare]);
+        expect(first.map((e) => [e.streamId, e.data])).toEqual([[streams[1], { n: 1 }]]);
+        const rest = await readVisible(db, logPositionOf(nth(first, 0)), 10, [rare]);
+        expect(rest.map((e) => [e.streamId, e.data])).toEqual([[streams[1], { n: 2 }]]);
+        expect(rest.map((e) => e.position)).toEqual([nth(b.events, 2).position]);
+        expect(await readVisible(db, logPositionOf(nth(rest, 0)), 10, [rare])).toEqual([]);
+        expect(await readVisible(db, START, 10, [])).toEqual([]);
+        await expect(readVisible(db, START, 0, [rare])).rejects.toThrow(RangeError);
+      } finally {
+        await a?.rollback().execute();
+      }
+    });
 
     it('a subscriber of one type sees each of its events once, in order, while 30 writers append', async () => {
       const rare = `Rare${randomUUID().slice(0, 8)}`;
