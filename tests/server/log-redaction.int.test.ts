@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../apps/server/app.ts';
 import { newApiKey } from '../../infra/ids.ts';
 import { createTestRuntime } from '../support/runtime.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /*
  * The app's own log through a stream, as a test gives it: whatever a request carries of the service's
@@ -44,7 +45,7 @@ describe('the access log', () => {
       const res = await app.inject({ method: 'GET', url: r.url, headers: r.headers });
       const id = String(res.headers['x-request-id']);
       await expect
-        .poll(() => lines.some((l) => l.includes(id) && l.includes('request completed')))
+        .poll(() => lines.some((l) => l.includes(id) && l.includes('request completed')), PATIENCE)
         .toBe(true);
     }
     const logged = lines.join('\n');

@@ -237,7 +237,9 @@ describe('the 503 page in Chromium', () => {
         await whileAway(async () => {
           const res = await page.goto(`${address}${path}`);
           expect(res?.status(), tag).toBe(503);
-          await expect.poll(() => page.textContent('h1')).toBe('The service is briefly unavailable');
+          await expect
+            .poll(() => page.textContent('h1'), PATIENCE)
+            .toBe('The service is briefly unavailable');
           expect(await page.title()).toBe('Briefly unavailable · Content Service');
           expect(await page.locator('link[rel=stylesheet]').count(), tag).toBeGreaterThan(0);
           await expectAccessible(page, `503 page (${tag})`);

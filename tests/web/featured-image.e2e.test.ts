@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible, noPageScripts } from '../support/axe.ts';
 import { makeCertificate } from '../support/media.ts';
 import { cli } from '../support/process.ts';
+import { PATIENCE } from '../support/wait.ts';
 import { expectLabelled, screenshot, startWebApp, type WebApp } from '../support/web.ts';
 
 /*
@@ -157,8 +158,8 @@ describe('featured images on the web', () => {
     expect(csp).toContain("img-src 'self' https:;");
     expect(csp).not.toMatch(/http:|data:|\*/);
     expect((await res?.allHeaders())?.['referrer-policy']).toBe('same-origin');
-    await expect.poll(() => loaded(page, 'figure.featured img')).toBe(true);
-    await expect.poll(() => loaded(page, '.article-body img')).toBe(true);
+    await expect.poll(() => loaded(page, 'figure.featured img'), PATIENCE).toBe(true);
+    await expect.poll(() => loaded(page, '.article-body img'), PATIENCE).toBe(true);
     expect(await page.getAttribute('figure.featured img', 'alt')).toBe('A blue rectangle');
     expect(await page.textContent('figure.featured figcaption')).toBe('A blue rectangle');
     // No policy refused anything, and no image failed (other noise, such as a favicon's 404, aside).
@@ -173,7 +174,9 @@ describe('featured images on the web', () => {
     // The revision page shows them too; pages without article images keep `img-src 'self'`.
     const revision = await page.goto(`${web.url}/articles/${hosted}/revisions/1`);
     expect((await revision?.allHeaders())?.['content-security-policy']).toContain("img-src 'self' https:;");
-    await expect.poll(() => loaded(page, 'section[aria-labelledby=content] figure.featured img')).toBe(true);
+    await expect
+      .poll(() => loaded(page, 'section[aria-labelledby=content] figure.featured img'), PATIENCE)
+      .toBe(true);
     for (const path of ['/sites', `/articles/${hosted}/edit`, '/activity']) {
       const other = await page.goto(`${web.url}${path}`);
       expect((await other?.allHeaders())?.['content-security-policy'], path).toContain("img-src 'self';");
@@ -188,7 +191,10 @@ describe('featured images on the web', () => {
     await page.setViewportSize({ width: 390, height: 900 });
     await page.goto(`${web.url}/articles/${broken.id}`);
     await expect
-      .poll(() => page.$eval('figure.featured img', (i) => (i as unknown as { complete: boolean }).complete))
+      .poll(
+        () => page.$eval('figure.featured img', (i) => (i as unknown as { complete: boolean }).complete),
+        PATIENCE,
+      )
       .toBe(true);
     expect(await loaded(page, 'figure.featured img')).toBe(false);
     expect(await page.getAttribute('figure.featured img', 'alt')).toBe(broken.featured_image?.alt);
@@ -233,7 +239,7 @@ describe('featured images on the web', () => {
     expect(page.url()).toBe(`${web.url}/articles/${target.id}?saved=${after.revision}`);
     expect(await page.textContent('#saved-notice')).toContain(`Saved as revision ${after.revision}`);
     expect(await page.getAttribute('figure.featured img', 'src')).toBe(after.featured_image?.url);
-    await expect.poll(() => loaded(page, 'figure.featured img')).toBe(true);
+    await expect.poll(() => loaded(page, 'figure.featured img'), PATIENCE).toBe(true);
     const row = (await page.textContent(`#revision-${after.revision}`)) ?? '';
     expect(row).toContain('Editor');
     expect(row).toContain('(person)');
@@ -264,7 +270,7 @@ describe('featured images on the web', () => {
     expect(after.featured_image).toMatchObject({ alt: 'An orange rectangle', width: 300, height: 200 });
     expect(after.featured_image?.url).toMatch(new RegExp(`^${web.url}/media/`));
     expect(await page.textContent('#saved-notice')).toContain(`Saved as revision ${after.revision}`);
-    await expect.poll(() => loaded(page, 'figure.featured img')).toBe(true);
+    await expect.poll(() => loaded(page, 'figure.featured img'), PATIENCE).toBe(true);
     // The same image again changes nothing and says so.
     await page.goto(`${web.url}/articles/${target.id}/featured-image`);
     expect((await sendUrl(page, `${imagesOrigin}/other.png`, 'An orange rectangle')).status()).toBe(200);

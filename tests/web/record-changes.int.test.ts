@@ -2,6 +2,7 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { CallEntry } from '../../apps/application/activity.ts';
 import { recordChanges, settled } from '../../apps/server/web/call.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /* The pages' changes reach the activity log: a form that names no operation cannot be registered. */
 
@@ -56,7 +57,7 @@ describe('recordChanges', () => {
     expect((await fetch(`${base}/connect`)).status).toBe(200);
     const answer = await fetch(`${base}/articles/art_1/edit`, { method: 'POST', redirect: 'manual' });
     expect(answer.status).toBe(303);
-    await expect.poll(() => records.length).toBe(1);
+    await expect.poll(() => records.length, PATIENCE).toBe(1);
     expect(records[0]).toMatchObject({
       accountId: 'acc_1',
       source: 'editor',

@@ -1,6 +1,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible } from '../support/axe.ts';
+import { PATIENCE } from '../support/wait.ts';
 import { screenshot, startWebApp, type WebApp } from '../support/web.ts';
 
 /*
@@ -134,12 +135,12 @@ describe('the rich editor, JavaScript on', () => {
     await cursorInHeading();
     await paste(page, copied, first.text);
     const pastedCopy = content().locator('h2 a', { hasText: first.text });
-    await expect.poll(() => pastedCopy.count()).toBe(1);
+    await expect.poll(() => pastedCopy.count(), PATIENCE).toBe(1);
     expect(await pastedCopy.getAttribute('data-service-protected')).toBeNull();
     expect(await blocks().count()).toBe(protectedBefore.length);
     // The copy goes with Backspace, letter by letter, as any text does; the blocks stay.
     for (let i = 0; i < first.text.length; i++) await page.keyboard.press('Backspace');
-    await expect.poll(() => pastedCopy.count()).toBe(0);
+    await expect.poll(() => pastedCopy.count(), PATIENCE).toBe(0);
     expect(await blocks().count()).toBe(protectedBefore.length);
     expect(errors).toEqual([]);
   });
@@ -160,7 +161,7 @@ describe('the rich editor, JavaScript on', () => {
       document.querySelector('.rich-editor-content h2').dispatchEvent(new DragEvent('drop', drop));
     })()`);
     const copy = content().locator('h2 a', { hasText: text });
-    await expect.poll(() => copy.count()).toBe(1);
+    await expect.poll(() => copy.count(), PATIENCE).toBe(1);
     expect(await copy.getAttribute('data-service-protected')).toBeNull();
     expect(await blocks().count()).toBe(protectedBefore.length);
     expect(await blocks().first().textContent()).toBe(text);
@@ -174,7 +175,7 @@ describe('the rich editor, JavaScript on', () => {
     await blocks().first().click();
     await page.keyboard.press('Backspace');
     await expect
-      .poll(() => status().textContent())
+      .poll(() => status().textContent(), PATIENCE)
       .toContain(`“${first.text}” (${first.href}) is a protected link`);
     expect(await status().isVisible()).toBe(true);
     expect(await blocks().count()).toBe(protectedBefore.length);
@@ -183,17 +184,17 @@ describe('the rich editor, JavaScript on', () => {
     await page.keyboard.press('ArrowRight');
     await page.evaluate("document.querySelector('#rich-editor-status').textContent = ''");
     await page.keyboard.press('Backspace');
-    await expect.poll(() => status().textContent()).toContain(first.text);
+    await expect.poll(() => status().textContent(), PATIENCE).toContain(first.text);
     expect(await blocks().count()).toBe(protectedBefore.length);
     // Typing over the block alone, or cutting it, is refused the same way (a cut still copies it).
     await blocks().first().click();
     await page.keyboard.type('x');
-    await expect.poll(() => status().textContent()).toContain('Not deleted');
+    await expect.poll(() => status().textContent(), PATIENCE).toContain('Not deleted');
     expect(await blocks().count()).toBe(protectedBefore.length);
     await page.evaluate("document.querySelector('#rich-editor-status').textContent = ''");
     await blocks().first().click();
     expect(await clipboard(page, 'cut', 'text/plain')).toBe(first.text);
-    await expect.poll(() => status().textContent()).toContain(`“${first.text}”`);
+    await expect.poll(() => status().textContent(), PATIENCE).toContain(`“${first.text}”`);
     expect(await blocks().count()).toBe(protectedBefore.length);
     expect(errors).toEqual([]);
   });
@@ -204,24 +205,28 @@ describe('the rich editor, JavaScript on', () => {
     await page.click('.rich-editor-content p');
     await page.keyboard.press('ControlOrMeta+A');
     await page.keyboard.press('Backspace');
-    await expect.poll(() => status().textContent()).toContain('Deleted the selection but its protected');
+    await expect
+      .poll(() => status().textContent(), PATIENCE)
+      .toContain('Deleted the selection but its protected');
     expect(await blocks().count()).toBe(protectedBefore.length);
     const left = (await content().textContent())?.replace(/\s+/g, '');
     expect(left).toBe(protectedBefore.map((l) => l.text.replace(/\s+/g, '')).join(''));
     for (const link of protectedBefore) expect(await status().textContent()).toContain(link.text);
     await screenshot(page, 'rich-editor-select-all-deleted');
     await page.keyboard.press('ControlOrMeta+Z');
-    await expect.poll(async () => (await content().textContent())?.length).toBeGreaterThan(left?.length ?? 0);
+    await expect
+      .poll(async () => (await content().textContent())?.length, PATIENCE)
+      .toBeGreaterThan(left?.length ?? 0);
     // Typing over everything: the same, with the typed text in place of the rest.
     await page.keyboard.press('ControlOrMeta+A');
     await page.keyboard.type('Fresh start');
-    await expect.poll(() => content().textContent()).toContain('Fresh start');
+    await expect.poll(() => content().textContent(), PATIENCE).toContain('Fresh start');
     expect(await blocks().count()).toBe(protectedBefore.length);
     // Cut: the selection goes to the clipboard whole, the blocks stay in the text.
     await page.keyboard.press('ControlOrMeta+A');
     const cut = await clipboard(page, 'cut', 'text/plain');
     expect(cut).toContain('Fresh start');
-    await expect.poll(() => content().textContent()).not.toContain('Fresh start');
+    await expect.poll(() => content().textContent(), PATIENCE).not.toContain('Fresh start');
     expect(await blocks().count()).toBe(protectedBefore.length);
     expect(errors).toEqual([]);
   });
@@ -296,7 +301,7 @@ describe('the rich editor, JavaScript on', () => {
     await cursorInHeading();
     await page.keyboard.type(' unsaved');
     await page.click('text=Back to the article');
-    await expect.poll(() => dialogs).toEqual(['beforeunload']);
+    await expect.poll(() => dialogs, PATIENCE).toEqual(['beforeunload']);
     // Dismissed: the person stays, the text too.
     expect(new URL(page.url()).pathname).toBe(`/articles/${articleId}/edit`);
     expect(await content().textContent()).toContain('unsaved');
@@ -349,7 +354,7 @@ describe('the rich editor, JavaScript on', () => {
     await content().getByText('Formatted', { exact: true }).click();
     await page.keyboard.press('End');
     await page.keyboard.press('Shift+Home');
-    await expect.poll(() => page.evaluate('getSelection().toString()')).toBe('Formatted');
+    await expect.poll(() => page.evaluate('getSelection().toString()'), PATIENCE).toBe('Formatted');
     /**
      * Goes to the toolbar, to a button with the arrow keys from the first, presses it with Enter (or
      * Space), and back to the text with Escape, where the selection is as it was.
@@ -366,7 +371,9 @@ describe('the rich editor, JavaScript on', () => {
       await page.keyboard.press(key);
       if (id !== 'tool-link') {
         await page.keyboard.press('Escape');
-        await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('rich-editor-content');
+        await expect
+          .poll(() => page.evaluate('document.activeElement?.id'), PATIENCE)
+          .toBe('rich-editor-content');
       }
     };
     const toggles: [string, string][] = [
@@ -406,7 +413,9 @@ describe('the rich editor, JavaScript on', () => {
     expect(await dialog.locator('label[for=link-href]').textContent()).toContain('Address');
     await page.keyboard.type('javascript:alert(1)');
     await page.keyboard.press('Enter');
-    await expect.poll(() => dialog.locator('#link-error').textContent()).toContain('http:// or https://');
+    await expect
+      .poll(() => dialog.locator('#link-error').textContent(), PATIENCE)
+      .toContain('http:// or https://');
     await screenshot(page, 'rich-editor-link-dialog');
     await expectAccessible(page, 'the link dialog');
     await page.fill('#link-href', 'https://example.com/formatted');
@@ -428,7 +437,7 @@ describe('the rich editor, JavaScript on', () => {
     await page.keyboard.press('ControlOrMeta+K');
     await dialog.waitFor();
     await page.click('dialog#link-dialog >> text=Remove link');
-    await expect.poll(() => changed.count()).toBe(0);
+    await expect.poll(() => changed.count(), PATIENCE).toBe(0);
     expect(await content().textContent()).toContain('Formatted');
 
     // A protected link is not the link tool's: refused, named.
@@ -436,7 +445,7 @@ describe('the rich editor, JavaScript on', () => {
     await blocks().first().click();
     await page.keyboard.press('ControlOrMeta+K');
     await expect
-      .poll(() => status().textContent())
+      .poll(() => status().textContent(), PATIENCE)
       .toContain(`The link tool cannot change this: “${first.text}”`);
     expect(await page.isVisible('dialog#link-dialog')).toBe(false);
     expect(errors).toEqual([]);
