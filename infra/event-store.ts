@@ -487,7 +487,16 @@ export async function readAllEvents<E extends NewEvent = DomainEvent>(
   executor: Kysely<Database>,
   after: LogPosition,
   limit: number,
-  opts: { types?: readonly string[] | undefined } = {},
+  opts: {
+    types?: readonly string[] | undefined;
+    /**
+     * Every committed event the statement sees, those of transactions at or past the oldest one still
+     * open included. Only for a reader that reads the log once and stops (retireCheckpoint): a
+     * transaction still open may yet commit an event before these, which a reader that carried on
+     * from the last of them would skip.
+     */
+    heldBackToo?: boolean;
+  } = {},
 ): Promise<StoredEvent<E>[]> {
   if (!Number.isSafeInteger(limit) || limit < 1)
     throw new RangeError(`limit must be a positive integer: ${limit}`);
@@ -497,8 +506,9 @@ export async function readAllEvents<E extends NewEvent = DomainEvent>(
     .select(storedColumns)
     .where(
       sql<boolean>`(transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)`,
-    )
-    .where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`);
+    );
+  if (opts.heldBackToo !== true)
+    query = query.where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`);
   if (opts.types !== undefined) query = query.where('type', 'in', opts.types);
   // Order by the xid8 column itself: the selected `transaction_id` is its text form (an alias ORDER BY
   // would resolve to), which sorts '100000' before '99999' and cannot use the index.
@@ -583,33 +593,6 @@ export async function readBatch<E extends NewEvent = DomainEvent>(
   if (events.length === limit && last) return { events, through: positionOf(last), heldBack };
   const head = { transactionId: BigInt(first.head_transaction_id), position: BigInt(first.head_position) };
   return { events, through: isAfter(head, after) ? head : after, heldBack };
-}
-
-/**
- * The events of `types` after `after` that this statement's snapshot sees, in log order, at most
- * `limit`: readBatch without its head, so an event of a transaction younger than one still open
- * somewhere on the server is read too. Only for a reader that reads the log once and stops
- * (retireCheckpoint): a transaction still open may yet commit an event before these, which a reader
- * that carries on from the last of them would skip.
- */
-export async function readVisible<E extends NewEvent = DomainEvent>(
-  executor: Kysely<Database>,
-  after: LogPosition,
-  limit: number,
-  types: readonly string[],
-): Promise<StoredEvent<E>[]> {
-  if (!Number.isSafeInteger(limit) || limit < 1)
-    throw new RangeError(`limit must be a positive integer: ${limit}`);
-  if (types.length === 0) return [];
-  const { rows } = await sql<StoredRow>`
-    select position, transaction_id::text as transaction_id, event_id, stream_id, version, type, data,
-      metadata, recorded_at
-    from events
-    where (transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)
-      and type in (${sql.join(types.map((type) => sql`${type}`))})
-    order by transaction_id, position
-    limit ${limit}`.execute(executor);
-  return rows.map((row) => toStoredEvent<E>(row));
 }
 
 /** Whether `a` comes after `b` in the log's (transaction_id, position) order. */

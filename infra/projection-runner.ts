@@ -6,9 +6,9 @@ import {
   isAfter,
   type LogPosition,
   type NewEvent,
+  readAllEvents,
   readBatch,
   readCheckpoint,
-  readVisible,
   START,
   type StoredEvent,
   storedColumns,
@@ -296,9 +296,9 @@ export async function replayAll<E extends NewEvent>(
  * it that no runner applied before the move. This applies them and removes the checkpoint, under the
  * projector's lock, in one transaction; with no checkpoint it does nothing. Run at start, after the
  * migrations. Events appended meanwhile are applied inline and may be applied here too: only for a
- * projector whose `apply` is idempotent (activity: `on conflict do nothing`). It reads every event its
- * snapshot sees (readVisible), not only those below the oldest transaction open on the server: with the
- * checkpoint gone, nothing would read the others later. Returns how many events it applied.
+ * projector whose `apply` is idempotent (activity: `on conflict do nothing`). It reads every committed
+ * event (readAllEvents' `heldBackToo`), not only those below the oldest transaction open on the server:
+ * with the checkpoint gone, nothing would read the others later. Returns how many events it applied.
  */
 export async function retireCheckpoint<E extends NewEvent>(db: Db, projector: Projector<E>): Promise<number> {
   if (projector.mode !== 'inline') throw new Error(`${projector.name} is not inline`);
@@ -313,7 +313,10 @@ export async function retireCheckpoint<E extends NewEvent>(db: Db, projector: Pr
     let after = await readCheckpoint(trx, projector.name);
     let applied = 0;
     for (;;) {
-      const events = await readVisible<E>(trx, after, BATCH, projector.handles);
+      const events = await readAllEvents<E>(trx, after, BATCH, {
+        types: projector.handles,
+        heldBackToo: true,
+      });
       await applyEvents(projector, events, trx);
       applied += events.length;
       const last = events.at(-1);
