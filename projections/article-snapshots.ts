@@ -1,4 +1,4 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
 import { type ArticleEvent, articleEventTypes, articleStream } from '../domain/article/events.ts';
 import type { Database, Db } from '../infra/db/schema.ts';
@@ -47,7 +47,7 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
               .where('article_id', '=', articleId)
               .executeTakeFirst();
       if (previous && previous.version >= event.version) return;
-      await upsert([event], previous, trx, ALWAYS).execute();
+      await upsert([event], previous, ALWAYS).execute(trx);
     },
     statementsFor: (event, db, appended) => statementsForRun([event], db, appended),
     statementsForRun,
@@ -59,13 +59,13 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
    */
   function statementsForRun(
     events: readonly Pending<ArticleEvent>[],
-    db: Kysely<Database>,
+    _db: Kysely<Database>,
     appended: Expression<SqlBool>,
   ): InlineStatement[] | InTransaction {
     const [first] = events;
     if (first === undefined) return [];
     const known = memory?.recall(first.data.articleId);
-    return known?.version === first.version - 1 ? [upsert(events, known, db, appended)] : IN_TRANSACTION;
+    return known?.version === first.version - 1 ? [upsert(events, known, appended)] : IN_TRANSACTION;
   }
 }
 
@@ -73,9 +73,8 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
 function upsert(
   events: readonly Pending<ArticleEvent>[],
   previous: { version: number; state: unknown } | undefined,
-  db: Kysely<Database>,
   when: Expression<SqlBool>,
-) {
+): RawBuilder<unknown> {
   const last = events.at(-1);
   if (last === undefined) throw new Error('a run of article events is never empty');
   // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
@@ -83,24 +82,10 @@ function upsert(
     ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
     : initialState;
   const state = JSON.stringify(withoutBody(events.reduce<ArticleState>(evolve, before)));
-  return db
-    .insertInto('article_snapshots')
-    .columns(['article_id', 'version', 'state'])
-    .expression(
-      db
-        .selectNoFrom([
-          sql<string>`${last.data.articleId}::text`.as('article_id'),
-          sql<number>`${last.version}::integer`.as('version'),
-          sql<unknown>`${state}::jsonb`.as('state'),
-        ])
-        .where(when),
-    )
-    .onConflict((oc) =>
-      oc.column('article_id').doUpdateSet({
-        version: (eb) => eb.ref('excluded.version'),
-        state: (eb) => eb.ref('excluded.state'),
-      }),
-    );
+  // SQL text rather than kysely's builder: this runs on every edit (see articles.ts).
+  return sql`insert into article_snapshots (article_id, version, state)
+    select ${last.data.articleId}::text, ${last.version}::integer, ${state}::jsonb where ${when}
+    on conflict (article_id) do update set version = excluded.version, state = excluded.state`;
 }
 
 /** The state of an article at a stream version (as stored, without its body; as remembered, with it). */
