@@ -39,10 +39,65 @@ const MAX_NAMED_LONG = 16;
 
 type StatementNames = { nameOf(text: string): string | undefined; readonly named: number };
 
+/** Texts up to this long are their own key in a TextMap; longer ones are keyed by a fingerprint. */
+const WHOLE_KEY_LENGTH = 256;
+const FINGERPRINT_PART = 96;
+
+/**
+ * A map keyed by statement text that hashes a fingerprint of a long text (its length, head and tail)
+ * rather than all of it. Each statement's text is built afresh, so a plain Map hashes every character
+ * of it on every lookup (for a group of appends, kilobytes); finding it among the texts stored under
+ * its fingerprint is a memory compare.
+ */
+export function createTextMap<V>(): {
+  get(text: string): V | undefined;
+  set(text: string, value: V): void;
+  delete(text: string): void;
+  readonly size: number;
+} {
+  const buckets = new Map<string, { text: string; value: V }[]>();
+  let size = 0;
+  const keyOf = (text: string): string =>
+    text.length <= WHOLE_KEY_LENGTH
+      ? text
+      : `${text.length}:${text.slice(0, FINGERPRINT_PART)}${text.slice(-FINGERPRINT_PART)}`;
+  return {
+    get(text) {
+      const bucket = buckets.get(keyOf(text));
+      if (bucket === undefined) return undefined;
+      for (const entry of bucket) if (entry.text === text) return entry.value;
+      return undefined;
+    },
+    set(text, value) {
+      const key = keyOf(text);
+      const bucket = buckets.get(key);
+      const entry = bucket?.find((e) => e.text === text);
+      if (entry !== undefined) entry.value = value;
+      else {
+        if (bucket === undefined) buckets.set(key, [{ text, value }]);
+        else bucket.push({ text, value });
+        size++;
+      }
+    },
+    delete(text) {
+      const key = keyOf(text);
+      const bucket = buckets.get(key);
+      const index = bucket?.findIndex((e) => e.text === text) ?? -1;
+      if (bucket === undefined || index < 0) return;
+      bucket.splice(index, 1);
+      if (bucket.length === 0) buckets.delete(key);
+      size--;
+    },
+    get size() {
+      return size;
+    },
+  };
+}
+
 /** The names of one pool's statements: a text is named the second time it is seen (see above). */
 export function createStatementNames(maxNamed = MAX_NAMED, maxNamedLong = MAX_NAMED_LONG): StatementNames {
-  const names = new Map<string, string>();
-  let seenOnce = new Set<string>();
+  const names = createTextMap<string>();
+  let seenOnce = createTextMap<true>();
   let namedLong = 0;
   return {
     nameOf(text) {
@@ -50,9 +105,9 @@ export function createStatementNames(maxNamed = MAX_NAMED, maxNamedLong = MAX_NA
       if (long && !text.startsWith(ALWAYS_NAMED)) return undefined;
       const known = names.get(text);
       if (known !== undefined || names.size >= maxNamed || (long && namedLong >= maxNamedLong)) return known;
-      if (!seenOnce.has(text)) {
-        if (seenOnce.size >= MAX_SEEN) seenOnce = new Set();
-        seenOnce.add(text);
+      if (seenOnce.get(text) === undefined) {
+        if (seenOnce.size >= MAX_SEEN) seenOnce = createTextMap();
+        seenOnce.set(text, true);
         return undefined;
       }
       seenOnce.delete(text);
