@@ -1,4 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
+import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { newWebhookSecret } from '../../apps/application/webhooks.ts';
@@ -103,6 +104,43 @@ describe('redactSecrets', () => {
   it('leaves text without secrets as it is', () => {
     const text = 'request completed req_01jx3k5m7n9p1r3t5v7x9z1b3d in 12 ms (art_01jx3k5m7n9p1r3t5v7x9z1b3d)';
     expect(redactSecrets(text)).toBe(text);
+  });
+
+  it('finds a random run only from its beginning, and finds the same runs as trying every character (property)', () => {
+    // Trying every character as the start of a run: what redactSecrets is to match, more slowly.
+    const everyStart = /(?:[A-Za-z0-9_-]|%5f|%2d){32,}/gi;
+    const looksRandom = (run: string): boolean => {
+      const plain = run.replace(/%5f/gi, '_').replace(/%2d/gi, '-');
+      return plain.length >= 32 && /[A-Z]/.test(plain) && /[a-z]/.test(plain);
+    };
+    const reference = (text: string): string =>
+      text.replace(everyStart, (run) => (looksRandom(run) ? REDACTED : run));
+    // Runs around the length of 32, with percent-encoded underscores and dashes and what breaks a run.
+    const piece = fc.constantFrom(
+      'a',
+      'B',
+      '7',
+      '_',
+      '-',
+      '%5f',
+      '%5F',
+      '%2d',
+      '%',
+      '5',
+      'f',
+      '/',
+      ' ',
+      'x'.repeat(8),
+      'Ab'.repeat(8),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 40 }), (pieces) => {
+        const text = pieces.join('');
+        // No prefixed secret in these texts: only the random runs differ, if anything does.
+        expect(redactSecrets(text)).toBe(reference(text));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 

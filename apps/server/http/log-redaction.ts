@@ -22,7 +22,10 @@ export const REDACTED = '[redacted]';
  *   `req_...`: small letters and digits), UUIDs, hex hashes and slugs are single-case and stay readable.
  */
 const PREFIXED_SECRET = /cs(?:_|%5f)live(?:_|%5f)[0-9a-z]*|whsec(?:_|%5f)(?:[A-Za-z0-9+/=]|%[0-9a-f]{2})*/gi;
-const RANDOM_RUN = /(?:[A-Za-z0-9_-]|%5f|%2d){32,}/gi;
+// Tried only where a run begins (the lookbehind): a run shorter than 32 is then passed over once, not
+// tried again from each of its characters. What matches is the same: a longer run is matched whole from
+// its beginning either way.
+const RANDOM_RUN = /(?<![A-Za-z0-9_-]|%5f|%2d)(?:[A-Za-z0-9_-]|%5f|%2d){32,}/gi;
 const MIN_RANDOM_LENGTH = 32;
 
 function looksRandom(run: string): boolean {
