@@ -113,8 +113,8 @@ function revisionStatements(
     }
     if (event.type !== 'ArticleEdited') featuredImage = JSON.stringify(event.data.featuredImage);
   }
-  // As SQL text rather than kysely's builder: these run on every edit, and the builder's tree costs
-  // more to make and compile than the statement costs to send.
+  // SQL text rather than kysely's builder: these run on every edit, and the builder's tree is the
+  // costlier to make and compile (docs/performance.md, "Edits: the inline statements as SQL text").
   const sets = [sql`revision = ${last.data.revision}`, sql`updated_at = ${last.metadata.at}`];
   if (title !== undefined) sets.push(sql`title = ${title}`);
   if (body !== undefined) sets.push(sql`word_count = ${wordCount(body, memory)}`);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createStatementNames, createTextMap } from '../../infra/db/statement-cache.ts';
+import { ALWAYS_NAMED, createStatementNames, createTextMap } from '../../infra/db/statement-cache.ts';
 
 /** A long text: its length, head and tail the same for every `middle` of one length. */
 const long = (middle: string): string => `${'h'.repeat(200)}${middle}${'t'.repeat(200)}`;
@@ -40,8 +40,8 @@ describe('the text map of the statement cache', () => {
 
   it('names two long texts of one fingerprint apart', () => {
     const names = createStatementNames();
-    const a = `/* named */ ${long('aaaa')}`;
-    const b = `/* named */ ${long('abab')}`;
+    const a = `${ALWAYS_NAMED} ${long('aaaa')}`;
+    const b = `${ALWAYS_NAMED} ${long('abab')}`;
     for (const text of [a, b, a, b]) names.nameOf(text);
     const nameA = names.nameOf(a);
     const nameB = names.nameOf(b);
