@@ -144,6 +144,45 @@ describe('redactSecrets', () => {
   });
 });
 
+describe('redactSecrets on short texts', () => {
+  it('gives what both patterns give, whether or not the text is short enough to pass over (property)', () => {
+    const reference = (text: string): string =>
+      text
+        .replace(
+          /cs(?:_|%5f)live(?:_|%5f)[0-9a-z]*|whsec(?:_|%5f)(?:[A-Za-z0-9+/=]|%[0-9a-f]{2})*/gi,
+          REDACTED,
+        )
+        .replace(/(?:[A-Za-z0-9_-]|%5f|%2d){32,}/gi, (run) => {
+          const plain = run.replace(/%5f/gi, '_').replace(/%2d/gi, '-');
+          return plain.length >= 32 && /[A-Z]/.test(plain) && /[a-z]/.test(plain) ? REDACTED : run;
+        });
+    const piece = fc.constantFrom(
+      'cs',
+      'whsec',
+      'live',
+      '_',
+      '%5f',
+      '%5F',
+      '%',
+      'Ab',
+      'x'.repeat(8),
+      'Q7',
+      ' ',
+      '-',
+      'request completed',
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 12 }), (pieces) => {
+        const text = pieces.join('');
+        expect(redactSecrets(text)).toBe(reference(text));
+      }),
+      { numRuns: 3000 },
+    );
+    expect(redactSecrets('cs_live_abc')).toBe(REDACTED);
+    expect(redactSecrets('request completed')).toBe('request completed');
+  });
+});
+
 describe('redactHeaders', () => {
   it('replaces credential headers whole and the service keys and tokens in any other header', () => {
     expect(

@@ -35,6 +35,9 @@ function looksRandom(run: string): boolean {
 
 /** `text` with every value shaped like one of the service's keys or tokens replaced by REDACTED. */
 export function redactSecrets(text: string): string {
+  // A prefixed secret has an underscore, plain or percent-encoded; a random run is 32 characters at
+  // least. A shorter text without either (a log line's message) cannot hold one.
+  if (text.length < MIN_RANDOM_LENGTH && !text.includes('_') && !text.includes('%')) return text;
   return text
     .replace(PREFIXED_SECRET, REDACTED)
     .replace(RANDOM_RUN, (run) => (looksRandom(run) ? REDACTED : run));
