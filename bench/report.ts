@@ -172,7 +172,7 @@ export function markdown(r: BenchResults): string {
   for (const [name, p] of Object.entries(r.profiles)) {
     lines.push('');
     lines.push(
-      `Profile of the real route, ${name} (server thread ${pct(p.busy)} busy; self time as a share of busy time):`,
+      `Profile of ${name.endsWith(' (floor)') ? `the floor, ${name.slice(0, -' (floor)'.length)}` : `the real route, ${name}`} (server thread ${pct(p.busy)} busy; self time as a share of busy time):`,
     );
     lines.push('');
     lines.push('| where | share |');

@@ -28,7 +28,7 @@ import { type BenchResults, markdown, type ScenarioResult, type StatsComparison 
  *   --rounds N        rounds over all scenarios (3); medians are reported, every run is kept in the JSON
  *   --stats-rate R    also measure the statistics routes at a fixed R req/s (200; 0: not)
  *   --wait-quiet S    before measuring, wait up to S seconds (60) for other processes to leave the CPUs alone
- *   --profile         also profile the real routes (one more run each) and summarise where the time goes
+ *   --profile         also profile the real routes and their floors (one more run each) and summarise where the time goes
  *   --articles N --big-backlinks N --small-backlinks N    a smaller dataset (for trying the bench out)
  *
  * Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/cs_bench, created if
@@ -344,18 +344,30 @@ try {
     for (const s of chosen.filter(
       (c) => c.name === 'list articles' || c.name === 'get article' || c.name.startsWith('stats 1M last'),
     )) {
-      log(`${s.name}: profiling the real route`);
-      await settle();
-      const profile: CpuProfile = await profileWhile(async () => {
-        await measure(`${realBase}${s.real}`, { ...settings, warmupSeconds: 0 }, { headers: auth });
-      });
-      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-      await mkdir(RESULTS, { recursive: true });
-      await writeFile(
-        resolve(RESULTS, `profile-${s.name.replace(/\W+/g, '-')}-${stamp}.cpuprofile`),
-        JSON.stringify(profile),
-      );
-      results.profiles[s.name] = summarise(profile, ROOT);
+      // The real route, then its floor: what the real route spends above the floor, function by function.
+      for (const side of ['real', 'floor'] as const) {
+        log(`${s.name}: profiling the ${side === 'real' ? 'real route' : 'floor'}`);
+        await settle();
+        let requests = 0;
+        const profile: CpuProfile = await profileWhile(async () => {
+          requests = (
+            await measure(
+              side === 'real' ? `${realBase}${s.real}` : `${floorBase}${s.floor}`,
+              { ...settings, warmupSeconds: 0 },
+              side === 'real' ? { headers: auth } : {},
+            )
+          ).requests;
+        });
+        log(`  ${requests} requests under the profiler`);
+        const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+        await mkdir(RESULTS, { recursive: true });
+        const label = side === 'real' ? s.name : `${s.name} floor`;
+        await writeFile(
+          resolve(RESULTS, `profile-${label.replace(/\W+/g, '-')}-${stamp}.cpuprofile`),
+          JSON.stringify(profile),
+        );
+        results.profiles[side === 'real' ? s.name : `${s.name} (floor)`] = summarise(profile, ROOT);
+      }
     }
   }
 } catch (error) {
