@@ -178,15 +178,18 @@ export function createAuthResolver(
 
 /**
  * onRequest, after requireAuth: a known key is confirmed unrevoked with one lookup before the route
- * runs, unless the route confirms it in its own statement (`keyCheck: 'statement'`).
+ * runs, unless the route confirms it in its own statement (`keyCheck: 'statement'`). A promise only
+ * when there is a lookup to wait for.
  */
 export function confirmKey(keys: Pick<Keys, 'isLive'>) {
-  return async (request: FastifyRequest): Promise<void> => {
+  return (request: FastifyRequest): Promise<void> | undefined => {
     const principal = request.auth.principal;
-    if (!principal?.liveKey) return;
-    if (request.routeOptions.config.keyCheck === 'statement') return;
-    if (!(await keys.isLive(principal.liveKey))) throw invalidKeyError();
-    principal.liveKey = undefined;
+    if (!principal?.liveKey) return undefined;
+    if (request.routeOptions.config.keyCheck === 'statement') return undefined;
+    return keys.isLive(principal.liveKey).then((live) => {
+      if (!live) throw invalidKeyError();
+      principal.liveKey = undefined;
+    });
   };
 }
 
@@ -198,15 +201,8 @@ export function liveKeyOf(request: FastifyRequest): string | undefined {
   return request.auth.principal?.liveKey;
 }
 
-/** onRequest: resolves the API key into `request.auth`; refusing is left to `requireAuth`, after the rate limit. */
-export function authenticate(resolveAuth: AuthResolver) {
-  return async (request: FastifyRequest): Promise<void> => {
-    request.auth = await resolveAuth(request);
-  };
-}
-
 /** onRequest, after the rate limit: 401 without a usable key, 403 for a read key on a write route. */
-export async function requireAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export function requireAuth(request: FastifyRequest, reply: FastifyReply): void {
   if (request.auth.failure || !request.auth.principal) {
     reply.header(
       'www-authenticate',

@@ -1,5 +1,5 @@
 import multipart from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { MAX_IMAGE_BYTES } from '../../../domain/article/events.ts';
 import { isDomainError, parameterError } from '../../../domain/errors.ts';
@@ -10,7 +10,6 @@ import type { AuthState } from '../http/auth.ts';
 import { installJsonBodyParser, MAX_JSON_DEPTH, type UnreadableJson } from '../http/json-body.ts';
 import type { LimitHook } from '../http/limits.ts';
 import {
-  authenticate,
   confirmKey,
   createAuthResolver,
   createUsageRecorder,
@@ -29,8 +28,12 @@ type ApiDeps = {
   limit?: LimitHook;
 };
 
-/** A repeated query parameter is ambiguous: refuse it by name rather than pick one. */
-async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> {
+/** A repeated query parameter is ambiguous: refuse it by name rather than pick one (a throw is the refusal). */
+function refuseRepeatedParameters(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
   const query = request.query as Record<string, unknown>;
   const repeated = Object.entries(query).filter(([, value]) => Array.isArray(value));
   if (repeated.length > 0) {
@@ -39,6 +42,7 @@ async function refuseRepeatedParameters(request: FastifyRequest): Promise<void> 
       repeated.map(([name]) => ({ in: 'query', name, message: 'must be given once' })),
     );
   }
+  done();
 }
 
 /** A JSON body that cannot be read is a 400 `invalid_request` that says why. */
@@ -75,17 +79,18 @@ export const apiV1: FastifyPluginAsyncZod<ApiDeps> = async (app, deps) => {
   // One onRequest hook, the steps in this order (each refusal ends the request): the activity
   // record's start, the key, the request limit (between authentication and refusal, so floods of
   // bad keys count too), the refusal of a missing or insufficient key, the key confirmed unrevoked.
-  const resolveKey = authenticate(resolveAuth);
+  // Only the steps that may wait are awaited (each await is a promise and a microtask turn per request).
   const confirm = confirmKey(deps.application.keys);
   const limit = deps.limit;
   app.addHook('onRequest', async (request, reply) => {
     // Answers carry an account's data (errors name its ids): never to be kept by a shared cache.
     reply.header('cache-control', 'private, no-store');
-    await activity.onRequest(request, reply);
-    await resolveKey(request);
+    activity.onRequest(request, reply);
+    request.auth = await resolveAuth(request);
     if (limit) await limit(request, reply);
-    await requireAuth(request, reply);
-    await confirm(request);
+    requireAuth(request, reply);
+    const confirming = confirm(request);
+    if (confirming) await confirming;
   });
   // A key this process knew, found revoked by a route's own statement: forget it (the next request
   // looks it up and is refused before it runs), and say how to authenticate, as requireAuth does.

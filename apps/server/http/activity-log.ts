@@ -75,7 +75,7 @@ export function createActivityLog(
 ) {
   const refused = oncePerWindow(60_000, 10_000);
   return {
-    onRequest: async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    onRequest: (request: FastifyRequest, reply: FastifyReply): void => {
       const { operation } = request.routeOptions.config;
       if (!operation) return;
       const started = performance.now();

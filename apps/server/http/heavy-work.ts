@@ -85,11 +85,16 @@ export function hasHeavyBody(request: FastifyRequest): boolean {
  * `heavy` its request's work is done.
  */
 export function installHeavyWork(app: FastifyInstance, heavy: HeavyWork): void {
-  app.addHook('preValidation', async (request, reply) => {
-    if (hasHeavyBody(request)) await heavy.admit(request, reply);
+  // With `done`, not async: every request passes here, and most have nothing to wait for.
+  app.addHook('preValidation', (request, reply, done) => {
+    if (!hasHeavyBody(request)) {
+      done();
+      return;
+    }
+    heavy.admit(request, reply).then(() => done(), done);
   });
-  app.addHook('onSend', async (request, _reply, payload) => {
+  app.addHook('onSend', (request, _reply, payload, done) => {
     heavy.answered(request);
-    return payload;
+    done(null, payload);
   });
 }

@@ -14,14 +14,22 @@ export const SLICE_BYTES = 64 * 1024;
  * `Content-Length` stays exact, and the bytes are the same.
  */
 export function installSlicedResponses(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (request.method === 'HEAD') return payload;
-    if (typeof payload === 'string' ? payload.length < SLICED_FROM : !Buffer.isBuffer(payload))
-      return payload;
+  // With `done`, not async: every answer passes here (a promise and a microtask turn each otherwise).
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (
+      request.method === 'HEAD' ||
+      (typeof payload === 'string' ? payload.length < SLICED_FROM : !Buffer.isBuffer(payload))
+    ) {
+      done(null, payload);
+      return;
+    }
     const bytes = typeof payload === 'string' ? Buffer.from(payload) : (payload as Buffer);
-    if (bytes.length < SLICED_FROM) return payload;
+    if (bytes.length < SLICED_FROM) {
+      done(null, payload);
+      return;
+    }
     reply.header('content-length', bytes.length);
-    return Readable.from(slices(bytes), { objectMode: false, highWaterMark: SLICE_BYTES });
+    done(null, Readable.from(slices(bytes), { objectMode: false, highWaterMark: SLICE_BYTES }));
   });
 }
 

@@ -50,5 +50,8 @@ export function recordChanges(
   const log = createActivityLog(activity, 'web', (request) => kit.actingOf(request), {
     status: (status) => (status >= 300 && status < 400 ? 200 : status),
   });
-  app.addHook('onRequest', log.onRequest);
+  app.addHook('onRequest', (request, reply, done) => {
+    log.onRequest(request, reply);
+    done();
+  });
 }
