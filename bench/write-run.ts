@@ -200,7 +200,8 @@ const sessions = (r: WriteLoad): string =>
 const seconds = (r: WriteLoad): string =>
   r.per_second
     .map(
-      (s) => `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} | ${s.db_busy} | ${s.checkpointer} |`,
+      (s) =>
+        `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} | ${s.thread_late_ms ?? ''} | ${s.db_busy} | ${s.checkpointer} |`,
     )
     .join('\n');
 const withoutEdits = ({ edits: _edits, ...rest }: WriteLoad): Omit<WriteLoad, 'edits'> => rest;
@@ -257,11 +258,11 @@ CPU per edit during the PUT run: server thread ${edits.cpu_ms_per_edit.server_th
 
 WAL per edit (the whole cluster): ${edits.wal_per_edit.records} records, ${edits.wal_per_edit.full_page_images} full-page images, ${edits.wal_per_edit.bytes} bytes.
 
-Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median), with what the database did in that second (sampled every 20 ms: the sessions that were not idle, on average, by state and wait event; and the checkpointer's state in most samples):
+Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median), the longest the server's thread kept a 10 ms timer waiting beyond its time that second (a stall of the thread), and what the database did in that second (sampled every 20 ms: the sessions that were not idle, on average, by state and wait event; and the checkpointer's state in most samples):
 
-| second | edits | p50 ms | max ms | database sessions not idle | checkpointer |
-|---:|---:|---:|---:|---|---|
-${edits.per_second.map((s) => `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} | ${s.db_busy} | ${s.checkpointer} |`).join('\n')}
+| second | edits | p50 ms | max ms | server thread: longest lateness ms | database sessions not idle | checkpointer |
+|---:|---:|---:|---:|---:|---|---|
+${edits.per_second.map((s) => `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} | ${s.thread_late_ms ?? ''} | ${s.db_busy} | ${s.checkpointer} |`).join('\n')}
 `;
 const saturationTable = `
 ## Saturation: ${connections} connections for ${overTen.seconds} s, as fast as the server answers, title-only edits
@@ -292,14 +293,14 @@ The database's sessions that were not idle, on average over the run (sampled eve
 
 By second, over ${COPIES} articles:
 
-| second | edits | p50 ms | max ms | database sessions not idle | checkpointer |
-|---:|---:|---:|---:|---|---|
+| second | edits | p50 ms | max ms | server thread: longest lateness ms | database sessions not idle | checkpointer |
+|---:|---:|---:|---:|---:|---|---|
 ${seconds(overTen)}
 
 By second, over one article:
 
-| second | edits | p50 ms | max ms | database sessions not idle | checkpointer |
-|---:|---:|---:|---:|---|---|
+| second | edits | p50 ms | max ms | server thread: longest lateness ms | database sessions not idle | checkpointer |
+|---:|---:|---:|---:|---:|---|---|
 ${seconds(overOne)}
 ${
   profiled

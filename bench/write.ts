@@ -77,6 +77,8 @@ export type Second = {
   db_busy: string;
   /** What the checkpointer did in most of the second's samples. */
   checkpointer: string;
+  /** The longest the server's thread made a 10 ms timer wait beyond its time that second (a stall of the thread). */
+  thread_late_ms: number | null;
 };
 
 type Wal = { records: number; full_page_images: number; bytes: number };
@@ -148,6 +150,7 @@ export async function measureEdits(opts: {
   databaseUrl: string;
 }): Promise<WriteLoad & { profile?: CpuProfile }> {
   const timeline = await startWaitTimeline(opts.databaseUrl);
+  const lateness = startLateness();
   const walClient = new pg.Client({ connectionString: opts.databaseUrl, application_name: 'bench:sampler' });
   await walClient.connect();
   const readWal = async (): Promise<Wal> => {
@@ -204,6 +207,7 @@ export async function measureEdits(opts: {
   await walClient.end();
   await worker.terminate();
   const waits = await timeline.stop();
+  const late = lateness.stop();
   const edits = result.samples.length;
   const perEdit = (seconds: number): number => (edits === 0 ? 0 : Math.round((seconds / edits) * 1e5) / 100);
   const used = from ? cpuSince(from.cpu, cpu) : { node: 0, postgres: 0, machine: 0, steal: 0 };
@@ -233,7 +237,12 @@ export async function measureEdits(opts: {
     seconds: opts.seconds,
     edits_per_second: wall === 0 ? 0 : Math.round(edits / wall),
     measured_from: result.measuredFrom,
-    per_second: perSecond(result.samples, result.startedAt, waitsBySecond(waits, measuredFrom)),
+    per_second: perSecond(
+      result.samples,
+      result.startedAt,
+      waitsBySecond(waits, measuredFrom),
+      latenessBySecond(late, measuredFrom),
+    ),
     db_sessions: sessionsDuring(waits, measuredFrom, measuredFrom + wall * 1000),
     edits: result.samples.map((took, i) => [
       Math.round(result.startedAt[i] ?? 0),
@@ -278,6 +287,7 @@ export function perSecond(
   samples: readonly number[],
   startedAt: readonly number[],
   waits: ReadonlyMap<number, Pick<Second, 'db_busy' | 'checkpointer'>> = new Map(),
+  late: ReadonlyMap<number, number> = new Map(),
 ): Second[] {
   const groups = new Map<number, number[]>();
   samples.forEach((took, i) => {
@@ -289,8 +299,50 @@ export function perSecond(
     .map(([second, took]) => {
       const t = summarise(took);
       const w = waits.get(second) ?? { db_busy: '', checkpointer: '' };
-      return { second, runs: t.runs, p50_ms: t.p50_ms, max_ms: t.max_ms, ...w };
+      return {
+        second,
+        runs: t.runs,
+        p50_ms: t.p50_ms,
+        max_ms: t.max_ms,
+        ...w,
+        thread_late_ms: late.get(second) ?? null,
+      };
     });
+}
+
+/**
+ * Samples how late a 10 ms timer of this thread (the server's) fires, until `stop`: a late timer is a
+ * stretch in which the thread ran something else without a break, or was not given a core.
+ */
+export function startLateness(): { stop(): { at: number; lateMs: number }[] } {
+  const samples: { at: number; lateMs: number }[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    samples.push({ at: now, lateMs: Math.max(0, now - last - TICK_MS) });
+    last = now;
+  }, TICK_MS);
+  return {
+    stop() {
+      clearInterval(timer);
+      return samples;
+    },
+  };
+}
+const TICK_MS = 10;
+
+/** The longest lateness by second from `measuredFrom` (epoch ms), of the second a late tick ended in. */
+export function latenessBySecond(
+  samples: readonly { at: number; lateMs: number }[],
+  measuredFrom: number,
+): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const { at, lateMs } of samples) {
+    const second = Math.floor((performance.timeOrigin + at - measuredFrom) / 1000);
+    if (second < 0) continue;
+    out.set(second, Math.max(out.get(second) ?? 0, Math.round(lateMs * 10) / 10));
+  }
+  return out;
 }
 
 /** The wait timeline by second from `measuredFrom` (epoch ms): busy sessions (not idle) and the checkpointer. */
