@@ -345,28 +345,26 @@ try {
       (c) => c.name === 'list articles' || c.name === 'get article' || c.name.startsWith('stats 1M last'),
     )) {
       // The real route, then its floor: what the real route spends above the floor, function by function.
-      for (const side of ['real', 'floor'] as const) {
-        log(`${s.name}: profiling the ${side === 'real' ? 'real route' : 'floor'}`);
+      const sides = [
+        { what: 'real route', key: s.name, url: `${realBase}${s.real}`, headers: auth },
+        { what: 'floor', key: `${s.name} (floor)`, url: `${floorBase}${s.floor}`, headers: {} },
+      ];
+      for (const side of sides) {
+        log(`${s.name}: profiling the ${side.what}`);
         await settle();
         let requests = 0;
         const profile: CpuProfile = await profileWhile(async () => {
-          requests = (
-            await measure(
-              side === 'real' ? `${realBase}${s.real}` : `${floorBase}${s.floor}`,
-              { ...settings, warmupSeconds: 0 },
-              side === 'real' ? { headers: auth } : {},
-            )
-          ).requests;
+          const settingsNow = { ...settings, warmupSeconds: 0 };
+          requests = (await measure(side.url, settingsNow, { headers: side.headers })).requests;
         });
         log(`  ${requests} requests under the profiler`);
         const stamp = new Date().toISOString().replace(/[:.]/g, '-');
         await mkdir(RESULTS, { recursive: true });
-        const label = side === 'real' ? s.name : `${s.name} floor`;
         await writeFile(
-          resolve(RESULTS, `profile-${label.replace(/\W+/g, '-')}-${stamp}.cpuprofile`),
+          resolve(RESULTS, `profile-${side.key.replace(/\W+/g, '-').replace(/-$/, '')}-${stamp}.cpuprofile`),
           JSON.stringify(profile),
         );
-        results.profiles[side === 'real' ? s.name : `${s.name} (floor)`] = summarise(profile, ROOT);
+        results.profiles[side.key] = summarise(profile, ROOT);
       }
     }
   }

@@ -310,6 +310,9 @@ export function perSecond(
     });
 }
 
+/** How often the lateness sampler's timer is due. */
+const TICK_MS = 10;
+
 /**
  * Samples how late a 10 ms timer of this thread (the server's) fires, until `stop`: a late timer is a
  * stretch in which the thread ran something else without a break, or was not given a core.
@@ -329,7 +332,6 @@ export function startLateness(): { stop(): { at: number; lateMs: number }[] } {
     },
   };
 }
-const TICK_MS = 10;
 
 /** The longest lateness by second from `measuredFrom` (epoch ms), of the second a late tick ended in. */
 export function latenessBySecond(
