@@ -199,13 +199,16 @@ const sessions = (r: WriteLoad): string =>
     .slice(0, 5)
     .map(([what, n]) => `${what}: ${n}`)
     .join('; ');
+/** A run's table by second (the header and a row per second). */
 const seconds = (r: WriteLoad): string =>
-  r.per_second
-    .map(
+  [
+    '| second | edits | p50 ms | max ms | server thread: longest lateness ms | database sessions not idle | checkpointer |',
+    '|---:|---:|---:|---:|---:|---|---|',
+    ...r.per_second.map(
       (s) =>
         `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} | ${s.thread_late_ms ?? ''} | ${s.db_busy} | ${s.checkpointer} |`,
-    )
-    .join('\n');
+    ),
+  ].join('\n');
 const withoutEdits = ({ edits: _edits, ...rest }: WriteLoad): Omit<WriteLoad, 'edits'> => rest;
 const results = {
   at: new Date().toISOString(),
@@ -262,9 +265,7 @@ WAL per edit (the whole cluster): ${edits.wal_per_edit.records} records, ${edits
 
 Edits by the second they started in (a tail shows as a second whose slowest edit is far above its median), the longest the server's thread kept a 10 ms timer waiting beyond its time that second (a stall of the thread), and what the database did in that second (sampled every 20 ms: the sessions that were not idle, on average, by state and wait event; and the checkpointer's state in most samples):
 
-| second | edits | p50 ms | max ms | server thread: longest lateness ms | database sessions not idle | checkpointer |
-|---:|---:|---:|---:|---:|---|---|
-${edits.per_second.map((s) => `| ${s.second + 1} | ${s.runs} | ${s.p50_ms} | ${s.max_ms} | ${s.thread_late_ms ?? ''} | ${s.db_busy} | ${s.checkpointer} |`).join('\n')}
+${seconds(edits)}
 `;
 const saturationTable = `
 ## Saturation: ${connections} connections for ${overTen.seconds} s, as fast as the server answers, title-only edits
@@ -295,14 +296,10 @@ The database's sessions that were not idle, on average over the run (sampled eve
 
 By second, over ${COPIES} articles:
 
-| second | edits | p50 ms | max ms | server thread: longest lateness ms | database sessions not idle | checkpointer |
-|---:|---:|---:|---:|---:|---|---|
 ${seconds(overTen)}
 
 By second, over one article:
 
-| second | edits | p50 ms | max ms | server thread: longest lateness ms | database sessions not idle | checkpointer |
-|---:|---:|---:|---:|---:|---|---|
 ${seconds(overOne)}
 ${
   profiled
