@@ -173,6 +173,15 @@ export interface EventStoreDeps<E extends NewEvent = DomainEvent> {
     appended: Expression<SqlBool>,
   ) => InlineStatement[] | InTransaction;
   /**
+   * The inline projections of several streams' runs as statements whose number does not grow with the
+   * runs' (`inlineGroupStatements` in projection-runner.ts), for a group of appends at known versions;
+   * `IN_TRANSACTION` from it, or none: each append of the group brings its own statements.
+   */
+  inlineGroupStatements?: (
+    runs: readonly (readonly Pending<E>[])[],
+    appendedStreams: RawBuilder<unknown>,
+  ) => InlineStatement[] | InTransaction;
+  /**
    * The streams whose one-statement appends may share a statement, and so a commit, with other
    * streams' (group commit: infra/commit-group.ts): only streams whose inline projections write rows of
    * their own stream alone. Two appends in one statement must never change the same row: PostgreSQL
@@ -186,14 +195,15 @@ const GROUPS_IN_FLIGHT = 2;
 const GROUP_APPENDS = 8;
 
 export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventStoreDeps<E>): EventStore<E> {
-  const { db, handle, validate, inline, inlineStatements, groupCommits } = deps;
+  const { db, handle, validate, inline, inlineStatements, inlineGroupStatements, groupCommits } = deps;
   const group =
     groupCommits === undefined
       ? undefined
       : createCommitGroup<GroupMember>({
           maxInFlight: GROUPS_IN_FLIGHT,
           maxItems: GROUP_APPENDS,
-          send: (members) => sendGroup(db, members),
+          // The group holds this store's appends only: their events are of E.
+          send: (members) => sendGroup(db, members, inlineGroupStatements as GroupStatements | undefined),
         });
 
   const validateAll = (events: readonly NewEvent[]): void => {
@@ -327,6 +337,8 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
               const answer = (work: Promise<StoredEvent<A>[]>) => work.then(resolve, reject);
               group.add({
                 claim: { streamId, expectedVersion, rows, precondition: precondition?.holds },
+                preconditionId: precondition === undefined ? undefined : (precondition.id ?? uuidv7()),
+                pending,
                 // What its statement's text depends on: the events' types and the properties their data has.
                 shape: `${precondition === undefined ? '' : 'checked '}${parsed
                   .map((event, index) => `${rows[index]?.type}(${Object.keys(event.data ?? {}).join()})`)
@@ -770,6 +782,10 @@ function appendQueries(
 /** One append waiting in the commit group: what it claims, and how it is answered. */
 type GroupMember = {
   claim: Claim;
+  /** Names its precondition (the same check, the same name); none without one. */
+  preconditionId: string | undefined;
+  /** Its events with their versions (the expected version plus one, on): what the inline projections see. */
+  pending: readonly Pending<NewEvent>[];
   /** Appends of one shape make statements of one text: only they go together (see sendGroup). */
   shape: string;
   /** Its inline projectors' statements, made with its place's `appended`; IN_TRANSACTION: it goes alone. */
@@ -790,15 +806,61 @@ type GroupMember = {
  * in id order, so that the statements of several processes lock them in the same order. Every member
  * is answered; the statement belongs to no caller's trace.
  */
-async function sendGroup(db: Db, members: readonly GroupMember[]): Promise<void> {
+async function sendGroup(
+  db: Db,
+  members: readonly GroupMember[],
+  grouped: GroupStatements | undefined,
+): Promise<void> {
   const sorted = [...members].sort((a, b) => compareIds(a.claim.streamId, b.claim.streamId));
   await Promise.all(
-    [...Map.groupBy(sorted, (member) => member.shape).values()].map((same) => sendShape(db, same)),
+    [...Map.groupBy(sorted, (member) => member.shape).values()].map((same) => sendShape(db, same, grouped)),
   );
 }
 
+/** The inline projections' statements of a group of runs (EventStoreDeps.inlineGroupStatements). */
+type GroupStatements = (
+  runs: readonly (readonly Pending<NewEvent>[])[],
+  appendedStreams: RawBuilder<unknown>,
+) => InlineStatement[] | InTransaction;
+
 /** Appends of one shape, in stream id order: as one statement (see sendGroup). */
-async function sendShape(db: Db, members: readonly GroupMember[]): Promise<void> {
+async function sendShape(
+  db: Db,
+  members: readonly GroupMember[],
+  grouped: GroupStatements | undefined,
+): Promise<void> {
+  const settable = grouped === undefined ? [] : settableOf(members);
+  const statements =
+    grouped !== undefined && settable.length > 1 ? setStatements(settable, grouped) : IN_TRANSACTION;
+  if (statements === IN_TRANSACTION) return sendEach(db, members);
+  await Promise.all([
+    sendSet(db, settable, statements),
+    sendEach(
+      db,
+      members.filter((member) => !settable.includes(member)),
+    ),
+  ]);
+}
+
+/** A group's appends to existing streams at their versions, as one set statement (see setGroupStatement). */
+async function sendSet(
+  db: Db,
+  members: readonly GroupMember[],
+  statements: readonly InlineStatement[],
+): Promise<void> {
+  let inserted: (InsertedRow & { stream_id: string })[] | undefined;
+  try {
+    inserted = (await detached(() => setGroupStatement(members, statements).execute(db))).rows;
+  } catch {
+    await Promise.all(members.map((member) => member.alone()));
+    return;
+  }
+  const byStream = Map.groupBy(inserted, (row) => row.stream_id);
+  await Promise.all(members.map((member) => member.inserted(byStream.get(member.claim.streamId) ?? [])));
+}
+
+/** Appends of one shape, each with its own statements, as one statement (groupStatement), or alone. */
+async function sendEach(db: Db, members: readonly GroupMember[]): Promise<void> {
   const [first] = members;
   if (first === undefined) return;
   if (members.length === 1) {
@@ -833,6 +895,106 @@ async function sendShape(db: Db, members: readonly GroupMember[]): Promise<void>
     }
   }
   await Promise.all(apart);
+}
+
+/**
+ * The inline projections of a group's settable appends (settableOf) as statements that do not grow
+ * with it, when every inline projector that handles their events has a group form; else
+ * IN_TRANSACTION (each append brings its own statements: groupStatement).
+ */
+function setStatements(
+  members: readonly GroupMember[],
+  grouped: GroupStatements,
+): InlineStatement[] | InTransaction {
+  try {
+    return grouped(
+      members.map((member) => member.pending),
+      APPENDED_STREAMS,
+    );
+  } catch {
+    return IN_TRANSACTION;
+  }
+}
+
+/**
+ * The appends a set statement can carry: those that claim a version of a stream that exists (`update
+ * streams`), one per stream (a second append to a stream of the group goes with the others).
+ */
+function settableOf(members: readonly GroupMember[]): GroupMember[] {
+  const streams = new Set<string>();
+  return members.filter(({ claim }) => {
+    if (typeof claim.expectedVersion !== 'number' || claim.expectedVersion < 1) return false;
+    if (streams.has(claim.streamId)) return false;
+    streams.add(claim.streamId);
+    return true;
+  });
+}
+
+/** The streams whose version claim succeeded, in a group's set statement (see setGroupStatement). */
+const APPENDED_STREAMS = sql`(select stream_id from appended)`;
+
+/**
+ * A group of appends, each to its own existing stream at its expected version, as one statement whose
+ * parts do not grow with the group: one version claim of every stream (the claims one JSON parameter),
+ * one insert of every event (one JSON parameter), and the inline projections' group statements, each
+ * changing only the rows of streams whose claim succeeded. One whose claim fails (a conflict, its
+ * precondition refused) inserts and changes nothing, as alone. Preconditions named alike are one
+ * condition; different ones are checked each for its own append. The rows say which stream they are
+ * of (an append is of one stream, and no two of the group share one).
+ */
+function setGroupStatement(
+  members: readonly GroupMember[],
+  statements: readonly InlineStatement[],
+): RawBuilder<InsertedRow & { stream_id: string }> {
+  const claims = JSON.stringify(
+    members.map(({ claim }, index) => ({
+      member: index + 1,
+      stream_id: claim.streamId,
+      expected: claim.expectedVersion,
+      count: claim.rows.length,
+    })),
+  );
+  const events = `[${members
+    .flatMap(({ claim }, index) =>
+      claim.rows.map(
+        (row, n) =>
+          `{"member":${index + 1},"event_id":"${row.eventId}","n":${n + 1},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`,
+      ),
+    )
+    .join(',')}]`;
+  const projections = statements.map(
+    (statement, index) => sql`, ${sql.raw(`inline_${index}`)} as (${statement})`,
+  );
+  return sql`${sql.raw(ALWAYS_NAMED)}
+    with claim as (
+      update streams s set version = s.version + c.count, updated_at = now()
+      from jsonb_to_recordset(${claims}::jsonb) as c (member integer, stream_id text, expected integer, count integer)
+      where s.stream_id = c.stream_id and s.version = c.expected and ${preconditionsOf(members)}
+      returning c.member, s.stream_id, s.version, c.count
+    ),
+    appended as (
+      insert into events (event_id, stream_id, version, type, data, metadata)
+      select r.event_id, c.stream_id, c.version - c.count + r.n, r.type, r.data, r.metadata
+      from claim c join jsonb_to_recordset(${events}::jsonb) as r (member integer, event_id uuid, n integer, type text, data jsonb, metadata jsonb)
+        on r.member = c.member
+      order by c.member, r.n
+      returning stream_id, event_id, position, transaction_id::text as transaction_id, version, recorded_at
+    )${sql.join(projections, sql``)}
+    select stream_id, event_id, position, transaction_id, version, recorded_at from appended`;
+}
+
+/** The members' preconditions as one condition on the claim's row `c` (its `member`, from 1). */
+function preconditionsOf(members: readonly GroupMember[]): RawBuilder<SqlBool> {
+  const [first] = members;
+  if (members.every((member) => member.preconditionId === first?.preconditionId)) {
+    return first?.claim.precondition ?? sql<SqlBool>`true`;
+  }
+  const cases = members.flatMap(({ claim }, index) =>
+    claim.precondition === undefined
+      ? []
+      : [sql`when ${sql.raw(String(index + 1))} then (${claim.precondition})`],
+  );
+  return sql<SqlBool>`(case c.member ${sql.join(cases, sql` `)} else true end)`;
 }
 
 function compareIds(a: string, b: string): number {

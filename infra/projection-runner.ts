@@ -1,4 +1,4 @@
-import { type Expression, type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
+import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql, type Transaction } from 'kysely';
 import type { DomainEvent } from '../domain/events.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
@@ -105,6 +105,34 @@ export function inlineStatements<E extends NewEvent = DomainEvent>(
         mine.length === 1
           ? projector.statementsFor(only, db, appended)
           : (projector.statementsForRun?.(mine, db, appended) ?? IN_TRANSACTION);
+      if (own === IN_TRANSACTION) return IN_TRANSACTION;
+      statements.push(...own);
+    }
+    return statements;
+  };
+}
+
+/**
+ * The inline projectors' statements for runs of events about to be appended to different streams by
+ * one statement (group commit): `statementsForGroup` of each projector that handles any of them,
+ * given the runs it handles events of (only those events). IN_TRANSACTION when a projector that
+ * handles them has no such form (the event store then writes each run's own statements).
+ */
+export function inlineGroupStatements<E extends NewEvent = DomainEvent>(
+  projectors: readonly Projector<E>[],
+): (
+  runs: readonly (readonly Pending<E>[])[],
+  appendedStreams: RawBuilder<unknown>,
+) => InlineStatement[] | InTransaction {
+  const inline = inlineOf(projectors);
+  return (runs, appendedStreams) => {
+    const statements: InlineStatement[] = [];
+    for (const projector of inline) {
+      const mine = runs
+        .map((run) => run.filter((event) => handles(projector, event.type)))
+        .filter((run) => run.length > 0);
+      if (mine.length === 0) continue;
+      const own = projector.statementsForGroup?.(mine, appendedStreams) ?? IN_TRANSACTION;
       if (own === IN_TRANSACTION) return IN_TRANSACTION;
       statements.push(...own);
     }

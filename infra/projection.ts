@@ -2,6 +2,7 @@ import {
   type Expression,
   type Kysely,
   type OperationNodeSource,
+  type RawBuilder,
   type SqlBool,
   sql,
   type Transaction,
@@ -81,6 +82,18 @@ export interface InlineProjector<E extends NewEvent = DomainEvent> extends Proje
     events: readonly Pending<E>[],
     db: Kysely<Database>,
     appended: Expression<SqlBool>,
+  ): InlineStatement[] | InTransaction;
+  /**
+   * Optional: `statementsForRun` of several runs, each of a different stream, appended by one
+   * statement (group commit): the same changes as each run's own statements, made by a few statements
+   * whatever the number of runs, each run's rows as rows of one JSON parameter. A run's rows change
+   * nothing unless its stream is among `appendedStreams` (a subquery of the stream ids whose version
+   * claim succeeded): each run is guarded as alone. IN_TRANSACTION, or no such method: each run's own
+   * statements are used instead.
+   */
+  statementsForGroup?(
+    runs: readonly (readonly Pending<E>[])[],
+    appendedStreams: RawBuilder<unknown>,
   ): InlineStatement[] | InTransaction;
 }
 

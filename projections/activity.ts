@@ -51,6 +51,12 @@ export const activityProjector = inlineProjector({
   statementsForRun(events) {
     return events.every((event) => !isCalls(event) && !isPipelineChange(event)) ? [] : IN_TRANSACTION;
   },
+  /** Nor do runs of several articles' changes through a face. */
+  statementsForGroup(runs) {
+    return runs.every((run) => run.every((event) => !isCalls(event) && !isPipelineChange(event)))
+      ? []
+      : IN_TRANSACTION;
+  },
 });
 
 type ActivityEvent = CallRecorded | CallsRecorded | ArticleEvent;

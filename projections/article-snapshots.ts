@@ -51,6 +51,31 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
     },
     statementsFor: (event, db, appended) => statementsForRun([event], db, appended),
     statementsForRun,
+    /** Each run from the snapshot its command read, as `statementsForRun`: one statement for all. */
+    statementsForGroup(runs, appendedStreams) {
+      const rows: { stream_id: string; article_id: string; version: number; state: unknown }[] = [];
+      for (const run of runs) {
+        const [first] = run;
+        const last = run.at(-1);
+        if (first === undefined || last === undefined) continue;
+        const known = memory?.recall(first.data.articleId);
+        if (known?.version !== first.version - 1) return IN_TRANSACTION;
+        rows.push({
+          stream_id: first.streamId,
+          article_id: last.data.articleId,
+          version: last.version,
+          state: stateAfter(run, known),
+        });
+      }
+      return [
+        sql`insert into article_snapshots (article_id, version, state)
+          select r.article_id, r.version, r.state
+            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (stream_id text, article_id text, version integer, state jsonb)
+           where r.stream_id in ${appendedStreams}
+           order by r.article_id
+          on conflict (article_id) do update set version = excluded.version, state = excluded.state`,
+      ];
+    },
   });
 
   /**
@@ -77,15 +102,23 @@ function upsert(
 ): RawBuilder<unknown> {
   const last = events.at(-1);
   if (last === undefined) throw new Error('a run of article events is never empty');
-  // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
-  const before = previous
-    ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
-    : initialState;
-  const state = JSON.stringify(withoutBody(events.reduce<ArticleState>(evolve, before)));
+  const state = JSON.stringify(stateAfter(events, previous));
   // SQL text rather than kysely's builder: this runs on every edit (see articles.ts).
   return sql`insert into article_snapshots (article_id, version, state)
     select ${last.data.articleId}::text, ${last.version}::integer, ${state}::jsonb where ${when}
     on conflict (article_id) do update set version = excluded.version, state = excluded.state`;
+}
+
+/** The state after a run of events, from the snapshot before the first (none: the initial state), as stored. */
+function stateAfter(
+  events: readonly Pending<ArticleEvent>[],
+  previous: { version: number; state: unknown } | undefined,
+): unknown {
+  // The body is not stored: an event without one (a title edit) leaves this stand-in, dropped below.
+  const before = previous
+    ? ({ ...(previous.state as Omit<Article, 'body'>), body: '' } as Article)
+    : initialState;
+  return withoutBody(events.reduce<ArticleState>(evolve, before));
 }
 
 /** The state of an article at a stream version (as stored, without its body; as remembered, with it). */

@@ -1,4 +1,4 @@
-import { type Expression, type Selectable, type SqlBool, sql } from 'kysely';
+import { type Expression, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
 import { type Article, evolve, initialState } from '../domain/article/decider.ts';
 import {
   type ArticleEdited,
@@ -69,6 +69,13 @@ export function createArticlesProjector(memory?: HtmlMemory) {
       const run = events.filter(isRevisionEvent);
       return run.length === events.length ? revisionStatements(run, appended, memory) : IN_TRANSACTION;
     },
+    /** Runs of several articles: `statementsForRun` of each, as two statements for all. */
+    statementsForGroup(runs, appendedStreams) {
+      const revisionRuns = runs.map((run) => run.filter(isRevisionEvent));
+      return revisionRuns.every((run, index) => run.length === runs[index]?.length)
+        ? groupRevisionStatements(revisionRuns, appendedStreams, memory)
+        : IN_TRANSACTION;
+    },
   });
 }
 
@@ -98,24 +105,10 @@ function revisionStatements(
   when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
 ): InlineStatement[] {
-  const [first] = run;
-  const last = run.at(-1);
-  if (first === undefined || last === undefined) throw new Error('a run of article events is never empty');
-  const articleId = first.data.articleId;
-  const before = first.data.revision - 1;
-  let title: string | undefined;
-  let body: string | undefined;
-  let featuredImage: string | undefined;
-  for (const event of run) {
-    if (event.type !== 'FeaturedImageReplaced') {
-      title = event.data.title ?? title;
-      body = event.data.body ?? body;
-    }
-    if (event.type !== 'ArticleEdited') featuredImage = JSON.stringify(event.data.featuredImage);
-  }
+  const { articleId, before, revision, at, title, body, featuredImage } = runChange(run);
   // SQL text rather than kysely's builder: these run on every edit, and the builder's tree is the
   // costlier to make and compile (docs/performance.md, "Edits: the inline statements as SQL text").
-  const sets = [sql`revision = ${last.data.revision}`, sql`updated_at = ${last.metadata.at}`];
+  const sets = [sql`revision = ${revision}`, sql`updated_at = ${at}`];
   if (title !== undefined) sets.push(sql`title = ${title}`);
   if (body !== undefined) sets.push(sql`word_count = ${wordCount(body, memory)}`);
   if (featuredImage !== undefined) sets.push(sql`featured_image = ${featuredImage}`);
@@ -127,6 +120,94 @@ function revisionStatements(
     where article_id = ${articleId}
       and exists (select from articles where id = ${articleId} and revision = ${before}) and ${when}`;
   return [row, bodyRow];
+}
+
+/**
+ * What a run of revision events changes: the revision before it and its last, the last event's
+ * time, and the last title, body and featured image (its JSON) the run gives, if any.
+ */
+function runChange(run: readonly Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>[]) {
+  const [first] = run;
+  const last = run.at(-1);
+  if (first === undefined || last === undefined) throw new Error('a run of article events is never empty');
+  let title: string | undefined;
+  let body: string | undefined;
+  let featuredImage: string | undefined;
+  for (const event of run) {
+    if (event.type !== 'FeaturedImageReplaced') {
+      title = event.data.title ?? title;
+      body = event.data.body ?? body;
+    }
+    if (event.type !== 'ArticleEdited') featuredImage = JSON.stringify(event.data.featuredImage);
+  }
+  return {
+    streamId: first.streamId,
+    articleId: first.data.articleId,
+    before: first.data.revision - 1,
+    revision: last.data.revision,
+    at: last.metadata.at,
+    title,
+    body,
+    featuredImage,
+  };
+}
+
+/**
+ * `revisionStatements` of runs of several articles as two statements whatever their number (the
+ * list rows; the body rows, when a run has a new body): each run's row as a row of one JSON parameter,
+ * changed when its stream is among `appendedStreams` and its article at the revision before the run.
+ * A column a run does not set keeps its value.
+ */
+function groupRevisionStatements(
+  runs: readonly (readonly Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>[])[],
+  appendedStreams: RawBuilder<unknown>,
+  memory: HtmlMemory | undefined,
+): InlineStatement[] {
+  const changes = runs.filter((run) => run.length > 0).map(runChange);
+  const rows = changes.map((c) => ({
+    stream_id: c.streamId,
+    id: c.articleId,
+    before: c.before,
+    revision: c.revision,
+    updated_at: c.at,
+    set_title: c.title !== undefined,
+    title: c.title ?? null,
+    set_words: c.body !== undefined,
+    word_count: c.body === undefined ? null : wordCount(c.body, memory),
+    set_image: c.featuredImage !== undefined,
+    featured_image: c.featuredImage ?? null,
+  }));
+  const statements: InlineStatement[] = [
+    sql`update articles a set revision = r.revision, updated_at = r.updated_at,
+        title = case when r.set_title then r.title else a.title end,
+        word_count = case when r.set_words then r.word_count else a.word_count end,
+        featured_image = case when r.set_image then r.featured_image::jsonb else a.featured_image end
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (stream_id text, id text, before integer,
+        revision integer, updated_at timestamptz, set_title boolean, title text, set_words boolean,
+        word_count integer, set_image boolean, featured_image text)
+      where a.id = r.id and a.revision = r.before and r.stream_id in ${appendedStreams}`,
+  ];
+  const bodies = changes.flatMap((c) =>
+    c.body === undefined
+      ? []
+      : [
+          {
+            stream_id: c.streamId,
+            id: c.articleId,
+            before: c.before,
+            body: c.body,
+            protected_links: JSON.stringify(extractProtectedLinks(c.body, memory)),
+          },
+        ],
+  );
+  if (bodies.length > 0) {
+    statements.push(sql`update article_bodies b set body = r.body, protected_links = r.protected_links::jsonb
+      from jsonb_to_recordset(${JSON.stringify(bodies)}::jsonb) as r (stream_id text, id text, before integer,
+        body text, protected_links text)
+      where b.article_id = r.id and r.stream_id in ${appendedStreams}
+        and exists (select from articles where id = r.id and revision = r.before)`);
+  }
+  return statements;
 }
 
 /** Changes to `article_counts` by site and status, summed until they are written. */

@@ -29,6 +29,12 @@ export function createRevisionsProjector(memory?: HtmlMemory) {
       const run = events.filter((event) => event.type !== 'ArticleCreated');
       return run.length === events.length ? [insertRun(run, appended, memory)] : IN_TRANSACTION;
     },
+    statementsForGroup: (runs, appendedStreams) => {
+      const later = runs.map((run) => run.filter((event) => event.type !== 'ArticleCreated'));
+      return later.every((run, index) => run.length === runs[index]?.length)
+        ? [insertRuns(later, appendedStreams, memory)]
+        : IN_TRANSACTION;
+    },
   });
 }
 
@@ -63,10 +69,65 @@ function insertRun(
 ): RawBuilder<unknown> {
   const [first] = run;
   if (first === undefined) throw new Error('a run of article events is never empty');
+  const articleId = first.data.articleId;
+  return sql`
+    insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
+    select ${articleId}::text, r.revision, r.event_type, r.origin, r.actor, r.reason, r.created_at,
+           coalesce(r.title, p.title), coalesce(r.word_count, p.word_count), r.restored_from
+      from jsonb_to_recordset(${JSON.stringify(runRows(run, memory))}::jsonb) as r (revision integer, event_type text,
+             origin text, actor jsonb, reason text, created_at timestamptz, title text, word_count integer,
+             restored_from integer, anchored boolean)
+      left join revisions p on p.article_id = ${articleId} and p.revision = ${first.data.revision - 1}::integer
+     where (r.anchored or p.revision is not null) and ${when}
+     order by r.revision
+    on conflict (article_id, revision) do nothing`;
+}
+
+/**
+ * `insertRun` of several runs, each of its own article, as one statement: each run's rows with its
+ * article, its stream and the revision before it; a run's rows are inserted when its stream is among
+ * `appendedStreams`.
+ */
+function insertRuns(
+  runs: readonly (readonly Pending<Exclude<ArticleEvent, ArticleCreated>>[])[],
+  appendedStreams: RawBuilder<unknown>,
+  memory: HtmlMemory | undefined,
+): RawBuilder<unknown> {
+  const rows = runs.flatMap((run) => {
+    const [first] = run;
+    if (first === undefined) return [];
+    const place = {
+      stream_id: first.streamId,
+      article_id: first.data.articleId,
+      before: first.data.revision - 1,
+    };
+    return runRows(run, memory).map((row) => ({ ...place, ...row }));
+  });
+  return sql`
+    insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
+    select r.article_id, r.revision, r.event_type, r.origin, r.actor, r.reason, r.created_at,
+           coalesce(r.title, p.title), coalesce(r.word_count, p.word_count), r.restored_from
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (stream_id text, article_id text, before integer,
+             revision integer, event_type text, origin text, actor jsonb, reason text, created_at timestamptz,
+             title text, word_count integer, restored_from integer, anchored boolean)
+      left join revisions p on p.article_id = r.article_id and p.revision = r.before
+     where (r.anchored or p.revision is not null) and r.stream_id in ${appendedStreams}
+     order by r.article_id, r.revision
+    on conflict (article_id, revision) do nothing`;
+}
+
+/**
+ * The rows of a run: each revision with the title and size after it, as far as the run says them
+ * (null: as the revision before the run), and whether a restore at or before it names both.
+ */
+function runRows(
+  run: readonly Pending<Exclude<ArticleEvent, ArticleCreated>>[],
+  memory: HtmlMemory | undefined,
+) {
   let title: string | null = null;
   let words: number | null = null;
   let anchored = false;
-  const rows = run.map((event) => {
+  return run.map((event) => {
     const d = event.data;
     if (event.type === 'ArticleRestored') anchored = true;
     if (event.type === 'ArticleEdited' || event.type === 'ArticleRestored') {
@@ -86,18 +147,6 @@ function insertRun(
       anchored,
     };
   });
-  const articleId = first.data.articleId;
-  return sql`
-    insert into revisions (article_id, revision, event_type, origin, actor, reason, created_at, title, word_count, restored_from)
-    select ${articleId}::text, r.revision, r.event_type, r.origin, r.actor, r.reason, r.created_at,
-           coalesce(r.title, p.title), coalesce(r.word_count, p.word_count), r.restored_from
-      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (revision integer, event_type text,
-             origin text, actor jsonb, reason text, created_at timestamptz, title text, word_count integer,
-             restored_from integer, anchored boolean)
-      left join revisions p on p.article_id = ${articleId} and p.revision = ${first.data.revision - 1}::integer
-     where (r.anchored or p.revision is not null) and ${when}
-     order by r.revision
-    on conflict (article_id, revision) do nothing`;
 }
 
 /** A revision as its list and lookup read it: its row without the article id. */

@@ -1077,6 +1077,121 @@ describe.each(backends)('event store on %s', (backend) => {
       for (const same of shapesByTransaction.values()) expect(new Set(same.map((t) => t.shape)).size).toBe(1);
     });
 
+    it('go as one set statement for a group at known versions (inlineGroupStatements), each append claiming, failing and refused alone', async () => {
+      const streams = Array.from({ length: 10 }, (_, i) => newStream(`set-${i}`));
+      await sql`create table if not exists precondition_flags (name text primary key)`.execute(
+        testDb.handle.db,
+      );
+      const up = `set-up-${crypto.randomUUID()}`;
+      const down = `set-down-${crypto.randomUUID()}`;
+      await sql`insert into precondition_flags (name) values (${up})`.execute(testDb.handle.db);
+      const flag = (name: string) => ({
+        holds: sql<SqlBool>`exists (select 1 from precondition_flags where name = ${name})`,
+        refusal: () => new Error(`the flag ${name === up ? 'up' : 'down'} is down`),
+        id: name,
+      });
+      const groups: string[][][] = [];
+      let fails = false;
+      const projecting = storeWith({
+        inlineStatements: (run, _db, appended) =>
+          run.map((pending) => marker(`${pending.streamId}-v${pending.version}`, appended)),
+        inlineGroupStatements: (runs, appendedStreams) => {
+          groups.push(runs.map((run) => run.map((pending) => `${pending.streamId}-v${pending.version}`)));
+          if (fails) return [sql`insert into checkpoints (name) values (null)`];
+          const names = runs.flatMap((run) =>
+            run.map((pending) => `${pending.streamId}-v${pending.version}`),
+          );
+          const owners = runs.flatMap((run) => run.map((pending) => pending.streamId));
+          return [
+            sql`insert into checkpoints (name, transaction_id, position, updated_at)
+              select m.name, '0'::xid8, 0, now() from unnest(${names}::text[], ${owners}::text[]) as m (name, stream_id)
+              where m.stream_id in ${appendedStreams}`,
+          ];
+        },
+        groupCommits: () => true,
+      });
+      await Promise.all(
+        streams.map((streamId) =>
+          projecting.append(streamId, [event('A')], { expectedVersion: 'no_stream' }),
+        ),
+      );
+      // New streams are claimed by an insert: never a set statement.
+      expect(groups).toEqual([]);
+
+      // Two events each, every append with the same precondition (one condition for all), one stale
+      // (expecting a version its stream has not reached).
+      const second = await Promise.allSettled(
+        streams.map((streamId, i) =>
+          projecting.append(streamId, [event('B'), event('C')], {
+            expectedVersion: i === 4 ? 2 : 1,
+            precondition: flag(up),
+          }),
+        ),
+      );
+      expect(second.map((r) => r.status)).toEqual(
+        streams.map((_, i) => (i === 4 ? 'rejected' : 'fulfilled')),
+      );
+      expect((second[4] as PromiseRejectedResult).reason).toBeInstanceOf(ConcurrencyError);
+      expect(groups.length).toBeGreaterThan(0);
+      expect(groups.flat().every((run) => run.length === 2)).toBe(true);
+      const transactions = new Set(
+        second.flatMap((r) => (r.status === 'fulfilled' ? r.value.events.map((e) => e.transactionId) : [])),
+      );
+      expect(transactions.size).toBeLessThan(streams.length - 1);
+      for (const [i, streamId] of streams.entries()) {
+        const stored = await store.readStream(streamId);
+        expect(stored.map((e) => [e.version, e.type])).toEqual(
+          i === 4
+            ? [[1, 'A']]
+            : [
+                [1, 'A'],
+                [2, 'B'],
+                [3, 'C'],
+              ],
+        );
+        const fulfilled = second[i];
+        if (fulfilled?.status === 'fulfilled') expect(fulfilled.value.events).toEqual(stored.slice(1));
+        expect(await markers(streamId)).toEqual(
+          i === 4 ? [`${streamId}-v1`] : [`${streamId}-v1`, `${streamId}-v2`, `${streamId}-v3`],
+        );
+      }
+
+      // Different preconditions: each append is refused by its own only.
+      groups.length = 0;
+      const third = await Promise.allSettled(
+        streams.map((streamId, i) =>
+          projecting.append(streamId, [event('D')], {
+            expectedVersion: i === 4 ? 1 : 3,
+            ...(i % 3 === 0 ? {} : { precondition: flag(i % 3 === 1 ? up : down) }),
+          }),
+        ),
+      );
+      expect(third.map((r) => r.status)).toEqual(
+        streams.map((_, i) => (i % 3 === 2 ? 'rejected' : 'fulfilled')),
+      );
+      for (const [i, r] of third.entries()) {
+        if (r.status === 'rejected') expect(String(r.reason)).toContain('the flag down is down');
+        const versions = (await store.readStream(streams[i] as string)).map((e) => e.version);
+        expect(versions.at(-1)).toBe(i % 3 === 2 ? (i === 4 ? 1 : 3) : i === 4 ? 2 : 4);
+      }
+      expect(groups.length).toBeGreaterThan(0);
+
+      // A group statement that fails: each append goes again alone, with its own statements.
+      groups.length = 0;
+      fails = true;
+      const fourth = await Promise.all(
+        streams.map((streamId, i) => {
+          const at = i === 4 ? 2 : i % 3 === 2 ? 3 : 4;
+          return projecting.append(streamId, [event('E')], { expectedVersion: at });
+        }),
+      );
+      expect(groups.length).toBeGreaterThan(0);
+      for (const [i, streamId] of streams.entries()) {
+        const version = nth(fourth[i]?.events ?? [], 0).version;
+        expect(await markers(`${streamId}-v${version}`)).toEqual([`${streamId}-v${version}`]);
+      }
+    });
+
     it('give way to the transaction and `inline` when a projector cannot (IN_TRANSACTION), or for expected version any', async () => {
       const streamId = newStream('stmt-fallback');
       let transactionPath = 0;

@@ -167,40 +167,7 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
     const kinds = ['title', 'body', 'both', 'image', 'restore', 'status'] as const;
     await fc.assert(
       fc.asyncProperty(fc.array(fc.constantFrom(...kinds), { minLength: 2, maxLength: 5 }), async (run) => {
-        const { articleId } = await runtime.commands.createArticle(
-          accountId,
-          {
-            siteId,
-            title: 'First title',
-            body: protectedBody(1),
-            url: `https://northside.example/runs/${crypto.randomUUID()}`,
-            status: 'published',
-            publishedAt: '2026-11-01T08:00:00Z',
-            targetKeyword: null,
-            featuredImage: null,
-          },
-          { origin: 'rewrite', actor: pipelineActor },
-        );
-        await runtime.commands.editArticle(accountId, articleId, { title: 'Second title' }, who);
-        const atFirst = await runtime.commands.articleAt(accountId, articleId, 1);
-        const history = await runtime.store.readStream<ArticleEvent>(articleStream(articleId));
-        await readArticleSnapshot(runtime.db, articleId, runtime.snapshots);
-
-        // The run's events, each decided on the state the ones before made, as the append hands them over.
-        let state = history.reduce((s, e) => evolve(s, e), initialState);
-        const pending: Pending[] = [];
-        run.forEach((kind, index) => {
-          const command = commandOf(articleId, kind, index, atFirst);
-          for (const event of decide(command, state)) {
-            state = evolve(state, event);
-            pending.push({
-              ...JSON.parse(JSON.stringify(event)),
-              eventId: crypto.randomUUID(),
-              streamId: articleStream(articleId),
-              version: history.length + pending.length + 1,
-            } as Pending);
-          }
-        });
+        const pending = await pendingRun(accountId, siteId, run);
         fc.pre(pending.length >= 2);
 
         // Each projector's statements for the run; one that has none (the articles projector, for a run
@@ -259,12 +226,111 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
     );
   });
 
-  function commandOf(
-    articleId: string,
-    kind: 'title' | 'body' | 'both' | 'image' | 'restore' | 'status',
-    index: number,
-    atFirst: ArticleState,
-  ): ArticleCommand {
+  it("runs of several articles appended together (group commit): what the runs' own statements do, for the streams appended only", async () => {
+    const { accountId, siteId } = await setUpAccount(runtime);
+    const kinds = ['title', 'body', 'both', 'image', 'restore', 'status'] as const;
+    const runOf = fc.array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 3 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ run: runOf, appended: fc.boolean() }), { minLength: 2, maxLength: 4 }),
+        async (group) => {
+          const runs: { pending: Pending[]; appended: boolean }[] = [];
+          for (const { run, appended } of group) {
+            const pending = await pendingRun(accountId, siteId, run);
+            if (pending.length > 0) runs.push({ pending, appended });
+          }
+          fc.pre(runs.length >= 2);
+
+          const inline = createProjectors({ snapshots: runtime.snapshots }).filter(
+            (p): p is InlineProjector => p.mode === 'inline',
+          );
+          const appendedStreams = sql`(select unnest(${runs.filter((r) => r.appended).map((r) => r.pending[0]?.streamId ?? '')}::text[]))`;
+          const grouped = inline.map((p) => {
+            const mine = runs
+              .map((r) => r.pending.filter((e) => handles(p, e.type)))
+              .filter((m) => m.length > 0);
+            return mine.length === 0 ? [] : (p.statementsForGroup?.(mine, appendedStreams) ?? IN_TRANSACTION);
+          });
+          // A run with a status change is read first by the articles projector: no group form.
+          const withStatus = runs.some((r) => r.pending.some((e) => e.type === 'ArticleStatusChanged'));
+          expect(grouped.includes(IN_TRANSACTION)).toBe(withStatus);
+          fc.pre(!withStatus);
+
+          const byGroup = await rowsAfter((trx) =>
+            runTogether(
+              trx,
+              grouped.flatMap((own) => (own === IN_TRANSACTION ? [] : own)),
+            ),
+          );
+          const byRuns = await rowsAfter((trx) =>
+            runTogether(
+              trx,
+              runs.flatMap(({ pending, appended }) =>
+                inline.flatMap((p) => {
+                  const mine = pending.filter((e) => handles(p, e.type));
+                  if (mine.length === 0) return [];
+                  const when = sql<SqlBool>`${sql.lit(appended)}`;
+                  const own =
+                    mine.length === 1
+                      ? p.statementsFor(mine[0] as Pending, runtime.db, when)
+                      : p.statementsForRun?.(mine, runtime.db, when);
+                  if (own === undefined || own === IN_TRANSACTION)
+                    throw new Error(`${p.name}: no statements`);
+                  return own;
+                }),
+              ),
+            ),
+          );
+          expect(byGroup).toEqual(byRuns);
+        },
+      ),
+      { numRuns: 20 },
+    );
+  });
+
+  /**
+   * A new article at revision 2 and the events of `run` on it, each decided on the state the ones
+   * before made, as the append hands them over (JSON as stored, versions on from the stream's); the
+   * snapshot read as the command reads it before it appends (the snapshot projector starts from it).
+   */
+  async function pendingRun(accountId: string, siteId: string, run: readonly Kind[]): Promise<Pending[]> {
+    const { articleId } = await runtime.commands.createArticle(
+      accountId,
+      {
+        siteId,
+        title: 'First title',
+        body: protectedBody(1),
+        url: `https://northside.example/runs/${crypto.randomUUID()}`,
+        status: 'published',
+        publishedAt: '2026-11-01T08:00:00Z',
+        targetKeyword: null,
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    await runtime.commands.editArticle(accountId, articleId, { title: 'Second title' }, who);
+    const atFirst = await runtime.commands.articleAt(accountId, articleId, 1);
+    const history = await runtime.store.readStream<ArticleEvent>(articleStream(articleId));
+    await readArticleSnapshot(runtime.db, articleId, runtime.snapshots);
+    let state = history.reduce((s, e) => evolve(s, e), initialState);
+    const pending: Pending[] = [];
+    run.forEach((kind, index) => {
+      for (const event of decide(commandOf(articleId, kind, index, atFirst), state)) {
+        state = evolve(state, event);
+        pending.push({
+          ...JSON.parse(JSON.stringify(event)),
+          eventId: crypto.randomUUID(),
+          streamId: articleStream(articleId),
+          version: history.length + pending.length + 1,
+        } as Pending);
+      }
+    });
+    return pending;
+  }
+
+  type Kind = 'title' | 'body' | 'both' | 'image' | 'restore' | 'status';
+
+  function commandOf(articleId: string, kind: Kind, index: number, atFirst: ArticleState): ArticleCommand {
     const base = { articleId, ...who };
     const metadata = { at: `2026-11-22T12:0${index}:00.000Z` };
     switch (kind) {
