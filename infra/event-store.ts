@@ -759,12 +759,7 @@ function appendQueries(
   statements: readonly InlineStatement[],
 ): RawBuilder<unknown> {
   const { streamId, expectedVersion, rows, precondition } = claim;
-  const recordset = `[${rows
-    .map(
-      (row, index) =>
-        `{"event_id":"${row.eventId}","n":${index + 1},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`,
-    )
-    .join(',')}]`;
+  const recordset = `[${rows.map((row, index) => eventRecord(row, index + 1, '')).join(',')}]`;
   const claimed = sql.raw(`claim${suffix}`);
   const projections = statements.map(
     (statement, index) => sql`, ${sql.raw(`inline${suffix}_${index}`)} as (${statement})`,
@@ -777,6 +772,14 @@ function appendQueries(
       order by r.n
       returning event_id, position, transaction_id::text as transaction_id, version, recorded_at
     )${sql.join(projections, sql``)}`;
+}
+
+/**
+ * An event as a row of the append's JSON parameter: its id, its place `n` in the append (from 1),
+ * its type, and its data and metadata as serialised (`prefix`: more properties, each followed by a comma).
+ */
+function eventRecord(row: EventRow, n: number, prefix: string): string {
+  return `{${prefix}"event_id":"${row.eventId}","n":${n},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`;
 }
 
 /** One append waiting in the commit group: what it claims, and how it is answered. */
@@ -956,10 +959,7 @@ function setGroupStatement(
   );
   const events = `[${members
     .flatMap(({ claim }, index) =>
-      claim.rows.map(
-        (row, n) =>
-          `{"member":${index + 1},"event_id":"${row.eventId}","n":${n + 1},"type":${JSON.stringify(row.type)},"data":${row.data},"metadata":${row.metadata}}`,
-      ),
+      claim.rows.map((row, n) => eventRecord(row, n + 1, `"member":${index + 1},`)),
     )
     .join(',')}]`;
   const projections = statements.map(
