@@ -294,7 +294,10 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
             : undefined;
       const inTransaction = () =>
         db.transaction().execute(async (trx) => {
-          if (alongside !== undefined) await alongside(trx);
+          if (alongside !== undefined) {
+            await lockEventsForAppend(trx);
+            await alongside(trx);
+          }
           const result = await run(trx, []);
           if (inline !== undefined) {
             await inSpan('inline projections', IN_TRANSACTION_SPAN, () => inline(result, trx));
@@ -485,15 +488,13 @@ export function toStoredEvent<E extends NewEvent = DomainEvent>(row: StoredRow):
  * position 10, transaction B position 11, and B commit first; a reader that sees 11 and
  * checkpoints there never sees 10 once A commits.
  *
- * Instead this orders by the writing transaction's id, then position, and only return events of
- * transactions older than the oldest one still running (`pg_snapshot_xmin` of the current
- * snapshot): every transaction below that xmin has finished, and every transaction that starts
- * later gets a larger id, so no event can ever appear before a returned one. The order up to the
- * returned events is final and `(transaction_id, position)` is a safe checkpoint. The price: an
- * event waits until every transaction that started before its own has ended (a long transaction,
- * even one not writing events, holds readers back but never makes them skip). A reader whose own
- * transaction already has an id (it wrote something) holds itself back the same way: read first,
- * then write.
+ * Instead this orders by the writing transaction's id, then position, and only returns events of
+ * transactions below the log's horizon (`logHorizon`): the oldest transaction still appending to
+ * `events`. Every appending transaction below it has ended, and every later one gets a larger id,
+ * so no event can ever appear before a returned one: the order up to the returned events is final
+ * and `(transaction_id, position)` is a safe checkpoint. The price: an event waits until every
+ * transaction that began appending before it has ended. A transaction that never appends, in this
+ * database or another, holds nobody back.
  */
 export async function readAllEvents<E extends NewEvent = DomainEvent>(
   executor: Kysely<Database>,
@@ -513,14 +514,14 @@ export async function readAllEvents<E extends NewEvent = DomainEvent>(
   if (!Number.isSafeInteger(limit) || limit < 1)
     throw new RangeError(`limit must be a positive integer: ${limit}`);
   if (opts.types !== undefined && opts.types.length === 0) return [];
+  const horizon = opts.heldBackToo === true ? undefined : await logHorizon(executor);
   let query = executor
     .selectFrom('events')
     .select(storedColumns)
     .where(
       sql<boolean>`(transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)`,
     );
-  if (opts.heldBackToo !== true)
-    query = query.where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`);
+  if (horizon !== undefined) query = query.where(sql<boolean>`transaction_id < ${horizon}::xid8`);
   if (opts.types !== undefined) query = query.where('type', 'in', opts.types);
   // Order by the xid8 column itself: the selected `transaction_id` is its text form (an alias ORDER BY
   // would resolve to), which sorts '100000' before '99999' and cannot use the index.
@@ -544,7 +545,7 @@ interface SubscriberBatch<E extends NewEvent = DomainEvent> {
   through: LogPosition;
   /**
    * Whether the statement saw committed events past the head: events of transactions younger than
-   * one still open somewhere on the server, which a read a moment later may return.
+   * one still appending, which a read a moment later may return.
    */
   heldBack: boolean;
 }
@@ -556,8 +557,8 @@ interface SubscriberBatch<E extends NewEvent = DomainEvent> {
  * own came: a rare type made a read cost tens of milliseconds. With the checkpoint moved to `through`,
  * a read covers what was appended since the last one.
  *
- * One statement, so one snapshot: the head is the newest event below the snapshot's xmin (see
- * readAllEvents), every event up to it is final, and the events are read up to it.
+ * The horizon first (logHorizon), then one statement, so one snapshot: the head is the newest event
+ * below the horizon (see readAllEvents), every event up to it is final, and the events are read up to it.
  */
 export async function readBatch<E extends NewEvent = DomainEvent>(
   executor: Kysely<Database>,
@@ -568,6 +569,7 @@ export async function readBatch<E extends NewEvent = DomainEvent>(
   if (!Number.isSafeInteger(limit) || limit < 1)
     throw new RangeError(`limit must be a positive integer: ${limit}`);
   if (types.length === 0) return { events: [], through: after, heldBack: false };
+  const horizon = await logHorizon(executor);
   const { rows } = await sql<
     Partial<StoredRow> & {
       head_transaction_id: string | null;
@@ -577,12 +579,12 @@ export async function readBatch<E extends NewEvent = DomainEvent>(
   >`
     with head as (
       select transaction_id, position from events
-      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      where transaction_id < ${horizon}::xid8
       order by transaction_id desc, position desc
       limit 1
     ), held as (
       select exists (
-        select 1 from events where transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+        select 1 from events where transaction_id >= ${horizon}::xid8
       ) as held_back
     )
     select e.position, e.transaction_id::text as transaction_id, e.event_id, e.stream_id, e.version,
@@ -607,6 +609,60 @@ export async function readBatch<E extends NewEvent = DomainEvent>(
   return { events, through: isAfter(head, after) ? head : after, heldBack };
 }
 
+/**
+ * The log's horizon, as xid8 text: every event of a transaction below it is final (its transaction
+ * has ended and is visible to any later snapshot), and no transaction below it can still append.
+ *
+ * It is the oldest id among the transactions that hold (or wait for) a lock on `events` that allows
+ * writing it, in this database, and otherwise the next id to be assigned. Appending takes that lock
+ * before the transaction has an id (the insert's own statement locks every table it names before it
+ * writes anything; an append in a transaction that writes other tables first takes it explicitly,
+ * see `lockEventsForAppend`), so a transaction that gets its id after this look cannot end up below
+ * it, and one that had its id before is in the list or has ended. `pg_locks` names a transaction by
+ * its 32-bit id; it is widened to xid8 by its distance from the snapshot's xmax, less than 2^31 either
+ * way (a transaction still running can have an id at or past the xmax).
+ *
+ * Its own statement, before the statement that reads below it: a statement's snapshot is taken when
+ * the statement starts, so a transaction that ended between that and the look at `pg_locks` would be
+ * below the horizon and yet invisible to it. A statement that starts after this one has ended sees it.
+ * Unlike the server-wide `pg_snapshot_xmin`, a transaction that never appends (a bulk load in another
+ * database, a report holding a snapshot, a lock on `streams`) holds nobody back.
+ */
+export async function logHorizon(executor: Kysely<Database>): Promise<string> {
+  const { rows } = await sql<{ horizon: string; isolation: string }>`
+    with next as (select pg_snapshot_xmax(pg_current_snapshot())::text::bigint as id),
+    appending as (
+      select x.transactionid::text::bigint as id
+      from pg_locks r join pg_locks x on x.virtualtransaction = r.virtualtransaction
+      where r.locktype = 'relation'
+        and r.database = (select oid from pg_database where datname = current_database())
+        and r.relation = 'events'::regclass
+        and r.mode in ('RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
+        and x.locktype = 'transactionid' and x.mode = 'ExclusiveLock' and x.granted
+    )
+    select least(next.id, min(next.id + (widened.delta - case when widened.delta >= 2147483648 then 4294967296 else 0 end)))::text
+      as horizon, current_setting('transaction_isolation') as isolation
+    from next left join appending on true
+      left join lateral (select ((appending.id - next.id) % 4294967296 + 4294967296) % 4294967296 as delta) widened on true
+    group by next.id`.execute(executor);
+  const row = rows[0];
+  if (row === undefined) throw new Error('the log horizon statement returned no row');
+  // A transaction that keeps one snapshot would read below the horizon with a snapshot older than it.
+  if (row.isolation !== 'read committed')
+    throw new Error(`the log is read in read committed transactions only, not ${row.isolation}`);
+  return row.horizon;
+}
+
+/**
+ * Takes the lock on `events` an append holds to its commit, before the transaction writes anything
+ * else (and so before it has an id): the log's readers then see it appending from the moment it can
+ * have an id below theirs (logHorizon). An append's own statement takes it anyway; a transaction
+ * whose first write is elsewhere (an append with writes `alongside`) takes it first with this.
+ */
+export async function lockEventsForAppend(trx: Transaction<Database>): Promise<void> {
+  await sql`lock table events in row exclusive mode`.execute(trx);
+}
+
 /** Whether `a` comes after `b` in the log's (transaction_id, position) order. */
 export function isAfter(a: LogPosition, b: LogPosition): boolean {
   return (
@@ -626,7 +682,7 @@ export function headPosition(executor: Kysely<Database>): Promise<LogPosition> {
 /**
  * The newest committed event's position (START on an empty log), held back or not: where a reader
  * must get to to have seen everything committed now. headPosition is as far as it can read now; the
- * two differ while a transaction older than the newest events is still open somewhere on the server.
+ * two differ while a transaction older than the newest events is still appending.
  */
 export function committedHead(executor: Kysely<Database>): Promise<LogPosition> {
   return newestPosition(executor, { readable: false });
@@ -634,11 +690,11 @@ export function committedHead(executor: Kysely<Database>): Promise<LogPosition> 
 
 /** The newest event's position, of those readAllEvents can return now (`readable`) or of all committed. */
 async function newestPosition(executor: Kysely<Database>, opts: { readable: boolean }): Promise<LogPosition> {
+  const horizon = opts.readable ? await logHorizon(executor) : undefined;
   let query = executor
     .selectFrom('events')
     .select(['position', sql<string>`transaction_id::text`.as('transaction_id')]);
-  if (opts.readable)
-    query = query.where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`);
+  if (horizon !== undefined) query = query.where(sql<boolean>`transaction_id < ${horizon}::xid8`);
   const row = await query
     .orderBy(sql`events.transaction_id`, 'desc')
     .orderBy(sql`events.position`, 'desc')

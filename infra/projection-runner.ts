@@ -217,8 +217,8 @@ export async function lagDetail(
 
 /**
  * Applies batches until the projector has applied every event committed when it finishes. An event
- * committed by a transaction younger than one still open anywhere on the server is held back by
- * readAll (see the event store); catchUp waits for it rather than returning early, up to `timeoutMs`.
+ * committed by a transaction younger than one still appending to the log is held back by readAll
+ * (see the event store); catchUp waits for it rather than returning early, up to `timeoutMs`.
  */
 export async function catchUp<E extends NewEvent>(
   db: Db,
@@ -325,7 +325,7 @@ export async function replayAll<E extends NewEvent>(
  * projector's lock, in one transaction; with no checkpoint it does nothing. Run at start, after the
  * migrations. Events appended meanwhile are applied inline and may be applied here too: only for a
  * projector whose `apply` is idempotent (activity: `on conflict do nothing`). It reads every committed
- * event (readAllEvents' `heldBackToo`), not only those below the oldest transaction open on the server:
+ * event (readAllEvents' `heldBackToo`), not only those below the log's horizon (logHorizon):
  * with the checkpoint gone, nothing would read the others later. Returns how many events it applied.
  */
 export async function retireCheckpoint<E extends NewEvent>(db: Db, projector: Projector<E>): Promise<number> {

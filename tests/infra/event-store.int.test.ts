@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Expression, type SqlBool, sql, type Transaction } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { EventMetadata } from '../../domain/event.ts';
@@ -21,7 +22,13 @@ import {
   writeCheckpoint,
 } from '../../infra/event-store.ts';
 import { IN_TRANSACTION } from '../../infra/projection.ts';
-import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../support/db.ts';
+import {
+  backends,
+  createTestDatabase,
+  onPostgres,
+  type TestDatabase,
+  testDatabaseUrl,
+} from '../support/db.ts';
 
 const metadata: EventMetadata = { at: '2026-11-21T10:00:00.000Z', requestId: 'req-1' };
 
@@ -647,6 +654,109 @@ describe.each(backends)('event store on %s', (backend) => {
         await a?.rollback().execute();
       }
     });
+
+    onPostgres(backend)(
+      'is held back by no transaction that does not append: in another database, on the neighbour tables, or reading the log',
+      async () => {
+        const { db } = testDb.handle;
+        const start = await store.headPosition();
+        // Each holds a transaction id, open through the append and the reads.
+        const elsewhere = new pg.Client({ connectionString: testDatabaseUrl() });
+        await elsewhere.connect();
+        const holders = [
+          await db.startTransaction().execute(),
+          await db.startTransaction().execute(),
+          await db.startTransaction().execute(),
+        ] as const;
+        try {
+          // Another database of the server: a write transaction (a bulk load, a migration).
+          await elsewhere.query('begin');
+          await elsewhere.query(`create temp table horizon_probe (x int)`);
+          await elsewhere.query('insert into horizon_probe values (1)');
+          // This database, the log's neighbours: a stream row locked, a checkpoint written.
+          await sql`select stream_id from streams limit 1 for update`.execute(holders[0]);
+          await writeCheckpoint(holders[0], `probe-${randomUUID()}`, START);
+          // This database, the log itself read (a share lock on events) by a transaction with an id.
+          await holders[1]
+            .selectFrom('events')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .execute();
+          await sql`select pg_current_xact_id()`.execute(holders[1]);
+          // A lock on events that lets others write it but not itself (a vacuum, an index built concurrently).
+          await sql`lock table events in share update exclusive mode`.execute(holders[2]);
+          await sql`select pg_current_xact_id()`.execute(holders[2]);
+
+          const streamId = newStream('unheld');
+          const appended = await store.append(streamId, [event('Unheld')], { expectedVersion: 'no_stream' });
+          // No waiting: the event is below the horizon as soon as its append has returned.
+          expect(mine(await store.readAll(start, 100_000), [streamId]).map((e) => e.eventId)).toEqual([
+            nth(appended.events, 0).eventId,
+          ]);
+          const batch = await readBatch(db, start, 10, ['Unheld']);
+          expect(batch.events.map((e) => e.eventId)).toContain(nth(appended.events, 0).eventId);
+          expect(compareLog(await store.headPosition(), logPositionOf(nth(appended.events, 0)))).toBe(0);
+        } finally {
+          for (const holder of holders) await holder.rollback().execute();
+          await elsewhere.query('rollback');
+          await elsewhere.end();
+        }
+      },
+    );
+
+    onPostgres(backend)(
+      'never skips an append whose transaction wrote elsewhere first (writes alongside): it holds readers back from its first write',
+      async () => {
+        const { db } = testDb.handle;
+        const start = await store.headPosition();
+        const streams = [newStream('alongside'), newStream('later')] as const;
+        let wrote: () => void = () => {};
+        const written = new Promise<void>((resolve) => {
+          wrote = resolve;
+        });
+        let proceed: () => void = () => {};
+        const proceeding = new Promise<void>((resolve) => {
+          proceed = resolve;
+        });
+        // A's transaction writes a credential (and so has its id), then waits before its insert.
+        const a = store.append(streams[0], [event('Alongside')], {
+          expectedVersion: 'no_stream',
+          alongside: async (trx) => {
+            await trx
+              .insertInto('credentials')
+              .values({ holder_id: streams[0], kind: 'password', secret: 'x', updated_at: new Date() })
+              .execute();
+            wrote();
+            await proceeding;
+          },
+        });
+        try {
+          await written;
+          // B's transaction is younger than A's and commits first.
+          const b = await store.append(streams[1], [event('Later')], { expectedVersion: 'no_stream' });
+          // A reader now must not pass B: A, older, may still append below it.
+          const seen = await readBatch(db, start, 10, ['Alongside', 'Later']);
+          expect(mine(seen.events, [...streams])).toEqual([]);
+          expect(seen.heldBack).toBe(true);
+          expect(compareLog(seen.through, logPositionOf(nth(b.events, 0)))).toBe(-1);
+          expect(mine(await store.readAll(start, 100_000), [...streams])).toEqual([]);
+          proceed();
+          await a;
+          const read: StoredEvent<NewEvent>[] = [];
+          let after = seen.through;
+          const deadline = Date.now() + 10_000;
+          while (read.length < 2 && Date.now() < deadline) {
+            const batch = await readBatch(db, after, 10, ['Alongside', 'Later']);
+            read.push(...mine(batch.events, [...streams]));
+            after = batch.through;
+            if (read.length < 2) await sleep(5);
+          }
+          expect(read.map((e) => e.type)).toEqual(['Alongside', 'Later']);
+        } finally {
+          proceed();
+          await a.catch(() => {});
+        }
+      },
+    );
 
     it('a subscriber of one type sees each of its events once, in order, while 30 writers append', async () => {
       const rare = `Rare${randomUUID().slice(0, 8)}`;

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createEventStore,
@@ -95,11 +94,22 @@ describe.each(backends)('async projection runner on %s', (backend) => {
         pollMs: 600_000,
         settleMs: 0,
       });
-      // A transaction with an id, open while the event is appended and its wake-up read.
+      // A transaction appending to the log (another stream), open while the event is appended and its
+      // wake-up read: the event's transaction is younger, so it waits for that one to end.
       const open = await db.startTransaction().execute();
       try {
         await runner.idle();
-        await sql`select pg_current_xact_id()`.execute(open);
+        await open
+          .insertInto('events')
+          .values({
+            event_id: randomUUID(),
+            stream_id: `article-${randomUUID()}`,
+            version: 1,
+            type: 'Other',
+            data: '{}',
+            metadata: '{}',
+          })
+          .execute();
         const appended = await store.append(`article-${randomUUID()}`, [event(type)], {
           expectedVersion: 'no_stream',
         });

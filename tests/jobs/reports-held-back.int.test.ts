@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeMonthlyReports } from '../../apps/application/reports.ts';
 import type { Runtime } from '../../apps/runtime.ts';
@@ -6,7 +6,7 @@ import { createTestRuntime, setUpAccount } from '../support/runtime.ts';
 
 /*
  * A month's report is made once, so it counts every event committed before the run, also one that
- * readers of the log cannot see yet: committed behind a transaction still open on the server (see
+ * readers of the log cannot see yet: committed behind a transaction still appending to the log (see
  * infra/event-store.ts, readAllEvents). The run waits for it rather than reporting without it.
  */
 
@@ -22,10 +22,20 @@ afterAll(async () => drop?.());
 
 it('waits for an event committed behind an open transaction, and counts it once that ends', async () => {
   const { accountId, siteId } = await setUpAccount(runtime);
-  // A transaction with an id, older than the backlink's, open while the backlink is committed.
+  // A transaction appending to the log, older than the backlink's, open while the backlink is committed.
   const open = await runtime.db.startTransaction().execute();
   try {
-    await sql`select pg_current_xact_id()`.execute(open);
+    await open
+      .insertInto('events')
+      .values({
+        event_id: randomUUID(),
+        stream_id: `article-${randomUUID()}`,
+        version: 1,
+        type: 'Other',
+        data: '{}',
+        metadata: '{}',
+      })
+      .execute();
     await runtime.commands.acquireBacklink(accountId, {
       siteId,
       acquiredOn: '2026-11-20',

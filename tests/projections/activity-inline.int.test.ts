@@ -1,11 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import { readBatch, readCheckpoint, writeCheckpoint } from '../../infra/event-store.ts';
 import { projectionStatus, retireCheckpoint } from '../../infra/projection-runner.ts';
 import { activityProjector, listActivity } from '../../projections/activity.ts';
-import { backends, testDatabaseUrl } from '../support/db.ts';
+import { backends } from '../support/db.ts';
 import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';
 
 const call = (accountId: string, requestId: string) => ({
@@ -105,24 +105,29 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
   it('retireCheckpoint applies what an async runner left unapplied, once, and removes the checkpoint', async () => {
     const { accountId } = await setUpAccount(runtime, 'Retired Ltd');
     const first = await runtime.commands.recordCall(call(accountId, 'req_before'));
-    // On PostgreSQL, a transaction held open in another database (a backup's pg_dump, another
-    // service): the records after it are above the oldest transaction open on the server, where a
-    // subscriber's read (readBatch) stops. They are committed, and retiring applies them all the same.
-    const elsewhere = backend === 'postgres' ? new pg.Client({ connectionString: otherDatabaseUrl() }) : null;
+    // On PostgreSQL, a transaction appending to the log held open (an import, a slow append): the
+    // records after it are above the log's horizon, where a subscriber's read (readBatch) stops. They
+    // are committed, and retiring applies them all the same.
+    const appending = backend === 'postgres' ? await runtime.db.startTransaction().execute() : null;
     try {
-      if (elsewhere) {
-        await elsewhere.connect();
-        await elsewhere.query('begin');
-        await elsewhere.query('select pg_current_xact_id()');
-      }
-      await retireWhatWasLeft(first, accountId, elsewhere !== null);
+      await appending
+        ?.insertInto('events')
+        .values({
+          event_id: randomUUID(),
+          stream_id: `article-${randomUUID()}`,
+          version: 1,
+          type: 'Other',
+          data: '{}',
+          metadata: '{}',
+        })
+        .execute();
+      await retireWhatWasLeft(first, accountId, appending !== null);
     } finally {
-      await elsewhere?.query('rollback');
-      await elsewhere?.end();
+      await appending?.rollback().execute();
     }
   });
 
-  /** The retirement of a checkpoint an async runner left after `first`; `held`: behind a transaction open elsewhere. */
+  /** The retirement of a checkpoint an async runner left after `first`; `held`: behind a transaction still appending. */
   async function retireWhatWasLeft(
     first: { activityId: string },
     accountId: string,
@@ -173,10 +178,3 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
     expect(await retireCheckpoint(db, activityProjector)).toBe(0);
   }
 });
-
-/** The server's `postgres` database, beside the test's own. */
-function otherDatabaseUrl(): string {
-  const url = new URL(testDatabaseUrl());
-  url.pathname = '/postgres';
-  return url.href;
-}
