@@ -9,6 +9,7 @@ import {
   METRIC_PREFIX,
   type Metrics,
   scrapeReading,
+  watchActivitySpool,
   watchDatabase,
   watchJobs,
   watchPool,
@@ -38,10 +39,12 @@ export type ProcessParts = {
   jobs: Pick<Jobs, 'kind' | 'status'>;
   /** The limits' Redis connection, where there is one. */
   limitsRedis?: { readonly status: string } | undefined;
+  /** The activity records not stored yet (a process that records calls: the server). */
+  unstoredActivity?: (() => number) | undefined;
   logger: Log;
 };
 
-/** Registers the gauges read at each scrape: pool, database and projector lag, queues, Redis, webhooks. */
+/** Registers the gauges read at each scrape: pool, database and projector lag, queues, Redis, webhooks, the activity spool. */
 export function watchProcess(metrics: Metrics, parts: ProcessParts): void {
   const { handle, logger } = parts;
   const onError = (what: string) => (error: unknown) =>
@@ -51,6 +54,7 @@ export function watchProcess(metrics: Metrics, parts: ProcessParts): void {
   watchJobs(metrics, parts.jobs, { onError: onError('the job queues') });
   const redis = parts.limitsRedis;
   if (redis) metrics.probeRedis('limits', () => redis.status === 'ready');
+  if (parts.unstoredActivity) watchActivitySpool(metrics, parts.unstoredActivity);
   const backlog = scrapeReading(
     () => webhookBacklog(handle.db),
     DATABASE_SCRAPE_TIMEOUT_MS,

@@ -54,7 +54,14 @@ export const SNAPSHOT_MEMORY = 256;
  */
 export function createRuntime(
   handle: DbHandle,
-  opts: { now?: () => Date; sanitizeThreads?: number; htmlMemoryBytes?: number; metrics?: Metrics } = {},
+  opts: {
+    now?: () => Date;
+    sanitizeThreads?: number;
+    htmlMemoryBytes?: number;
+    metrics?: Metrics;
+    /** Activity records held while the database is away before calls are refused (ACTIVITY_SPOOL_MAX). */
+    activitySpoolMax?: number;
+  } = {},
 ): Runtime {
   // The snapshot memory is the runtime's: its commands fill it, its snapshot projector reads it.
   const snapshots = createSnapshotMemory(SNAPSHOT_MEMORY);
@@ -80,6 +87,7 @@ export function createRuntime(
     ...(opts.now ? { now: opts.now } : {}),
     ...(sanitizer ? { sanitizeAhead: sanitizer.ahead } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    ...(opts.activitySpoolMax ? { activitySpoolMax: opts.activitySpoolMax } : {}),
   });
   return {
     handle,
@@ -127,7 +135,9 @@ export async function openRuntime(
  */
 export async function runtimeOn(
   opening: Promise<DbHandle>,
-  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics'> = {},
+  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics'> & {
+    activitySpoolMax?: number;
+  } = {},
 ): Promise<Runtime> {
   const handle = await opening;
   try {
@@ -142,6 +152,7 @@ export async function runtimeOn(
   return createRuntime(handle, {
     ...(opts.sanitizeThreads ? { sanitizeThreads: opts.sanitizeThreads } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    ...(opts.activitySpoolMax ? { activitySpoolMax: opts.activitySpoolMax } : {}),
   });
 }
 

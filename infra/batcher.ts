@@ -27,7 +27,7 @@ export function createBatcher<T>(
     /** Told, for each item stored, how many milliseconds it waited from `add` to the end of its flush. */
     onStored?: (waitedMs: number) => void;
   },
-): { add(item: T): Promise<void>; flushNow(): Promise<void> } {
+): { add(item: T): Promise<void>; flushNow(): Promise<void>; size(): number } {
   type Waiting = { item: T; at: number; resolve: () => void; reject: (error: unknown) => void };
   const { onStored } = opts;
   let waiting: Waiting[] = [];
@@ -99,5 +99,7 @@ export function createBatcher<T>(
         await flushing;
       }
     },
+    /** Items added whose batch has not ended yet: waiting for their batch, or in the flush running. */
+    size: () => added - settled,
   };
 }

@@ -5,6 +5,9 @@ import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY, WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../domain/vocabulary.ts';
 import { ConfigError } from './config-error.ts';
 
+/** Activity records a process holds while the database cannot take them, by default (ACTIVITY_SPOOL_MAX). */
+export const ACTIVITY_SPOOL_MAX = 20_000;
+
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 function isPemCertificateFile(file: string): boolean {
@@ -195,6 +198,16 @@ export const ConfigSchema = z.object({
     .default('127.0.0.1'),
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
+  /**
+   * Activity records a process holds while the database cannot take them (an outage, a restart); at
+   * this many, calls that would be recorded are refused with 503 until the database takes them again
+   * (docs/reliability.md, "postgres-restart").
+   */
+  ACTIVITY_SPOOL_MAX: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(100, 'expected 100 or more')
+    .default(ACTIVITY_SPOOL_MAX),
   /**
    * Worker threads that sanitise an edit's body ahead of its command (infra/sanitize-pool.ts), so that
    * the server's thread goes on with other requests meanwhile; 0: sanitise in the request's thread.

@@ -223,6 +223,22 @@ export function watchPool(metrics: Metrics, pool: pg.Pool): void {
   });
 }
 
+/**
+ * The activity records this process holds that are not stored yet: a batch's worth (up to 100 ms of
+ * calls) normally; growing while the database cannot take them, up to ACTIVITY_SPOOL_MAX, where calls
+ * that would be recorded are refused (docs/operations.md "PostgreSQL restarts").
+ */
+export function watchActivitySpool(metrics: Metrics, unstored: () => number): void {
+  new Gauge({
+    name: `${METRIC_PREFIX}activity_records_unstored`,
+    help: 'Activity records held in this process, not stored yet: their batch, or the spool while the database is away',
+    registers: [metrics.registry],
+    collect() {
+      this.set(unstored());
+    },
+  });
+}
+
 /** How long a scrape waits for the database's answers before it reports it down. */
 export const DATABASE_SCRAPE_TIMEOUT_MS = 2_000;
 

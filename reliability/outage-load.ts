@@ -21,6 +21,8 @@ export type Answer = {
   /** The revision a 200 PUT answered. */
   revision?: number;
   articleId: string;
+  /** The request id the service answered (X-Request-Id): its activity record's. */
+  requestId?: string;
 };
 
 /** A client that gave up (the timeout) or never got an answer (status 0). */
@@ -91,6 +93,8 @@ async function call(
       articleId,
       ...(title === undefined ? {} : { title }),
     };
+    const requestId = res.headers.get('x-request-id');
+    if (requestId) answer.requestId = requestId;
     if (method === 'PUT' && res.status === 200)
       answer.revision = (JSON.parse(text) as { revision: number }).revision;
     return answer;

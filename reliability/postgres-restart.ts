@@ -191,6 +191,16 @@ export const postgresRestart: Scenario = {
         ),
       );
       checks.push(...(await acknowledgedWrites(own.url('cs_rel'), answers)));
+      const records = await answeredCallsRecorded(own.url('cs_rel'), answers);
+      checks.push(
+        check(
+          `every answered call has its activity record, with its status, within ${RECOVERY_BOUND_MS / 1000} s of the load`,
+          records.missing.length === 0,
+          `${records.answered - records.missing.length}/${records.answered}${
+            records.missing.length ? `, e.g. missing ${JSON.stringify(records.missing[0])}` : ''
+          }`,
+        ),
+      );
 
       const writes = answers.filter((a) => a.method === 'PUT');
       const max = Math.max(...answers.map((a) => a.ms));
@@ -198,6 +208,8 @@ export const postgresRestart: Scenario = {
         calls: answers.length,
         'edits answered 200': writes.filter((a) => a.status === 200).length,
         'answered 503': failed.filter((a) => a.status === 503).length,
+        'activity records of answered calls': `${records.answered - records.missing.length}/${records.answered}`,
+        'activity records all stored after (ms)': records.storedMs ?? 'never',
         'slowest call (ms)': Math.round(max),
         'slowest 503 (ms)': Math.round(Math.max(0, ...failed.map((a) => a.ms))),
       };
@@ -225,6 +237,45 @@ export const postgresRestart: Scenario = {
 /** How many times the server has logged its LISTEN connection back. */
 function listenCount(server: ServerProcess): number {
   return server.logs().filter((l) => l.includes(LISTEN_BACK)).length;
+}
+
+/**
+ * Every call the clients got an answer to (200 or 503, before, during and after the outages) has its
+ * activity record, with the status it was answered with: the records of calls made while PostgreSQL
+ * was away are kept by the server and written once it is back. Waits for that (the server tries again
+ * every second at most), up to RECOVERY_BOUND_MS.
+ */
+async function answeredCallsRecorded(
+  databaseUrl: string,
+  answers: Answer[],
+): Promise<{
+  answered: number;
+  missing: Array<{ requestId: string | undefined; status: number }>;
+  storedMs: number | null;
+}> {
+  const answered = answers.filter((a) => a.status !== NO_ANSWER);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    let missing = answered;
+    const look = async (): Promise<boolean> => {
+      const { rows } = await client.query<{ request_id: string; status: number }>(
+        'SELECT request_id, status FROM activity WHERE request_id = ANY($1)',
+        [missing.map((a) => a.requestId ?? '')],
+      );
+      const recorded = new Map(rows.map((r) => [r.request_id, r.status]));
+      missing = missing.filter((a) => a.requestId === undefined || recorded.get(a.requestId) !== a.status);
+      return missing.length === 0;
+    };
+    const storedMs = await timeUntil(look, RECOVERY_BOUND_MS);
+    return {
+      answered: answered.length,
+      missing: missing.map((a) => ({ requestId: a.requestId, status: a.status })),
+      storedMs,
+    };
+  } finally {
+    await client.end();
+  }
 }
 
 /** Every edit answered 200 is in the log, with the revision it was answered with; versions are consecutive. */

@@ -3,6 +3,7 @@ import { ActivitySource } from '../../domain/activity/events.ts';
 import type { Actor } from '../../domain/event.ts';
 import { type ActivitySubjects, activitySubjects, listActivity } from '../../projections/activity.ts';
 import { type Call, type Outcome, outcomeOf, type Subject } from './call.ts';
+import { ActivityAbandoned } from './commands/activity-batcher.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, listed, pageOf } from './lists.ts';
 import { dateRange, fromParam, idParam, pageParam, perPageParam, toParam } from './requests.ts';
@@ -98,15 +99,43 @@ export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands' | '
         },
         (error: unknown) => {
           pending.delete(settled);
-          deps.log?.error({ err: error }, 'could not record activity');
+          // Those given up at shutdown are counted in one line by `drain`.
+          if (!(error instanceof ActivityAbandoned))
+            deps.log?.error({ err: error }, 'could not record activity');
         },
       );
       pending.add(settled);
       return stored;
     },
-    /** Resolves when every record started so far is stored (or has failed and been logged). */
-    async drain(): Promise<void> {
-      await Promise.all([...pending]);
+    /**
+     * Null while calls can be recorded; else (the database away long enough for the spool to fill) the
+     * error to refuse a call that would be recorded with, before it runs: a 503 with Retry-After on
+     * every face. A call so refused is not recorded.
+     */
+    refusal: (): Error | null => commands.callsRefusal(),
+    /**
+     * Resolves when every record started so far is stored (or has failed and been logged). Given
+     * `withinMs` (a shutdown's), it waits that long at most: the records the database has not taken
+     * by then are given up, and their number logged in one line.
+     */
+    async drain(withinMs?: number): Promise<void> {
+      const all = Promise.all([...pending]).then(() => true);
+      if (withinMs === undefined) {
+        await all;
+        return;
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), withinMs);
+      });
+      const stored = await Promise.race([all, deadline]);
+      clearTimeout(timer);
+      if (stored) return;
+      const lost = commands.abandonCalls();
+      deps.log?.error(
+        { records: lost },
+        `${lost} activity records could not be written before shutdown: the database did not take them`,
+      );
     },
     /** Stores the records of calls so far now, without waiting for their batch's delay. */
     flush: commands.flushCalls,

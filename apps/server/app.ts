@@ -47,7 +47,11 @@ type AppDeps = {
     Partial<
       Pick<
         Config,
-        'MEDIA_FETCH_CA_FILE' | 'OUTBOUND_ALLOW_NETWORKS' | 'TRUST_PROXY' | 'PAGE_RATE_LIMIT_PER_MINUTE'
+        | 'MEDIA_FETCH_CA_FILE'
+        | 'OUTBOUND_ALLOW_NETWORKS'
+        | 'TRUST_PROXY'
+        | 'PAGE_RATE_LIMIT_PER_MINUTE'
+        | 'SHUTDOWN_TIMEOUT_SECONDS'
       >
     >;
   /** The clock (periods such as this_month); tests fix it. */
@@ -249,8 +253,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
     log: app.log,
   });
-  // The activity records every face started are stored before the app closes.
-  app.addHook('onClose', () => application.activity.drain());
+  // The activity records every face started are stored before the app closes: within half the
+  // shutdown's time while the database is away (the rest is the other parts'), then given up and counted.
+  const shutdownSeconds = deps.config.SHUTDOWN_TIMEOUT_SECONDS;
+  app.addHook('onClose', () =>
+    application.activity.drain(shutdownSeconds === undefined ? undefined : (shutdownSeconds * 1000) / 2),
+  );
   await app.register(apiV1, { prefix: '/api/v1', db, application, publicUrl, limit });
   // The web pages' kit and sign-in; the authorization server for /mcp (docs/oauth.md), its consent
   // pages in the web pages' layout and session; also `app.oauth`. The Connect Site page and the MCP

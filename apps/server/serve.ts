@@ -53,6 +53,7 @@ const runtime = await orExit(
   runtimeOn(database.handle, {
     migrate: true,
     sanitizeThreads: config.SANITIZE_THREADS,
+    activitySpoolMax: config.ACTIVITY_SPOOL_MAX,
     ...(metrics ? { metrics } : {}),
   }),
 );
@@ -127,6 +128,7 @@ if (metrics) {
     projectors: [...projectors, ...modules.flatMap((m) => m.subscriptions ?? [])],
     jobs,
     limitsRedis: redis,
+    unstoredActivity: runtime.commands.unstoredCalls,
     logger: metricsLog,
   });
 }

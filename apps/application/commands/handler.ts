@@ -78,6 +78,8 @@ export type CommandDeps = {
   html?: HtmlMemory;
   /** The process's metrics: revisions by origin, the activity batch's delay. Without them nothing is counted. */
   metrics?: Pick<Metrics, 'edits' | 'activityBatchDelay'> | undefined;
+  /** Activity records held while the database is away before calls are refused (ACTIVITY_SPOOL_MAX). */
+  activitySpoolMax?: number | undefined;
 };
 
 /** What every aggregate's commands are built from: the deps, the one handler, the clock and metadata. */

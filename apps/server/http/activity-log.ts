@@ -61,14 +61,17 @@ function oncePerWindow(windowMs: number, maxKeys: number): { take(key: string, n
 
 /**
  * Records every call of a route that names an `operation` (refused ones included) through the
- * application's activity log, as `source` (or the route's own `config.source`). It hooks the
+ * application's activity log, as `source` (or the route's own `config.source`). While the activity
+ * log cannot take more records (the database away long enough to fill its spool), such a call is
+ * refused before it runs, with the log's refusal (thrown: a 503 with Retry-After), and not recorded:
+ * no call is answered whose record would be lost. It hooks the
  * response's `close`, which fires whether the response was sent or the client hung up early (then the
  * status is 499), and the record is not tied to the connection. `actingOf` says whom the request acts
  * for (nobody: no record); credentials that name an account but were refused are recorded at most once
  * a minute per actor, so that a leaked key cannot flood the account's log.
  */
 export function createActivityLog(
-  activity: Pick<Activity, 'record'>,
+  activity: Pick<Activity, 'record'> & Partial<Pick<Activity, 'refusal'>>,
   source: ActivitySource,
   actingOf: (request: FastifyRequest) => Acting | null | Promise<Acting | null>,
   opts: { status?: (status: number) => number } = {},
@@ -78,6 +81,8 @@ export function createActivityLog(
     onRequest: (request: FastifyRequest, reply: FastifyReply): void => {
       const { operation } = request.routeOptions.config;
       if (!operation) return;
+      const full = activity.refusal?.();
+      if (full) throw full;
       const started = performance.now();
       // Only a well-formed id is recorded: a path's `%00` is refused by the route and named nowhere.
       const id = (request.params as { id?: unknown } | undefined)?.id;

@@ -168,9 +168,13 @@ export function createMcpServer(
         return unwrap(outcome);
       },
     };
+    // The activity log cannot take more records (the database away long enough to fill its spool):
+    // the call is refused before it runs, as the database being away, and not recorded.
+    const full = services.application.activity.refusal();
     let status = 200;
     let result: CallToolResult;
     try {
+      if (full) throw full;
       if (request.refusal) throw request.refusal;
       if (tool.scope === 'write' && principal.scope !== 'write') {
         throw new DomainError(
@@ -193,17 +197,18 @@ export function createMcpServer(
       request.onRefusal?.(failure.code);
       result = era === 'modern' ? withStructuredError(failure.result) : failure.result;
     }
-    void services.application.activity.record({
-      accountId: principal.accountId,
-      source: 'mcp',
-      actor: principal.actor,
-      operation: tool.name,
-      subject,
-      status,
-      requestId: request.requestId,
-      clientRequestId: request.clientRequestId,
-      durationMs: Math.round(performance.now() - started),
-    });
+    if (!full)
+      void services.application.activity.record({
+        accountId: principal.accountId,
+        source: 'mcp',
+        actor: principal.actor,
+        operation: tool.name,
+        subject,
+        status,
+        requestId: request.requestId,
+        clientRequestId: request.clientRequestId,
+        durationMs: Math.round(performance.now() - started),
+      });
     return server.projectCallToolResult(result, entry.definition.outputSchema);
   });
 

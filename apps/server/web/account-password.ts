@@ -38,7 +38,7 @@ const PASSWORD_FORM = {
 export const accountPasswordRoutes: FastifyPluginAsync<{
   kit: WebKit;
   accounts: Accounts;
-  activity: Pick<Activity, 'record'>;
+  activity: Pick<Activity, 'record' | 'refusal'>;
 }> = async (plain, { kit, accounts, activity }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app, kit);

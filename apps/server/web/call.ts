@@ -36,7 +36,7 @@ export function settled<T>(request: FastifyRequest, outcome: Outcome<T>): T {
 export function recordChanges(
   app: FastifyInstance,
   kit: Pick<WebKit, 'actingOf'>,
-  activity: Pick<Activity, 'record'>,
+  activity: Pick<Activity, 'record'> & Partial<Pick<Activity, 'refusal'>>,
 ): void {
   // A form of the scope changes something: one that names no operation would change it unrecorded.
   app.addHook('onRoute', (route) => {
@@ -51,7 +51,13 @@ export function recordChanges(
     status: (status) => (status >= 300 && status < 400 ? 200 : status),
   });
   app.addHook('onRequest', (request, reply, done) => {
-    log.onRequest(request, reply);
+    try {
+      log.onRequest(request, reply);
+    } catch (error) {
+      // The activity log cannot take the record: the 503 page (installPageErrors), nothing changed.
+      done(error as Error);
+      return;
+    }
     done();
   });
 }

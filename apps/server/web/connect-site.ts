@@ -114,7 +114,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
   keys: Keys;
   connections: ConnectedClients;
   webhooks: Webhooks;
-  activity: Pick<Activity, 'record'>;
+  activity: Pick<Activity, 'record' | 'refusal'>;
 }> = async (plain, { kit, keys: apiKeys, connections, webhooks, activity }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app, kit);
