@@ -47,7 +47,12 @@ type AppDeps = {
     Partial<
       Pick<
         Config,
-        'MEDIA_FETCH_CA_FILE' | 'OUTBOUND_ALLOW_NETWORKS' | 'TRUST_PROXY' | 'PAGE_RATE_LIMIT_PER_MINUTE'
+        | 'MEDIA_FETCH_CA_FILE'
+        | 'OUTBOUND_ALLOW_NETWORKS'
+        | 'TRUST_PROXY'
+        | 'PAGE_RATE_LIMIT_PER_MINUTE'
+        | 'RATE_LIMIT_PER_MINUTE'
+        | 'HEAVY_WAITING_PER_ACCOUNT'
       >
     >;
   /** The clock (periods such as this_month); tests fix it. */
@@ -162,7 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installRequestMetrics(app, deps.metrics);
   installErrorHandling(app, PAGE_REFUSALS);
   installSlicedResponses(app);
-  const heavy = deps.heavy ?? createHeavyWork();
+  const heavy = deps.heavy ?? createHeavyWork({ waitingPerAccount: deps.config.HEAVY_WAITING_PER_ACCOUNT });
   installHeavyWork(app, heavy);
 
   const { db } = deps.runtime;
