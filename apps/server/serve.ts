@@ -28,7 +28,7 @@ const database = await orExit(
 );
 const [
   { runtimeOn },
-  { createEditLimiter, createPageLimiter },
+  { createEditLimiter, createHeavyPageLimiter, createPageLimiter },
   { createDirectoryMediaStore },
   { startAsyncProjections },
   { projectors },
@@ -82,6 +82,13 @@ const pages = createPageLimiter({
   logger: limitsLog,
   ...(redis ? { redis } : {}),
 });
+// Heavy pages (revisions, restores, large saves) per account: the API's quota (docs/web.md).
+const heavyPages = createHeavyPageLimiter({
+  perMinute: config.RATE_LIMIT_PER_MINUTE,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
 const edits = createEditLimiter({
   perDay: config.EDIT_LIMIT_PER_DAY,
   keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
@@ -107,6 +114,7 @@ const app = await buildApp({
   limit: limiter.hook,
   editLimit: edits.limit,
   pageLimit: pages,
+  heavyPageLimit: heavyPages,
   media,
   jobs,
   jobSink: boundedSink(jobs, jobsLog),
@@ -148,6 +156,7 @@ async function shutdown(signal: string): Promise<void> {
     await limiter.close();
     edits.close();
     pages.close();
+    heavyPages.close();
     if (redis) await redisClient?.closeRedis(redis);
     await workers?.stop();
     await runtime.close();
