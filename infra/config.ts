@@ -25,6 +25,9 @@ const boolish = z
 /** PAGE_RATE_LIMIT_PER_MINUTE's default: a person opening pages never comes near it. */
 export const PAGE_VIEWS_PER_MINUTE = 600;
 
+/** HEAVY_WAITING_PER_ACCOUNT's default: one account's large requests waiting for their turn in a process. */
+export const HEAVY_WAITING_PER_ACCOUNT = 4;
+
 /** The environment of CONTRACT "Configuration", validated once at start. */
 export const ConfigSchema = z.object({
   DATABASE_URL: z
@@ -165,6 +168,16 @@ export const ConfigSchema = z.object({
     .int('expected a whole number')
     .min(1, 'expected 1 or more')
     .default(PAGE_VIEWS_PER_MINUTE),
+  /**
+   * Large requests (docs/operations.md "Large requests") of one account (or staff member, or client
+   * address without either) that may wait for their turn in a process; beyond, 503 with Retry-After.
+   */
+  HEAVY_WAITING_PER_ACCOUNT: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(1, 'expected 1 or more')
+    .max(64, 'expected at most 64 (the requests that may wait in all)')
+    .default(HEAVY_WAITING_PER_ACCOUNT),
   /** Prefix of the limit counters' Redis keys; give deployments (or test runs) sharing one Redis their own. */
   RATE_LIMIT_KEY_PREFIX: z
     .string()

@@ -43,6 +43,15 @@ export function pagesPolicy(perMinute: number): Policy {
   return { name: 'pages', quota: perMinute, window: 60 };
 }
 
+/**
+ * Heavy pages per minute per account (per staff member, per client address without either): the
+ * revision, restore and staff revision pages and every page request with a large body. Its quota is the
+ * API's requests per minute: a page that moves megabytes costs what an API call does.
+ */
+export function heavyPagesPolicy(perMinute: number): Policy {
+  return { name: 'heavy-pages', quota: perMinute, window: 60 };
+}
+
 /** The outcome of counting one unit against a policy. */
 export type Decision = LimitDecision;
 
@@ -225,6 +234,12 @@ export function createEditLimiter(opts: { perDay: number } & CounterOptions): Ed
     limit: { take: (accountId) => edits.consume(`acct:${accountId}`) },
     close: () => edits.close(),
   };
+}
+
+/** The heavy-page counter (heavyPagesPolicy): in Redis when a client is given, else in memory. */
+export function createHeavyPageLimiter(opts: { perMinute: number } & Omit<CounterOptions, 'now'>): Counter {
+  const { perMinute, ...counterOptions } = opts;
+  return createCounter(heavyPagesPolicy(perMinute), counterOptions);
 }
 
 /** The page-view counter: in Redis when a client is given (every process counts one budget), else in memory. */

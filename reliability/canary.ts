@@ -206,9 +206,11 @@ export const canary: Scenario = {
     const env = {
       DATABASE_URL: test.databaseUrl as string,
       DATA_DIR: folder,
-      // The API's limits are raised: the scenario is one account's many large requests, not a flood.
+      // The API's limits and the account's share of the large requests waiting are raised: the
+      // scenario is one account's many large requests at once, not a flood, nor accounts side by side.
       RATE_LIMIT_PER_MINUTE: '1000000',
       EDIT_LIMIT_PER_DAY: '1000000',
+      HEAVY_WAITING_PER_ACCOUNT: '64',
       PORT: String(port),
       PUBLIC_URL: base,
     };

@@ -12,7 +12,12 @@ import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
 import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
-import { type Counter, createEditLimiter, createPageLimiter } from '../../infra/limits.ts';
+import {
+  type Counter,
+  createEditLimiter,
+  createHeavyPageLimiter,
+  createPageLimiter,
+} from '../../infra/limits.ts';
 import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
 import type { Metrics } from '../../infra/metrics.ts';
@@ -52,6 +57,8 @@ type AppDeps = {
         | 'TRUST_PROXY'
         | 'PAGE_RATE_LIMIT_PER_MINUTE'
         | 'SHUTDOWN_TIMEOUT_SECONDS'
+        | 'RATE_LIMIT_PER_MINUTE'
+        | 'HEAVY_WAITING_PER_ACCOUNT'
       >
     >;
   /** The clock (periods such as this_month); tests fix it. */
@@ -63,7 +70,9 @@ type AppDeps = {
   editLimit?: EditLimit;
   /** Page views per web session; without one, this process counts PAGE_RATE_LIMIT_PER_MINUTE alone, in memory. */
   pageLimit?: Counter;
-  /** Heavy requests one at a time (heavy-work.ts); default: this process's own. */
+  /** Heavy pages per account; without one, this process counts RATE_LIMIT_PER_MINUTE (the API's quota) alone, in memory. */
+  heavyPageLimit?: Counter;
+  /** Heavy requests one at a time, turns shared between accounts (heavy-work.ts); default: this process's own. */
   heavy?: HeavyWork;
   /** Where featured images are kept; default a directory store in MEDIA_DIR. */
   media?: MediaStore;
@@ -88,6 +97,8 @@ type AppDeps = {
  * and its subdomains (no `preload`: entering the browsers' preload list is the operator's decision).
  */
 const HSTS = 'max-age=31536000; includeSubDomains';
+/** CONTRACT "Limits": the API's requests per minute per account (RATE_LIMIT_PER_MINUTE's default). */
+const API_REQUESTS_PER_MINUTE = 60;
 /** Above this many unapplied events an async read model is reported as lagging (still ready). */
 const LAG_WARNING = 10_000;
 
@@ -166,7 +177,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installRequestMetrics(app, deps.metrics);
   installErrorHandling(app, PAGE_REFUSALS);
   installSlicedResponses(app);
-  const heavy = deps.heavy ?? createHeavyWork();
+  const heavy = deps.heavy ?? createHeavyWork({ waitingPerAccount: deps.config.HEAVY_WAITING_PER_ACCOUNT });
   installHeavyWork(app, heavy);
 
   const { db } = deps.runtime;
@@ -297,6 +308,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     diff: deps.runtime.diff,
     heavy,
     pageLimit: deps.pageLimit ?? defaultPageLimit(app, deps.config.PAGE_RATE_LIMIT_PER_MINUTE),
+    heavyPageLimit: deps.heavyPageLimit ?? defaultHeavyPageLimit(app, deps.config.RATE_LIMIT_PER_MINUTE),
   });
   await app.register(mcpRoutes, {
     publicUrl: deps.config.PUBLIC_URL,
@@ -369,9 +381,16 @@ function defaultPageLimit(app: FastifyInstance, perMinute = PAGE_VIEWS_PER_MINUT
   return pages;
 }
 
+/** Without a heavy-page limit given, this process counts heavy pages alone, in memory, at the API's quota. */
+function defaultHeavyPageLimit(app: FastifyInstance, perMinute = API_REQUESTS_PER_MINUTE): Counter {
+  const heavyPages = createHeavyPageLimiter({ perMinute, logger: app.log });
+  app.addHook('onClose', async () => heavyPages.close());
+  return heavyPages;
+}
+
 /** Without a limiter given, this process counts the CONTRACT's 60 requests a minute alone, in memory. */
 function defaultRequestLimit(app: FastifyInstance): LimitHook {
-  const limiter = createRequestLimiter({ perMinute: 60, logger: app.log });
+  const limiter = createRequestLimiter({ perMinute: API_REQUESTS_PER_MINUTE, logger: app.log });
   app.addHook('onClose', async () => limiter.close());
   return limiter.hook;
 }

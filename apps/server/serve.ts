@@ -28,7 +28,7 @@ const database = await orExit(
 );
 const [
   { runtimeOn },
-  { createEditLimiter, createPageLimiter },
+  { createEditLimiter, createHeavyPageLimiter, createPageLimiter },
   { createDirectoryMediaStore },
   { startAsyncProjections },
   { projectors },
@@ -83,6 +83,13 @@ const pages = createPageLimiter({
   logger: limitsLog,
   ...(redis ? { redis } : {}),
 });
+// Heavy pages (revisions, restores, large saves) per account: the API's quota (docs/web.md).
+const heavyPages = createHeavyPageLimiter({
+  perMinute: config.RATE_LIMIT_PER_MINUTE,
+  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
+  logger: limitsLog,
+  ...(redis ? { redis } : {}),
+});
 const edits = createEditLimiter({
   perDay: config.EDIT_LIMIT_PER_DAY,
   keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
@@ -108,6 +115,7 @@ const app = await buildApp({
   limit: limiter.hook,
   editLimit: edits.limit,
   pageLimit: pages,
+  heavyPageLimit: heavyPages,
   media,
   jobs,
   jobSink: boundedSink(jobs, jobsLog),
@@ -150,6 +158,7 @@ async function shutdown(signal: string): Promise<void> {
     await limiter.close();
     edits.close();
     pages.close();
+    heavyPages.close();
     if (redis) await redisClient?.closeRedis(redis);
     await workers?.stop();
     await runtime.close();

@@ -15,6 +15,11 @@ describe('configuration', () => {
     expect(c.REDIS_URL).toBeUndefined();
   });
 
+  it("lets 4 of an account's large requests wait by default, HEAVY_WAITING_PER_ACCOUNT another number", () => {
+    expect(loadConfig({}).HEAVY_WAITING_PER_ACCOUNT).toBe(4);
+    expect(loadConfig({ HEAVY_WAITING_PER_ACCOUNT: '16' }).HEAVY_WAITING_PER_ACCOUNT).toBe(16);
+  });
+
   it('runs the housekeeping jobs in the server unless RUN_JOBS is false', () => {
     expect(loadConfig({}).RUN_JOBS).toBe(true);
     expect(loadConfig({ RUN_JOBS: 'false' }).RUN_JOBS).toBe(false);
@@ -47,6 +52,8 @@ describe('configuration', () => {
     ['TRUST_PROXY', '10.0.0.0/8, proxy.example', /not an address: proxy\.example/],
     ['RUN_JOBS', 'often', /RUN_JOBS="often": expected true or false/],
     ['DEMO_ON_FIRST_START', 'sure', /DEMO_ON_FIRST_START="sure": expected true or false/],
+    ['HEAVY_WAITING_PER_ACCOUNT', '0', /HEAVY_WAITING_PER_ACCOUNT="0": expected 1 or more/],
+    ['HEAVY_WAITING_PER_ACCOUNT', '65', /HEAVY_WAITING_PER_ACCOUNT="65": expected at most 64/],
   ])('refuses a bad %s in one line that names it', (name, value, message) => {
     let error: unknown;
     try {

@@ -51,6 +51,7 @@ const RESTORE_FORM = {
     operation: 'restore_revision',
     subject: 'article',
     source: 'editor',
+    heavyPage: true,
   },
 } as const;
 
@@ -289,32 +290,35 @@ ${pager(id, historyPage, history.meta.total_pages)}
     }),
   );
 
-  app.get('/articles/:id/revisions/:n', { schema: { hide: true } }, (request, reply) =>
-    page(request, reply, async (session) => {
-      // Up to three bodies read, two diffs, one rendered: a revision page is heavy work.
-      await heavy.admit(request, reply);
-      const id = articleIdOf(request);
-      const n = revisionOf(request);
-      const call = webCall(request, session);
-      const article = unwrap(await application.articles.get(call, id));
-      const at = unwrap(await application.revisions.get(call, id, n));
-      const previous = n > 1 ? unwrap(await application.revisions.get(call, id, n - 1)) : null;
-      const isCurrent = n === article.revision;
-      const [fromPrevious, toCurrent] = await Promise.all([
-        previous
-          ? changes(diff, previous, at, 'diff-previous', {
-              before: { label: `revision ${n - 1}`, href: revisionPath(id, n - 1) },
-              after: { label: `revision ${n}`, href: `${revisionPath(id, n)}#content` },
-            })
-          : null,
-        isCurrent
-          ? null
-          : changes(diff, at, article, 'diff-current', {
-              before: { label: `revision ${n}`, href: `${revisionPath(id, n)}#content` },
-              after: { label: `the current version`, href: articlePath(id) },
-            }),
-      ]);
-      const body = html`<div class="article-view">
+  app.get(
+    '/articles/:id/revisions/:n',
+    { schema: { hide: true }, config: { heavyPage: true } },
+    (request, reply) =>
+      page(request, reply, async (session) => {
+        // Up to three bodies read, two diffs, one rendered: a revision page is heavy work.
+        await heavy.admit(request, reply);
+        const id = articleIdOf(request);
+        const n = revisionOf(request);
+        const call = webCall(request, session);
+        const article = unwrap(await application.articles.get(call, id));
+        const at = unwrap(await application.revisions.get(call, id, n));
+        const previous = n > 1 ? unwrap(await application.revisions.get(call, id, n - 1)) : null;
+        const isCurrent = n === article.revision;
+        const [fromPrevious, toCurrent] = await Promise.all([
+          previous
+            ? changes(diff, previous, at, 'diff-previous', {
+                before: { label: `revision ${n - 1}`, href: revisionPath(id, n - 1) },
+                after: { label: `revision ${n}`, href: `${revisionPath(id, n)}#content` },
+              })
+            : null,
+          isCurrent
+            ? null
+            : changes(diff, at, article, 'diff-current', {
+                before: { label: `revision ${n}`, href: `${revisionPath(id, n)}#content` },
+                after: { label: `the current version`, href: articlePath(id) },
+              }),
+        ]);
+        const body = html`<div class="article-view">
 <div class="card">
 ${await articleCrumbs(application, call, article, [[`Revision ${n}`, null]])}
 <h1>Revision ${n}${isCurrent ? html` <span class="tag">current</span>` : ''}</h1>
@@ -328,10 +332,10 @@ ${at.restored_from ? html`<dt>Restores</dt><dd><a href="${revisionPath(id, at.re
 <dt>Word count</dt><dd>${at.word_count}</dd>
 </dl>
 <div class="actions">${
-        isCurrent
-          ? html`<p class="muted">This is the current version.</p>`
-          : html`<a class="button primary" href="${revisionPath(id, n)}/restore">Restore revision ${n}…</a>`
-      }
+          isCurrent
+            ? html`<p class="muted">This is the current version.</p>`
+            : html`<a class="button primary" href="${revisionPath(id, n)}/restore">Restore revision ${n}…</a>`
+        }
 <a class="button" href="${articlePath(id)}#history">Back to the article</a></div>
 <nav class="pager" aria-label="Revisions">${n > 1 ? html`<a href="${revisionPath(id, n - 1)}" rel="prev">Revision ${n - 1}</a>` : ''}
 ${n < article.revision ? html`<a href="${revisionPath(id, n + 1)}" rel="next">Revision ${n + 1}</a>` : ''}</nav>
@@ -355,14 +359,14 @@ ${featuredImage(at.featured_image)}
 ${storedBody(at.body)}
 </section>
 </div>`;
-      return kit.send(reply, {
-        title: `Revision ${n} · ${article.title}`,
-        body,
-        session,
-        request,
-        wide: true,
-      });
-    }),
+        return kit.send(reply, {
+          title: `Revision ${n} · ${article.title}`,
+          body,
+          session,
+          request,
+          wide: true,
+        });
+      }),
   );
 
   /** The confirmation page: what restoring n changes in the current version, a reason, the button. */
@@ -431,16 +435,19 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
     });
   }
 
-  app.get('/articles/:id/revisions/:n/restore', { schema: { hide: true } }, (request, reply) =>
-    page(request, reply, async (session) => {
-      await heavy.admit(request, reply);
-      const id = articleIdOf(request);
-      const n = revisionOf(request);
-      const call = webCall(request, session);
-      const article = unwrap(await application.articles.get(call, id));
-      const at = unwrap(await application.revisions.get(call, id, n));
-      return restorePage(request, reply, session, { article, at });
-    }),
+  app.get(
+    '/articles/:id/revisions/:n/restore',
+    { schema: { hide: true }, config: { heavyPage: true } },
+    (request, reply) =>
+      page(request, reply, async (session) => {
+        await heavy.admit(request, reply);
+        const id = articleIdOf(request);
+        const n = revisionOf(request);
+        const call = webCall(request, session);
+        const article = unwrap(await application.articles.get(call, id));
+        const at = unwrap(await application.revisions.get(call, id, n));
+        return restorePage(request, reply, session, { article, at });
+      }),
   );
 
   app.post('/articles/:id/revisions/:n/restore', RESTORE_FORM, async (request, reply) => {

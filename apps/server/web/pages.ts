@@ -23,6 +23,8 @@ export type PagesDeps = {
   heavy: HeavyWork;
   /** Page views per session (page-limit.ts). */
   pageLimit: Counter;
+  /** Heavy pages per account, the API's quota (page-limit.ts). */
+  heavyPageLimit: Counter;
 };
 
 /**
@@ -33,8 +35,9 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   // Every page below: the database being away for now is the 503 page.
   installPageErrors(app, deps.kit);
   await app.register(webScripts);
-  // Every page below (not the scripts above) spends its session's page budget.
-  installPageLimit(app, deps.kit, deps.pageLimit);
+  // Every page below (not the scripts above) spends its session's page budget; a heavy one its
+  // account's heavy-page budget too.
+  installPageLimit(app, deps.kit, { pages: deps.pageLimit, heavyPages: deps.heavyPageLimit }, deps.heavy);
   await app.register(staffPages, deps);
   // `/`: the person's sites when signed in, the support area for staff, else sign-in (coming back to the sites).
   app.get('/', { schema: { hide: true } }, async (request, reply) => {

@@ -218,7 +218,7 @@ ${timelineSection(`${path}/${request.params.id}`, f, view)}</div>`,
 
   app.get(
     '/staff/articles/:id/revisions/:n',
-    { schema: { hide: true, params: RevisionParams } },
+    { schema: { hide: true, params: RevisionParams }, config: { heavyPage: true } },
     async (request, reply) => {
       const staff = await staffOf(request, reply);
       if (!staff) return reply;
