@@ -133,6 +133,11 @@ export interface AppendOptions {
    * append's transaction before the insert, so the inline projectors see them; a conflict rolls them back.
    */
   alongside?: (trx: Transaction<Database>) => Promise<void>;
+  /**
+   * false: the append's transaction commits without waiting for the WAL flush (`synchronous_commit`
+   * off for it alone): records whose loss in a crash of PostgreSQL is acceptable (the activity log).
+   */
+  synchronousCommit?: boolean;
 }
 
 export interface EventStore<E extends NewEvent = DomainEvent> {
@@ -221,7 +226,7 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
     async append<A extends E>(
       streamId: string,
       events: readonly A[],
-      { expectedVersion, alongside, precondition }: AppendOptions,
+      { expectedVersion, alongside, precondition, synchronousCommit }: AppendOptions,
     ): Promise<AppendResult<A>> {
       assertStreamId(streamId);
       assertExpectedVersion(expectedVersion);
@@ -294,6 +299,8 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
             : undefined;
       const inTransaction = () =>
         db.transaction().execute(async (trx) => {
+          if (synchronousCommit === false)
+            await sql`select set_config('synchronous_commit', 'off', true)`.execute(trx);
           if (alongside !== undefined) {
             await lockEventsForAppend(trx);
             await alongside(trx);
@@ -306,7 +313,10 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
         });
       // The events as given (of A), read back from their JSON.
       const pending =
-        inlineStatements !== undefined && alongside === undefined && base !== undefined
+        inlineStatements !== undefined &&
+        alongside === undefined &&
+        synchronousCommit !== false &&
+        base !== undefined
           ? rows.map(
               (row, index) =>
                 ({

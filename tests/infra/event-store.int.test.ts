@@ -1023,6 +1023,30 @@ describe.each(backends)('event store on %s', (backend) => {
     });
   });
 
+  describe('commit without the WAL flush (synchronousCommit: false, the activity records)', () => {
+    it("turns synchronous_commit off for the append's transaction alone", async () => {
+      const settings: string[] = [];
+      const observing = storeWith({
+        inline: async (_events, trx) => {
+          const { rows } = await sql<{
+            s: string;
+          }>`select current_setting('synchronous_commit') as s`.execute(trx);
+          settings.push(rows[0]?.s ?? '');
+        },
+      });
+      const { rows } = await sql<{ s: string }>`select current_setting('synchronous_commit') as s`.execute(
+        testDb.handle.db,
+      );
+      const serverDefault = rows[0]?.s;
+      await observing.append(newStream('async'), [event('A')], {
+        expectedVersion: 'any',
+        synchronousCommit: false,
+      });
+      await observing.append(newStream('sync'), [event('A')], { expectedVersion: 'any' });
+      expect(settings).toEqual(['off', serverDefault]);
+    });
+  });
+
   describe('inline projections as statements (one statement for the event and its read models)', () => {
     /** A read-model write as a projector gives it: a checkpoint row named after the event, only if appended. */
     const marker = (name: string, when: Expression<SqlBool>) => sql`

@@ -1,4 +1,3 @@
-import { sql, type Transaction } from 'kysely';
 import {
   activityStream,
   type CallRecorded,
@@ -9,7 +8,6 @@ import {
 } from '../../../domain/activity/events.ts';
 import { createBatcher } from '../../../infra/batcher.ts';
 import { ACTIVITY_SPOOL_MAX } from '../../../infra/config.ts';
-import type { Database } from '../../../infra/db/schema.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { newId } from '../../../infra/ids.ts';
 import type { CommandContext } from './handler.ts';
@@ -37,9 +35,6 @@ import type { CommandContext } from './handler.ts';
  * the last fraction of a second of records, as a killed server loses those still in this batcher; it
  * never loses or reorders a change, and a record never lands without the rest of its transaction.
  */
-
-const asyncCommit = (trx: Transaction<Database>) =>
-  sql`select set_config('synchronous_commit', 'off', true)`.execute(trx).then(() => undefined);
 
 /** One call waiting for its batch: its account and its record. */
 type Waiting = { accountId: string; call: RecordedCall };
@@ -96,7 +91,7 @@ export function activityCommands({ store, now, meta, metrics, activitySpoolMax }
     for (let wait = RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
       if (abandoned) throw new ActivityAbandoned();
       try {
-        await store.append(stream, events, { expectedVersion: 'any', alongside: asyncCommit });
+        await store.append(stream, events, { expectedVersion: 'any', synchronousCommit: false });
         away = null;
         return;
       } catch (error) {
