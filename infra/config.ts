@@ -22,6 +22,9 @@ const boolish = z
 /** PAGE_RATE_LIMIT_PER_MINUTE's default: a person opening pages never comes near it. */
 export const PAGE_VIEWS_PER_MINUTE = 600;
 
+/** REQUEST_BODY_TIMEOUT_SECONDS's default: how long a request may take to arrive, headers and body. */
+export const REQUEST_ARRIVAL_SECONDS = 30;
+
 /** The environment of CONTRACT "Configuration", validated once at start. */
 export const ConfigSchema = z.object({
   DATABASE_URL: z
@@ -193,6 +196,17 @@ export const ConfigSchema = z.object({
       'expected an address (127.0.0.1, 0.0.0.0, ::) or a host name',
     )
     .default('127.0.0.1'),
+  /**
+   * Seconds a request has to arrive in full, headers and body, from its first byte (a connection's
+   * first request: from the connection): past it, a 408 and the connection closed. Only the arrival
+   * of the request is bounded, never the answer (a long MCP stream, a slow download).
+   */
+  REQUEST_BODY_TIMEOUT_SECONDS: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(1, 'expected 1 to 3600')
+    .max(3_600, 'expected 1 to 3600')
+    .default(REQUEST_ARRIVAL_SECONDS),
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
   /**

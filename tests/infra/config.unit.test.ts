@@ -13,6 +13,11 @@ describe('configuration', () => {
     });
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.REDIS_URL).toBeUndefined();
+    expect(c.REQUEST_BODY_TIMEOUT_SECONDS).toBe(30);
+  });
+
+  it('reads REQUEST_BODY_TIMEOUT_SECONDS in whole seconds', () => {
+    expect(loadConfig({ REQUEST_BODY_TIMEOUT_SECONDS: '2' }).REQUEST_BODY_TIMEOUT_SECONDS).toBe(2);
   });
 
   it('runs the housekeeping jobs in the server unless RUN_JOBS is false', () => {
@@ -47,6 +52,9 @@ describe('configuration', () => {
     ['TRUST_PROXY', '10.0.0.0/8, proxy.example', /not an address: proxy\.example/],
     ['RUN_JOBS', 'often', /RUN_JOBS="often": expected true or false/],
     ['DEMO_ON_FIRST_START', 'sure', /DEMO_ON_FIRST_START="sure": expected true or false/],
+    ['REQUEST_BODY_TIMEOUT_SECONDS', '0', /REQUEST_BODY_TIMEOUT_SECONDS="0": expected 1 to 3600/],
+    ['REQUEST_BODY_TIMEOUT_SECONDS', '2.5', /REQUEST_BODY_TIMEOUT_SECONDS="2\.5": expected a whole number/],
+    ['REQUEST_BODY_TIMEOUT_SECONDS', 'soon', /REQUEST_BODY_TIMEOUT_SECONDS="soon"/],
   ])('refuses a bad %s in one line that names it', (name, value, message) => {
     let error: unknown;
     try {
