@@ -16,8 +16,8 @@ import { type ServerProcess, startServer } from '../support/server.ts';
 /*
  * A request that trickles in (a byte every 200 ms) is answered 408 and its connection closed once
  * REQUEST_BODY_TIMEOUT_SECONDS (2 s here) have passed without it arriving in full: on the pages, the
- * API and MCP (authenticated, so that the body is what is awaited), and a request whose headers never
- * end. Without the bound the trickles go on until the test's own timeout.
+ * API and MCP (authenticated, so that the body is what is awaited), a request whose headers never
+ * end, and a connection that sends nothing. Without the bound the trickles go on until the test's own timeout.
  */
 
 type Seed = {
@@ -198,6 +198,10 @@ describe('a request that does not arrive in full within REQUEST_BODY_TIMEOUT_SEC
   it('headers that never end: 408, closed', { timeout: 30_000 }, async () => {
     const answer = await trickle(server.url, 'GET /api/v1/sites HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
     expectTimedOut(answer);
+  });
+
+  it('a connection that sends nothing: 408, closed', { timeout: 30_000 }, async () => {
+    expectTimedOut(await trickle(server.url, '', '', 0));
   });
 
   it('the server answers complete requests as before', async () => {
