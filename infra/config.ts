@@ -27,6 +27,8 @@ export const PAGE_VIEWS_PER_MINUTE = 600;
 
 /** HEAVY_WAITING_PER_ACCOUNT's default: one account's large requests waiting for their turn in a process. */
 export const HEAVY_WAITING_PER_ACCOUNT = 4;
+/** REQUEST_BODY_TIMEOUT_SECONDS's default: how long a request may take to arrive, headers and body. */
+export const REQUEST_ARRIVAL_SECONDS = 30;
 
 /** The environment of CONTRACT "Configuration", validated once at start. */
 export const ConfigSchema = z.object({
@@ -209,6 +211,17 @@ export const ConfigSchema = z.object({
       'expected an address (127.0.0.1, 0.0.0.0, ::) or a host name',
     )
     .default('127.0.0.1'),
+  /**
+   * Seconds a request has to arrive in full, headers and body, from its first byte (a connection's
+   * first request: from the connection): past it, a 408 and the connection closed. Only the arrival
+   * of the request is bounded, never the answer (a long MCP stream, a slow download).
+   */
+  REQUEST_BODY_TIMEOUT_SECONDS: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(1, 'expected 1 to 3600')
+    .max(3_600, 'expected 1 to 3600')
+    .default(REQUEST_ARRIVAL_SECONDS),
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
   /**

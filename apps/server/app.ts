@@ -9,7 +9,7 @@ import Fastify, {
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
-import { type Config, PAGE_VIEWS_PER_MINUTE } from '../../infra/config.ts';
+import { type Config, PAGE_VIEWS_PER_MINUTE, REQUEST_ARRIVAL_SECONDS } from '../../infra/config.ts';
 import { pendingMigrations } from '../../infra/db/migrate.ts';
 import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
 import {
@@ -34,6 +34,7 @@ import { LOG_REDACTION, redactUrl, requestSerializer } from './http/log-redactio
 import { installRequestMetrics } from './http/metrics.ts';
 import type { McpTokenVerifier } from './http/oauth-port.ts';
 import { newRequestId } from './http/request-ids.ts';
+import { requestArrivalOptions } from './http/request-timeout.ts';
 import { installSlicedResponses } from './http/sliced-responses.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
@@ -59,6 +60,7 @@ type AppDeps = {
         | 'SHUTDOWN_TIMEOUT_SECONDS'
         | 'RATE_LIMIT_PER_MINUTE'
         | 'HEAVY_WAITING_PER_ACCOUNT'
+        | 'REQUEST_BODY_TIMEOUT_SECONDS'
       >
     >;
   /** The clock (periods such as this_month); tests fix it. */
@@ -156,6 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler,
     genReqId: newRequestId,
     bodyLimit: 3 * 1024 * 1024,
+    // A request that has not arrived in full within the bound: a 408 and the connection closed.
+    ...requestArrivalOptions(deps.config.REQUEST_BODY_TIMEOUT_SECONDS ?? REQUEST_ARRIVAL_SECONDS),
     return503OnClosing: true,
     logController: new AccessLog(),
   }).withTypeProvider<ZodTypeProvider>();

@@ -7,6 +7,7 @@ import type pg from 'pg';
 import { ConfigError } from '../config-error.ts';
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts';
 import type { EngineMessage } from './pglite-thread.ts';
+import { createReachability, guardPool, POOL_WAIT_MS, reachabilityClient } from './reachability.ts';
 import type { Database, Db } from './schema.ts';
 import type { namingClient as NamingClient } from './statement-cache.ts';
 
@@ -81,7 +82,8 @@ export interface DbHandle {
 
 const DEFAULT_POOL_SIZE = 10;
 /** A pool waiter gives up after this long: on PGlite's pool of one, a query issued on `db` inside a
- * transaction (instead of on `trx`) would otherwise wait for its own connection forever. */
+ * transaction (instead of on `trx`) would otherwise wait for its own connection forever. (PostgreSQL's
+ * pool: POOL_WAIT_MS and CONNECT_TIMEOUT_MS, reachability.ts.) */
 const CONNECTION_TIMEOUT_MS = 30_000;
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 30_000;
@@ -220,13 +222,16 @@ function closer(steps: ReadonlyArray<() => Promise<void>>, logger: DbLogger): ()
 async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLogger): Promise<DbHandle> {
   const driver = await loadDriver();
   const { pg, types, namingClient, Kysely, PostgresDialect } = driver;
+  // Opening a connection is given up after CONNECT_TIMEOUT_MS, waiting for a free one after
+  // POOL_WAIT_MS; while the database cannot be reached, requests fail at once (reachability.ts).
+  const reachability = createReachability();
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: poolSize,
-    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    connectionTimeoutMillis: POOL_WAIT_MS,
     types,
     // Names the statements the pool runs again, so that PostgreSQL prepares them (statement-cache.ts).
-    Client: namingClient(),
+    Client: reachabilityClient(namingClient(), reachability),
   });
   // An idle client whose connection breaks emits 'error' on the pool; unhandled, it would crash the
   // process. Once closing, clients pg-pool is still ending may see their server go: not news.
@@ -241,7 +246,9 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: guardPool(pool, poolSize, reachability) }),
+  });
   const wakeups = createWakeups(logger);
   const announcer = createAnnouncer(pool, logger);
 

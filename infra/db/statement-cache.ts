@@ -124,9 +124,10 @@ export function createStatementNames(maxNamed = MAX_NAMED, maxNamedLong = MAX_NA
 
 /**
  * A `pg` client that sends the texts its `StatementNames` name as named (prepared) statements and
- * everything else as `pg.Client` does. The one subclass in the project besides errors: pg-pool's
- * `Client` option takes a client class, and overriding `query` is the supported way to change how a
- * pooled client sends a statement.
+ * everything else as `pg.Client` does. One of the two subclasses in the project besides errors (the
+ * other, over this one: reachability.ts's, which times a connection's opening): pg-pool's `Client`
+ * option takes a client class, and overriding `query` is the supported way to change how a pooled
+ * client sends a statement.
  */
 export class StatementNamingClient extends pg.Client {
   readonly statementNames: StatementNames;

@@ -13,6 +13,11 @@ describe('configuration', () => {
     });
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.REDIS_URL).toBeUndefined();
+    expect(c.REQUEST_BODY_TIMEOUT_SECONDS).toBe(30);
+  });
+
+  it('reads REQUEST_BODY_TIMEOUT_SECONDS in whole seconds', () => {
+    expect(loadConfig({ REQUEST_BODY_TIMEOUT_SECONDS: '2' }).REQUEST_BODY_TIMEOUT_SECONDS).toBe(2);
   });
 
   it("lets 4 of an account's large requests wait by default, HEAVY_WAITING_PER_ACCOUNT another number", () => {
@@ -54,6 +59,9 @@ describe('configuration', () => {
     ['DEMO_ON_FIRST_START', 'sure', /DEMO_ON_FIRST_START="sure": expected true or false/],
     ['HEAVY_WAITING_PER_ACCOUNT', '0', /HEAVY_WAITING_PER_ACCOUNT="0": expected 1 or more/],
     ['HEAVY_WAITING_PER_ACCOUNT', '65', /HEAVY_WAITING_PER_ACCOUNT="65": expected at most 64/],
+    ['REQUEST_BODY_TIMEOUT_SECONDS', '0', /REQUEST_BODY_TIMEOUT_SECONDS="0": expected 1 to 3600/],
+    ['REQUEST_BODY_TIMEOUT_SECONDS', '2.5', /REQUEST_BODY_TIMEOUT_SECONDS="2\.5": expected a whole number/],
+    ['REQUEST_BODY_TIMEOUT_SECONDS', 'soon', /REQUEST_BODY_TIMEOUT_SECONDS="soon"/],
   ])('refuses a bad %s in one line that names it', (name, value, message) => {
     let error: unknown;
     try {

@@ -194,14 +194,26 @@ export function frameworkErrorsOf(
 
 /**
  * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (headers or URL over the size limit,
- * malformed requests, a request too slow to arrive) gets problem+json with an `X-Request-Id` too,
- * written straight to the socket since there is no request to answer through.
+ * malformed requests, a request that has not arrived in full within REQUEST_BODY_TIMEOUT_SECONDS: 408,
+ * request-timeout.ts) gets problem+json with an `X-Request-Id` too, written straight to the socket
+ * since there is no request to answer through, and the connection is closed.
  */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler(
+  this: Pick<FastifyInstance, 'log'> | undefined,
+  error: Error & { code?: string },
+  socket: Socket,
+): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const status =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
   const requestId = newRequestId();
+  // No access-log line is written for a request that never arrived: this one says it was refused.
+  if (status === 408) {
+    this?.log.info(
+      { reqId: requestId, client: socket.remoteAddress, status },
+      'the request did not arrive in full in time; answered 408 and closed the connection',
+    );
+  }
   const detail =
     status === 431
       ? 'The request line or headers are too large (the URL may be too long)'
@@ -217,7 +229,10 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     code: 'invalid_request',
     request_id: requestId,
   } satisfies Problem);
-  if (socket.writable) {
+  // As Node's own handler: nothing is written into an answer already under way (a request still
+  // arriving after its answer began); the connection is closed all the same.
+  const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && !answering?.headersSent) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
