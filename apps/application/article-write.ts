@@ -5,7 +5,7 @@ import { findArticleSite } from '../../projections/articles.ts';
 import { type Call, type Idempotency, type Note, requireWrite } from './call.ts';
 import type { EditResult } from './commands/index.ts';
 import type { ApplicationDeps } from './deps.ts';
-import { once } from './idempotency.ts';
+import { onceIfKeyed } from './idempotency.ts';
 import { type ArticleChangeOut, changeOut } from './wire.ts';
 
 /** A write's answer: the change, and whether it is the first answer replayed (an idempotent retry). */
@@ -95,8 +95,7 @@ export function createArticleWriter(
         if (result.changed) note.revision(result.revision);
         return changeOut(result);
       };
-      if (!idempotency) return { change: await work(undefined), replayed: false };
-      const { value, replayed } = await once(db, accountId, idempotency, work);
+      const { value, replayed } = await onceIfKeyed(db, accountId, idempotency, work);
       return { change: value, replayed };
     },
   };

@@ -5,12 +5,14 @@ import { DomainError, invalidField } from '../../domain/errors.ts';
 import { textProblem } from '../../domain/input.ts';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../domain/vocabulary.ts';
 import type { Db, WebhookAttemptsTable } from '../../infra/db/schema.ts';
+import type { AnswerKey } from '../../infra/idempotency.ts';
 import { newId } from '../../infra/ids.ts';
 import { isPublicAddress } from '../../infra/net/guarded-fetch.ts';
 import { invalidKeyError, isKeyLive } from '../../projections/accounts.ts';
 import { offsetOf } from '../../projections/projector.ts';
-import { type Call, type Outcome, outcomeOf, type Principal } from './call.ts';
+import { type Call, type Idempotency, type Outcome, outcomeOf, type Principal } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
+import { type Answer, keepingAnswer, onceIfKeyed } from './idempotency.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { type DeliveryDeps, kickEndpoint, replayEndpoint } from './webhook-delivery.ts';
 import {
@@ -262,55 +264,127 @@ export function createWebhooks(
     }
   }
 
+  /**
+   * An endpoint's change (`update`), its answer kept under `answerKey` in the change's transaction;
+   * enabling kicks the pending deliveries once it has committed.
+   */
+  async function change(
+    call: Call,
+    endpointId: string,
+    input: UpdateWebhookInput,
+    answerKey: AnswerKey | undefined,
+  ): Promise<WebhookEndpointOut> {
+    const { url, events, description, enabled } = input;
+    if (url === undefined && events === undefined && description === undefined && enabled === undefined) {
+      throw invalidField(
+        'Give at least one of url, events, description, enabled',
+        'url',
+        'give at least one of url, events, description, enabled',
+      );
+    }
+    if (url !== undefined) refuse('url', webhookUrlProblem(url, deps.allowOutbound));
+    if (events !== undefined) refuse('events', webhookEventsProblem(events));
+    if (description !== undefined && description !== null) {
+      refuse('description', webhookDescriptionProblem(description));
+    }
+    const now = deps.now();
+    const answer = await keepingAnswer(db, answerKey, async (trx) => {
+      const row = await trx
+        .updateTable('webhook_endpoints')
+        .set({
+          updated_at: now,
+          ...(url !== undefined ? { url } : {}),
+          ...(events !== undefined ? { events: [...events] } : {}),
+          ...(description !== undefined ? { description } : {}),
+          ...(enabled === true
+            ? {
+                enabled: true,
+                disabled_reason: null,
+                disabled_at: null,
+                failing_since: sql<Date | null>`case when enabled then failing_since end`,
+              }
+            : {}),
+          ...(enabled === false
+            ? {
+                enabled: false,
+                disabled_reason: sql<
+                  string | null
+                >`case when enabled then 'account' else disabled_reason end`,
+                disabled_at: sql<Date | null>`case when enabled then ${now}::timestamptz else disabled_at end`,
+              }
+            : {}),
+        })
+        .where('id', '=', endpointId)
+        .where('account_id', '=', call.principal.accountId)
+        .returning(ENDPOINT_COLUMNS)
+        .executeTakeFirst();
+      if (!row) throw notFound(endpointId);
+      return webhookEndpointOut(row);
+    });
+    if (enabled === true) await kick(endpointId);
+    return answer;
+  }
+
   return {
     /**
      * Registers an endpoint: its URL, the event types it receives and a description. The answer is the
      * only one that carries the signing secret. At most WEBHOOK_ENDPOINTS_MAX per account: one more is
      * a `conflict`, counted under a lock of the account's endpoints so that two at once cannot pass it.
+     * With an idempotency key, once (apps/application/idempotency.ts): a retry gets the first answer,
+     * secret included (the same caller asking again for the answer it may have lost), and no second
+     * endpoint.
      */
-    create(call: Call, input: CreateWebhookInput): Promise<Outcome<NewWebhookEndpointOut>> {
+    create(
+      call: Call,
+      input: CreateWebhookInput,
+      idempotency?: Idempotency,
+    ): Promise<Outcome<Answer<NewWebhookEndpointOut>>> {
       return outcomeOf({}, async () => {
         await admit(call);
-        refuse('url', webhookUrlProblem(input.url, deps.allowOutbound));
-        refuse('events', webhookEventsProblem(input.events));
-        const description = input.description ?? null;
-        if (description !== null) refuse('description', webhookDescriptionProblem(description));
         const accountId = call.principal.accountId;
-        const now = deps.now();
-        const secret = newWebhookSecret();
-        const row = await db.transaction().execute(async (trx) => {
-          await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints:${accountId}`}))`.execute(trx);
-          const { n } = await trx
-            .selectFrom('webhook_endpoints')
-            .select((eb) => eb.fn.countAll<string>().as('n'))
-            .where('account_id', '=', accountId)
-            .executeTakeFirstOrThrow();
-          if (Number(n) >= WEBHOOK_ENDPOINTS_MAX) {
-            throw new DomainError(
-              'conflict',
-              `This account has ${WEBHOOK_ENDPOINTS_MAX} webhook endpoints, the most it may have; delete one to add another`,
+        return onceIfKeyed(db, accountId, idempotency, async (answerKey) => {
+          refuse('url', webhookUrlProblem(input.url, deps.allowOutbound));
+          refuse('events', webhookEventsProblem(input.events));
+          const description = input.description ?? null;
+          if (description !== null) refuse('description', webhookDescriptionProblem(description));
+          const now = deps.now();
+          const secret = newWebhookSecret();
+          return keepingAnswer(db, answerKey, async (trx) => {
+            await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints:${accountId}`}))`.execute(
+              trx,
             );
-          }
-          return trx
-            .insertInto('webhook_endpoints')
-            .values({
-              id: newId('whe', now.getTime()),
-              account_id: accountId,
-              url: input.url,
-              events: [...input.events],
-              description,
-              secret,
-              enabled: true,
-              disabled_reason: null,
-              disabled_at: null,
-              failing_since: null,
-              created_at: now,
-              updated_at: now,
-            })
-            .returning(ENDPOINT_COLUMNS)
-            .executeTakeFirstOrThrow();
+            const { n } = await trx
+              .selectFrom('webhook_endpoints')
+              .select((eb) => eb.fn.countAll<string>().as('n'))
+              .where('account_id', '=', accountId)
+              .executeTakeFirstOrThrow();
+            if (Number(n) >= WEBHOOK_ENDPOINTS_MAX) {
+              throw new DomainError(
+                'conflict',
+                `This account has ${WEBHOOK_ENDPOINTS_MAX} webhook endpoints, the most it may have; delete one to add another`,
+              );
+            }
+            const row = await trx
+              .insertInto('webhook_endpoints')
+              .values({
+                id: newId('whe', now.getTime()),
+                account_id: accountId,
+                url: input.url,
+                events: [...input.events],
+                description,
+                secret,
+                enabled: true,
+                disabled_reason: null,
+                disabled_at: null,
+                failing_since: null,
+                created_at: now,
+                updated_at: now,
+              })
+              .returning(ENDPOINT_COLUMNS)
+              .executeTakeFirstOrThrow();
+            return { ...webhookEndpointOut(row), secret };
+          });
         });
-        return { ...webhookEndpointOut(row), secret };
       });
     },
 
@@ -353,71 +427,42 @@ export function createWebhooks(
      * enabled. Disabling an enabled endpoint records `account` as the reason and the time; enabling a
      * disabled one clears the reason, the time and its failure streak, and kicks its pending deliveries,
      * which then go out in their order. Enabling an enabled endpoint, or disabling a disabled one,
-     * leaves its state (and its reason) as it was.
+     * leaves its state (and its reason) as it was. With an idempotency key, once: a retry gets the
+     * first answer and changes nothing (the endpoint as it was then, even if changed since).
      */
-    update(call: Call, endpointId: string, input: UpdateWebhookInput): Promise<Outcome<WebhookEndpointOut>> {
+    update(
+      call: Call,
+      endpointId: string,
+      input: UpdateWebhookInput,
+      idempotency?: Idempotency,
+    ): Promise<Outcome<Answer<WebhookEndpointOut>>> {
       return outcomeOf({}, async () => {
         await admit(call);
-        const { url, events, description, enabled } = input;
-        if (url === undefined && events === undefined && description === undefined && enabled === undefined) {
-          throw invalidField(
-            'Give at least one of url, events, description, enabled',
-            'url',
-            'give at least one of url, events, description, enabled',
-          );
-        }
-        if (url !== undefined) refuse('url', webhookUrlProblem(url, deps.allowOutbound));
-        if (events !== undefined) refuse('events', webhookEventsProblem(events));
-        if (description !== undefined && description !== null) {
-          refuse('description', webhookDescriptionProblem(description));
-        }
-        const now = deps.now();
-        const row = await db
-          .updateTable('webhook_endpoints')
-          .set({
-            updated_at: now,
-            ...(url !== undefined ? { url } : {}),
-            ...(events !== undefined ? { events: [...events] } : {}),
-            ...(description !== undefined ? { description } : {}),
-            ...(enabled === true
-              ? {
-                  enabled: true,
-                  disabled_reason: null,
-                  disabled_at: null,
-                  failing_since: sql<Date | null>`case when enabled then failing_since end`,
-                }
-              : {}),
-            ...(enabled === false
-              ? {
-                  enabled: false,
-                  disabled_reason: sql<
-                    string | null
-                  >`case when enabled then 'account' else disabled_reason end`,
-                  disabled_at: sql<Date | null>`case when enabled then ${now}::timestamptz else disabled_at end`,
-                }
-              : {}),
-          })
-          .where('id', '=', endpointId)
-          .where('account_id', '=', call.principal.accountId)
-          .returning(ENDPOINT_COLUMNS)
-          .executeTakeFirst();
-        if (!row) throw notFound(endpointId);
-        if (enabled === true) await kick(endpointId);
-        return webhookEndpointOut(row);
+        return onceIfKeyed(db, call.principal.accountId, idempotency, (answerKey) =>
+          change(call, endpointId, input, answerKey),
+        );
       });
     },
 
-    /** Deletes an endpoint, and with it its deliveries and their attempts. */
-    remove(call: Call, endpointId: string): Promise<Outcome<void>> {
+    /**
+     * Deletes an endpoint, and with it its deliveries and their attempts. With an idempotency key, once:
+     * a retry is answered as the first was (deleted), not `not_found`.
+     */
+    remove(call: Call, endpointId: string, idempotency?: Idempotency): Promise<Outcome<Answer<null>>> {
       return outcomeOf({}, async () => {
         await admit(call);
-        const row = await db
-          .deleteFrom('webhook_endpoints')
-          .where('id', '=', endpointId)
-          .where('account_id', '=', call.principal.accountId)
-          .returning('id')
-          .executeTakeFirst();
-        if (!row) throw notFound(endpointId);
+        return onceIfKeyed(db, call.principal.accountId, idempotency, (answerKey) =>
+          keepingAnswer(db, answerKey, async (trx) => {
+            const row = await trx
+              .deleteFrom('webhook_endpoints')
+              .where('id', '=', endpointId)
+              .where('account_id', '=', call.principal.accountId)
+              .returning('id')
+              .executeTakeFirst();
+            if (!row) throw notFound(endpointId);
+            return null;
+          }),
+        );
       });
     },
 

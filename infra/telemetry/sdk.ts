@@ -36,6 +36,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import { BullMQOtel } from 'bullmq-otel';
 import pino from 'pino';
+import { redactingExporter } from './redacting-exporter.ts';
 import type { DiagLevel, SamplerSetting, TracedProcess, TracingSettings } from './tracing.ts';
 
 /*
@@ -93,7 +94,11 @@ export function startSdk(
     resource,
     sampler: samplerOf(settings.sampler),
     // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT and _COMPRESSION itself.
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...settings.batch })],
+    // What it sends has the service's keys and tokens out of every text, as the logs do (a path
+    // segment, an error's message): redacting-exporter.ts.
+    spanProcessors: [
+      new BatchSpanProcessor({ exporter: redactingExporter(new OTLPTraceExporter()), ...settings.batch }),
+    ],
   });
   trace.setGlobalTracerProvider(provider);
 
@@ -103,6 +108,13 @@ export function startSdk(
         UNTRACED_PATHS.some((path) => request.url === path || request.url?.startsWith(`${path}?`)),
       // A query string's values may be tokens: only its names are kept.
       startIncomingSpanHook: (request) => queryAttributes(request.url ?? ''),
+      // The same for a request made through node:http, as undici's below.
+      startOutgoingSpanHook: (options) => {
+        const { hostname, port } = options;
+        const host = hostname?.includes(':') ? `[${hostname}]` : (hostname ?? options.host ?? 'localhost');
+        const origin = `${options.protocol ?? 'http:'}//${host}${hostname && port ? `:${port}` : ''}`;
+        return outgoingUrlAttributes(URL.parse(options.path ?? '/', origin));
+      },
       requireParentforOutgoingSpans: true,
     }),
     // The route (`/api/v1/articles/:id`) on the HTTP server span and a `request` span under it, for
@@ -119,19 +131,13 @@ export function startSdk(
     // Only queries and commands made inside a span: the projectors' polls, LISTEN and the job
     // queues' blocking reads would each be a trace of their own.
     new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
-    new IORedisInstrumentation({ requireParentSpan: true }),
+    // A command's name only: its arguments are key names that hold an account's id or a client's address
+    // (the limits' `<prefix>:requests:acct:<id>`, `...:ip:<address>`), and values.
+    new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
     new UndiciInstrumentation({
       requireParentforSpans: true,
       // Webhook and image URLs may carry tokens in their query or user info: only names are kept.
-      startSpanHook: (request) => {
-        const url = URL.parse(request.path, request.origin);
-        if (url === null) return {};
-        const query = queryAttributes(url.search);
-        url.username = '';
-        url.password = '';
-        url.search = String(query[ATTR_URL_QUERY] ?? '');
-        return { ...query, [ATTR_URL_FULL]: url.toString() };
-      },
+      startSpanHook: (request) => outgoingUrlAttributes(URL.parse(request.path, request.origin)),
     }),
   ];
   const unregister = registerInstrumentations({ tracerProvider: provider, instrumentations });
@@ -156,6 +162,16 @@ function queryAttributes(pathOrSearch: string): Attributes {
   return {
     [ATTR_URL_QUERY]: [...params.keys()].map((key) => `${encodeURIComponent(key)}=REDACTED`).join('&'),
   };
+}
+
+/** `url.full` without user info and with `url.query`'s values replaced, for a request the service makes. */
+function outgoingUrlAttributes(url: URL | null): Attributes {
+  if (url === null) return {};
+  const query = queryAttributes(url.search);
+  url.username = '';
+  url.password = '';
+  url.search = String(query[ATTR_URL_QUERY] ?? '');
+  return { ...query, [ATTR_URL_FULL]: url.toString() };
 }
 
 function samplerOf(setting: SamplerSetting): Sampler {

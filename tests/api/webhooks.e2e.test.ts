@@ -409,6 +409,176 @@ describe('webhook API v1 through a real server', () => {
     expect(none.body).toMatchObject({ queued: 0 });
   });
 
+  it('declares Idempotency-Key on POST, PATCH and DELETE, and Idempotent-Replayed on their answers', () => {
+    const operation = (path: string, method: string) => (doc.paths[path]?.[method] ?? {}) as Json;
+    for (const [path, method, status] of [
+      ['/api/v1/webhooks', 'post', '201'],
+      ['/api/v1/webhooks/{id}', 'patch', '200'],
+      ['/api/v1/webhooks/{id}', 'delete', '204'],
+    ] as const) {
+      const op = operation(path, method);
+      expect(op.parameters, `${method} ${path}`).toEqual(
+        expect.arrayContaining([expect.objectContaining({ in: 'header', name: 'idempotency-key' })]),
+      );
+      const answer = (op.responses as Record<string, Json>)[status] as { headers?: Json };
+      expect(Object.keys(answer.headers ?? {}), `${method} ${path}`).toContain('Idempotent-Replayed');
+    }
+  });
+
+  describe('with an Idempotency-Key', () => {
+    const keyed = (method: string, path: string, key: string, body?: unknown, apiKey = a.api_key) =>
+      client.call(method, path, {
+        key: apiKey,
+        headers: { 'idempotency-key': key },
+        ...(body === undefined ? {} : { body }),
+      });
+    const total = async (apiKey = a.api_key): Promise<number> =>
+      ((await client.get('/api/v1/webhooks', apiKey)).body as { meta: { total: number } }).meta.total;
+    const refusedKey = (r: Recorded): unknown => [
+      r.status,
+      (r.body as Problem).code,
+      (r.body as Problem).errors?.map((e) => `${e.in}:${e.name}`),
+    ];
+
+    it('registers once: a retry gets the first answer, secret included, and no second endpoint', async () => {
+      const before = await total();
+      const body = { ...hook, description: 'Registered once' };
+      const first = await keyed('POST', '/api/v1/webhooks', 'register-1', body);
+      expect(first.status).toBe(201);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      const again = await keyed('POST', '/api/v1/webhooks', 'register-1', body);
+      expect(again.status).toBe(201);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toEqual(first.body);
+      expect((again.body as Endpoint).secret).toMatch(/^whsec_/);
+      expect(await total()).toBe(before + 1);
+
+      // The same key with another request: refused, nothing made.
+      const other = await keyed('POST', '/api/v1/webhooks', 'register-1', {
+        ...body,
+        description: 'Another',
+      });
+      expect(refusedKey(other)).toEqual([400, 'invalid_request', ['header:idempotency-key']]);
+      expect(await total()).toBe(before + 1);
+      // The key is the account's: another account may use the same one for its own endpoint.
+      const theirs = await keyed('POST', '/api/v1/webhooks', 'register-1', body, b.api_key);
+      expect(theirs.status).toBe(201);
+      expect((theirs.body as Endpoint).id).not.toBe((first.body as Endpoint).id);
+      expect(
+        (await client.call('DELETE', `/api/v1/webhooks/${(theirs.body as Endpoint).id}`, { key: b.api_key }))
+          .status,
+      ).toBe(204);
+      expect(
+        (await client.call('DELETE', `/api/v1/webhooks/${(first.body as Endpoint).id}`, { key: a.api_key }))
+          .status,
+      ).toBe(204);
+    });
+
+    it('registers once when two requests with the key arrive at once', async () => {
+      const before = await total();
+      const body = { ...hook, description: 'Raced' };
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, () => keyed('POST', '/api/v1/webhooks', 'register-race', body)),
+      );
+      expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+      const ids = new Set(answers.map((r) => (r.body as Endpoint).id));
+      expect(ids.size).toBe(1);
+      expect(new Set(answers.map((r) => (r.body as Endpoint).secret)).size).toBe(1);
+      expect(answers.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(3);
+      expect(await total()).toBe(before + 1);
+      expect(
+        (await client.call('DELETE', `/api/v1/webhooks/${[...ids][0]}`, { key: a.api_key })).status,
+      ).toBe(204);
+    });
+
+    it('registers anew with a key older than 24 hours', async () => {
+      const first = await keyed('POST', '/api/v1/webhooks', 'register-old', hook);
+      expect(first.status).toBe(201);
+      await db.handle.db
+        .updateTable('idempotency_keys')
+        .set({ created_at: new Date(Date.now() - 25 * 3600_000) })
+        .where('account_id', '=', a.account_id)
+        .where('key', '=', 'register-old')
+        .execute();
+      const later = await keyed('POST', '/api/v1/webhooks', 'register-old', hook);
+      expect(later.status).toBe(201);
+      expect(later.headers['idempotent-replayed']).toBeUndefined();
+      expect((later.body as Endpoint).id).not.toBe((first.body as Endpoint).id);
+      for (const r of [first, later]) {
+        expect(
+          (await client.call('DELETE', `/api/v1/webhooks/${(r.body as Endpoint).id}`, { key: a.api_key }))
+            .status,
+        ).toBe(204);
+      }
+    });
+
+    it('changes once: a retry gets the first answer and changes nothing, even after another change', async () => {
+      const endpoint = (await create(hook)).body as Endpoint;
+      const path = `/api/v1/webhooks/${endpoint.id}`;
+      const off = await keyed('PATCH', path, 'change-1', { enabled: false });
+      expect(off.status).toBe(200);
+      expect(off.headers['idempotent-replayed']).toBeUndefined();
+      expect(off.body).toMatchObject({ enabled: false, disabled_reason: 'account' });
+      // Enabled again, without the key; then the retry of the first change.
+      expect((await patch(endpoint.id, { enabled: true })).status).toBe(200);
+      const again = await keyed('PATCH', path, 'change-1', { enabled: false });
+      expect(again.status).toBe(200);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toEqual(off.body);
+      expect(((await client.get(path, a.api_key)).body as Endpoint).enabled).toBe(true);
+
+      const other = await keyed('PATCH', path, 'change-1', { enabled: false, description: 'x' });
+      expect(refusedKey(other)).toEqual([400, 'invalid_request', ['header:idempotency-key']]);
+      expect(
+        ((await client.get(path, a.api_key)).body as Endpoint & { description: unknown }).description,
+      ).toBeNull();
+      // A refusal keeps nothing: the key is free for the request it then names.
+      const missing = await keyed('PATCH', '/api/v1/webhooks/whe_nope', 'change-2', { enabled: false });
+      expect(missing.status).toBe(404);
+      expect((await keyed('PATCH', path, 'change-2', { enabled: false })).status).toBe(200);
+      expect((await client.call('DELETE', path, { key: a.api_key })).status).toBe(204);
+    });
+
+    it('deletes once: a retry is answered 204 again, not 404', async () => {
+      const endpoint = (await create(hook)).body as Endpoint;
+      const other = (await create({ ...hook, url: 'https://hooks.example.com/other' })).body as Endpoint;
+      const path = `/api/v1/webhooks/${endpoint.id}`;
+      const gone = await keyed('DELETE', path, 'delete-1');
+      expect(gone.status).toBe(204);
+      expect(gone.headers['idempotent-replayed']).toBeUndefined();
+      const again = await keyed('DELETE', path, 'delete-1');
+      expect(again.status).toBe(204);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toBe('');
+      expect((await client.get(path, a.api_key)).status).toBe(404);
+      // The same key for another endpoint's deletion: refused, that one left as it was.
+      const elsewhere = await keyed('DELETE', `/api/v1/webhooks/${other.id}`, 'delete-1');
+      expect(refusedKey(elsewhere)).toEqual([400, 'invalid_request', ['header:idempotency-key']]);
+      expect((await client.get(`/api/v1/webhooks/${other.id}`, a.api_key)).status).toBe(200);
+      expect((await client.call('DELETE', `/api/v1/webhooks/${other.id}`, { key: a.api_key })).status).toBe(
+        204,
+      );
+    });
+
+    it('changes and deletes once when requests with the key arrive at once', async () => {
+      const endpoint = (await create(hook)).body as Endpoint;
+      const path = `/api/v1/webhooks/${endpoint.id}`;
+      const changes = await Promise.all(
+        Array.from({ length: 4 }, () => keyed('PATCH', path, 'change-race', { description: 'Raced' })),
+      );
+      expect(changes.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      for (const r of changes) expect(r.body).toEqual(changes[0]?.body);
+      expect(changes.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(3);
+      // A deletion that finds the endpoint gone because the first request deleted it meanwhile: a replay.
+      const deletions = await Promise.all(
+        Array.from({ length: 4 }, () => keyed('DELETE', path, 'delete-race')),
+      );
+      expect(deletions.map((r) => r.status)).toEqual([204, 204, 204, 204]);
+      expect(deletions.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(3);
+      expect((await client.get(path, a.api_key)).status).toBe(404);
+    });
+  });
+
   it('records every webhook call in the activity log under its operation', async () => {
     const marker = `wh-${Date.now()}`;
     await client.call('GET', '/api/v1/webhooks', { key: a.api_key, headers: { 'x-request-id': marker } });

@@ -8,7 +8,7 @@ import type { Db } from '../../infra/db/schema.ts';
 import { allowNetworks } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { backends } from '../support/db.ts';
-import { refusal, type Throwing, throwing } from '../support/errors.ts';
+import { type Answering, answering, refusal, type Throwing, throwing } from '../support/errors.ts';
 import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';
 
 /*
@@ -35,8 +35,8 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
   let drop: () => Promise<void>;
   let clock = new Date('2026-11-20T12:00:00Z');
   let app: Application;
-  /** The webhook use cases, answering their values and throwing their refusals. */
-  let hooks: Throwing<Application['webhooks']>;
+  /** The webhook use cases, answering their values (a write's, replayed or not) and throwing their refusals. */
+  let hooks: Answering<Throwing<Application['webhooks']>>;
   let db: Db;
 
   const principal = (accountId: string, scope: 'read' | 'write' = 'write'): Principal => ({
@@ -77,7 +77,7 @@ describe.each(backends)('the webhook use cases on %s', (backend) => {
       fetchImage: async () => new Uint8Array(),
       allowOutbound: allowNetworks(['10.20.0.0/16']),
     });
-    hooks = throwing(app.webhooks);
+    hooks = answering(throwing(app.webhooks));
   });
   afterAll(async () => {
     await drop?.();

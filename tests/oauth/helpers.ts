@@ -255,7 +255,8 @@ export type Person = { accountId: string; email: string; password: string; name:
 /**
  * Drives an authorization without a browser: the authorization request, sign-in (unless the jar is
  * signed in already), the consent page (returned for checks), then Allow or Deny; resolves with where
- * the authorization server sent the browser back to (the client's redirect URI, with code or error).
+ * the authorization server sent the browser back to (the client's redirect URI, with code or error),
+ * and the consent page's address (`/oauth/interaction/<uid>`).
  */
 export async function authorizeWithoutBrowser(opts: {
   base: string;
@@ -266,7 +267,7 @@ export async function authorizeWithoutBrowser(opts: {
   resource?: string | null;
   decision?: 'allow' | 'deny';
   jar?: ReturnType<typeof browserless>;
-}): Promise<{ back: URL; verifier: string; consentPage: string; state: string }> {
+}): Promise<{ back: URL; verifier: string; consentPage: string; state: string; interaction: string }> {
   const b = opts.jar ?? browserless(opts.base);
   const { verifier, challenge } = pkce();
   const state = randomBytes(8).toString('hex');
@@ -306,7 +307,7 @@ export async function authorizeWithoutBrowser(opts: {
       decision: opts.decision ?? 'allow',
     }),
   );
-  return { back: new URL(done.url), verifier, consentPage, state };
+  return { back: new URL(done.url), verifier, consentPage, state, interaction: step.url };
 }
 
 export async function tokenRequest(

@@ -1,4 +1,5 @@
 import { type Outcome, unwrap } from '../../apps/application/call.ts';
+import type { Answer } from '../../apps/application/idempotency.ts';
 import { DomainError } from '../../domain/errors.ts';
 
 /**
@@ -38,4 +39,34 @@ export function throwing<T extends object>(useCases: T): Throwing<T> {
       : member,
   ]);
   return Object.fromEntries(entries) as Throwing<T>;
+}
+
+/** Use cases whose writes answer `{value, replayed}` (apps/application/idempotency.ts), each answering its value. */
+export type Answering<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => Promise<Answer<infer V>>
+    ? (...args: A) => Promise<V>
+    : T[K];
+};
+
+function isAnswer(value: unknown): value is Answer<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.keys(value).sort().join() === 'replayed,value' &&
+    typeof (value as Answer<unknown>).replayed === 'boolean'
+  );
+}
+
+/** `throwing`'s use cases with each write's answer read as its value (whether it was a replay left out). */
+export function answering<T extends object>(useCases: T): Answering<T> {
+  const entries = Object.entries(useCases).map(([name, member]) => [
+    name,
+    typeof member === 'function'
+      ? async (...args: unknown[]) => {
+          const answer: unknown = await member.apply(useCases, args);
+          return isAnswer(answer) ? answer.value : answer;
+        }
+      : member,
+  ]);
+  return Object.fromEntries(entries) as Answering<T>;
 }

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { JsonTexts } from '../../../infra/json-texts.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
 import { type Call, type Outcome, unwrap } from '../../application/call.ts';
+import type { Answer } from '../../application/idempotency.ts';
 import { changeJson, type JsonOf } from '../../application/wire.ts';
 import { noteOutcome } from '../http/activity-log.ts';
 import { publishDecision } from '../http/limits.ts';
@@ -64,9 +65,25 @@ export function sendWrite(
   jsonTexts: JsonTexts,
 ): FastifyReply {
   const result = settled(request, reply, outcome);
-  if (result.replayed) reply.header('idempotent-replayed', 'true');
+  noteReplay(reply, result.replayed);
   reply.status(200).header('etag', weakEtag(result.change.revision));
   return sendJson(reply, changeJson(result.change, jsonTexts.of));
+}
+
+/** `Idempotent-Replayed: true` on the answer of a write that replays its first answer (an Idempotency-Key retry). */
+export function noteReplay(reply: FastifyReply, replayed: boolean): void {
+  if (replayed) reply.header('idempotent-replayed', 'true');
+}
+
+/** A write's outcome settled (see `settled`), its value answered with `Idempotent-Replayed` on a replay. */
+export function settledAnswer<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  outcome: Outcome<Answer<T>>,
+): T {
+  const { value, replayed } = settled(request, reply, outcome);
+  noteReplay(reply, replayed);
+  return value;
 }
 
 /** The idempotency of a write request: its Idempotency-Key, and the request it names (method, URL, If-Match, body). */

@@ -4,7 +4,8 @@ import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/voca
 import type { Application } from '../../application/index.ts';
 import { PageQuery } from '../../application/requests.ts';
 import { listOf, Problem } from '../http/schemas.ts';
-import { apiCall, settled } from './call.ts';
+import { IdempotencyHeaders } from '../http/write-schemas.ts';
+import { apiCall, idempotencyOf, settled, settledAnswer } from './call.ts';
 import { sendList } from './lists.ts';
 import {
   CreateWebhookBody,
@@ -39,6 +40,10 @@ const URL_RULES =
   'service is configured to reach (OUTBOUND_ALLOW_NETWORKS), and an address written as an IP must be ' +
   'public or such an internal one.';
 
+const REPLAY_RULES =
+  'With an `Idempotency-Key`, a retry with the same key and request within 24 h gets the first answer ' +
+  '(`Idempotent-Replayed: true`) and changes nothing more; the same key with another request is a 400.';
+
 /** The path of an endpoint, its parts escaped. */
 const endpointPath = (id: string): string => `/api/v1/webhooks/${encodeURIComponent(id)}`;
 
@@ -63,13 +68,18 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
           `The account's events of the types named are POSTed to the URL, signed (Standard Webhooks). ${URL_RULES} ` +
           `The answer carries the signing secret (\`whsec_...\`): it is shown this once. At most ` +
           `${WEBHOOK_ENDPOINTS_MAX} endpoints per account: one more is a 409 \`conflict\` (delete one first). ` +
-          `Event types: ${WEBHOOK_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}.`,
+          `Event types: ${WEBHOOK_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}. ${REPLAY_RULES} ` +
+          'A replay carries the secret too: it is the first answer, to the caller that asked for it.',
+        headers: IdempotencyHeaders,
         body: CreateWebhookBody,
         response: { 201: NewWebhookEndpoint, ...accountErrors, 409: Problem },
+        responseHeaders: { 201: ['Idempotent-Replayed'] },
       },
     },
-    async (req, reply) =>
-      reply.status(201).send(settled(req, reply, await webhooks.create(apiCall(req), req.body))),
+    async (req, reply) => {
+      const answer = await webhooks.create(apiCall(req), req.body, idempotencyOf(req, req.body));
+      return reply.status(201).send(settledAnswer(req, reply, answer));
+    },
   );
 
   app.get(
@@ -116,13 +126,19 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
         description:
           `Any of \`url\`, \`events\`, \`description\` (null clears it) and \`enabled\`. ${URL_RULES} ` +
           '`enabled: false` stops deliveries (reason `account`; they wait, pending). `enabled: true` enables a ' +
-          'disabled endpoint again, whatever disabled it, and its pending deliveries go out in their order.',
+          `disabled endpoint again, whatever disabled it, and its pending deliveries go out in their order. ${REPLAY_RULES}`,
         params: WebhookParams,
+        headers: IdempotencyHeaders,
         body: UpdateWebhookBody,
         response: { 200: WebhookEndpoint, ...endpointErrors },
+        responseHeaders: { 200: ['Idempotent-Replayed'] },
       },
     },
-    async (req, reply) => settled(req, reply, await webhooks.update(apiCall(req), req.params.id, req.body)),
+    async (req, reply) => {
+      const { id } = req.params;
+      const answer = await webhooks.update(apiCall(req), id, req.body, idempotencyOf(req, req.body));
+      return settledAnswer(req, reply, answer);
+    },
   );
 
   app.delete(
@@ -132,16 +148,18 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRouteDeps> = async (
       schema: {
         tags: ['webhooks'],
         summary: 'Delete a webhook endpoint',
-        description: 'Its deliveries, sent or pending, go with it.',
+        description: `Its deliveries, sent or pending, go with it. ${REPLAY_RULES}`,
         params: WebhookParams,
+        headers: IdempotencyHeaders,
         response: {
           204: z.null().meta({ description: 'Deleted' }),
           ...endpointErrors,
         },
+        responseHeaders: { 204: ['Idempotent-Replayed'] },
       },
     },
     async (req, reply) => {
-      settled(req, reply, await webhooks.remove(apiCall(req), req.params.id));
+      settledAnswer(req, reply, await webhooks.remove(apiCall(req), req.params.id, idempotencyOf(req)));
       return reply.status(204).send(null);
     },
   );

@@ -285,7 +285,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
       if (!session || !kit.checkForm(request, reply, session)) return reply;
       const form = webhookFormOf(request.body);
       try {
-        const endpoint = unwrap(
+        const { value: endpoint } = unwrap(
           await webhooks.create(webCall(request, session), {
             url: form.url,
             events: form.events,
