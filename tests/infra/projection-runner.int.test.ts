@@ -11,6 +11,7 @@ import {
 import type { AsyncProjector } from '../../infra/projection.ts';
 import { applyNextBatch, startAsyncProjections } from '../../infra/projection-runner.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { openAppendingTransaction } from '../support/log.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 const event = (type: string): NewEvent => ({ type, data: {}, metadata: { at: '2026-11-21T10:00:00.000Z' } });
@@ -96,20 +97,9 @@ describe.each(backends)('async projection runner on %s', (backend) => {
       });
       // A transaction appending to the log (another stream), open while the event is appended and its
       // wake-up read: the event's transaction is younger, so it waits for that one to end.
-      const open = await db.startTransaction().execute();
+      await runner.idle();
+      const open = await openAppendingTransaction(db);
       try {
-        await runner.idle();
-        await open
-          .insertInto('events')
-          .values({
-            event_id: randomUUID(),
-            stream_id: `article-${randomUUID()}`,
-            version: 1,
-            type: 'Other',
-            data: '{}',
-            metadata: '{}',
-          })
-          .execute();
         const appended = await store.append(`article-${randomUUID()}`, [event(type)], {
           expectedVersion: 'no_stream',
         });

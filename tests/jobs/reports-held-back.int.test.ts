@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeMonthlyReports } from '../../apps/application/reports.ts';
 import type { Runtime } from '../../apps/runtime.ts';
+import { openAppendingTransaction } from '../support/log.ts';
 import { createTestRuntime, setUpAccount } from '../support/runtime.ts';
 
 /*
@@ -23,19 +23,8 @@ afterAll(async () => drop?.());
 it('waits for an event committed behind an open transaction, and counts it once that ends', async () => {
   const { accountId, siteId } = await setUpAccount(runtime);
   // A transaction appending to the log, older than the backlink's, open while the backlink is committed.
-  const open = await runtime.db.startTransaction().execute();
+  const open = await openAppendingTransaction(runtime.db);
   try {
-    await open
-      .insertInto('events')
-      .values({
-        event_id: randomUUID(),
-        stream_id: `article-${randomUUID()}`,
-        version: 1,
-        type: 'Other',
-        data: '{}',
-        metadata: '{}',
-      })
-      .execute();
     await runtime.commands.acquireBacklink(accountId, {
       siteId,
       acquiredOn: '2026-11-20',

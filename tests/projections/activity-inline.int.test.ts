@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
@@ -6,6 +5,7 @@ import { readBatch, readCheckpoint, writeCheckpoint } from '../../infra/event-st
 import { projectionStatus, retireCheckpoint } from '../../infra/projection-runner.ts';
 import { activityProjector, listActivity } from '../../projections/activity.ts';
 import { backends } from '../support/db.ts';
+import { openAppendingTransaction } from '../support/log.ts';
 import { apiKeyActor, createTestRuntime, setUpAccount } from '../support/runtime.ts';
 
 const call = (accountId: string, requestId: string) => ({
@@ -108,19 +108,8 @@ describe.each(backends)('the activity log, inline, on %s', (backend) => {
     // On PostgreSQL, a transaction appending to the log held open (an import, a slow append): the
     // records after it are above the log's horizon, where a subscriber's read (readBatch) stops. They
     // are committed, and retiring applies them all the same.
-    const appending = backend === 'postgres' ? await runtime.db.startTransaction().execute() : null;
+    const appending = backend === 'postgres' ? await openAppendingTransaction(runtime.db) : null;
     try {
-      await appending
-        ?.insertInto('events')
-        .values({
-          event_id: randomUUID(),
-          stream_id: `article-${randomUUID()}`,
-          version: 1,
-          type: 'Other',
-          data: '{}',
-          metadata: '{}',
-        })
-        .execute();
       await retireWhatWasLeft(first, accountId, appending !== null);
     } finally {
       await appending?.rollback().execute();
