@@ -87,6 +87,11 @@ export function hashApiKey(key: string): string {
   return hash('sha256', key, 'hex');
 }
 
+/** Whether a stored secret is an API key's hash as hashApiKey makes it: SHA-256, 64 lowercase hex digits. */
+export function isApiKeyHash(secret: string): boolean {
+  return /^[0-9a-f]{64}$/.test(secret);
+}
+
 /** A readable random password for demo accounts. */
 export function newPassword(): string {
   return base32(randomBytes(15));

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { ArchiveStaffMember } from '../../infra/archive/contents.ts';
 import { ArchiveExists, type ArchiveProgress, exportInstallation } from '../../infra/archive/export.ts';
 import type { Manifest } from '../../infra/archive/format.ts';
 import {
@@ -10,6 +11,7 @@ import {
   type ImportSummary,
   importArchive,
   TargetNotEmpty,
+  type VerifiedArchive,
   verifyArchive,
 } from '../../infra/archive/import.ts';
 import { type Config, ConfigSchema } from '../../infra/config.ts';
@@ -41,6 +43,47 @@ type OperationDeps = Io & {
 
 /** A refusal of an operation, said in one line; nothing was written. */
 class Refused extends Error {}
+
+/** A load stopped by a signal, rolled back; `code` is the exit code (128 + the signal's number). */
+class Stopped extends Error {
+  readonly code: number;
+  constructor(message: string, code: number) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/**
+ * Runs a load with SIGINT and SIGTERM asking it to stop through its signal (importArchive rolls back
+ * and removes the images it wrote): the first is said on stderr; a second one exits at once (the
+ * database rolls the open transaction back; a `.import-*` folder may stay in the media folder).
+ */
+async function stoppableBySignals<T>(
+  err: (text: string) => void,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const onSignal = (name: NodeJS.Signals): void => {
+    const code = 128 + constants.signals[name];
+    if (controller.signal.aborted) process.exit(code);
+    err(`${name}: stopping; nothing of the import will be kept (${name} again to exit at once)`);
+    controller.abort(
+      new Stopped(
+        `the import was stopped by ${name} and nothing of it was kept (its transaction rolled back, ` +
+          'the images it wrote removed)',
+        code,
+      ),
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await work(controller.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
 
 /** The newest migration this code knows: the schema an archive must be of. */
 function latestSchema(): string {
@@ -95,11 +138,21 @@ function describe(counts: Record<string, number>): string {
   return keys.map((k) => `${counts[k] ?? 0} ${k}`).join(', ');
 }
 
+/** The support staff an import brought, said so that an operator sees who can sign in to /staff. */
+function describeStaff(staff: readonly ArchiveStaffMember[]): string {
+  const list = staff.map((m) => `${m.email}${m.password ? '' : ' (no password)'}`).join(', ');
+  return `support staff: ${staff.length}${staff.length > 0 ? ` (${list})` : ''}`;
+}
+
 /** Runs an operation, turning its refusals into one line on stderr and exit code 1. */
 async function refusable(err: (text: string) => void, work: () => Promise<number>): Promise<number> {
   try {
     return await work();
   } catch (error) {
+    if (error instanceof Stopped) {
+      err(error.message);
+      return error.code;
+    }
     if (
       error instanceof Refused ||
       error instanceof ArchiveRefused ||
@@ -137,22 +190,26 @@ async function writeArchive(source: DbHandle, file: string, deps: OperationDeps)
 async function loadArchive(
   target: DbHandle,
   file: string,
-  manifest: Manifest,
+  verified: VerifiedArchive,
   mediaDir: string,
   deps: OperationDeps,
 ): Promise<ImportSummary> {
   const progress = stagedProgress();
   try {
-    return await importArchive({
-      db: target.db,
-      file,
-      manifest,
-      mediaDir,
-      projectors: deps.projectors,
-      onProgress: progress.onProgress,
-    });
+    return await stoppableBySignals(deps.err, (signal) =>
+      importArchive({
+        db: target.db,
+        file,
+        verified,
+        mediaDir,
+        projectors: deps.projectors,
+        onProgress: progress.onProgress,
+        signal,
+      }),
+    );
   } catch (error) {
-    if (error instanceof ArchiveRefused || error instanceof TargetNotEmpty) throw error;
+    if (error instanceof ArchiveRefused || error instanceof TargetNotEmpty || error instanceof Stopped)
+      throw error;
     throw new Refused(
       `the import failed and nothing of it was kept (its transaction rolled back, the images it wrote ` +
         `removed): ${error instanceof Error ? error.message : String(error)}`,
@@ -162,7 +219,7 @@ async function loadArchive(
   }
 }
 
-async function verify(file: string): Promise<Manifest> {
+async function verify(file: string): Promise<VerifiedArchive> {
   const progress = stagedProgress();
   try {
     return await verifyArchive(file, { schema: latestSchema(), onProgress: progress.onProgress });
@@ -205,7 +262,7 @@ export function importCommand(
   const { config, err, out } = deps;
   return refusable(err, async () => {
     // The whole archive is checked before the target is opened: a bad one writes nothing anywhere.
-    const manifest = await verify(file);
+    const verified = await verify(file);
     const media = resolve(mediaDir ?? config.MEDIA_DIR);
     const target = await openDatabase({
       dataDir: config.DATA_DIR,
@@ -215,11 +272,12 @@ export function importCommand(
     });
     try {
       await prepareTarget(target, deps);
-      const summary = await loadArchive(target, file, manifest, media, deps);
+      const summary = await loadArchive(target, file, verified, media, deps);
       err(
         `imported ${describe(summary.counts)} from ${file}; every read model replayed; ` +
           `images in ${media} (${summary.mediaWritten} written, ${summary.mediaPresent} there already)`,
       );
+      err(describeStaff(verified.staff));
       out(
         JSON.stringify({
           database: config.DATABASE_URL ? withoutPassword(config.DATABASE_URL) : resolve(config.DATA_DIR),
@@ -227,6 +285,12 @@ export function importCommand(
           counts: summary.counts,
           media_written: summary.mediaWritten,
           media_present: summary.mediaPresent,
+          staff: verified.staff.map((m) => ({
+            id: m.id,
+            email: m.email,
+            name: m.name,
+            password: m.password,
+          })),
         }),
       );
       return 0;
@@ -282,8 +346,8 @@ export function moveCommand(to: string, mediaDir: string | undefined, deps: Oper
       dir = await mkdtemp(join(tmpdir(), 'cs-move-'));
       const file = join(dir, 'installation.tar.gz');
       await writeArchive(source, file, deps);
-      const manifest = await verify(file);
-      const summary = await loadArchive(target, file, manifest, media, deps);
+      const verified = await verify(file);
+      const summary = await loadArchive(target, file, verified, media, deps);
       const where = withoutPassword(url.data);
       err(`moved ${describe(summary.counts)} from DATA_DIR=${resolve(config.DATA_DIR)} to ${where}`);
       err(

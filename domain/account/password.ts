@@ -26,3 +26,24 @@ export function checkPassword(password: string): void {
   const problem = passwordProblem(password);
   if (problem !== null) throw new DomainError('invalid_request', `The password must be ${problem}`);
 }
+
+/** The argon2 parameters every password hash is made with (the `@node-rs/argon2` defaults), at least. */
+export const PASSWORD_HASH_MIN = { memoryKiB: 19456, passes: 2, lanes: 1 } as const;
+
+const PHC_ARGON2ID =
+  /^\$argon2id\$v=19\$m=(\d{1,8}),t=(\d{1,4}),p=(\d{1,3})\$([A-Za-z0-9+/]{22,})\$([A-Za-z0-9+/]{43,})$/;
+
+/**
+ * Whether a stored secret is a password hash the service could have made: argon2id, version 19, in
+ * PHC notation, with at least the service's memory, passes and lanes, a salt of at least 16 bytes and
+ * a hash of at least 32.
+ */
+export function isPasswordHash(secret: string): boolean {
+  const m = PHC_ARGON2ID.exec(secret);
+  if (!m) return false;
+  return (
+    Number(m[1]) >= PASSWORD_HASH_MIN.memoryKiB &&
+    Number(m[2]) >= PASSWORD_HASH_MIN.passes &&
+    Number(m[3]) >= PASSWORD_HASH_MIN.lanes
+  );
+}

@@ -1,7 +1,8 @@
 import { DomainError, invalidField } from '../errors.ts';
 import type { Actor, Command, Origin } from '../event.ts';
-import { checkProtectedBlocks } from '../html/facts.ts';
+import { bodyFacts, checkProtectedBlocks } from '../html/facts.ts';
 import type { HtmlMemory } from '../html/memory.ts';
+import { compareProtectedForms, type ProtectedCheck, type ProtectedForms } from '../html/protected.ts';
 import { sanitizeHtml } from '../html/sanitize.ts';
 import type { SanitizedItem } from '../html/sanitized-item.ts';
 import { isWebUrl, requireText, WEB_URL_RULE } from '../input.ts';
@@ -214,7 +215,10 @@ function checkSanitizedSize(html: string): void {
  * (origin `rewrite`) inserts new ones: from anyone else a new protected block is a forgery.
  */
 function checkProtected(current: string, next: string, origin: Origin, memory?: HtmlMemory): void {
-  const check = checkProtectedBlocks(current, next, memory);
+  refuseProtectedChanges(checkProtectedBlocks(current, next, memory), origin);
+}
+
+function refuseProtectedChanges(check: ProtectedCheck, origin: Origin): void {
   if (check.ok) return;
   const errors = origin === 'rewrite' ? check.errors.filter((e) => e.change !== 'forged') : check.errors;
   if (errors.length > 0) throw new DomainError('protected_links_modified', check.summary, errors);
@@ -379,4 +383,107 @@ export function decide(command: ArticleCommand, state: ArticleState, memory?: Ht
       throw new Error(`unknown article command ${JSON.stringify(unknown)}`);
     }
   }
+}
+
+/**
+ * What is kept of an article between its stored events when they are checked one by one (an archive's
+ * log, on import): its revision and its protected blocks, not its body.
+ */
+export type StoredArticle = { readonly revision: number; readonly forms: ProtectedForms };
+
+/**
+ * Checks that a stored article event is one `decide` could have made on the article as its earlier
+ * events left it (`article`; undefined before its first event), and returns the article after it. The
+ * rules are the write's: the revision is the next one; a title of 1 to 300 characters without control
+ * characters; a body within the size limit, stored as the sanitiser stores it (sanitising it again
+ * changes nothing: no `<script>`, no event handler, no `javascript:` link), keeping the protected
+ * blocks of the body before it (new ones only from the service's own pipeline); a published or
+ * scheduled article with its date; a restore of an earlier revision. What the schemas check
+ * (`validateEvent`: shapes, origins, http(s) addresses) is assumed done. Throws `invalid_request` (or
+ * `protected_links_modified`) saying what no write would have made.
+ */
+export function admitArticleEvent(
+  article: StoredArticle | undefined,
+  event: ArticleEvent,
+  memory?: HtmlMemory,
+): StoredArticle {
+  const d = event.data;
+  const expected = (article?.revision ?? 0) + 1;
+  if (d.revision !== expected)
+    throw new DomainError(
+      'invalid_request',
+      `${event.type} of article ${d.articleId} is revision ${d.revision}, not the next one (${expected})`,
+    );
+  checkText('reason', d.reason, true);
+  if (event.type === 'ArticleCreated') {
+    if (article !== undefined) throw new DomainError('conflict', `Article ${d.articleId} exists already`);
+    const c = event.data;
+    checkTitle(c.title);
+    if ((c.status === 'published' || c.status === 'scheduled') && c.publishedAt === null)
+      throw new DomainError('invalid_request', `A ${c.status} article needs published_at`);
+    checkText('alt', c.featuredImage?.alt, false);
+    return { revision: c.revision, forms: storedBodyForms(c.body, memory) };
+  }
+  if (article === undefined)
+    throw new DomainError('not_found', `${event.type} of article ${d.articleId}, which was not created`);
+  switch (event.type) {
+    case 'ArticleEdited': {
+      const e = event.data;
+      if (e.title === undefined && e.body === undefined)
+        throw invalidField(
+          'An edit changes the title, the body, or both',
+          'title',
+          'title or body is required',
+        );
+      if (e.title !== undefined) checkTitle(e.title);
+      if (e.body === undefined) return { revision: e.revision, forms: article.forms };
+      const forms = storedBodyForms(e.body, memory);
+      refuseProtectedChanges(compareProtectedForms(article.forms, forms), e.origin);
+      return { revision: e.revision, forms };
+    }
+    case 'FeaturedImageReplaced':
+      checkText('alt', event.data.featuredImage.alt, false);
+      return { revision: event.data.revision, forms: article.forms };
+    case 'ArticleRestored': {
+      const r = event.data;
+      if (r.restoredFrom >= r.revision)
+        throw new DomainError(
+          'not_found',
+          `Revision ${r.revision} of article ${r.articleId} restores revision ${r.restoredFrom}, which it precedes`,
+        );
+      checkTitle(r.title);
+      checkText('alt', r.featuredImage?.alt, false);
+      const forms = storedBodyForms(r.body, memory);
+      refuseProtectedChanges(compareProtectedForms(article.forms, forms), r.origin);
+      return { revision: r.revision, forms };
+    }
+    case 'ArticleStatusChanged': {
+      const s = event.data;
+      if ((s.status === 'published' || s.status === 'scheduled') && s.publishedAt === null)
+        throw new DomainError('invalid_request', `A ${s.status} article needs published_at`);
+      return { revision: s.revision, forms: article.forms };
+    }
+    default: {
+      const unknown: never = event;
+      throw new Error(`unknown article event ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+/** A stored body must be one the sanitiser stores: within the limit, and unchanged by sanitising it. */
+function storedBodyForms(body: string, memory?: HtmlMemory): ProtectedForms {
+  checkBodySize(body);
+  const result = sanitizeHtml(body, memory);
+  if (result.html !== body) {
+    const first = result.removed[0];
+    const what = first
+      ? `: it holds ${first.removed} at ${first.path} (${first.reason})`
+      : ' (it is not written as the sanitiser writes it)';
+    throw invalidField(
+      `The body is not one the sanitiser stores${what}`,
+      'body',
+      'must be as the sanitiser stores it',
+    );
+  }
+  return bodyFacts(body, memory).protectedForms;
 }

@@ -19,6 +19,14 @@ import type { Database } from '../db/schema.ts';
  * listing each: its size does not grow with the number of images.
  */
 
+/** The archive is not one this code can import; nothing was written. */
+export class ArchiveRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ArchiveRefused';
+  }
+}
+
 export const FORMAT = 'content-service-export';
 /** The archive formats this code reads; the one it writes is the last. */
 export const FORMAT_VERSIONS = [1] as const;

@@ -1,40 +1,53 @@
-import { createHash } from 'node:crypto';
-import { rm, stat } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { MAX_IMAGE_BYTES } from '../../domain/article/events.ts';
 import type { Database } from '../db/schema.ts';
 import type { NewEvent } from '../event-store.ts';
 import { writeCheckpoint } from '../event-store.ts';
 import { MEDIA_KEY, restoreMediaFile } from '../media/store.ts';
 import type { Projector } from '../projection.ts';
 import { replayAll } from '../projection-runner.ts';
+import { type ArchiveStaffMember, createContentCheck } from './contents.ts';
 import type { ArchiveProgress } from './export.ts';
-import { FORMAT, FORMAT_VERSIONS, MANIFEST, Manifest, type Part, SOURCE_TABLES } from './format.ts';
-import { ArchiveDamaged, readTar } from './tar.ts';
+import {
+  ArchiveRefused,
+  FORMAT,
+  FORMAT_VERSIONS,
+  MANIFEST,
+  Manifest,
+  PART_BYTES,
+  type Part,
+  SOURCE_TABLES,
+} from './format.ts';
+import { LINE_MAX, linesOf } from './lines.ts';
+import { ArchiveDamaged, readTar, TAIL_MAX } from './tar.ts';
 
 /*
  * `npm run cli -- import --from FILE`, in two passes over the archive:
  *
- * 1. verifyArchive reads the whole file and writes nothing: a well-formed gzip'd tar to its end, a
- *    manifest of a format version this code reads and of this code's schema, every part present once
- *    with the rows, bytes and SHA-256 the manifest gives, no part it does not name, and each image's
- *    bytes matching its name.
+ * 1. verifyArchive reads the whole file and writes nothing: a well-formed gzip'd tar to its end (no
+ *    entry larger than an export writes, nothing but a tar record's padding after its end), a manifest
+ *    of a format version this code reads and of this code's schema, every part present once with the
+ *    rows, bytes and SHA-256 the manifest gives, no part it does not name, each image's bytes matching
+ *    its name, every line at most LINE_MAX bytes, and what the rows say checked as the writes that
+ *    made them were (contents.ts: the events by the event store's own check, the article bodies by the
+ *    sanitiser, the credentials by the events that set them).
  * 2. importArchive loads it in ONE transaction on the target: every table locked, the target found
- *    empty, the sources of truth loaded (each part checked again as it is read), every read model
- *    replayed from the loaded log (replayAll, the rebuild's own replay), the async ones' checkpoints
- *    set at the log's end and the subscriptions' kept where they were. A failure anywhere rolls all of
- *    it back, and the images it wrote are removed: the target is as it was.
+ *    empty, the sources of truth loaded (each part checked again as it is read: the same bytes as
+ *    verified, so the same rows), every read model replayed from the loaded log (replayAll, the
+ *    rebuild's own replay), the async ones' checkpoints set at the log's end and the subscriptions'
+ *    kept where they were. The images go to a folder of their own in the media folder
+ *    (`.import-<random>`) and into place only once the transaction committed. A failure anywhere, or a
+ *    stop asked for (`signal`), rolls all of it back and removes that folder: the target is as it was.
+ *    The gzip stream is read no further than the tar the first pass measured.
  *
  * The imported events keep their positions, ids, versions and times; their transaction id is the
  * import's own (transaction ids belong to a database), so the log's order is position order.
  */
 
-/** The archive is not one this code can import; nothing was written. */
-export class ArchiveRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ArchiveRefused';
-  }
-}
+export { ArchiveRefused } from './format.ts';
 
 /** The target database holds data: an import loads into an empty one only. */
 export class TargetNotEmpty extends Error {
@@ -67,24 +80,37 @@ function kindOf(path: string): { kind: Part['kind'] | 'media'; table?: string } 
   return MEDIA_KEY.test(key) && key.startsWith(m[2] ?? '') ? { kind: 'media' } : null;
 }
 
-function countLines(chunk: Buffer): number {
-  let n = 0;
-  for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) n += 1;
-  return n;
-}
-
 /** The most a manifest may take (it is held whole). */
 const MANIFEST_MAX = 64 * 1024 * 1024;
+
+/** The most bytes an export writes in one entry of each kind: refused from its header, before its body is read. */
+function entryLimit(kind: Part['kind'] | 'media'): number {
+  // A part is cut once it holds PART_BYTES, so it holds at most that and one more line.
+  return kind === 'media' ? MAX_IMAGE_BYTES : PART_BYTES + LINE_MAX;
+}
+
+/** The bytes of a tar entry of `size`: its header and its body padded to whole blocks. */
+const entryBytes = (size: number): number => 512 + Math.ceil(size / 512) * 512;
+
+/** A verified archive: its manifest, and what the import should say it brings. */
+export type VerifiedArchive = {
+  manifest: Manifest;
+  /** The support staff members the archive brings (who can sign in to the staff pages). */
+  staff: ArchiveStaffMember[];
+  /** The bytes of its tar, decompressed: a second read that finds more stops there. */
+  tarBytes: number;
+};
 
 /**
  * Reads the whole archive and returns its manifest, or throws ArchiveRefused (ArchiveDamaged for a
  * file that is not a whole gzip'd tar) saying what is wrong. `schema`: the last migration this code
- * knows, which the archive's must be.
+ * knows, which the archive's must be. Besides its integrity, what its rows say is checked as the
+ * writes that made them were (contents.ts); a damaged archive is said to be damaged first.
  */
 export async function verifyArchive(
   file: string,
   opts: { schema: string; onProgress?: ArchiveProgress },
-): Promise<Manifest> {
+): Promise<VerifiedArchive> {
   const info = await stat(file).catch((error: NodeJS.ErrnoException) => {
     throw new ArchiveRefused(
       `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`,
@@ -97,15 +123,22 @@ export async function verifyArchive(
   >();
   // Images are counted, not kept: each one's checksum is its name, checked as it is read.
   const media = { files: 0, bytes: 0 };
+  const contents = createContentCheck();
+  // The first thing a row says that no write makes: reported once the archive is known to be whole.
+  let refusal: ArchiveRefused | undefined;
   let manifestText: string | undefined;
+  let tarBytes = 1024;
   let read = 0;
   opts.onProgress?.('verify', 0, info.size);
   try {
-    for await (const entry of readTar(file, (n) => {
-      read = n;
+    for await (const entry of readTar(file, {
+      onBytes: (n) => {
+        read = n;
+      },
     })) {
       if (seen.has(entry.path) || (entry.path === MANIFEST && manifestText !== undefined))
         throw new ArchiveRefused(`the archive holds ${entry.path} twice: it is not one an export made`);
+      tarBytes += entryBytes(entry.size);
       if (entry.path === MANIFEST) {
         if (entry.size > MANIFEST_MAX) throw new ArchiveRefused("the archive's manifest.json is too large");
         const chunks: Buffer[] = [];
@@ -115,13 +148,33 @@ export async function verifyArchive(
       }
       const kind = kindOf(entry.path);
       if (!kind) throw new ArchiveRefused(`the archive holds ${entry.path}, which no export writes`);
+      if (entry.size > entryLimit(kind.kind))
+        throw new ArchiveRefused(
+          `${entry.path} is ${entry.size} bytes, more than an export writes in one (${entryLimit(kind.kind)})`,
+        );
       const hash = createHash('sha256');
+      const hashed = async function* (): AsyncGenerator<Buffer> {
+        for await (const chunk of entry.body()) {
+          hash.update(chunk);
+          yield chunk;
+        }
+      };
       let rows = 0;
-      let last = 10;
-      for await (const chunk of entry.body()) {
-        hash.update(chunk);
-        if (kind.kind !== 'media') rows += countLines(chunk);
-        if (chunk.length > 0) last = chunk[chunk.length - 1] as number;
+      if (kind.kind === 'media') {
+        for await (const _ of hashed()) void _;
+      } else {
+        for await (const line of linesOf(hashed(), entry.path)) {
+          rows += 1;
+          if (refusal !== undefined) continue;
+          try {
+            if (kind.kind === 'events') contents.event(line, entry.path);
+            else if (kind.kind === 'checkpoints') contents.checkpoint(line, entry.path);
+            else contents.row(kind.table as string, line, entry.path);
+          } catch (error) {
+            if (!(error instanceof ArchiveRefused)) throw error;
+            refusal = error;
+          }
+        }
       }
       const sha256 = hash.digest('hex');
       if (kind.kind === 'media') {
@@ -133,8 +186,6 @@ export async function verifyArchive(
         media.files += 1;
         media.bytes += entry.size;
       } else {
-        if (last !== 10)
-          throw new ArchiveRefused(`${entry.path} does not end with a whole line: the archive is damaged`);
         const table = kind.table === undefined ? {} : { table: kind.table };
         seen.set(entry.path, { bytes: entry.size, sha256, rows, kind: kind.kind, ...table });
       }
@@ -214,7 +265,9 @@ export async function verifyArchive(
     if (manifest.counts[key] !== n)
       throw new ArchiveRefused(`the manifest does not count the ${n} ${key} its parts hold`);
   }
-  return manifest;
+  if (refusal !== undefined) throw refusal;
+  const { staff } = contents.finish();
+  return { manifest, staff, tarBytes: tarBytes + TAIL_MAX };
 }
 
 /** Every table an import writes and must find empty: the event store's, the sources of truth, the read models. */
@@ -245,23 +298,17 @@ export async function describeContents(
 const INSERT_ROWS = 500;
 const INSERT_BYTES = 4 * 1024 * 1024;
 
-/** The lines of an NDJSON body, in batches for one insert each. */
-async function* batchesOf(body: AsyncIterable<Buffer>): AsyncGenerator<string[]> {
-  let rest = '';
+/** The lines of an NDJSON body (linesOf: linear time, bounded lines), in batches for one insert each. */
+async function* batchesOf(body: AsyncIterable<Buffer>, where: string): AsyncGenerator<string[]> {
   let batch: string[] = [];
   let bytes = 0;
-  for await (const chunk of body) {
-    const text = rest + chunk.toString('utf8');
-    const lines = text.split('\n');
-    rest = lines.pop() ?? '';
-    for (const line of lines) {
-      batch.push(line);
-      bytes += line.length;
-      if (batch.length >= INSERT_ROWS || bytes >= INSERT_BYTES) {
-        yield batch;
-        batch = [];
-        bytes = 0;
-      }
+  for await (const line of linesOf(body, where)) {
+    batch.push(line.text);
+    bytes += line.bytes;
+    if (batch.length >= INSERT_ROWS || bytes >= INSERT_BYTES) {
+      yield batch;
+      batch = [];
+      bytes = 0;
     }
   }
   if (batch.length > 0) yield batch;
@@ -323,27 +370,58 @@ export type ImportSummary = {
   replayed: Record<string, number>;
 };
 
+/** A body that stops with the signal's reason once it is aborted. */
+async function* stoppable(
+  body: AsyncIterable<Buffer>,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<Buffer> {
+  for await (const chunk of body) {
+    signal?.throwIfAborted();
+    yield chunk;
+  }
+}
+
+/** The staging folder's images moved into the media folder, each to its place (`<ab>/<key>`). */
+async function publishStaged(staging: string, mediaDir: string, keys: readonly string[]): Promise<void> {
+  for (const key of keys) {
+    const folder = join(mediaDir, key.slice(0, 2));
+    await mkdir(folder, { recursive: true });
+    // Content-addressed: a file that appeared there meanwhile holds the same bytes.
+    await rename(join(staging, key.slice(0, 2), key), join(folder, key));
+  }
+}
+
 /**
- * Loads a verified archive (`manifest` from verifyArchive) into the empty database `db` and its images
- * into `mediaDir`, in one transaction; replays every projector of `projectors` from the loaded log.
+ * Loads a verified archive (from verifyArchive) into the empty database `db` and its images into
+ * `mediaDir`, in one transaction; replays every projector of `projectors` from the loaded log. Once
+ * `signal` is aborted, the import stops at its next step (a batch of rows, a chunk of an image, a batch
+ * of a replay) with the signal's reason, rolled back and its images removed.
  */
 export async function importArchive(opts: {
   db: Kysely<Database>;
   file: string;
-  manifest: Manifest;
+  verified: VerifiedArchive;
   mediaDir: string;
   projectors: readonly Projector<NewEvent>[];
   onProgress?: ArchiveProgress;
+  signal?: AbortSignal;
 }): Promise<ImportSummary> {
-  const { manifest, projectors } = opts;
+  const { projectors, signal } = opts;
+  const { manifest } = opts.verified;
   const byPath = new Map(manifest.parts.map((p) => [p.path, p]));
-  const written: string[] = [];
+  const staging = join(opts.mediaDir, `.import-${randomBytes(6).toString('hex')}`);
+  const staged: string[] = [];
   let mediaPresent = 0;
   const replayed: Record<string, number> = {};
   const total = Object.entries(manifest.counts)
     .filter(([k]) => k !== 'media_bytes')
     .reduce((a, [, n]) => a + n, 0);
+  const progress: ArchiveProgress = (stage, done, all) => {
+    signal?.throwIfAborted();
+    opts.onProgress?.(stage, done, all);
+  };
   try {
+    signal?.throwIfAborted();
     await opts.db.transaction().execute(async (trx) => {
       // Held to the commit: a server that starts on the target meanwhile waits, then finds it loaded.
       await sql`lock table ${sql.join(tablesOf(projectors).map((t) => sql.table(t)))} in access exclusive mode`.execute(
@@ -353,17 +431,22 @@ export async function importArchive(opts: {
       if (contents.length > 0) throw new TargetNotEmpty(contents);
 
       let done = 0;
-      opts.onProgress?.('load', 0, total);
-      for await (const entry of readTar(opts.file)) {
+      progress('load', 0, total);
+      for await (const entry of readTar(opts.file, { maxBytes: opts.verified.tarBytes })) {
         if (entry.path === MANIFEST) continue;
         if (kindOf(entry.path)?.kind === 'media') {
-          // restoreMediaFile checks the bytes against the name before the file takes it.
           const key = entry.path.slice(entry.path.lastIndexOf('/') + 1);
-          const result = await restoreMediaFile(opts.mediaDir, key, entry.body(), entry.mtime ?? new Date());
-          if (result.written) written.push(result.file);
-          else mediaPresent += 1;
+          const there = await stat(join(opts.mediaDir, key.slice(0, 2), key)).catch(() => null);
+          if (there?.isFile()) {
+            for await (const _ of stoppable(entry.body(), signal)) void _;
+            mediaPresent += 1;
+          } else {
+            // restoreMediaFile checks the bytes against the name before the file takes it.
+            await restoreMediaFile(staging, key, stoppable(entry.body(), signal), entry.mtime ?? new Date());
+            staged.push(key);
+          }
           done += 1;
-          opts.onProgress?.('load', done, total);
+          progress('load', done, total);
           continue;
         }
         const part = byPath.get(entry.path);
@@ -371,12 +454,13 @@ export async function importArchive(opts: {
           throw new ArchiveRefused(
             `${entry.path} is not in the manifest: the archive changed since it was verified`,
           );
-        for await (const lines of batchesOf(checked(entry.body(), part))) {
+        for await (const lines of batchesOf(checked(entry.body(), part), entry.path)) {
+          signal?.throwIfAborted();
           if (part.kind === 'events') await insertEvents(trx, lines);
           else if (part.kind === 'checkpoints') await insertCheckpoints(trx, lines);
           else await insertRows(trx, part.table as string, lines);
           done += lines.length;
-          opts.onProgress?.('load', done, total);
+          progress('load', done, total);
         }
       }
       await resetSequence(trx, 'events', 'position');
@@ -388,8 +472,9 @@ export async function importArchive(opts: {
       );
       const end = head.rows[0];
       for (const p of projectors) {
+        signal?.throwIfAborted();
         replayed[p.name] = await replayAll(trx, p, ({ done: d, total: t }) =>
-          opts.onProgress?.(`replay ${p.name}`, d, t),
+          progress(`replay ${p.name}`, d, t),
         );
         await trx.deleteFrom('checkpoints').where('name', '=', p.name).execute();
         if (p.mode === 'async' && end?.position != null) {
@@ -399,10 +484,15 @@ export async function importArchive(opts: {
           });
         }
       }
+      // The last moment to stop: after this, the transaction commits.
+      signal?.throwIfAborted();
     });
   } catch (error) {
-    for (const file of written) await rm(file, { force: true });
+    await rm(staging, { recursive: true, force: true });
     throw error;
   }
-  return { counts: manifest.counts, mediaWritten: written.length, mediaPresent, replayed };
+  // Committed: the images go into place, whatever comes meanwhile (the rows refer to them).
+  await publishStaged(staging, opts.mediaDir, staged);
+  await rm(staging, { recursive: true, force: true });
+  return { counts: manifest.counts, mediaWritten: staged.length, mediaPresent, replayed };
 }

@@ -15,6 +15,18 @@ import { Header } from 'tar';
 
 const BLOCK = 512;
 const ZEROS = Buffer.alloc(BLOCK * 2);
+const ZEROS_64K = Buffer.alloc(64 * 1024);
+
+/**
+ * The zero bytes a reader takes after a tar's two end blocks: what GNU tar pads its last record with
+ * (a blocking factor of up to 2048 blocks); more is not padding, and is refused as soon as it is seen.
+ */
+export const TAIL_MAX = 2048 * BLOCK;
+
+/** The bytes of a tar's structure beyond its entries' bodies: a header and padding each, the end blocks. */
+export function tarOverhead(entries: number): number {
+  return entries * 2 * BLOCK + 2 * BLOCK + TAIL_MAX;
+}
 
 /** The archive cannot be read as a whole, well-formed gzip'd tar. */
 export class ArchiveDamaged extends Error {
@@ -145,27 +157,49 @@ function byteReader(source: AsyncIterator<Buffer>) {
       await fill(1);
       return take(Math.min(max, length));
     },
-    /** Whether anything but zero bytes follows (after the end-of-archive blocks). */
-    async restIsZeros(): Promise<boolean> {
+    /**
+     * What follows the end-of-archive blocks: only zero bytes, at most `max` of them (a tar writer may
+     * pad its last record), or something else.
+     */
+    async rest(max: number): Promise<'zeros' | 'data' | 'too_long'> {
+      let seen = 0;
       for (;;) {
         const chunk = await this.some(64 * 1024);
-        if (chunk.length === 0) return true;
-        if (chunk.some((b) => b !== 0)) return false;
+        if (chunk.length === 0) return 'zeros';
+        seen += chunk.length;
+        if (!chunk.equals(ZEROS_64K.subarray(0, chunk.length))) return 'data';
+        if (seen > max) return 'too_long';
       }
     },
   };
 }
 
-/** The gunzipped bytes of `file`; a truncated or corrupt gzip stream is an ArchiveDamaged. */
-async function* gunzipped(file: string, onBytes?: (read: number) => void): AsyncGenerator<Buffer> {
+/**
+ * The gunzipped bytes of `file`; a truncated or corrupt gzip stream is an ArchiveDamaged, and so is one
+ * that expands past `maxBytes`, as soon as it does.
+ */
+async function* gunzipped(
+  file: string,
+  onBytes?: (read: number) => void,
+  maxBytes = Number.POSITIVE_INFINITY,
+): AsyncGenerator<Buffer> {
   const source: Readable = createReadStream(file);
   if (onBytes) source.on('data', () => onBytes((source as ReturnType<typeof createReadStream>).bytesRead));
   const gunzip = createGunzip();
   source.on('error', (error) => gunzip.destroy(error));
   source.pipe(gunzip);
+  let expanded = 0;
   try {
-    for await (const chunk of gunzip) yield chunk as Buffer;
+    for await (const chunk of gunzip) {
+      expanded += (chunk as Buffer).length;
+      if (expanded > maxBytes)
+        throw new ArchiveDamaged(
+          `the archive cannot be read: its gzip stream expands past the ${maxBytes} bytes its parts and manifest declare`,
+        );
+      yield chunk as Buffer;
+    }
   } catch (error) {
+    if (error instanceof ArchiveDamaged) throw error;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR') throw error;
     const why =
@@ -175,16 +209,22 @@ async function* gunzipped(file: string, onBytes?: (read: number) => void): Async
     throw new ArchiveDamaged(`the archive cannot be read: ${why}`, { cause: error });
   } finally {
     source.destroy();
+    gunzip.destroy();
   }
 }
 
 /**
  * The entries of the gzip'd tar `file`, in order. Each entry's body is read before asking for the next
- * one (an unread body is skipped). `onBytes` is told how many bytes of the file were read so far. Ends only at a well-formed end: a file that stops short anywhere
- * throws ArchiveDamaged.
+ * one (an unread body is skipped). `onBytes` is told how many bytes of the file were read so far;
+ * `maxBytes` bounds the tar's bytes (the gzip stream's, decompressed). Ends only at a well-formed end: a
+ * file that stops short anywhere, or goes on past its end with more than TAIL_MAX zero bytes or with
+ * anything else, throws ArchiveDamaged.
  */
-export async function* readTar(file: string, onBytes?: (read: number) => void): AsyncGenerator<TarEntry> {
-  const reader = byteReader(gunzipped(file, onBytes)[Symbol.asyncIterator]());
+export async function* readTar(
+  file: string,
+  opts: { onBytes?: (read: number) => void; maxBytes?: number } = {},
+): AsyncGenerator<TarEntry> {
+  const reader = byteReader(gunzipped(file, opts.onBytes, opts.maxBytes)[Symbol.asyncIterator]());
   for (;;) {
     const block = await reader.read(BLOCK);
     if (block.length === 0)
@@ -195,8 +235,13 @@ export async function* readTar(file: string, onBytes?: (read: number) => void): 
       const second = await reader.read(BLOCK);
       if (second.length < BLOCK || !second.every((b) => b === 0))
         throw new ArchiveDamaged('the archive cannot be read: its tar end is incomplete (truncated)');
-      if (!(await reader.restIsZeros()))
+      const rest = await reader.rest(TAIL_MAX);
+      if (rest === 'data')
         throw new ArchiveDamaged('the archive cannot be read: something follows the end of its tar');
+      if (rest === 'too_long')
+        throw new ArchiveDamaged(
+          `the archive cannot be read: more than ${TAIL_MAX} zero bytes follow the end of its tar (no tar pads that much)`,
+        );
       return;
     }
     const header = new Header(block);

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import sharp from 'sharp';
-import { Header } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATION_TABLES, SOURCE_TABLES } from '../../infra/archive/format.ts';
 import { describeContents } from '../../infra/archive/import.ts';
 import { openDatabase } from '../../infra/db/open.ts';
 import { projectors } from '../../projections/index.ts';
+import { archiveEntries, type Entry, editRows, sealed, tarEntries, tarOf } from '../support/archive.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { mediaFiles } from '../support/media.ts';
 import { cli } from '../support/process.ts';
@@ -30,38 +30,11 @@ let dir: string;
 let good: Buffer;
 let sourceEnv: Record<string, string>;
 
-/** The raw tar's entries: name, where its header is, where its body is, its size. */
-function entriesOf(tar: Buffer): Array<{ path: string; header: number; body: number; size: number }> {
-  const out: Array<{ path: string; header: number; body: number; size: number }> = [];
-  for (let off = 0; off + 512 <= tar.length; ) {
-    const h = new Header(tar, off);
-    if (h.nullBlock || h.path === undefined) break;
-    const size = h.size ?? 0;
-    out.push({ path: h.path, header: off, body: off + 512, size });
-    off += 512 + Math.ceil(size / 512) * 512;
-  }
-  return out;
-}
-
-/** A tar of these entries (name, bytes), ended properly. */
-function tarOf(entries: Array<{ path: string; bytes: Buffer }>): Buffer {
-  const blocks: Buffer[] = [];
-  for (const e of entries) {
-    const block = Buffer.alloc(512);
-    new Header({ path: e.path, size: e.bytes.length, mode: 0o644, mtime: new Date(), type: 'File' }).encode(
-      block,
-      0,
-    );
-    blocks.push(block, e.bytes, Buffer.alloc((512 - (e.bytes.length % 512)) % 512));
-  }
-  blocks.push(Buffer.alloc(1024));
-  return Buffer.concat(blocks);
-}
+const entriesOf = tarEntries;
 
 /** The good archive's entries as (name, bytes), for rewriting. */
-function goodEntries(): Array<{ path: string; bytes: Buffer }> {
-  const tar = gunzipSync(good);
-  return entriesOf(tar).map((e) => ({ path: e.path, bytes: tar.subarray(e.body, e.body + e.size) }));
+function goodEntries(): Entry[] {
+  return archiveEntries(good);
 }
 
 async function write(name: string, bytes: Buffer): Promise<string> {
@@ -213,39 +186,17 @@ describe.each(backends)('into %s', (kind) => {
   });
 
   it('rolls back a load that fails midway: nothing kept, images removed', async () => {
-    // A second copy of an event (its id is unique): every checksum and count is right, the database refuses it.
-    const entries = goodEntries();
-    const events = entries.find((e) => e.path.startsWith('events/'));
-    if (!events) throw new Error('no events part');
-    const firstLine = events.bytes.subarray(0, events.bytes.indexOf(10) + 1);
-    const doubled = Buffer.concat([events.bytes, firstLine]);
-    const manifest = JSON.parse(
-      entries.find((e) => e.path === 'manifest.json')?.bytes.toString() ?? '{}',
-    ) as {
-      counts: Record<string, number>;
-      parts: Array<{ path: string; rows?: number; bytes: number; sha256: string }>;
-    };
-    const part = manifest.parts.find((p) => p.path === events.path);
-    if (!part) throw new Error('the manifest does not list the events part');
-    Object.assign(part, {
-      rows: (part.rows ?? 0) + 1,
-      bytes: doubled.length,
-      sha256: createHash('sha256').update(doubled).digest('hex'),
-    });
-    manifest.counts.events = (manifest.counts.events ?? 0) + 1;
-    // The images come before the manifest and after the tables and events: written, then removed.
-    const rewritten = entries.map((e) =>
-      e.path === events.path
-        ? { ...e, bytes: doubled }
-        : e.path === 'manifest.json'
-          ? { ...e, bytes: Buffer.from(JSON.stringify(manifest)) }
-          : e,
+    // The second event given the first one's id: every checksum, count and rule is right, the database
+    // refuses it (event ids are unique).
+    const entries = editRows(goodEntries(), 'events/000001.ndjson', (rows) =>
+      rows.map((r, i) => (i === 1 ? { ...r, event_id: rows[0]?.event_id } : r)),
     );
-    const media = rewritten.filter((e) => e.path.startsWith('media/'));
+    // The images come before the manifest and after the tables and events: written, then removed.
+    const media = entries.filter((e) => e.path.startsWith('media/'));
     expect(media).toHaveLength(1);
-    const reordered = [...media, ...rewritten.filter((e) => !e.path.startsWith('media/'))];
+    const reordered = [...media, ...entries.filter((e) => !e.path.startsWith('media/'))];
     await refused(
-      await write('fails-midway.tar.gz', gzipSync(tarOf(reordered))),
+      await write('fails-midway.tar.gz', sealed(reordered)),
       /the import failed and nothing of it was kept.*duplicate key/,
     );
   });
@@ -273,5 +224,5 @@ describe.each(backends)('into %s', (kind) => {
       (await cli(['export', '--to', join(dir, `again-${kind}.tar.gz`)], sourceEnv)).stdout,
     ) as { counts: { events: number } };
     expect(await count()).toBe(exported.counts.events);
-  });
+  }, 180_000);
 });
