@@ -54,7 +54,7 @@ const TABLE_PARENTS: Readonly<Record<string, ReadonlySet<string>>> = {
 };
 
 const MAX_PASSES = 4;
-/** The most characters of a value, comment or element name shown in a report (longer ones end in `...`). */
+/** The most characters of a value, comment, element or attribute name shown in a report (longer ones end in `...`). */
 const SHOWN_VALUE_LENGTH = 60;
 
 /**
@@ -409,7 +409,7 @@ function isBlank(text: string): boolean {
 }
 
 function showAttribute(attribute: { name: string; value: string }): string {
-  return `${attribute.name}="${shorten(attribute.value)}"`;
+  return `${shorten(attribute.name)}="${shorten(attribute.value)}"`;
 }
 
 function shorten(text: string): string {

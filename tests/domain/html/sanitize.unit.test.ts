@@ -971,14 +971,15 @@ describe('sanitizeHtml: size', () => {
     ]);
   });
 
-  it('shortens a long element name in a path and in what was removed', () => {
+  it('shortens a long element or attribute name in a path and in what was removed', () => {
     const name = `x-${'y'.repeat(10_000)}`;
     const shown = `${name.slice(0, 57)}...`;
-    expect(sanitizeFully(`<${name}><p onclick="x">p</p>`)).toEqual({
+    expect(sanitizeFully(`<${name}><p onclick="x" ${name}="v">p</p>`)).toEqual({
       html: '<p>p</p>',
       removed: [
         { path: `${shown}[1]`, removed: `<${shown}>`, reason: 'element_not_allowed' },
         { path: `${shown}[1] > p[1]`, removed: 'onclick="x"', reason: 'event_handler' },
+        { path: `${shown}[1] > p[1]`, removed: `${shown}="v"`, reason: 'attribute_not_allowed' },
       ],
     });
   });
