@@ -257,11 +257,20 @@ const SanitizedItem = SanitizedItemShape.extend({
   path: SanitizedItemShape.shape.path.meta({ example: 'p[2] > a[1]' }),
   removed: SanitizedItemShape.shape.removed.meta({ example: 'onclick="track()"' }),
   reason: z.string().meta({ example: 'event_handler' }),
-}).meta({ id: 'SanitizedItem', description: 'Something the sanitiser removed from the submitted body.' });
+}).meta({
+  id: 'SanitizedItem',
+  description:
+    'Something the sanitiser removed from the submitted body. `path` names the elements from the body down ' +
+    '(`p[2] > a[1]`); one of more than 8 steps keeps its first 3 and last 4, with `…N…` for the N between.',
+});
 
 export const ArticleChange = Article.extend({
   changed: z.boolean().meta({ description: 'false when the edit changed nothing: no revision was created.' }),
-  sanitized: z.array(SanitizedItem),
+  sanitized: z.array(SanitizedItem).meta({
+    description:
+      'What the sanitiser removed: at most 100 items, then one with reason `more_removed` whose `removed` ' +
+      'says how many more (`"250 more"`) and whose `path` is where the first of them was.',
+  }),
 }).meta({ id: 'ArticleChange' });
 
 export const Revision = z

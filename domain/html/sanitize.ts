@@ -3,7 +3,7 @@ import { ALLOWED_ELEMENTS, attributeProblem, DROPPED_ELEMENTS, requiredRel } fro
 import { combinedFacts, nodeFacts } from './facts.ts';
 import { findEdit, type Layout, layoutAfter, parseMiddle, serializeWithEnds } from './layout.ts';
 import type { HtmlMemory } from './memory.ts';
-import type { SanitizedItem } from './sanitized-item.ts';
+import type { SanitizedItem, SanitizeReason } from './sanitized-item.ts';
 import {
   type ChildNode,
   type DocumentFragment,
@@ -54,7 +54,23 @@ const TABLE_PARENTS: Readonly<Record<string, ReadonlySet<string>>> = {
 };
 
 const MAX_PASSES = 4;
+/** The most characters of a value, comment, element or attribute name shown in a report (longer ones end in `...`). */
 const SHOWN_VALUE_LENGTH = 60;
+
+/**
+ * The most items a result lists one by one. Beyond, one last item (`more_removed`) says how many more
+ * were removed and where the first of them was: the list, and the answer and event that carry it, stay
+ * small whatever the body (a body of nested unknown elements would otherwise give one item per element).
+ */
+export const REMOVED_LISTED_MAX = 100;
+/**
+ * The most steps a path shows whole. A longer one keeps its first PATH_HEAD_STEPS and its last
+ * PATH_TAIL_STEPS, with `…N…` in place of the N steps between: an `a` under a `div` and twelve `q1`s is
+ * `div[1] > q1[1] > q1[1] > …7… > q1[1] > q1[1] > q1[1] > a[1]`.
+ */
+export const PATH_STEPS_MAX = 8;
+export const PATH_HEAD_STEPS = 3;
+export const PATH_TAIL_STEPS = 4;
 
 /**
  * Sanitises an article body: an allowlist of elements and attributes on the parse5 tree, URLs
@@ -82,7 +98,7 @@ export function sanitizeEdit(html: string, memory: HtmlMemory): SanitizeResult |
   const edit = findEdit(html, memory);
   if (edit === undefined) return undefined;
   const middle = parseMiddle(edit.middle);
-  if (middle === undefined || cleanTree(middle, [])) return undefined;
+  if (middle === undefined || cleanTree(middle, removals(0))) return undefined;
   const { html: written, ends } = serializeWithEnds(middle.childNodes);
   if (written !== edit.middle) return undefined;
   remember(memory, html, layoutAfter(edit, layoutOf(middle.childNodes, ends)));
@@ -91,7 +107,7 @@ export function sanitizeEdit(html: string, memory: HtmlMemory): SanitizeResult |
 
 /** `sanitizeHtml` from a parse of the whole body (its layout and facts left in `memory`, if given). */
 export function sanitizeFully(html: string, memory?: HtmlMemory): SanitizeResult {
-  const removed: SanitizedItem[] = [];
+  const removed = removals(REMOVED_LISTED_MAX);
   const first = parseBody(html);
   const cleaned = cleanTree(first, removed);
   const written = serializeWithEnds(first.childNodes);
@@ -101,28 +117,90 @@ export function sanitizeFully(html: string, memory?: HtmlMemory): SanitizeResult
     // the API and edited keeps that form): parsing `out` again is parsing `html` again, which gives
     // this same tree. The fixpoint holds without a second parse.
     if (memory) remember(memory, out, layoutOf(first.childNodes, written.ends));
-    return { html: out, removed };
+    return { html: out, removed: listOf(removed) };
   }
   // The nesting rules in cleanTree already give a parse-stable tree (200k random soups: always);
   // the passes below prove it and, should one ever not be, let the parser restructure and clean
   // again. Items found there are reported with paths in that intermediate tree.
   for (let pass = 1; pass < MAX_PASSES; pass++) {
+    // A pass that changes nothing reports nothing: its items can go to the same list.
     const tree = parseBody(out);
     const reparsed = serializeWithEnds(tree.childNodes);
-    const items: SanitizedItem[] = [];
-    const changed = cleanTree(tree, items);
+    const changed = cleanTree(tree, removed);
     if (!changed && reparsed.html === out) {
       if (memory) remember(memory, out, layoutOf(tree.childNodes, reparsed.ends));
-      return { html: out, removed };
+      return { html: out, removed: listOf(removed) };
     }
-    removed.push(...items);
     out = changed ? serialize(tree) : reparsed.html;
   }
   // No fixpoint within a few passes (never seen; a safety net): keep the text only, which is one.
-  removed.push({ path: 'body', removed: shorten(out), reason: 'unstable_markup' });
+  note(removed, null, shorten(out), 'unstable_markup');
   const fragment = defaultTreeAdapter.createDocumentFragment();
   defaultTreeAdapter.insertText(fragment, collectText(parseBody(out)));
-  return { html: serialize(fragment), removed };
+  return { html: serialize(fragment), removed: listOf(removed) };
+}
+
+/**
+ * Where a node stands in the tree it was found in: its name and rank among same-named siblings, and its
+ * parent's step. A path is written from these only for the items listed, and at most PATH_STEPS_MAX
+ * steps of it: `head` is the ancestor at depth PATH_HEAD_STEPS (null when the step is not deeper), where
+ * an elided path's first steps end, so writing a path never walks more than a few steps up.
+ */
+type Step = { name: string; rank: number; parent: Step | null; depth: number; head: Step | null };
+
+function stepUnder(parent: Step | null, name: string, rank: number): Step {
+  if (parent === null) return { name, rank, parent, depth: 1, head: null };
+  const head = parent.depth === PATH_HEAD_STEPS ? parent : parent.head;
+  return { name, rank, parent, depth: parent.depth + 1, head };
+}
+
+/** `p[2] > a[1]`, elided in the middle beyond PATH_STEPS_MAX steps; `body` for the body itself. */
+function pathOf(step: Step | null): string {
+  if (step === null) return 'body';
+  if (step.depth <= PATH_STEPS_MAX || step.head === null) return stepsUp(step, PATH_STEPS_MAX).join(' > ');
+  const tail = stepsUp(step, PATH_TAIL_STEPS);
+  const head = stepsUp(step.head, PATH_HEAD_STEPS);
+  const elided = step.depth - PATH_HEAD_STEPS - PATH_TAIL_STEPS;
+  return [...head, `…${elided}…`, ...tail].join(' > ');
+}
+
+/** The last `count` steps down to `step`, written, from the top. */
+function stepsUp(step: Step, count: number): string[] {
+  const written: string[] = [];
+  for (let at: Step | null = step; at !== null && written.length < count; at = at.parent) {
+    written.push(`${shorten(at.name)}[${at.rank}]`);
+  }
+  return written.reverse();
+}
+
+/**
+ * What a sanitise removed, as it goes: the first `max` items in full (each path written as the item is
+ * noted), then only how many more there were and where the first of them was.
+ */
+type Removals = {
+  readonly max: number;
+  readonly listed: SanitizedItem[];
+  count: number;
+  firstUnlisted: Step | null;
+};
+
+function removals(max: number): Removals {
+  return { max, listed: [], count: 0, firstUnlisted: null };
+}
+
+function note(to: Removals, step: Step | null, removed: string, reason: SanitizeReason): void {
+  if (to.count < to.max) to.listed.push({ path: pathOf(step), removed, reason });
+  else if (to.count === to.max) to.firstUnlisted = step;
+  to.count++;
+}
+
+function listOf(from: Removals): SanitizedItem[] {
+  const more = from.count - from.listed.length;
+  if (more <= 0) return from.listed;
+  return [
+    ...from.listed,
+    { path: pathOf(from.firstUnlisted), removed: `${more} more`, reason: 'more_removed' },
+  ];
 }
 
 /**
@@ -196,16 +274,17 @@ type Frame = {
   index: number;
   out: ChildNode[];
   scope: Scope;
-  path: string;
+  /** The step of the node whose children these are; null for the body's. */
+  step: Step | null;
   seen: Map<string, number>;
   owner: ParentNode | null;
 };
 
 /** Cleans a parsed body in place; reports what it removed; says whether it changed anything. */
-function cleanTree(root: DocumentFragment, removed: SanitizedItem[]): boolean {
-  const before = removed.length;
+function cleanTree(root: DocumentFragment, removed: Removals): boolean {
+  const before = removed.count;
   let changed = false;
-  const stack: Frame[] = [frameFor(root.childNodes, [], ROOT_SCOPE, '', root)];
+  const stack: Frame[] = [frameFor(root.childNodes, [], ROOT_SCOPE, null, root)];
   for (let frame = stack.at(-1); frame !== undefined; frame = stack.at(-1)) {
     const node = frame.nodes[frame.index++];
     if (node === undefined) {
@@ -213,14 +292,14 @@ function cleanTree(root: DocumentFragment, removed: SanitizedItem[]): boolean {
       if (frame.owner !== null) changed = adopt(frame.owner, frame.out) || changed;
       continue;
     }
-    const path = childPath(frame, node);
+    const step = childStep(frame, node);
     if (node.nodeName === '#comment') {
-      removed.push({ path, removed: `<!--${shorten(commentData(node))}-->`, reason: 'comment' });
+      note(removed, step, `<!--${shorten(commentData(node))}-->`, 'comment');
       continue;
     }
     if (isText(node)) {
       if (frame.scope.tag !== null && TABLE_CHILDREN[frame.scope.tag] !== undefined && !isBlank(node.value)) {
-        removed.push({ path, removed: shorten(node.value), reason: 'misplaced_text' });
+        note(removed, step, shorten(node.value), 'misplaced_text');
       } else {
         frame.out.push(node);
       }
@@ -229,48 +308,47 @@ function cleanTree(root: DocumentFragment, removed: SanitizedItem[]): boolean {
     if (!isElement(node)) continue; // a doctype: never produced in a fragment
     const tag = node.tagName;
     if (node.namespaceURI !== spec.NS.HTML || DROPPED_ELEMENTS.has(tag)) {
-      removed.push({ path, removed: `<${tag}>`, reason: 'unsafe_element' });
+      note(removed, step, `<${shorten(tag)}>`, 'unsafe_element');
       continue;
     }
     if (!ALLOWED_ELEMENTS.has(tag) || isMisnested(tag, frame.scope)) {
       const reason = ALLOWED_ELEMENTS.has(tag) ? 'invalid_nesting' : 'element_not_allowed';
-      removed.push({ path, removed: `<${tag}>`, reason });
-      stack.push(frameFor(node.childNodes, frame.out, frame.scope, path, null));
+      note(removed, step, `<${shorten(tag)}>`, reason);
+      stack.push(frameFor(node.childNodes, frame.out, frame.scope, step, null));
       continue;
     }
     node.attrs = node.attrs.filter((attribute) => {
       const reason = attributeProblem(tag, attribute.name, attribute.value, attribute.namespace);
-      if (reason !== null) removed.push({ path, removed: showAttribute(attribute), reason });
+      if (reason !== null) note(removed, step, showAttribute(attribute), reason);
       return reason === null;
     });
-    if (tag === 'a') requireRel(node, path, removed);
+    if (tag === 'a') requireRel(node, step, removed);
     frame.out.push(node);
-    stack.push(frameFor(node.childNodes, [], scopeOf(tag, frame.scope), path, node));
+    stack.push(frameFor(node.childNodes, [], scopeOf(tag, frame.scope), step, node));
   }
-  return changed || removed.length > before;
+  return changed || removed.count > before;
 }
 
 function frameFor(
   nodes: readonly ChildNode[],
   out: ChildNode[],
   scope: Scope,
-  path: string,
+  step: Step | null,
   owner: ParentNode | null,
 ): Frame {
-  return { nodes, index: 0, out, scope, path, seen: new Map(), owner };
+  return { nodes, index: 0, out, scope, step, seen: new Map(), owner };
 }
 
-/** `p[2] > a[1]`: each step is the tag and its rank among same-named siblings in the input. */
-function childPath(frame: Frame, node: ChildNode): string {
+/** A child's step (`p[2] > a[1]`: each step is the tag and its rank among same-named siblings in the input). */
+function childStep(frame: Frame, node: ChildNode): Step {
   const name = isElement(node) ? node.tagName : node.nodeName;
   const rank = (frame.seen.get(name) ?? 0) + 1;
   frame.seen.set(name, rank);
-  const step = `${name}[${rank}]`;
-  return frame.path === '' ? step : `${frame.path} > ${step}`;
+  return stepUnder(frame.step, name, rank);
 }
 
 /** Gives a link the `rel` it must have (`requiredRel`), reporting the one it had. */
-function requireRel(link: Element, path: string, removed: SanitizedItem[]): void {
+function requireRel(link: Element, step: Step, removed: Removals): void {
   const index = link.attrs.findIndex((attribute) => attribute.name === 'rel');
   const current = link.attrs[index];
   const rel = requiredRel(
@@ -278,11 +356,7 @@ function requireRel(link: Element, path: string, removed: SanitizedItem[]): void
     link.attrs.some((attribute) => attribute.name === 'target'),
   );
   if (rel === null) return;
-  removed.push({
-    path,
-    removed: showAttribute({ name: 'rel', value: current?.value ?? '' }),
-    reason: 'link_opener',
-  });
+  note(removed, step, showAttribute({ name: 'rel', value: current?.value ?? '' }), 'link_opener');
   if (current === undefined) link.attrs.push({ name: 'rel', value: rel });
   else link.attrs[index] = { ...current, value: rel };
 }
@@ -335,7 +409,7 @@ function isBlank(text: string): boolean {
 }
 
 function showAttribute(attribute: { name: string; value: string }): string {
-  return `${attribute.name}="${shorten(attribute.value)}"`;
+  return `${shorten(attribute.name)}="${shorten(attribute.value)}"`;
 }
 
 function shorten(text: string): string {

@@ -24,9 +24,18 @@ export const SanitizeReason = z.enum([
   'comment',
   /** Markup that could not be brought into a stable shape: only its text was kept. */
   'unstable_markup',
+  /**
+   * The last item of a list cut at `REMOVED_LISTED_MAX` items (domain/html/sanitize.ts): `removed` says
+   * how many more things were removed (`"250 more"`), `path` is where the first of them was.
+   */
+  'more_removed',
 ]);
 export type SanitizeReason = z.infer<typeof SanitizeReason>;
 
-/** One thing the sanitiser removed: where (in the body it was given), what, and why. */
+/**
+ * One thing the sanitiser removed: where (in the body it was given), what, and why. A path names each
+ * element from the body down (`p[2] > a[1]`); one of more than `PATH_STEPS_MAX` steps keeps its first
+ * and last ones with `…N…` in place of the N steps between (domain/html/sanitize.ts).
+ */
 export const SanitizedItem = z.object({ path: z.string(), removed: z.string(), reason: SanitizeReason });
 export type SanitizedItem = z.infer<typeof SanitizedItem>;

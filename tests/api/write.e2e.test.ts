@@ -128,6 +128,26 @@ describe('write API v1 through a real server', () => {
       expect(change.sanitized.length).toBeGreaterThanOrEqual(4);
     });
 
+    // Each nested element is one removed item: listed one by one with the whole path of each, a body
+    // like this one made an answer (and an edit event) of hundreds of gigabytes.
+    it('answers a 1 MiB body of nested unknown elements with at most 100 removed items and a count of the rest', async () => {
+      const art = fresh();
+      const nested = 256 * 1024;
+      const r = await put(art.id, { body: `${art.body}${'<q1>'.repeat(nested)}deep` });
+      expect(r.status).toBe(200);
+      const change = r.body as Change;
+      expect(change.changed).toBe(true);
+      expect(change.body).toBe(`${art.body}deep`);
+      expect(change.sanitized).toHaveLength(101);
+      expect(change.sanitized.slice(0, 100).every((s) => s.reason === 'element_not_allowed')).toBe(true);
+      expect(change.sanitized.at(-1)).toMatchObject({
+        removed: `${nested - 100} more`,
+        reason: 'more_removed',
+      });
+      expect(JSON.stringify(change.sanitized).length).toBeLessThan(16 * 1024);
+      expect(Math.max(...change.sanitized.map((s) => s.path.split(' > ').length))).toBeLessThanOrEqual(9);
+    }, 60_000);
+
     it('refuses removing, rewriting or forging protected blocks with 422, and appends nothing', async () => {
       const art = fresh();
       const ids = [...art.body.matchAll(/data-service-id="([^"]+)"/g)].map((m) => m[1] as string);

@@ -26,7 +26,15 @@ describe('editor helpers', () => {
         { path: 'p[1]', removed: 'onclick="x()"', reason: 'event_handler' },
         { path: 'p[2]', removed: `<script>${'a'.repeat(300)}`, reason: 'a_new_reason' },
         { path: 'p[3] > a[1]', removed: 'rel="opener"', reason: 'link_opener' },
+        {
+          path: 'p[4] > q1[1] > q1[1] > …2… > q1[1] > q1[1] > q1[1] > q1[1]',
+          removed: '250 more',
+          reason: 'more_removed',
+        },
       ]),
+    );
+    expect(out).toContain(
+      '<code>250 more</code></td><td>removed as well, not listed one by one (where the first of them was)</td><td><code>p[4] &gt; q1[1] &gt; q1[1] &gt; …2… &gt;',
     );
     expect(out).toContain('<code>onclick=&quot;x()&quot;</code></td><td>script event handler</td>');
     expect(out).toContain(

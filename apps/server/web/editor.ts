@@ -57,6 +57,7 @@ const REMOVED_BECAUSE: Record<SanitizeReason, string> = {
     'a link that opens another page: its rel now says noopener noreferrer, so that page cannot reach this one',
   comment: 'HTML comment',
   unstable_markup: 'markup that could not be kept (its text was kept)',
+  more_removed: 'removed as well, not listed one by one (where the first of them was)',
 };
 
 /** The most characters of a removed item shown on a page. */

@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { isAllowedUrl } from '../../../domain/html/allowlist.ts';
 import { bodyFacts, checkProtectedBlocks, factsOf } from '../../../domain/html/facts.ts';
 import { parseMiddle } from '../../../domain/html/layout.ts';
-import { sanitizeEdit, sanitizeFully, sanitizeHtml } from '../../../domain/html/sanitize.ts';
+import {
+  PATH_STEPS_MAX,
+  REMOVED_LISTED_MAX,
+  sanitizeEdit,
+  sanitizeFully,
+  sanitizeHtml,
+} from '../../../domain/html/sanitize.ts';
+import type { SanitizedItem } from '../../../domain/html/sanitized-item.ts';
 import { countWords, textContent } from '../../../domain/html/text.ts';
 import { parseBody } from '../../../domain/html/tree.ts';
 import { createHtmlMemory } from '../../../infra/html-memory.ts';
@@ -885,5 +892,95 @@ describe('sanitizeHtml: size', () => {
     const { html } = sanitizeHtml(deep);
     expect(html.startsWith('<div><span><div>')).toBe(true);
     expect(html.length).toBe(deep.length - 1 + '</span></div>'.length * 10_000 + 1);
+  });
+
+  /** The JSON of a removed list, as the API answers it and the edit event stores it. */
+  const jsonBytes = (removed: readonly SanitizedItem[]): number => Buffer.byteLength(JSON.stringify(removed));
+
+  // Before the bound, each of these items carried its whole path: 100 000 nested unknown elements made
+  // 100 000 items whose paths summed to 20 GB of text, which no answer or event can hold.
+  it('lists at most 100 items of a deeply nested body, then how many more, and where the first of them was', () => {
+    const { html, removed } = sanitizeFully('<q1>'.repeat(100_000));
+    expect(html).toBe('');
+    expect(removed).toHaveLength(REMOVED_LISTED_MAX + 1);
+    expect(removed.slice(0, REMOVED_LISTED_MAX).every((item) => item.reason === 'element_not_allowed')).toBe(
+      true,
+    );
+    expect(removed.at(-1)).toEqual({
+      path: `q1[1] > q1[1] > q1[1] > …94… > q1[1] > q1[1] > q1[1] > q1[1]`,
+      removed: '99900 more',
+      reason: 'more_removed',
+    });
+    expect(jsonBytes(removed)).toBeLessThan(16 * 1024);
+  }, 60_000);
+
+  it('bounds the list of a deep mix of allowed, unknown and unsafe markup, and keeps its cleaned html a fixpoint', () => {
+    const layer =
+      '<div title="t"><q1><b onclick="x()"><font>t<a href="javascript:go()" target="_blank">l</a>' +
+      `<${'x'.repeat(500)}><script>s()</script><!-- c --><section>`;
+    const { html, removed } = sanitizeFully(layer.repeat(5_000));
+    expect(removed).toHaveLength(REMOVED_LISTED_MAX + 1);
+    expect(removed.at(-1)?.reason).toBe('more_removed');
+    // Every path at most 8 steps and an elision, each step and value shortened to 60 characters.
+    for (const item of removed) {
+      expect(item.path.split(' > ').length).toBeLessThanOrEqual(PATH_STEPS_MAX + 1);
+      expect(item.removed.length).toBeLessThanOrEqual(62);
+    }
+    expect(jsonBytes(removed)).toBeLessThan(128 * 1024);
+    expect(
+      html.startsWith('<div title="t"><b>t<a target="_blank" rel="noopener noreferrer">l</a><section>'),
+    ).toBe(true);
+    expect(sanitizeFully(html)).toEqual({ html, removed: [] });
+  }, 60_000);
+
+  it('lists up to 100 items as they are, and a 101st as one more', () => {
+    const exactly = sanitizeFully('<x-a></x-a>'.repeat(REMOVED_LISTED_MAX));
+    expect(exactly.removed).toHaveLength(REMOVED_LISTED_MAX);
+    expect(exactly.removed.at(-1)).toEqual({
+      path: 'x-a[100]',
+      removed: '<x-a>',
+      reason: 'element_not_allowed',
+    });
+    const oneMore = sanitizeFully('<x-a></x-a>'.repeat(REMOVED_LISTED_MAX + 1));
+    expect(oneMore.html).toBe('');
+    expect(oneMore.removed).toHaveLength(REMOVED_LISTED_MAX + 1);
+    expect(oneMore.removed.at(-1)).toEqual({ path: 'x-a[101]', removed: '1 more', reason: 'more_removed' });
+  });
+
+  it('writes a path of up to 8 steps whole, and a longer one as its first 3 and last 4 steps around …N…', () => {
+    const nested = (depth: number): string =>
+      `<div>${'<q1>'.repeat(depth - 2)}<a href="/x" onclick="go()">x</a>`;
+    expect(sanitizeFully(nested(8)).removed.at(-1)).toEqual({
+      path: 'div[1] > q1[1] > q1[1] > q1[1] > q1[1] > q1[1] > q1[1] > a[1]',
+      removed: 'onclick="go()"',
+      reason: 'event_handler',
+    });
+    expect(sanitizeFully(nested(9)).removed.at(-1)?.path).toBe(
+      'div[1] > q1[1] > q1[1] > …2… > q1[1] > q1[1] > q1[1] > a[1]',
+    );
+    expect(sanitizeFully(nested(14)).removed.at(-1)?.path).toBe(
+      'div[1] > q1[1] > q1[1] > …7… > q1[1] > q1[1] > q1[1] > a[1]',
+    );
+    // The ranks stay those of each step, elided or not.
+    expect(sanitizeFully(`<p></p><p>${'<i></i><i>'.repeat(9)}<b onclick="x">b</b>`).removed).toEqual([
+      {
+        path: 'p[2] > i[2] > i[2] > …4… > i[2] > i[2] > i[2] > b[1]',
+        removed: 'onclick="x"',
+        reason: 'event_handler',
+      },
+    ]);
+  });
+
+  it('shortens a long element or attribute name in a path and in what was removed', () => {
+    const name = `x-${'y'.repeat(10_000)}`;
+    const shown = `${name.slice(0, 57)}...`;
+    expect(sanitizeFully(`<${name}><p onclick="x" ${name}="v">p</p>`)).toEqual({
+      html: '<p>p</p>',
+      removed: [
+        { path: `${shown}[1]`, removed: `<${shown}>`, reason: 'element_not_allowed' },
+        { path: `${shown}[1] > p[1]`, removed: 'onclick="x"', reason: 'event_handler' },
+        { path: `${shown}[1] > p[1]`, removed: `${shown}="v"`, reason: 'attribute_not_allowed' },
+      ],
+    });
   });
 });
