@@ -64,15 +64,20 @@ describe('the editor, JavaScript off', () => {
     return page;
   }
 
-  /** Sends the form with the keyboard (Enter on its Save button, or on `button`); the answer to the POST. */
+  /**
+   * Sends the form with the keyboard (Enter on its Save button, or on `button`); the answer to the POST.
+   * `timeoutMs`: how long the answer and the page it loads may take (a page holding megabytes of text
+   * loads slowly on a busy machine).
+   */
   async function submit(
     page: Page,
     button = 'form.editor-form button.primary',
+    timeoutMs = 30_000,
   ): Promise<{ status: number; location: string | null }> {
     await page.focus(button);
     const [response] = await Promise.all([
-      page.waitForResponse((r) => r.request().method() === 'POST'),
-      page.waitForNavigation(),
+      page.waitForResponse((r) => r.request().method() === 'POST', { timeout: timeoutMs }),
+      page.waitForNavigation({ timeout: timeoutMs }),
       page.keyboard.press('Enter'),
     ]);
     return { status: response.status(), location: (await response.allHeaders()).location ?? null };
@@ -295,7 +300,8 @@ describe('the editor, JavaScript off', () => {
     // 2.25 MB of HTML, about 5 MB url-encoded: past the server's usual 3 MiB, within the editor's parser.
     const huge = `<p>${'<b>x</b> '.repeat(250_000)}</p>`;
     await page.fill('#body', huge);
-    const sent = await submit(page);
+    // The answer is the form again with the 2.25 MB kept: its page takes long to load on a busy machine.
+    const sent = await submit(page, undefined, 90_000);
     expect(sent.status).toBe(400);
     expect(await page.textContent('#editor-error')).toContain('larger than 2 MiB');
     expect((await page.inputValue('#body')).length).toBe(huge.length);
