@@ -76,8 +76,10 @@ export const postgresRestart: Scenario = {
       const phase = short ? 1_500 : 5_000;
       const outages: Outage[] = [];
       await sleep(phase);
+      let crashAt = Number.POSITIVE_INFINITY;
       for (const mode of ['fast', 'immediate'] as const) {
         log(`pg_ctl stop -m ${mode}`);
+        if (mode === 'immediate') crashAt = Date.now();
         await own.stop(mode);
         await sleep(short ? 1_000 : 3_000);
         const down = await readiness(base);
@@ -191,7 +193,13 @@ export const postgresRestart: Scenario = {
         ),
       );
       checks.push(...(await acknowledgedWrites(own.url('cs_rel'), answers)));
-      const records = await answeredCallsRecorded(own.url('cs_rel'), answers);
+      // The activity records commit without waiting for the WAL flush (docs/architecture.md, "Read
+      // models"): a crash of PostgreSQL (-m immediate) may lose those of the calls answered in the
+      // last moments before it. Those are left out; every other answered call must have its record.
+      const records = await answeredCallsRecorded(
+        own.url('cs_rel'),
+        answers.filter((a) => a.at < crashAt - ASYNC_COMMIT_WINDOW_MS || a.at > crashAt),
+      );
       checks.push(
         check(
           `every answered call has its activity record, with its status, within ${RECOVERY_BOUND_MS / 1000} s of the load`,
@@ -245,6 +253,13 @@ function listenCount(server: ServerProcess): number {
  * was away are kept by the server and written once it is back. Waits for that (the server tries again
  * every second at most), up to RECOVERY_BOUND_MS.
  */
+/**
+ * The calls answered this long before a crash of PostgreSQL whose activity records may be lost with it:
+ * a record is appended about 100 ms after its call, and an asynchronous commit reaches the disk within
+ * three times `wal_writer_delay` (200 ms by default); generous, for a busy machine.
+ */
+const ASYNC_COMMIT_WINDOW_MS = 2_000;
+
 async function answeredCallsRecorded(
   databaseUrl: string,
   answers: Answer[],
