@@ -80,6 +80,15 @@ export type Stack = {
   kill(container: string): Promise<void>;
   /** A container's log (stdout and stderr). */
   logs(container: string): Promise<string>;
+  /**
+   * One of containers/'s scripts (`upgrade.sh`, `backup.sh`, ...) as an operator runs it, on this
+   * stack: compose's own COMPOSE_PROJECT_NAME and COMPOSE_FILE name it, plus `env`.
+   */
+  script(name: string, args: string[], env?: Record<string, string>): Promise<Run>;
+  /** The addresses HAProxy has up in its backend `app` (its runtime API). */
+  upAddresses(): Promise<string[]>;
+  /** A container's addresses on the stack's network. */
+  addressOf(container: string): Promise<string>;
   /** Stops and removes everything, volumes included. */
   down(): Promise<void>;
 };
@@ -97,6 +106,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const project = `cs-test-${process.pid}-${Date.now().toString(36)}`;
   const dir = await mkdtemp(join(tmpdir(), 'cs-compose-'));
   const lbPort = await freePort();
+  // A fixed port, so that a restarted PostgreSQL is found where it was.
+  const pgPort = await freePort();
   const password = `pw${Date.now().toString(36)}`;
   const env = Object.entries(options.env ?? {})
     .map(([k, v]) => `      ${k}: ${JSON.stringify(v)}\n`)
@@ -106,25 +117,23 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const override = join(dir, 'test.yaml');
   await writeFile(
     override,
-    `version: "3.8"\nservices:\n  postgres:\n    ports: ["127.0.0.1::5432"]\n` +
+    `version: "3.8"\nservices:\n  postgres:\n    ports: ["127.0.0.1:${pgPort}:5432"]\n` +
       (env ? `  app:\n    environment:\n${env}  worker:\n    environment:\n${env}` : ''),
   );
   const [command = '', ...prefix] = options.compose;
+  // What compose reads from the operator's shell.
+  const composeEnv = {
+    ...process.env,
+    LB_PORT: String(lbPort),
+    PUBLIC_URL: `http://127.0.0.1:${lbPort}`,
+    POSTGRES_PASSWORD: password,
+    APP_REPLICAS: String(options.replicas),
+    DEMO_ON_FIRST_START: 'false',
+    LOG_LEVEL: 'info',
+  };
+  const files = [join(ROOT, 'containers/compose.yaml'), override];
   const compose = (args: string[], input?: string): Promise<Run> =>
-    run(
-      command,
-      [...prefix, '-p', project, '-f', join(ROOT, 'containers/compose.yaml'), '-f', override, ...args],
-      {
-        ...process.env,
-        LB_PORT: String(lbPort),
-        PUBLIC_URL: `http://127.0.0.1:${lbPort}`,
-        POSTGRES_PASSWORD: password,
-        APP_REPLICAS: String(options.replicas),
-        DEMO_ON_FIRST_START: 'false',
-        LOG_LEVEL: 'info',
-      },
-      input,
-    );
+    run(command, [...prefix, '-p', project, ...files.flatMap((f) => ['-f', f]), ...args], composeEnv, input);
   const containers = async (service: string): Promise<string[]> => {
     const r = await compose(['ps', '-q', service]);
     return r.stdout.split('\n').filter((line) => line.trim() !== '');
@@ -144,9 +153,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       `worker=${options.workers}`,
     ]);
     if (up.code !== 0) throw new Error(`compose up failed:\n${up.stderr}`);
-    const port = await compose(['port', 'postgres', '5432']);
-    const published = port.stdout.trim().split(':').pop();
-    if (port.code !== 0 || !published) throw new Error(`PostgreSQL is not published:\n${port.stderr}`);
     const network = await engineRun([
       'network',
       'inspect',
@@ -159,7 +165,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const stack: Stack = {
       project,
       url: `http://127.0.0.1:${lbPort}`,
-      databaseUrl: `postgres://postgres:${password}@127.0.0.1:${published}/content`,
+      databaseUrl: `postgres://postgres:${password}@127.0.0.1:${pgPort}/content`,
       hostAddress,
       compose,
       containers,
@@ -175,6 +181,39 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       logs: async (container) => {
         const r = await engineRun(['logs', container]);
         return r.stdout + r.stderr;
+      },
+      script: (name, args, env = {}) =>
+        run(join(ROOT, 'containers', name), args, {
+          ...composeEnv,
+          COMPOSE_PROJECT_NAME: project,
+          COMPOSE_FILE: files.join(':'),
+          CONTAINER_COMPOSE: options.compose.join(' '),
+          CONTAINER_ENGINE: engine(),
+          ...env,
+        }),
+      upAddresses: async () => {
+        const [lb] = await containers('lb');
+        if (!lb) return [];
+        const r = await engineRun(
+          ['exec', '-i', lb, 'socat', 'stdio', '/var/run/haproxy/admin.sock'],
+          'show servers state app\n',
+        );
+        // `show servers state`: a version line, a header, then be_id be_name srv_id srv_name srv_addr srv_op_state ...
+        return r.stdout
+          .split('\n')
+          .slice(2)
+          .map((line) => line.split(' '))
+          .filter((fields) => fields[5] === '2')
+          .map((fields) => fields[4] as string);
+      },
+      addressOf: async (container) => {
+        const r = await engineRun([
+          'inspect',
+          '--format',
+          '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}',
+          container,
+        ]);
+        return r.stdout.trim();
       },
       down,
     };
