@@ -37,6 +37,8 @@ const [
   { modulesFor },
   { buildApp },
   { createRequestLimiter },
+  { createDrain },
+  { readinessOf },
 ] = await Promise.all([
   import('../runtime.ts'),
   import('../../infra/limits.ts'),
@@ -48,6 +50,8 @@ const [
   import('../worker/modules.ts'),
   import('./app.ts'),
   import('./http/limits.ts'),
+  import('./http/drain.ts'),
+  import('../readiness.ts'),
 ]);
 const runtime = await orExit(
   runtimeOn(database.handle, {
@@ -108,6 +112,7 @@ const { jobs, modules } = await createJobs(
 );
 // The access log and the app's other lines go out in batches (infra/log-destination.ts).
 const appLog = createLogDestination(1);
+const drain = createDrain();
 const app = await buildApp({
   runtime,
   config,
@@ -117,7 +122,7 @@ const app = await buildApp({
   pageLimit: pages,
   heavyPageLimit: heavyPages,
   media,
-  jobs,
+  drain,
   jobSink: boundedSink(jobs, jobsLog),
   ...(metrics ? { metrics } : {}),
 });
@@ -139,12 +144,16 @@ if (metrics) {
     unstoredActivity: runtime.commands.unstoredCalls,
     logger: metricsLog,
   });
+  metricsServer?.serveReadiness(
+    readinessOf({ handle: runtime.handle, projectors, jobs, logger: metricsLog }),
+  );
 }
 
 let shuttingDown = false;
 async function shutdown(signal: string): Promise<void> {
   if (shuttingDown) return;
   shuttingDown = true;
+  drain.begin();
   app.log.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
   const force = setTimeout(() => {
     app.log.error('shutdown took too long; exiting');
