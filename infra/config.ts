@@ -225,6 +225,16 @@ export const ConfigSchema = z.object({
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
   /**
+   * Seconds the server goes on taking requests after SIGTERM, `/readyz` answering 503 `stopping` and
+   * every answer `Connection: close`, so that a load balancer stops sending before it stops listening.
+   */
+  SHUTDOWN_DRAIN_SECONDS: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(0, 'expected 0 to 300')
+    .max(300, 'expected 0 to 300')
+    .default(0),
+  /**
    * Activity records a process holds while the database cannot take them (an outage, a restart); at
    * this many, calls that would be recorded are refused with 503 until the database takes them again
    * (docs/reliability.md, "postgres-restart").

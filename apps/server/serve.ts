@@ -150,10 +150,33 @@ if (metrics) {
 }
 
 let shuttingDown = false;
+/** Ends the drain at once: a second signal during it. */
+let endDrain: (() => void) | undefined;
 async function shutdown(signal: string): Promise<void> {
-  if (shuttingDown) return;
+  if (shuttingDown) {
+    if (endDrain) app.log.info({ signal }, 'draining cut short');
+    endDrain?.();
+    return;
+  }
   shuttingDown = true;
+  // The drain (docs/operations.md, "Stopping"): /readyz answers 503 `stopping` at once, and for
+  // SHUTDOWN_DRAIN_SECONDS every request is still served, its connection closed once answered, so that
+  // a load balancer sees the check fail and stops sending before the server stops listening.
   drain.begin();
+  if (config.SHUTDOWN_DRAIN_SECONDS > 0) {
+    app.log.info(
+      { signal, drain_seconds: config.SHUTDOWN_DRAIN_SECONDS },
+      'draining: /readyz answers 503 stopping; requests still served, with Connection: close',
+    );
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, config.SHUTDOWN_DRAIN_SECONDS * 1000);
+      endDrain = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    endDrain = undefined;
+  }
   app.log.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
   const force = setTimeout(() => {
     app.log.error('shutdown took too long; exiting');

@@ -17,6 +17,7 @@ describe('configuration', () => {
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.REDIS_URL).toBeUndefined();
     expect(c.REQUEST_BODY_TIMEOUT_SECONDS).toBe(30);
+    expect(c.SHUTDOWN_DRAIN_SECONDS).toBe(0);
   });
 
   it('derives PUBLIC_URL from PORT when unset (3000 when PORT is 0)', () => {
@@ -25,6 +26,14 @@ describe('configuration', () => {
     expect(loadConfig({ PORT: '8080', PUBLIC_URL: 'https://cs.example' }).PUBLIC_URL).toBe(
       'https://cs.example',
     );
+  });
+
+  it('reads SHUTDOWN_DRAIN_SECONDS from 0 to 300', () => {
+    expect(loadConfig({ SHUTDOWN_DRAIN_SECONDS: '5' }).SHUTDOWN_DRAIN_SECONDS).toBe(5);
+    expect(() => loadConfig({ SHUTDOWN_DRAIN_SECONDS: '301' })).toThrow(
+      /SHUTDOWN_DRAIN_SECONDS="301": expected 0 to 300/,
+    );
+    expect(() => loadConfig({ SHUTDOWN_DRAIN_SECONDS: '-1' })).toThrow(/expected 0 to 300/);
   });
 
   it('reads REQUEST_BODY_TIMEOUT_SECONDS in whole seconds', () => {
