@@ -225,6 +225,16 @@ export const ConfigSchema = z.object({
   /** Seconds to let in-flight requests finish on SIGTERM before the process exits anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(25),
   /**
+   * Seconds the server goes on taking requests after SIGTERM, `/readyz` answering 503 `stopping` and
+   * every answer `Connection: close`, so that a load balancer stops sending before it stops listening.
+   */
+  SHUTDOWN_DRAIN_SECONDS: z.coerce
+    .number()
+    .int('expected a whole number')
+    .min(0, 'expected 0 to 300')
+    .max(300, 'expected 0 to 300')
+    .default(0),
+  /**
    * Activity records a process holds while the database cannot take them (an outage, a restart); at
    * this many, calls that would be recorded are refused with 503 until the database takes them again
    * (docs/reliability.md, "postgres-restart").
@@ -248,29 +258,64 @@ export type Config = Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_URL' | 'MEDIA_DI
 
 export { ConfigError };
 
-/** Reads the environment; an empty string counts as unset. Throws a ConfigError naming the variable. */
+/**
+ * Reads the environment; an empty string counts as unset. Every setting X may come from a file named
+ * by X_FILE instead (its trailing newlines removed), as secrets mounted by a container engine are.
+ * Throws a ConfigError naming the variable, never a file's content.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const input: Record<string, string> = {};
+  const fromFile = new Map<string, string>();
   for (const key of Object.keys(ConfigSchema.shape)) {
-    const value = env[key];
-    if (value !== undefined && value !== '') input[key] = value;
+    const value = settingOf(env, key);
+    if (value === undefined) continue;
+    input[key] = value.value;
+    if (value.file !== undefined) fromFile.set(key, value.file);
   }
+  /** How a message names a variable's value: as given, or only the file it was read from. */
+  const shown = (name: string): string => {
+    const file = fromFile.get(name);
+    return file === undefined
+      ? `${name}=${JSON.stringify(input[name] ?? '')}`
+      : `${name} (from ${name}_FILE=${JSON.stringify(file)})`;
+  };
   const parsed = ConfigSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = String(issue?.path[0] ?? 'environment');
-    throw new ConfigError(
-      `Invalid configuration: ${name}=${JSON.stringify(input[name] ?? '')}: ${issue?.message ?? 'invalid'}`,
-    );
+    throw new ConfigError(`Invalid configuration: ${shown(name)}: ${issue?.message ?? 'invalid'}`);
   }
   const c = parsed.data;
   if (c.METRICS_PORT !== undefined && c.METRICS_PORT !== 0 && c.METRICS_PORT === c.PORT) {
     throw new ConfigError(
-      `Invalid configuration: METRICS_PORT=${JSON.stringify(input.METRICS_PORT)}: must differ from PORT (metrics are never served on the public port)`,
+      `Invalid configuration: ${shown('METRICS_PORT')}: must differ from PORT (metrics are never served on the public port)`,
     );
   }
   const publicUrl = (c.PUBLIC_URL ?? `http://localhost:${c.PORT === 0 ? 3000 : c.PORT}`).replace(/\/+$/, '');
   return { ...c, PUBLIC_URL: publicUrl, MEDIA_DIR: c.MEDIA_DIR ?? path.join(c.DATA_DIR, 'media') };
+}
+
+/** X's value from X or from the file X_FILE names; undefined when neither is set (or both are empty). */
+function settingOf(env: NodeJS.ProcessEnv, key: string): { value: string; file?: string } | undefined {
+  const direct = env[key];
+  const file = env[`${key}_FILE`];
+  const set = (v: string | undefined): v is string => v !== undefined && v !== '';
+  if (set(direct) && set(file)) {
+    throw new ConfigError(`Invalid configuration: ${key} and ${key}_FILE are both set: set one of them`);
+  }
+  if (set(direct)) return { value: direct };
+  if (!set(file)) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ConfigError(
+      `Invalid configuration: ${key}_FILE=${JSON.stringify(file)}: cannot read the file${code ? ` (${code})` : ''}`,
+    );
+  }
+  const value = text.replace(/(\r?\n)+$/, '');
+  return value === '' ? undefined : { value, file };
 }
 
 /** Whether a start on an empty database makes the demo account: DEMO_ON_FIRST_START, else only when embedded. */

@@ -299,7 +299,7 @@ export function watchDatabase(
   });
 }
 
-/** How long a scrape waits for the job queues (as /readyz does). */
+/** How long a scrape waits for the job queues (as the detailed /readyz does: apps/readiness.ts). */
 export const JOBS_SCRAPE_TIMEOUT_MS = 1_000;
 
 /**

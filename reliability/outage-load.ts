@@ -171,13 +171,23 @@ export async function timeUntil(probe: () => Promise<boolean>, timeoutMs: number
   return null;
 }
 
-/** GET /readyz: its status and body. */
-export async function readiness(baseUrl: string): Promise<{ status: number; body: Readiness }> {
-  const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(10_000) });
+/**
+ * GET /readyz on a process's metrics listener (`metricsBase`: tests/support/server.ts's metricsBaseOf),
+ * the detailed readiness: its status and body.
+ */
+export async function readiness(metricsBase: string): Promise<{ status: number; body: Readiness }> {
+  const res = await fetch(`${metricsBase}/readyz`, { signal: AbortSignal.timeout(10_000) });
   return { status: res.status, body: (await res.json()) as Readiness };
 }
 
-/** What the outage scenarios read of /readyz. */
+/** GET /readyz on the public port, as a load balancer checks it: its status. */
+export async function publicReadiness(baseUrl: string): Promise<number> {
+  const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(10_000) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** What the outage scenarios read of the detailed /readyz. */
 export type Readiness = {
   status: string;
   checks: {

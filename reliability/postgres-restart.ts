@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pg from 'pg';
-import { type ServerProcess, startServer } from '../tests/support/server.ts';
+import { metricsBaseOf, type ServerProcess, startServer } from '../tests/support/server.ts';
 import {
   type Answer,
   articleIds,
@@ -9,6 +9,7 @@ import {
   DRIVER_WORDS,
   migrateAndSeed,
   NO_ANSWER,
+  publicReadiness,
   readiness,
   sleep,
   startLoad,
@@ -31,9 +32,11 @@ const RECOVERY_BOUND_MS = 30_000;
 
 type Outage = {
   mode: 'fast' | 'immediate';
-  /** /readyz while PostgreSQL was down. */
+  /** The detailed /readyz (metrics listener) while PostgreSQL was down. */
   readyDown: { status: number; databaseOk: boolean; error: string };
-  /** From `pg_ctl start` returning to the first edit answered 200, and to /readyz 200. */
+  /** The public /readyz while PostgreSQL was down: the replica stays in a load balancer's pool. */
+  publicDown: number;
+  /** From `pg_ctl start` returning to the first edit answered 200, and to the detailed /readyz 200. */
   writeBackMs: number | null;
   readyBackMs: number | null;
   /** From `pg_ctl start` returning to the log line saying the LISTEN connection is back (0: back before it returned). */
@@ -58,8 +61,9 @@ export const postgresRestart: Scenario = {
         EDIT_LIMIT_PER_DAY: '1000000',
       };
       const seeded = await migrateAndSeed(env, short ? 5 : 20);
-      server = await startServer(env);
+      server = await startServer({ ...env, METRICS_PORT: '0' });
       const base = server.url;
+      const details = metricsBaseOf(server);
       const serverPid = server.child.pid;
       const live = server;
       const ids = await articleIds(base, seeded.api_key, seeded.sites[0]?.id as string);
@@ -82,8 +86,11 @@ export const postgresRestart: Scenario = {
         if (mode === 'immediate') crashAt = Date.now();
         await own.stop(mode);
         await sleep(short ? 1_000 : 3_000);
-        const down = await readiness(base);
-        log(`down: /readyz ${down.status} ${JSON.stringify(down.body.checks.database)}`);
+        const down = await readiness(details);
+        const publicDown = await publicReadiness(base);
+        log(
+          `down: /readyz ${publicDown}, details ${down.status} ${JSON.stringify(down.body.checks.database)}`,
+        );
         await sleep(short ? 500 : 2_000);
         // Counted before the start: the LISTEN connection may be back before start() returns (a
         // container's start waits for PostgreSQL to answer a query, pg_ctl's for it to accept).
@@ -102,7 +109,7 @@ export const postgresRestart: Scenario = {
         };
         const [writeBackMs, readyBackMs, listenBackMs] = await Promise.all([
           timeUntil(probeWrite, RECOVERY_BOUND_MS),
-          timeUntil(async () => (await readiness(base)).status === 200, RECOVERY_BOUND_MS),
+          timeUntil(async () => (await readiness(details)).status === 200, RECOVERY_BOUND_MS),
           timeUntil(async () => listenCount(live) > listenBefore, RECOVERY_BOUND_MS),
         ]);
         outages.push({
@@ -112,6 +119,7 @@ export const postgresRestart: Scenario = {
             databaseOk: down.body.checks.database.ok,
             error: down.body.checks.database.error ?? '',
           },
+          publicDown,
           writeBackMs,
           readyBackMs,
           listenBackMs,
@@ -124,7 +132,7 @@ export const postgresRestart: Scenario = {
 
       // Async projectors catch up from their checkpoints (LISTEN woke them, or their timer did).
       const caughtUpMs = await timeUntil(async () => {
-        const r = await readiness(base);
+        const r = await readiness(details);
         return r.status === 200 && r.body.checks.projections.every((p) => p.lag === 0);
       }, RECOVERY_BOUND_MS);
       const logs = server.logs();
@@ -168,9 +176,14 @@ export const postgresRestart: Scenario = {
       for (const o of outages) {
         checks.push(
           check(
-            `-m ${o.mode}: /readyz says the database does not answer (503, database.ok false)`,
+            `-m ${o.mode}: the detailed /readyz says the database does not answer (503, database.ok false)`,
             o.readyDown.status === 503 && !o.readyDown.databaseOk && !DRIVER_WORDS.test(o.readyDown.error),
             JSON.stringify(o.readyDown),
+          ),
+          check(
+            `-m ${o.mode}: the public /readyz stays 200 (the replica answers its own 503s)`,
+            o.publicDown === 200,
+            String(o.publicDown),
           ),
           check(
             `-m ${o.mode}: edits and /readyz work again within ${RECOVERY_BOUND_MS / 1000} s of the restart`,

@@ -593,7 +593,9 @@ async function jobsCommand(
         );
       }
     } else {
-      out('queues: in the server process (no REDIS_URL); its /readyz shows them');
+      out(
+        'queues: in the server process (no REDIS_URL); the /readyz of its metrics listener (METRICS_PORT) shows them',
+      );
     }
     const w = backlog.webhooks;
     out(
@@ -611,7 +613,7 @@ async function jobsCommand(
 
 function noQueues(err: (text: string) => void): number {
   err(
-    'jobs: no REDIS_URL: the queues live in the server process, and its failed jobs are in its log and /readyz',
+    'jobs: no REDIS_URL: the queues live in the server process; its failed jobs are in its log, and counted by the /readyz of its metrics listener (METRICS_PORT)',
   );
   return 1;
 }

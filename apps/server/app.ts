@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import Fastify, {
-  type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -10,8 +9,7 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE, REQUEST_ARRIVAL_SECONDS } from '../../infra/config.ts';
-import { pendingMigrations } from '../../infra/db/migrate.ts';
-import type { JobSink, Jobs, QueueStatus } from '../../infra/jobs/queue.ts';
+import type { JobSink } from '../../infra/jobs/queue.ts';
 import {
   type Counter,
   createEditLimiter,
@@ -21,12 +19,11 @@ import {
 import { allowNetworks, createImageFetcher, type FetchImage } from '../../infra/media/fetch.ts';
 import { createDirectoryMediaStore, type MediaStore } from '../../infra/media/store.ts';
 import type { Metrics } from '../../infra/metrics.ts';
-import { projectionStatus } from '../../infra/projection-runner.ts';
-import { projectors } from '../../projections/index.ts';
 import type { EditLimit } from '../application/call.ts';
 import { createApplication } from '../application/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { apiV1 } from './api/index.ts';
+import { createDrain, type Drain } from './http/drain.ts';
 import { clientErrorHandler, frameworkErrorsOf, installErrorHandling } from './http/errors.ts';
 import { createHeavyWork, type HeavyWork, installHeavyWork } from './http/heavy-work.ts';
 import { createRequestLimiter, type LimitHook } from './http/limits.ts';
@@ -82,8 +79,8 @@ type AppDeps = {
   fetchImage?: FetchImage;
   /** pino options (a level, a stream), always with the redaction of secrets; tests pass `false` to keep quiet. */
   logger?: false | Record<string, unknown>;
-  /** The job queues, for /readyz. */
-  jobs?: Jobs;
+  /** The drain on SIGTERM (serve.ts): `/readyz` answers 503 `stopping` and answers close their connection. */
+  drain?: Drain;
   /** Where use cases add jobs (a webhook delivery to send now); without one the workers' sweep finds the work. */
   jobSink?: JobSink;
   /** Resolves the OAuth access tokens presented to /mcp; without one, /mcp answers 401 to everything. */
@@ -101,8 +98,6 @@ type AppDeps = {
 const HSTS = 'max-age=31536000; includeSubDomains';
 /** CONTRACT "Limits": the API's requests per minute per account (RATE_LIMIT_PER_MINUTE's default). */
 const API_REQUESTS_PER_MINUTE = 60;
-/** Above this many unapplied events an async read model is reported as lagging (still ready). */
-const LAG_WARNING = 10_000;
 
 /**
  * One access-log line per request, when it is answered: fastify's "request completed" with the
@@ -169,12 +164,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // those schemas. They are sent with JSON.stringify, not parsed by their schema once more per request
   // (on a page of 100 articles that parse cost more than writing the JSON).
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  const drain = deps.drain ?? createDrain();
   // Hooks with nothing to wait for are written with `done` rather than async: an async hook costs each
   // request a promise and a turn of the microtask queue.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     // On the raw response: also on the answers handed to oidc-provider (hijacked) and the error pages.
     if (https) reply.raw.setHeader('strict-transport-security', HSTS);
+    // Draining: the connection is closed once answered, so that a load balancer does not reuse it.
+    if (drain.stopping) reply.raw.setHeader('connection', 'close');
     done();
   });
 
@@ -192,60 +190,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async () => ({ status: 'ok' as const }),
   );
 
-  const Readiness = z.object({
-    status: z.enum(['ready', 'not_ready']),
-    checks: z.object({
-      database: z.object({ ok: z.boolean(), kind: z.string(), error: z.string().optional() }),
-      migrations: z.object({ ok: z.boolean(), pending: z.array(z.string()) }),
-      projections: z.array(
-        z.object({ name: z.string(), mode: z.string(), lag: z.number(), lagging: z.boolean() }),
-      ),
-      jobs: z.object({
-        ok: z.boolean(),
-        kind: z.string(),
-        error: z.string().optional(),
-        queues: z.array(
-          z.object({
-            queue: z.string(),
-            waiting: z.number(),
-            active: z.number(),
-            delayed: z.number(),
-            failed: z.number(),
-            oldest_waiting_ms: z.number().nullable(),
-          }),
-        ),
-      }),
-    }),
-  });
+  // Readiness, for a load balancer: whether this process takes new requests, nothing more (the
+  // details are on the metrics listener: apps/readiness.ts). It reads no database: a replica whose
+  // database is away stays in the pool and answers 503 `unavailable` itself, with Retry-After.
   app.get(
     '/readyz',
-    { schema: { hide: true, response: { 200: Readiness, 503: Readiness } } },
-    async (request, reply) => {
-      const kind = deps.runtime.handle.kind;
-      let database: z.infer<typeof Readiness>['checks']['database'] = { ok: true, kind };
-      let pending: string[] = [];
-      let lag: z.infer<typeof Readiness>['checks']['projections'] = [];
-      try {
-        pending = await pendingMigrations(db);
-        lag = (await projectionStatus(db, projectors)).map((p) => ({
-          name: p.name,
-          mode: p.mode,
-          lag: p.lag,
-          lagging: p.lag > LAG_WARNING,
-        }));
-      } catch (error) {
-        // The database's own words (host names, roles, SQL) stay in the log: /readyz is public.
-        request.log.warn({ err: error }, 'readiness check: the database did not answer');
-        database = { ok: false, kind, error: 'the database did not answer; the server log says why' };
-      }
-      const jobs = await jobsCheck(deps.jobs, request.log);
-      // The queues are reported, not judged: requests are served while Redis is away (jobs wait).
-      const ready = database.ok && pending.length === 0;
-      return reply.status(ready ? 200 : 503).send({
-        status: ready ? 'ready' : 'not_ready',
-        checks: { database, migrations: { ok: pending.length === 0, pending }, projections: lag, jobs },
-      });
+    {
+      schema: {
+        hide: true,
+        response: {
+          200: z.object({ status: z.literal('ready') }),
+          503: z.object({ status: z.literal('stopping') }),
+        },
+      },
     },
+    async (_request, reply) =>
+      drain.stopping
+        ? reply.status(503).send({ status: 'stopping' as const })
+        : reply.send({ status: 'ready' as const }),
   );
 
   await registerOpenApi(app, { publicUrl: deps.config.PUBLIC_URL });
@@ -339,43 +301,6 @@ function defaultEditLimit(app: FastifyInstance): EditLimit {
   const limiter = createEditLimiter({ perDay: EDIT_LIMIT_PER_DAY, logger: app.log });
   app.addHook('onClose', async () => limiter.close());
   return limiter.limit;
-}
-
-/** The queues' depth, failures and oldest waiting job, within a second; Redis's own words stay in the log. */
-async function jobsCheck(
-  jobs: Jobs | undefined,
-  log: FastifyBaseLogger,
-): Promise<{
-  ok: boolean;
-  kind: string;
-  error?: string;
-  queues: Array<Omit<QueueStatus, 'oldestWaitingMs'> & { oldest_waiting_ms: number | null }>;
-}> {
-  if (!jobs) return { ok: true, kind: 'none', queues: [] };
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const status = await Promise.race([
-      jobs.status(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('the job queues did not answer within 1 s')), 1_000);
-      }),
-    ]);
-    return {
-      ok: true,
-      kind: jobs.kind,
-      queues: status.map(({ oldestWaitingMs, ...q }) => ({ ...q, oldest_waiting_ms: oldestWaitingMs })),
-    };
-  } catch (error) {
-    log.warn({ err: error }, 'readiness check: the job queues did not answer');
-    return {
-      ok: false,
-      kind: jobs.kind,
-      error: 'the job queues did not answer; the server log says why',
-      queues: [],
-    };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Without a page limit given, this process counts page views alone, in memory. */

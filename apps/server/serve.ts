@@ -37,6 +37,8 @@ const [
   { modulesFor },
   { buildApp },
   { createRequestLimiter },
+  { createDrain },
+  { readinessOf },
 ] = await Promise.all([
   import('../runtime.ts'),
   import('../../infra/limits.ts'),
@@ -48,6 +50,8 @@ const [
   import('../worker/modules.ts'),
   import('./app.ts'),
   import('./http/limits.ts'),
+  import('./http/drain.ts'),
+  import('../readiness.ts'),
 ]);
 const runtime = await orExit(
   runtimeOn(database.handle, {
@@ -108,6 +112,7 @@ const { jobs, modules } = await createJobs(
 );
 // The access log and the app's other lines go out in batches (infra/log-destination.ts).
 const appLog = createLogDestination(1);
+const drain = createDrain();
 const app = await buildApp({
   runtime,
   config,
@@ -117,7 +122,7 @@ const app = await buildApp({
   pageLimit: pages,
   heavyPageLimit: heavyPages,
   media,
-  jobs,
+  drain,
   jobSink: boundedSink(jobs, jobsLog),
   ...(metrics ? { metrics } : {}),
 });
@@ -139,12 +144,39 @@ if (metrics) {
     unstoredActivity: runtime.commands.unstoredCalls,
     logger: metricsLog,
   });
+  metricsServer?.serveReadiness(
+    readinessOf({ handle: runtime.handle, projectors, jobs, logger: metricsLog }),
+  );
 }
 
 let shuttingDown = false;
+/** Ends the drain at once: a second signal during it. */
+let endDrain: (() => void) | undefined;
 async function shutdown(signal: string): Promise<void> {
-  if (shuttingDown) return;
+  if (shuttingDown) {
+    if (endDrain) app.log.info({ signal }, 'draining cut short');
+    endDrain?.();
+    return;
+  }
   shuttingDown = true;
+  // The drain (docs/operations.md, "Stopping"): /readyz answers 503 `stopping` at once, and for
+  // SHUTDOWN_DRAIN_SECONDS every request is still served, its connection closed once answered, so that
+  // a load balancer sees the check fail and stops sending before the server stops listening.
+  drain.begin();
+  if (config.SHUTDOWN_DRAIN_SECONDS > 0) {
+    app.log.info(
+      { signal, drain_seconds: config.SHUTDOWN_DRAIN_SECONDS },
+      'draining: /readyz answers 503 stopping; requests still served, with Connection: close',
+    );
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, config.SHUTDOWN_DRAIN_SECONDS * 1000);
+      endDrain = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    endDrain = undefined;
+  }
   app.log.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
   const force = setTimeout(() => {
     app.log.error('shutdown took too long; exiting');

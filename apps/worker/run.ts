@@ -5,6 +5,7 @@ import { startAsyncProjections } from '../../infra/projection-runner.ts';
 import { stopTracing } from '../../infra/telemetry/tracing.ts';
 import { projectors } from '../../projections/index.ts';
 import { metricsFor, serveMetricsOrExit, watchProcess } from '../process-metrics.ts';
+import { readinessOf } from '../readiness.ts';
 import { openRuntimeOrExit } from '../runtime.ts';
 import { LOG_REDACTION } from '../server/http/log-redaction.ts';
 import { createJobs, startBackground } from './background.ts';
@@ -59,6 +60,9 @@ if (metrics) {
     jobs,
     logger: metricsLog,
   });
+  metricsServer?.serveReadiness(
+    readinessOf({ handle: runtime.handle, projectors, jobs, logger: metricsLog }),
+  );
 }
 log.info(
   {

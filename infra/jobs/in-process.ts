@@ -34,7 +34,7 @@ type Entry = {
   timer?: NodeJS.Timeout;
 };
 
-/** How many failed jobs are kept for `jobs failed` and /readyz. */
+/** How many failed jobs are kept for `jobs failed` and the detailed /readyz (apps/readiness.ts). */
 const FAILED_KEPT = 1_000;
 
 /** The longest delay a Node timer holds (about 24.8 days); a longer one fires at once, with a warning. */

@@ -1,4 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, demoOnFirstStart, loadConfig } from '../../infra/config.ts';
 
 describe('configuration', () => {
@@ -14,6 +17,23 @@ describe('configuration', () => {
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.REDIS_URL).toBeUndefined();
     expect(c.REQUEST_BODY_TIMEOUT_SECONDS).toBe(30);
+    expect(c.SHUTDOWN_DRAIN_SECONDS).toBe(0);
+  });
+
+  it('derives PUBLIC_URL from PORT when unset (3000 when PORT is 0)', () => {
+    expect(loadConfig({ PORT: '8080' }).PUBLIC_URL).toBe('http://localhost:8080');
+    expect(loadConfig({ PORT: '0' }).PUBLIC_URL).toBe('http://localhost:3000');
+    expect(loadConfig({ PORT: '8080', PUBLIC_URL: 'https://cs.example' }).PUBLIC_URL).toBe(
+      'https://cs.example',
+    );
+  });
+
+  it('reads SHUTDOWN_DRAIN_SECONDS from 0 to 300', () => {
+    expect(loadConfig({ SHUTDOWN_DRAIN_SECONDS: '5' }).SHUTDOWN_DRAIN_SECONDS).toBe(5);
+    expect(() => loadConfig({ SHUTDOWN_DRAIN_SECONDS: '301' })).toThrow(
+      /SHUTDOWN_DRAIN_SECONDS="301": expected 0 to 300/,
+    );
+    expect(() => loadConfig({ SHUTDOWN_DRAIN_SECONDS: '-1' })).toThrow(/expected 0 to 300/);
   });
 
   it('reads REQUEST_BODY_TIMEOUT_SECONDS in whole seconds', () => {
@@ -82,5 +102,65 @@ describe('configuration', () => {
       '192.168.1.7',
       'loopback',
     ]);
+  });
+});
+
+describe('settings from files (X_FILE)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cs-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, content: string): string => {
+    const at = join(dir, name);
+    writeFileSync(at, content);
+    return at;
+  };
+
+  it("reads a setting's value from the file X_FILE names, without its trailing newlines", () => {
+    const url = file('database-url', 'postgres://cs:s3cret@db.example/cs\n\n');
+    const c = loadConfig({ DATABASE_URL_FILE: url, PORT_FILE: file('port', '8080\r\n') });
+    expect(c.DATABASE_URL).toBe('postgres://cs:s3cret@db.example/cs');
+    expect(c.PORT).toBe(8080);
+  });
+
+  it('treats an empty file as unset, as an empty variable is', () => {
+    expect(loadConfig({ REDIS_URL_FILE: file('empty', '\n') }).REDIS_URL).toBeUndefined();
+    expect(loadConfig({ REDIS_URL: '', REDIS_URL_FILE: '' }).REDIS_URL).toBeUndefined();
+  });
+
+  it('refuses X and X_FILE both set, naming both', () => {
+    expect(() => loadConfig({ REDIS_URL: 'redis://a', REDIS_URL_FILE: file('redis', 'redis://b') })).toThrow(
+      new ConfigError('Invalid configuration: REDIS_URL and REDIS_URL_FILE are both set: set one of them'),
+    );
+  });
+
+  it('refuses an unreadable file, naming the variable and the path', () => {
+    const missing = join(dir, 'missing');
+    expect(() => loadConfig({ DATABASE_URL_FILE: missing })).toThrow(
+      new ConfigError(`Invalid configuration: DATABASE_URL_FILE="${missing}": cannot read the file (ENOENT)`),
+    );
+    expect(() => loadConfig({ DATABASE_URL_FILE: dir })).toThrow(
+      /DATABASE_URL_FILE=".*": cannot read the file \(EISDIR\)/,
+    );
+    if (process.getuid?.() !== 0) {
+      const closed = file('closed', 'postgres://db.example/cs');
+      chmodSync(closed, 0o000);
+      expect(() => loadConfig({ DATABASE_URL_FILE: closed })).toThrow(/cannot read the file \(EACCES\)/);
+    }
+  });
+
+  it('names the file, never its content, when the value in it is bad', () => {
+    const bad = file('bad-url', 'mysql://cs:s3cret@db.example/cs\n');
+    let error: unknown;
+    try {
+      loadConfig({ DATABASE_URL_FILE: bad });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toBe(
+      `Invalid configuration: DATABASE_URL (from DATABASE_URL_FILE="${bad}"): expected a postgres:// or postgresql:// URL`,
+    );
+    expect(() => loadConfig({ PORT: '9464', METRICS_PORT_FILE: file('metrics-port', '9464') })).toThrow(
+      `Invalid configuration: METRICS_PORT (from METRICS_PORT_FILE="${join(dir, 'metrics-port')}"): must differ from PORT`,
+    );
   });
 });

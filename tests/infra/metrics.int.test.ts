@@ -293,4 +293,25 @@ describe('the metrics listener', () => {
     await server.close();
     await expect(get(server.url)).rejects.toThrow();
   });
+  it('serves /readyz from the check it is given: 503 starting until then, 200 or 503 as the check says', async () => {
+    const server = await serveMetrics(createMetrics({ defaultMetrics: false }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
+    const readyz = server.url.replace('/metrics', '/readyz');
+    try {
+      const starting = await get(readyz);
+      expect(starting.status).toBe(503);
+      expect(starting.type).toContain('application/json');
+      expect(JSON.parse(starting.body)).toEqual({ status: 'starting' });
+      let ready = true;
+      server.serveReadiness(async () => ({ ready, body: { status: ready ? 'ready' : 'not_ready' } }));
+      expect(await get(readyz)).toMatchObject({ status: 200, body: '{"status":"ready"}' });
+      ready = false;
+      expect(await get(readyz)).toMatchObject({ status: 503, body: '{"status":"not_ready"}' });
+      expect((await get(readyz, 'POST')).status).toBe(405);
+    } finally {
+      await server.close();
+    }
+  });
 });

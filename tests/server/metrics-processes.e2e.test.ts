@@ -8,7 +8,7 @@ import { PATIENCE } from '../support/wait.ts';
 
 /*
  * The metrics listener of the processes themselves: the worker serves its own (projector lag, queues,
- * the database), closes it when it stops; a METRICS_PORT that cannot be had stops the start with one
+ * the database, and its detailed readiness), closes it when it stops; a METRICS_PORT that cannot be had stops the start with one
  * line naming it.
  */
 
@@ -49,6 +49,17 @@ describe('the metrics of the processes', () => {
       expect(text).toContain('nodejs_eventloop_lag_p99_seconds');
       // No HTTP face in the worker: no request ever observed.
       expect(sampleValue(text, 'content_service_http_request_duration_seconds_count')).toBe(0);
+      // Its detailed readiness, beside the metrics (the worker has no public port).
+      const ready = await fetch(url.replace(/\/metrics$/, '/readyz'));
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({
+        status: 'ready',
+        checks: {
+          database: { ok: true, kind: 'postgres' },
+          migrations: { ok: true, pending: [] },
+          jobs: { ok: true, kind: 'in-process' },
+        },
+      });
 
       worker.kill('SIGTERM');
       expect(await exited).toBe(0);

@@ -5,10 +5,27 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { startPgProxy } from '../support/pg-proxy.ts';
 import { NODE, run } from '../support/process.ts';
-import { type ServerProcess, startServer } from '../support/server.ts';
+import { metricsBaseOf, type ServerProcess, startServer } from '../support/server.ts';
 import { TEST_REDIS_URL } from '../support/services.ts';
 import { PATIENCE } from '../support/wait.ts';
+
+/** The detailed readiness, served on the metrics listener (apps/readiness.ts). */
+type Details = {
+  status: string;
+  checks: {
+    database: { ok: boolean; kind: string; error?: string };
+    migrations: { pending: string[] };
+    projections: { name: string; lag: number }[];
+    jobs: { ok: boolean; kind: string; error?: string; queues: { queue: string; waiting: number }[] };
+  };
+};
+
+async function details(server: ServerProcess): Promise<{ status: number; body: Details }> {
+  const res = await fetch(`${metricsBaseOf(server)}/readyz`);
+  return { status: res.status, body: (await res.json()) as Details };
+}
 
 describe('server on the embedded default', () => {
   let dataDir: string;
@@ -18,25 +35,20 @@ describe('server on the embedded default', () => {
   afterAll(async () => rm(dataDir, { recursive: true, force: true }));
 
   it('serves with no database server, answers health and readiness, and stops cleanly on SIGTERM', async () => {
-    const server = await startServer({ DATA_DIR: dataDir });
+    const server = await startServer({ DATA_DIR: dataDir, METRICS_PORT: '0' });
     try {
       const health = await fetch(`${server.url}/healthz`);
       expect(health.status).toBe(200);
       expect(await health.json()).toEqual({ status: 'ok' });
       expect(health.headers.get('x-request-id')).toMatch(/^req_/);
 
+      // The public readiness says ready or not, nothing more; the details are on the metrics listener.
       const ready = await fetch(`${server.url}/readyz`, { headers: { 'x-request-id': 'probe-1' } });
       expect(ready.status).toBe(200);
       expect(ready.headers.get('x-request-id')).toMatch(/^req_/);
-      const body = (await ready.json()) as {
-        status: string;
-        checks: {
-          database: { kind: string };
-          migrations: { pending: string[] };
-          projections: { name: string; lag: number }[];
-          jobs: { ok: boolean; kind: string; queues: { queue: string; waiting: number }[] };
-        };
-      };
+      expect(await ready.json()).toEqual({ status: 'ready' });
+      const { status, body } = await details(server);
+      expect(status).toBe(200);
       expect(body.status).toBe('ready');
       expect(body.checks.database.kind).toBe('pglite');
       expect(body.checks.jobs).toMatchObject({ ok: true, kind: 'in-process' });
@@ -70,7 +82,11 @@ describe('server on PostgreSQL', () => {
   let server: ServerProcess;
   beforeAll(async () => {
     test = await createTestDatabase('postgres');
-    server = await startServer({ DATABASE_URL: test.databaseUrl, DATA_DIR: '/nonexistent' });
+    server = await startServer({
+      DATABASE_URL: test.databaseUrl,
+      DATA_DIR: '/nonexistent',
+      METRICS_PORT: '0',
+    });
   });
   afterAll(async () => {
     await server.stop();
@@ -78,10 +94,8 @@ describe('server on PostgreSQL', () => {
   });
 
   it('is ready on postgres and finishes a request in flight when told to stop', async () => {
-    const ready = await fetch(`${server.url}/readyz`);
-    expect(((await ready.json()) as { checks: { database: { kind: string } } }).checks.database.kind).toBe(
-      'postgres',
-    );
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    expect((await details(server)).body.checks.database.kind).toBe('postgres');
     // A request whose body is still arriving when SIGTERM comes is answered, not cut off. The server
     // has read its head once it says `100 Continue`; the rest of the body follows once it is stopping.
     const { port } = new URL(server.url);
@@ -133,19 +147,18 @@ describe('readiness and the job queues', () => {
     await redis.quit();
   });
 
-  type Jobs = { ok: boolean; kind: string; error?: string; queues: { queue: string; failed: number }[] };
-
   it('reports the BullMQ queues with REDIS_URL', async () => {
     const server = await startServer({
       DATABASE_URL: test.databaseUrl,
       DATA_DIR: '/nonexistent',
       REDIS_URL: TEST_REDIS_URL,
       JOBS_PREFIX: `test-readyz-${process.pid}`,
+      METRICS_PORT: '0',
     });
     try {
-      const ready = await fetch(`${server.url}/readyz`);
+      const ready = await details(server);
       expect(ready.status).toBe(200);
-      const jobs = ((await ready.json()) as { checks: { jobs: Jobs } }).checks.jobs;
+      const jobs = ready.body.checks.jobs;
       expect(jobs).toMatchObject({ ok: true, kind: 'bullmq' });
       expect(jobs.queues).toHaveLength(3);
     } finally {
@@ -160,48 +173,72 @@ describe('readiness and the job queues', () => {
       // Nothing listens there: the queues wait for a Redis that never comes.
       REDIS_URL: 'redis://127.0.0.1:1',
       RUN_JOBS: 'false',
+      METRICS_PORT: '0',
     });
     try {
       const started = Date.now();
-      const ready = await fetch(`${server.url}/readyz`);
+      const ready = await details(server);
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(ready.status).toBe(200);
-      const jobs = ((await ready.json()) as { checks: { jobs: Jobs } }).checks.jobs;
-      expect(jobs).toEqual({
+      expect(ready.body.checks.jobs).toEqual({
         ok: false,
         kind: 'bullmq',
-        error: 'the job queues did not answer; the server log says why',
+        error: 'the job queues did not answer; the log says why',
         queues: [],
       });
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
     } finally {
       expect(await server.stop()).toBe(0);
     }
   });
 });
 
-describe('readiness when the database is gone', () => {
-  it('/readyz answers 503 without the database’s own words (they go to the log)', async () => {
+describe('readiness when the database is away', () => {
+  it('stays in the pool (public /readyz 200) and answers 503 itself; the details say why, without the database’s words', async () => {
     const test = await createTestDatabase('postgres');
-    const server = await startServer({ DATABASE_URL: test.databaseUrl, DATA_DIR: '/nonexistent' });
+    const proxy = await startPgProxy(test.databaseUrl as string);
+    const server = await startServer({
+      DATABASE_URL: proxy.url,
+      DATA_DIR: '/nonexistent',
+      METRICS_PORT: '0',
+    });
     try {
-      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-      const name = new URL(test.databaseUrl as string).pathname.slice(1);
-      await test.drop();
+      expect((await details(server)).status).toBe(200);
+      await proxy.cut();
+      // The public readiness reads no database: the load balancer keeps sending, and the replica
+      // answers for itself.
       const ready = await fetch(`${server.url}/readyz`);
-      expect(ready.status).toBe(503);
-      const text = await ready.text();
-      // What the database said (its connection was ended, or it does not exist) names it: the log only.
-      expect(text).not.toContain(name);
-      expect(text).not.toMatch(/does not exist|terminating|administrator/);
-      expect(JSON.parse(text)).toMatchObject({ status: 'not_ready', checks: { database: { ok: false } } });
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toEqual({ status: 'ready' });
+      const call = await fetch(`${server.url}/api/v1/sites`, {
+        headers: { authorization: `Bearer cs_live_${'0'.repeat(48)}` },
+      });
+      expect(call.status).toBe(503);
+      expect(call.headers.get('content-type')).toContain('application/problem+json');
+      expect(call.headers.get('retry-after')).toBe('5');
+      expect(await call.json()).toMatchObject({ status: 503, code: 'unavailable' });
+
+      const res = await fetch(`${metricsBaseOf(server)}/readyz`);
+      expect(res.status).toBe(503);
+      const text = await res.text();
+      // What the driver said (the address refused) stays in the log.
+      expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|terminat/);
+      expect(JSON.parse(text)).toMatchObject({
+        status: 'not_ready',
+        checks: { database: { ok: false, error: 'the database did not answer; the log says why' } },
+      });
       await vi.waitFor(() => {
         const logged = server
           .logs()
           .some((line) => line.includes('readiness check: the database did not answer'));
         expect(logged, `a readiness log line:\n${server.logs().join('\n')}`).toBe(true);
       }, PATIENCE);
+
+      await proxy.restore();
+      await vi.waitFor(async () => expect((await details(server)).status).toBe(200), PATIENCE);
     } finally {
       await server.stop();
+      await proxy.close();
       await test.drop();
     }
   });

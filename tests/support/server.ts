@@ -85,3 +85,17 @@ export function startServer(
     });
   });
 }
+
+/**
+ * The address of a server's metrics listener (started with METRICS_PORT), where its detailed `/readyz`
+ * is: `http://127.0.0.1:<port>`, read from its log line `metrics listening at ...`.
+ */
+export function metricsBaseOf(server: Pick<ServerProcess, 'logs'>): string {
+  for (const line of server.logs()) {
+    const match = /metrics listening at (http:\/\/\S+)\/metrics/.exec(line);
+    if (match?.[1]) return match[1];
+  }
+  throw new Error(
+    `no metrics listener in the server's log (METRICS_PORT unset?):\n${server.logs().join('\n')}`,
+  );
+}
