@@ -135,14 +135,14 @@ export async function openRuntime(
  */
 export async function runtimeOn(
   opening: Promise<DbHandle>,
-  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics'> & {
+  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics' | 'logger'> & {
     activitySpoolMax?: number;
   } = {},
 ): Promise<Runtime> {
   const handle = await opening;
   try {
     if (opts.migrate) {
-      await migrateToLatest(handle.db);
+      await migrateToLatest(handle.db, opts.logger);
       await retireCheckpoint(handle.db, activityProjector);
     }
   } catch (error) {

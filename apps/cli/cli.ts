@@ -189,17 +189,19 @@ export async function runCli(
     switch (command) {
       case 'migrate': {
         parse(rest, {});
-        const [{ openRuntime }, { migrateToLatest }] = await Promise.all([
+        const [{ openRuntime }, { migrateToLatest, newerMigrationsMessage }] = await Promise.all([
           import('../runtime.ts'),
           import('../../infra/db/migrate.ts'),
         ]);
         const rt = await openRuntime(config, { migrate: false, poolSize: 1, holder });
         runtime = rt;
-        const { applied } = await migrateToLatest(rt.db);
+        const { applied, newer } = await migrateToLatest(rt.db);
         err(
           applied.length
             ? `applied ${applied.length} migration(s): ${applied.join(', ')}`
-            : 'database is up to date',
+            : newer.length
+              ? `warning: ${newerMigrationsMessage(newer)}`
+              : 'database is up to date',
         );
         return 0;
       }

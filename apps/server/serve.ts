@@ -56,6 +56,7 @@ const [
 const runtime = await orExit(
   runtimeOn(database.handle, {
     migrate: true,
+    logger: databaseLog,
     sanitizeThreads: config.SANITIZE_THREADS,
     activitySpoolMax: config.ACTIVITY_SPOOL_MAX,
     ...(metrics ? { metrics } : {}),

@@ -75,7 +75,7 @@ describe.each(backends)('openDatabase on %s', (backend) => {
 
   it('has applied every migration', async () => {
     expect(await pendingMigrations(testDb.handle.db)).toEqual([]);
-    expect(await migrateToLatest(testDb.handle.db)).toEqual({ applied: [] });
+    expect(await migrateToLatest(testDb.handle.db)).toEqual({ applied: [], newer: [] });
   });
 
   onPostgres(backend)('compresses bodies and event data with lz4 (PGlite has no lz4)', async () => {
@@ -279,7 +279,7 @@ describe('openDatabase, embedded', () => {
     try {
       expect(first.kind).toBe('pglite');
       expect(await pendingMigrations(first.db)).toEqual(Object.keys(migrations));
-      expect(await migrateToLatest(first.db)).toEqual({ applied: Object.keys(migrations) });
+      expect(await migrateToLatest(first.db)).toEqual({ applied: Object.keys(migrations), newer: [] });
       await storeOn(first).append(streamId, [event('A'), event('B')], { expectedVersion: 'no_stream' });
     } finally {
       await first.close();
