@@ -70,8 +70,10 @@ export type Stack = {
   databaseUrl: string;
   /** The address the containers reach the host on (their network's gateway). */
   hostAddress: string;
-  /** `<compose> -p <project> -f ... <args>`. */
-  compose(args: string[], input?: string): Promise<Run>;
+  /** The database password the stack was started with. */
+  password: string;
+  /** `<compose> -p <project> -f ... <args>`, with `env` added to what compose reads. */
+  compose(args: string[], env?: Record<string, string>): Promise<Run>;
   /** A command in the first replica of the service `app`, with `input` on its standard input. */
   exec(args: string[], input?: string): Promise<Run>;
   /** The ids of a service's running containers. */
@@ -132,14 +134,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     LOG_LEVEL: 'info',
   };
   const files = [join(ROOT, 'containers/compose.yaml'), override];
-  const compose = (args: string[], input?: string): Promise<Run> =>
-    run(command, [...prefix, '-p', project, ...files.flatMap((f) => ['-f', f]), ...args], composeEnv, input);
+  const compose = (args: string[], env: Record<string, string> = {}): Promise<Run> =>
+    run(command, [...prefix, '-p', project, ...files.flatMap((f) => ['-f', f]), ...args], {
+      ...composeEnv,
+      ...env,
+    });
   const containers = async (service: string): Promise<string[]> => {
     const r = await compose(['ps', '-q', service]);
     return r.stdout.split('\n').filter((line) => line.trim() !== '');
   };
   const down = async (): Promise<void> => {
-    await compose(['down', '--volumes', '--timeout', '5']);
+    // Every profile's services too (a replica, Prometheus), so that nothing outlives the stack.
+    await compose(['--profile', 'replica', '--profile', 'metrics', 'down', '--volumes', '--timeout', '5']);
     await rm(dir, { recursive: true, force: true });
   };
 
@@ -167,6 +173,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       url: `http://127.0.0.1:${lbPort}`,
       databaseUrl: `postgres://postgres:${password}@127.0.0.1:${pgPort}/content`,
       hostAddress,
+      password,
       compose,
       containers,
       exec: async (args, input) => {
