@@ -53,6 +53,10 @@ export type Metrics = {
   readonly webhookEndpointsDisabled: Counter<'reason'>;
   /** Every job run that failed, by queue, job and whether it was the last attempt. */
   readonly jobFailures: Counter<'queue' | 'job' | 'final'>;
+  /** The use cases' reads, by where they ran: a read replica (`host:port`) or `primary`. */
+  readonly dbReads: Counter<'target'>;
+  /** Reads that went to the primary although there are read replicas, by why: lagging, down, not_caught_up. */
+  readonly replicaFallbacks: Counter<'reason'>;
   /** Whether Redis answers, per connection: `up` is asked at each scrape. */
   probeRedis(connection: string, up: () => boolean | Promise<boolean>): void;
   /** The text Prometheus reads: every metric, the gauges read now. */
@@ -143,6 +147,18 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       labelNames: ['queue', 'job', 'final'],
       registers,
     }),
+    dbReads: new Counter({
+      name: `${METRIC_PREFIX}db_reads_total`,
+      help: 'Reads of the use cases (lists, articles, backlinks, stats, activity, revisions), by where they ran: a read replica (host:port) or primary',
+      labelNames: ['target'],
+      registers,
+    }),
+    replicaFallbacks: new Counter({
+      name: `${METRIC_PREFIX}db_replica_fallbacks_total`,
+      help: "Reads sent to the primary although read replicas are configured, by reason: lagging (every replica past REPLICA_MAX_LAG_SECONDS), down (none answers, or the read failed on one), not_caught_up (none had replayed the account's last write in time)",
+      labelNames: ['reason'],
+      registers,
+    }),
     probeRedis(connection, up) {
       redisProbes.set(connection, up);
     },
@@ -190,6 +206,34 @@ export function scrapeReading<T>(
       clearTimeout(timer);
     }
   };
+}
+
+/** Each read replica's lag and whether it answers, as its monitor last found them (infra/db/replicas.ts). */
+export function watchReplicas(
+  metrics: Metrics,
+  status: () => readonly { name: string; up: boolean; lagSeconds: number | null }[],
+): void {
+  const registers = [metrics.registry];
+  new Gauge({
+    name: `${METRIC_PREFIX}db_replica_lag_seconds`,
+    help: 'Seconds each read replica is behind the primary (0: it has replayed all it received), at its last check; absent while it is down',
+    labelNames: ['replica'],
+    registers,
+    collect() {
+      this.reset();
+      for (const r of status()) if (r.lagSeconds !== null) this.set({ replica: r.name }, r.lagSeconds);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}db_replica_up`,
+    help: 'Whether each read replica answered its last check as a streaming replica (1) or not (0)',
+    labelNames: ['replica'],
+    registers,
+    collect() {
+      this.reset();
+      for (const r of status()) this.set({ replica: r.name }, r.up ? 1 : 0);
+    },
+  });
 }
 
 /** The database pool's connections (busy, idle), requests waiting for one, and its size. */
