@@ -13,7 +13,6 @@ import {
   watchDatabase,
   watchJobs,
   watchPool,
-  watchReplicas,
 } from '../infra/metrics.ts';
 import { type MetricsServer, serveMetrics } from '../infra/metrics-server.ts';
 import type { Projector } from '../infra/projection.ts';
@@ -58,7 +57,7 @@ export function watchProcess(metrics: Metrics, parts: ProcessParts): void {
   const redis = parts.limitsRedis;
   if (redis) metrics.probeRedis('limits', () => redis.status === 'ready');
   if (parts.unstoredActivity) watchActivitySpool(metrics, parts.unstoredActivity);
-  if (parts.replicas) watchReplicas(metrics, parts.replicas);
+  if (parts.replicas) metrics.watchReplicas(parts.replicas);
   const backlog = scrapeReading(
     () => webhookBacklog(handle.db),
     DATABASE_SCRAPE_TIMEOUT_MS,

@@ -7,7 +7,7 @@ import { buildApp } from '../../apps/server/app.ts';
 import { createRequestLimiter } from '../../apps/server/http/limits.ts';
 import { createReplicaReads, type ReplicaReads, replicaName } from '../../infra/db/replicas.ts';
 import { memoryPositions, redisPositions, type WritePositions } from '../../infra/db/write-positions.ts';
-import { createMetrics, type Metrics, watchReplicas } from '../../infra/metrics.ts';
+import { createMetrics, type Metrics } from '../../infra/metrics.ts';
 import { sampleValue } from '../support/metrics.ts';
 import { type ReplicatedPair, replicaSkipReason, startReplicatedPair } from '../support/replica.ts';
 import { addSiteWithArticle, setUpAccount } from '../support/runtime.ts';
@@ -247,7 +247,7 @@ describe.skipIf(skip !== null)('reads on a streaming replica', () => {
       expect(read.statusCode).toBe(200);
       expect(await counted(metrics, 'db_replica_fallbacks_total', { reason: 'lagging' })).toBe(1);
       expect(await counted(metrics, 'db_reads_total', { target: 'primary' })).toBe(1);
-      watchReplicas(metrics, reads.status);
+      metrics.watchReplicas(reads.status);
       const lag = sampleValue(await metrics.scrape(), 'content_service_db_replica_lag_seconds', {
         replica: replicaName(pair.replicaUrl()),
       });

@@ -263,7 +263,7 @@ describe.skipIf(!available)('a real Prometheus scraping the server', () => {
 describe.skipIf(!available)('the documented alert rules', () => {
   it('pass promtool check rules', async () => {
     const checked = await run(PROMTOOL, ['check', 'rules', ALERTS]);
-    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 4 rules found');
+    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 5 rules found');
     expect(checked.code).toBe(0);
   });
 
@@ -342,6 +342,22 @@ tests:
         alertname: ContentServiceWebhookEndpointFailing
         exp_alerts:
           - exp_labels: { severity: info, job: content-service }
+  - interval: 30s
+    input_series:
+      - series: 'content_service_db_replica_lag_seconds{instance="app-1:9464",job="content-service",replica="replica-1:5432"}'
+        values: '0 1 2 40x10'
+      - series: 'content_service_db_replica_lag_seconds{instance="app-2:9464",job="content-service",replica="replica-1:5432"}'
+        values: '0 1 2 40x10'
+      - series: 'content_service_db_replica_lag_seconds{instance="app-1:9464",job="content-service",replica="replica-2:5432"}'
+        values: '0 0 3 0x10'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: ContentServiceReplicaLagging
+        exp_alerts: []
+      - eval_time: 4m
+        alertname: ContentServiceReplicaLagging
+        exp_alerts:
+          - exp_labels: { severity: warning, replica: "replica-1:5432" }
 `,
       );
       const tested = await run(PROMTOOL, ['test', 'rules', join(dir, 'test.yml')]);
