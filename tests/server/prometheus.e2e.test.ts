@@ -221,6 +221,7 @@ describe.skipIf(!available)('a real Prometheus scraping the server', () => {
       'ContentServiceDatabaseAway',
       'ContentServiceProjectorStuck',
       'ContentServiceRedisAway',
+      'ContentServiceReplicaLagging',
       'ContentServiceWebhookEndpointFailing',
     ]);
     await vi.waitFor(async () => {
