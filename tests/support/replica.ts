@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { appendFile, chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, chmod, chown, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,6 +106,8 @@ export type ReplicatedPair = {
   startReplica(settings?: Record<string, string>): Promise<void>;
   /** Stops the replica (fast shutdown); the primary goes on. */
   stopReplica(): Promise<void>;
+  /** The pid of the primary's or the replica's postmaster (its backends and WAL processes are its children). */
+  postmasterPid(which: 'primary' | 'replica'): Promise<number>;
   /** Resolves once the replica has replayed everything the primary has written so far. */
   caughtUp(ms?: number): Promise<void>;
   /** Stops both and removes their folder. */
@@ -229,6 +231,10 @@ export async function startReplicatedPair(settings: Record<string, string> = {})
       if (!replicaRunning) return;
       await ctl(replicaDir, replicaPort, 'stop');
       replicaRunning = false;
+    },
+    async postmasterPid(which) {
+      const text = await readFile(join(which === 'primary' ? primaryDir : replicaDir, 'postmaster.pid'), 'utf8');
+      return Number(text.split('\n')[0]);
     },
     async caughtUp(ms = 30_000) {
       const primary = new pg.Client({ connectionString: urlOf(primaryPort) });
