@@ -1,3 +1,4 @@
+import { isDomainError } from '../../domain/errors.ts';
 import { primaryReads, type Reads } from '../../infra/db/replicas.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import type { JobSink } from '../../infra/jobs/queue.ts';
@@ -38,7 +39,24 @@ export type ApplicationDeps = {
   log?: { error(obj: object, msg: string): void };
 };
 
-/** Where a use case's reads run: `reads` as given, or the primary. */
+/**
+ * Where a use case's reads run: `reads` as given, or the primary. A read that a replica refuses for
+ * its API key is run again on the primary, which decides: the key may have been made a moment ago (by
+ * the CLI, say), and the replica not have it yet. (A revocation is the account's write: its reads after
+ * it are on a replica that has it.)
+ */
 export function readsOf(deps: Pick<ApplicationDeps, 'db' | 'reads'>): Reads {
-  return deps.reads ?? primaryReads(deps.db);
+  const { reads, db } = deps;
+  if (reads === undefined) return primaryReads(db);
+  return {
+    wrote: reads.wrote,
+    async read(accountId, work) {
+      try {
+        return await reads.read(accountId, work);
+      } catch (error) {
+        if (isDomainError(error) && error.code === 'unauthenticated') return work(db);
+        throw error;
+      }
+    },
+  };
 }

@@ -23,11 +23,15 @@ export function createKeys(deps: Pick<ApplicationDeps, 'db' | 'reads' | 'command
     /** The account's keys, newest first, with when each was last used; never the secret. */
     list: (accountId: string): Promise<ApiKeyRow[]> => listApiKeys(db, accountId),
     /** A new key: the secret is in this answer only (its hash is stored). */
-    create: (
+    async create(
       accountId: string,
       input: { name: string; scope: KeyScope },
-    ): Promise<{ keyId: string; key: string; prefix: string; scope: KeyScope }> =>
-      commands.createApiKey(accountId, input),
+    ): Promise<{ keyId: string; key: string; prefix: string; scope: KeyScope }> {
+      const made = await commands.createApiKey(accountId, input);
+      // The reads on replicas confirm the caller's key in their statement: they must find this one.
+      await reads.wrote(accountId);
+      return made;
+    },
     /** Revokes a key of the account; `revoked: false` when it was revoked already. */
     async revoke(accountId: string, keyId: string): Promise<{ revoked: boolean }> {
       const result = await commands.revokeApiKey(accountId, keyId);
