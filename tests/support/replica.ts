@@ -233,7 +233,10 @@ export async function startReplicatedPair(settings: Record<string, string> = {})
       replicaRunning = false;
     },
     async postmasterPid(which) {
-      const text = await readFile(join(which === 'primary' ? primaryDir : replicaDir, 'postmaster.pid'), 'utf8');
+      const text = await readFile(
+        join(which === 'primary' ? primaryDir : replicaDir, 'postmaster.pid'),
+        'utf8',
+      );
       return Number(text.split('\n')[0]);
     },
     async caughtUp(ms = 30_000) {
