@@ -7,7 +7,7 @@ import { freePort } from '../../reliability/outage-servers.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { metricTypes } from '../support/metrics.ts';
 import { cli, ROOT, run } from '../support/process.ts';
-import { type ServerProcess, startServer } from '../support/server.ts';
+import { announcedMetricsUrl, type ServerProcess, startServer } from '../support/server.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 /*
@@ -104,12 +104,7 @@ describe.skipIf(!available)('a real Prometheus scraping the server', () => {
     if (seeded.code !== 0) throw new Error(seeded.stderr);
     seed = JSON.parse(seeded.stdout) as Seed;
     server = await startServer({ ...env, METRICS_PORT: '0' });
-    const announced = server
-      .logs()
-      .map((line) => /metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(line)?.[1])
-      .find((url) => url !== undefined);
-    if (!announced) throw new Error(`no metrics listener in the log:\n${server.logs().join('\n')}`);
-    metricsUrl = announced;
+    metricsUrl = announcedMetricsUrl(server);
 
     dir = await mkdtemp(join(tmpdir(), 'cs-prometheus-'));
     const port = await freePort();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleValue } from '../support/metrics.ts';
 import { cli } from '../support/process.ts';
 import { type ReplicatedPair, replicaSkipReason, startReplicatedPair } from '../support/replica.ts';
-import { type ServerProcess, startServer } from '../support/server.ts';
+import { announcedMetricsUrl, type ServerProcess, startServer } from '../support/server.ts';
 import { TEST_REDIS_URL } from '../support/services.ts';
 
 /*
@@ -47,12 +47,7 @@ describe.skipIf(skip !== null)('the server with a read replica', () => {
     seed = JSON.parse(seeded.stdout) as Seed;
     await pair.caughtUp();
     server = await startServer({ ...env, METRICS_PORT: '0' });
-    const announced = server
-      .logs()
-      .map((line) => /metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(line)?.[1])
-      .find((url) => url !== undefined);
-    if (!announced) throw new Error(`no metrics listener in the log:\n${server.logs().join('\n')}`);
-    metricsUrl = announced;
+    metricsUrl = announcedMetricsUrl(server);
     replica = `127.0.0.1:${new URL(pair.replicaUrl()).port}`;
   }, 180_000);
 

@@ -85,3 +85,13 @@ export function startServer(
     });
   });
 }
+
+/** The metrics address a server started with METRICS_PORT=0 announced in its log; throws when it announced none. */
+export function announcedMetricsUrl(server: Pick<ServerProcess, 'logs'>): string {
+  const announced = server
+    .logs()
+    .map((line) => /metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(line)?.[1])
+    .find((url) => url !== undefined);
+  if (!announced) throw new Error(`no metrics listener in the log:\n${server.logs().join('\n')}`);
+  return announced;
+}
