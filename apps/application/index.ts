@@ -2,7 +2,7 @@ import { type Accounts, createAccounts } from './accounts.ts';
 import { type Activity, createActivity } from './activity.ts';
 import { createArticleWriter } from './article-write.ts';
 import { type Articles, createArticles } from './articles.ts';
-import { type ApplicationDeps, readsOf } from './deps.ts';
+import type { ApplicationDeps } from './deps.ts';
 import { createKeys, type Keys } from './keys.ts';
 import { createRevisions, type Revisions } from './revisions.ts';
 import { createSites, type Sites } from './sites.ts';
@@ -21,9 +21,7 @@ export type Application = {
   webhooks: Webhooks;
 };
 
-export function createApplication(given: ApplicationDeps): Application {
-  // One `reads` for every use case.
-  const deps = { ...given, reads: readsOf(given) };
+export function createApplication(deps: ApplicationDeps): Application {
   const writer = createArticleWriter(deps);
   const articles = createArticles(deps, writer);
   const revisions = createRevisions(deps, writer);
