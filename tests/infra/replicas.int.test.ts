@@ -10,7 +10,7 @@ import { createReplicaReads, type ReplicaReads, replicaName } from '../../infra/
 import { memoryPositions, redisPositions, type WritePositions } from '../../infra/db/write-positions.ts';
 import { createMetrics, type Metrics } from '../../infra/metrics.ts';
 import { sampleValue } from '../support/metrics.ts';
-import { type ReplicatedPair, replicaSkipReason, startReplicatedPair } from '../support/replica.ts';
+import { type ReplicatedPair, replicaTestsSkipped, startReplicatedPair } from '../support/replica.ts';
 import { addSiteWithArticle, setUpAccount } from '../support/runtime.ts';
 import { TEST_REDIS_URL } from '../support/services.ts';
 
@@ -20,8 +20,7 @@ import { TEST_REDIS_URL } from '../support/services.ts';
  * that a read sent to it right after a write would find the write missing.
  */
 
-const skip = replicaSkipReason();
-if (skip) console.warn(`read-replica tests skipped: ${skip}`);
+const skip = replicaTestsSkipped('tests/infra/replicas.int.test.ts');
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 const DATABASE = 'content';

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleValue } from '../support/metrics.ts';
 import { cli } from '../support/process.ts';
-import { type ReplicatedPair, replicaSkipReason, startReplicatedPair } from '../support/replica.ts';
+import { type ReplicatedPair, replicaTestsSkipped, startReplicatedPair } from '../support/replica.ts';
 import { announcedMetricsUrl, type ServerProcess, startServer } from '../support/server.ts';
 import { TEST_REDIS_URL } from '../support/services.ts';
 
@@ -12,8 +12,7 @@ import { TEST_REDIS_URL } from '../support/services.ts';
  * metrics (docs/operations.md, "Read replicas").
  */
 
-const skip = replicaSkipReason();
-if (skip) console.warn(`tests/server/replicas.e2e.test.ts skipped: ${skip}`);
+const skip = replicaTestsSkipped('tests/server/replicas.e2e.test.ts');
 
 type Seed = { api_key: string; sites: { id: string }[] };
 

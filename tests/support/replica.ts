@@ -52,6 +52,20 @@ export function replicaSkipReason(): string | null {
   return null;
 }
 
+/**
+ * Why the read-replica tests are skipped here (said on stderr), or null when they run. Under CI
+ * (`CI=true`, or `TEST_CONTAINERS=require`) a pair that cannot be made fails the file instead: the
+ * CI machine has PostgreSQL's binaries (.ci/run starts its local cluster).
+ */
+export function replicaTestsSkipped(file: string): string | null {
+  const reason = replicaSkipReason();
+  if (reason === null) return null;
+  if (process.env.CI === 'true' || process.env.TEST_CONTAINERS === 'require')
+    throw new Error(`${file} needs a streaming replica, and none can be made here: ${reason}`);
+  process.stderr.write(`${file} skipped: ${reason}\n`);
+  return reason;
+}
+
 /** A free loopback port (taken and let go: another process may take it first, rarely). */
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
