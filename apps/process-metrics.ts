@@ -41,6 +41,8 @@ export type ProcessParts = {
   limitsRedis?: { readonly status: string } | undefined;
   /** The activity records not stored yet (a process that records calls: the server). */
   unstoredActivity?: (() => number) | undefined;
+  /** The read replicas as their monitor last found them (a process with DATABASE_REPLICA_URLS). */
+  replicas?: (() => readonly { name: string; up: boolean; lagSeconds: number | null }[]) | undefined;
   logger: Log;
 };
 
@@ -55,6 +57,7 @@ export function watchProcess(metrics: Metrics, parts: ProcessParts): void {
   const redis = parts.limitsRedis;
   if (redis) metrics.probeRedis('limits', () => redis.status === 'ready');
   if (parts.unstoredActivity) watchActivitySpool(metrics, parts.unstoredActivity);
+  if (parts.replicas) metrics.watchReplicas(parts.replicas);
   const backlog = scrapeReading(
     () => webhookBacklog(handle.db),
     DATABASE_SCRAPE_TIMEOUT_MS,

@@ -18,6 +18,15 @@ function isPemCertificateFile(file: string): boolean {
   }
 }
 
+function isPostgresUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'postgres:' || url.protocol === 'postgresql:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 const boolish = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -35,6 +44,35 @@ export const ConfigSchema = z.object({
   DATABASE_URL: z
     .url({ protocol: /^postgres(ql)?$/, message: 'expected a postgres:// or postgresql:// URL' })
     .optional(),
+  /**
+   * PostgreSQL streaming replicas of DATABASE_URL for the use cases' reads (comma-separated postgres://
+   * URLs), with read-your-writes per account (docs/operations.md, "Read replicas"). Unset: every read
+   * on DATABASE_URL.
+   */
+  DATABASE_REPLICA_URLS: z
+    .string()
+    .transform((v, ctx) => {
+      const urls = v
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+      const bad = urls.find((url) => !isPostgresUrl(url));
+      if (urls.length === 0 || bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'expected comma-separated postgres:// or postgresql:// URLs',
+        });
+        return z.NEVER;
+      }
+      return urls;
+    })
+    .optional(),
+  /** Seconds a read replica may lag behind the primary before its reads go elsewhere (CONTRACT: default 5). */
+  REPLICA_MAX_LAG_SECONDS: z.coerce
+    .number({ message: 'expected a number of seconds' })
+    .min(0, 'expected 0 or more')
+    .max(86_400, 'expected at most 86400')
+    .default(5),
   REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'expected a redis:// or rediss:// URL' }).optional(),
   PORT: z.coerce
     .number({ message: 'expected a port number' })
@@ -289,6 +327,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (c.METRICS_PORT !== undefined && c.METRICS_PORT !== 0 && c.METRICS_PORT === c.PORT) {
     throw new ConfigError(
       `Invalid configuration: ${shown('METRICS_PORT')}: must differ from PORT (metrics are never served on the public port)`,
+    );
+  }
+  if (c.DATABASE_REPLICA_URLS !== undefined && c.DATABASE_URL === undefined) {
+    throw new ConfigError(
+      'Invalid configuration: DATABASE_REPLICA_URLS is set without DATABASE_URL: read replicas are replicas of a PostgreSQL primary, not of the embedded database',
     );
   }
   const publicUrl = (c.PUBLIC_URL ?? `http://localhost:${c.PORT === 0 ? 3000 : c.PORT}`).replace(/\/+$/, '');

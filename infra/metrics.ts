@@ -53,11 +53,20 @@ export type Metrics = {
   readonly webhookEndpointsDisabled: Counter<'reason'>;
   /** Every job run that failed, by queue, job and whether it was the last attempt. */
   readonly jobFailures: Counter<'queue' | 'job' | 'final'>;
+  /** The use cases' reads, by where they ran: a read replica (`host:port`) or `primary`. */
+  readonly dbReads: Counter<'target'>;
+  /** Reads that went to the primary although there are read replicas, by why: lagging, down, not_caught_up. */
+  readonly replicaFallbacks: Counter<'reason'>;
+  /** The read replicas as their monitor last found them (infra/db/replicas.ts): asked at each scrape. */
+  watchReplicas(status: () => readonly ReplicaGauge[]): void;
   /** Whether Redis answers, per connection: `up` is asked at each scrape. */
   probeRedis(connection: string, up: () => boolean | Promise<boolean>): void;
   /** The text Prometheus reads: every metric, the gauges read now. */
   scrape(): Promise<string>;
 };
+
+/** What the replica gauges show of one read replica. */
+export type ReplicaGauge = { name: string; up: boolean; lagSeconds: number | null };
 
 /** Whether a probe says yes; a probe that throws says no. */
 async function answers(probe: () => boolean | Promise<boolean>): Promise<boolean> {
@@ -89,6 +98,27 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       probes.forEach(([connection], i) => {
         this.set({ connection }, readings[i] ? 1 : 0);
       });
+    },
+  });
+  let replicas: () => readonly ReplicaGauge[] = () => [];
+  new Gauge({
+    name: `${METRIC_PREFIX}db_replica_lag_seconds`,
+    help: 'Seconds each read replica is behind the primary (0: it has replayed all it received), at its last check; absent while it is down',
+    labelNames: ['replica'],
+    registers,
+    collect() {
+      this.reset();
+      for (const r of replicas()) if (r.lagSeconds !== null) this.set({ replica: r.name }, r.lagSeconds);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}db_replica_up`,
+    help: 'Whether each read replica answered its last check as a streaming replica (1) or not (0)',
+    labelNames: ['replica'],
+    registers,
+    collect() {
+      this.reset();
+      for (const r of replicas()) this.set({ replica: r.name }, r.up ? 1 : 0);
     },
   });
   return {
@@ -143,6 +173,21 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       labelNames: ['queue', 'job', 'final'],
       registers,
     }),
+    dbReads: new Counter({
+      name: `${METRIC_PREFIX}db_reads_total`,
+      help: 'Reads of the use cases (lists, articles, backlinks, stats, activity, revisions), by where they ran: a read replica (host:port) or primary',
+      labelNames: ['target'],
+      registers,
+    }),
+    replicaFallbacks: new Counter({
+      name: `${METRIC_PREFIX}db_replica_fallbacks_total`,
+      help: "Reads sent to the primary although read replicas are configured, by reason: lagging (every replica past REPLICA_MAX_LAG_SECONDS), down (none answers, or the read failed on one), not_caught_up (none had replayed the account's last write in time)",
+      labelNames: ['reason'],
+      registers,
+    }),
+    watchReplicas(status) {
+      replicas = status;
+    },
     probeRedis(connection, up) {
       redisProbes.set(connection, up);
     },

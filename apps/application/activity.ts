@@ -4,7 +4,7 @@ import type { Actor } from '../../domain/event.ts';
 import { type ActivitySubjects, activitySubjects, listActivity } from '../../projections/activity.ts';
 import { type Call, type Outcome, outcomeOf, type Subject } from './call.ts';
 import { ActivityAbandoned } from './commands/activity-batcher.ts';
-import type { ApplicationDeps } from './deps.ts';
+import { type ApplicationDeps, readsOf } from './deps.ts';
 import { type Listed, listed, pageOf } from './lists.ts';
 import { dateRange, fromParam, idParam, pageParam, perPageParam, toParam } from './requests.ts';
 import { type ActivityOut, activityOut } from './wire.ts';
@@ -49,8 +49,9 @@ export type CallEntry = {
  * The account's activity log: every call through a face and every change, newest first. `record` is
  * the one way a call reaches it, for every face (API, MCP, web pages, staff views, CLI).
  */
-export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands' | 'log'>) {
-  const { db, commands } = deps;
+export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'reads' | 'commands' | 'log'>) {
+  const { commands } = deps;
+  const reads = readsOf(deps);
   const pending = new Set<Promise<void>>();
   return {
     /** A page of the account's calls and changes, newest first, filtered by date, source, site and article. */
@@ -58,7 +59,10 @@ export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands' | '
       return outcomeOf({}, async () => {
         const { from, to, source } = query;
         const filters = { from, to, source, siteId: query.site_id, articleId: query.article_id };
-        const page = await listActivity(db, call.principal.accountId, { ...pageOf(query), ...filters });
+        const { accountId } = call.principal;
+        const page = await reads.read(accountId, (db) =>
+          listActivity(db, accountId, { ...pageOf(query), ...filters }),
+        );
         return listed(page, query, activityOut);
       });
     },
@@ -70,7 +74,8 @@ export function createActivity(deps: Pick<ApplicationDeps, 'db' | 'commands' | '
       return outcomeOf({}, async () => {
         const siteIds = [...new Set(records.flatMap((r) => (r.site_id ? [r.site_id] : [])))];
         const articleIds = [...new Set(records.flatMap((r) => (r.article_id ? [r.article_id] : [])))];
-        return activitySubjects(db, call.principal.accountId, { siteIds, articleIds });
+        const { accountId } = call.principal;
+        return reads.read(accountId, (db) => activitySubjects(db, accountId, { siteIds, articleIds }));
       });
     },
     /**

@@ -4,7 +4,7 @@ import { invalidKeyError, isKeyLive } from '../../projections/accounts.ts';
 import { findArticleSite } from '../../projections/articles.ts';
 import { type Call, type Idempotency, type Note, requireWrite } from './call.ts';
 import type { EditResult } from './commands/index.ts';
-import type { ApplicationDeps } from './deps.ts';
+import { type ApplicationDeps, readsOf } from './deps.ts';
 import { onceIfKeyed } from './idempotency.ts';
 import { type ArticleChangeOut, changeOut } from './wire.ts';
 
@@ -44,9 +44,10 @@ export type ArticleWriter = {
 };
 
 export function createArticleWriter(
-  deps: Pick<ApplicationDeps, 'db' | 'editLimit' | 'commands'>,
+  deps: Pick<ApplicationDeps, 'db' | 'reads' | 'editLimit' | 'commands'>,
 ): ArticleWriter {
   const { db, editLimit, commands } = deps;
+  const reads = readsOf(deps);
   return {
     async own(call, note, articleId, opts = {}) {
       const { principal } = call;
@@ -92,7 +93,11 @@ export function createArticleWriter(
         }
         settle();
         // A change that changed nothing made no revision: its record names none.
-        if (result.changed) note.revision(result.revision);
+        if (result.changed) {
+          note.revision(result.revision);
+          // Committed: the account's next reads, on any replica, see it.
+          await reads.wrote(accountId);
+        }
         return changeOut(result);
       };
       const { value, replayed } = await onceIfKeyed(db, accountId, idempotency, work);

@@ -16,7 +16,7 @@ import {
 import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
-import type { ApplicationDeps } from './deps.ts';
+import { type ApplicationDeps, readsOf } from './deps.ts';
 import { type Listed, listed, pageOf } from './lists.ts';
 import {
   atMost,
@@ -99,10 +99,11 @@ export type Articles = ReturnType<typeof createArticles>;
 
 /** Articles: read one or a site's list, edit title and body, replace the featured image. */
 export function createArticles(
-  deps: Pick<ApplicationDeps, 'db' | 'commands' | 'media' | 'fetchImage' | 'publicUrl'>,
+  deps: Pick<ApplicationDeps, 'db' | 'reads' | 'commands' | 'media' | 'fetchImage' | 'publicUrl'>,
   writer: ArticleWriter,
 ) {
   const { db, commands } = deps;
+  const reads = readsOf(deps);
   return {
     /** One article of the account with its body and protected links; `not_found` otherwise. */
     get(call: Call, articleId: string): Promise<Outcome<ArticleOut>> {
@@ -122,7 +123,9 @@ export function createArticles(
       return outcomeOf({ articleId }, async (note) => {
         if (held !== undefined) {
           const { principal } = call;
-          const head = await findArticleHead(db, principal.accountId, articleId, principal.liveKey);
+          const head = await reads.read(principal.accountId, (on) =>
+            findArticleHead(on, principal.accountId, articleId, principal.liveKey),
+          );
           if (!head) throw new DomainError('not_found', `No article ${articleId}`);
           note.site(head.siteId);
           if (head.revision === held) return { revision: held, article: null };
@@ -137,7 +140,9 @@ export function createArticles(
       return outcomeOf({ siteId }, async () => {
         const scope = { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
         const { from, to, status } = query;
-        const page = await ofOwnSite(scope, listArticles(db, scope, { ...pageOf(query), from, to, status }));
+        const page = await reads.read(scope.accountId, (on) =>
+          ofOwnSite(scope, listArticles(on, scope, { ...pageOf(query), from, to, status })),
+        );
         return listed(page, query, articleListItemOut);
       });
     },
@@ -212,7 +217,9 @@ export function createArticles(
     find: (db: Db, accountId: string, articleId: string, liveKey?: string) => Promise<R | undefined>,
   ): Promise<R> {
     const { principal } = call;
-    const row = await find(db, principal.accountId, articleId, principal.liveKey);
+    const row = await reads.read(principal.accountId, (on) =>
+      find(on, principal.accountId, articleId, principal.liveKey),
+    );
     if (!row) throw new DomainError('not_found', `No article ${articleId}`);
     note.site(row.site_id);
     return row;

@@ -1,3 +1,5 @@
+import { isDomainError } from '../../domain/errors.ts';
+import { primaryReads, type Reads } from '../../infra/db/replicas.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import type { JobSink } from '../../infra/jobs/queue.ts';
 import type { FetchImage } from '../../infra/media/fetch.ts';
@@ -7,7 +9,14 @@ import type { Commands } from './commands/index.ts';
 
 /** What the use cases are given by a composition root (apps/server/app.ts, the CLI, the tests). */
 export type ApplicationDeps = {
+  /** The primary: writes, and the reads of a use case that writes. */
   db: Db;
+  /**
+   * Where the reads of an account's data run (lists, articles, backlinks, stats, activity, revisions):
+   * a read replica that has the account's last write, or the primary (infra/db/replicas.ts). Default:
+   * every read on `db`.
+   */
+  reads?: Reads;
   commands: Commands;
   /** The service's public address: stored images are referred to under it. */
   publicUrl: string;
@@ -29,3 +38,25 @@ export type ApplicationDeps = {
   /** Where failures nobody awaits are reported (an activity record that could not be stored). */
   log?: { error(obj: object, msg: string): void };
 };
+
+/**
+ * Where a use case's reads run: `reads` as given, or the primary. A read that a replica refuses for
+ * its API key is run again on the primary, which decides: the key may have been made a moment ago (by
+ * the CLI, say), and the replica not have it yet. (A revocation is the account's write: its reads after
+ * it are on a replica that has it.)
+ */
+export function readsOf(deps: Pick<ApplicationDeps, 'db' | 'reads'>): Reads {
+  const { reads, db } = deps;
+  if (reads === undefined) return primaryReads(db);
+  return {
+    wrote: reads.wrote,
+    async read(accountId, work) {
+      try {
+        return await reads.read(accountId, work);
+      } catch (error) {
+        if (isDomainError(error) && error.code === 'unauthenticated') return work(db);
+        throw error;
+      }
+    },
+  };
+}

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.ts';
+import { findArticleSite } from '../../projections/articles.ts';
 import { findRevision, listRevisions } from '../../projections/revisions.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Outcome, outcomeOf } from './call.ts';
-import type { ApplicationDeps } from './deps.ts';
+import { type ApplicationDeps, readsOf } from './deps.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { idParam, reasonField } from './requests.ts';
 import { inUseCase } from './use-case-span.ts';
@@ -27,14 +28,25 @@ export const RestoreBody = z
 export type Revisions = ReturnType<typeof createRevisions>;
 
 /** An article's history: its revisions, the content at one of them (by replay), and restoring one. */
-export function createRevisions(deps: Pick<ApplicationDeps, 'db' | 'commands'>, writer: ArticleWriter) {
-  const { db, commands } = deps;
+export function createRevisions(
+  deps: Pick<ApplicationDeps, 'db' | 'reads' | 'commands'>,
+  writer: ArticleWriter,
+) {
+  const { commands } = deps;
+  const reads = readsOf(deps);
   return {
     /** A page of the article's revisions, newest first. */
     list(call: Call, articleId: string, query: ListQuery): Promise<Outcome<Listed<RevisionOut>>> {
       return outcomeOf({ articleId }, async (note) => {
-        await writer.own(call, note, articleId);
-        return listed(await listRevisions(db, articleId, pageOf(query)), query, revisionOut);
+        const { accountId, liveKey } = call.principal;
+        note.article(articleId);
+        const page = await reads.read(accountId, async (db) => {
+          const siteId = await findArticleSite(db, accountId, articleId, liveKey);
+          if (!siteId) throw new DomainError('not_found', `No article ${articleId}`);
+          note.site(siteId);
+          return listRevisions(db, articleId, pageOf(query));
+        });
+        return listed(page, query, revisionOut);
       });
     },
 
@@ -42,7 +54,9 @@ export function createRevisions(deps: Pick<ApplicationDeps, 'db' | 'commands'>, 
     get(call: Call, articleId: string, revision: number): Promise<Outcome<RevisionContentOut>> {
       return outcomeOf({ articleId }, async (note) => {
         const state = await commands.articleAt(call.principal.accountId, articleId, revision);
-        const record = await findRevision(db, articleId, revision);
+        const record = await reads.read(call.principal.accountId, (db) =>
+          findRevision(db, articleId, revision),
+        );
         if (!state.exists || !record)
           throw new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
         note.site(state.siteId);

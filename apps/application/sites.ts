@@ -14,7 +14,7 @@ import {
 } from '../../projections/site-stats.ts';
 import { findSite, listSiteOverview, listSites, ofOwnSite, type SiteScope } from '../../projections/sites.ts';
 import { type Call, type Outcome, outcomeOf } from './call.ts';
-import type { ApplicationDeps } from './deps.ts';
+import { type ApplicationDeps, readsOf } from './deps.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
 import { dateRange, fromParam, pageParam, perPageParam, toParam } from './requests.ts';
 import { type BacklinkOut, backlinkOut, type SiteOut, type StatsOut, siteOut, statsOut } from './wire.ts';
@@ -109,8 +109,8 @@ export function everyDay(period: Pick<Period, 'from' | 'to'>, rows: readonly Dai
 }
 
 /** The account's sites, a site's backlinks and its statistics for a period. */
-export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
-  const { db } = deps;
+export function createSites(deps: Pick<ApplicationDeps, 'db' | 'reads' | 'now'>) {
+  const reads = readsOf(deps);
   /** A site of the call's account (`not_found` otherwise, answered by the read itself). */
   const scopeOf = (call: Call, siteId: string): SiteScope => ({
     accountId: call.principal.accountId,
@@ -121,7 +121,8 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
     /** One site of the account; `not_found` otherwise. */
     get(call: Call, siteId: string): Promise<Outcome<SiteOut>> {
       return outcomeOf({ siteId }, async () => {
-        const row = await findSite(db, call.principal.accountId, siteId);
+        const { accountId } = call.principal;
+        const row = await reads.read(accountId, (db) => findSite(db, accountId, siteId));
         if (!row) throw new DomainError('not_found', `No site ${siteId}`);
         return siteOut(row);
       });
@@ -131,7 +132,10 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
     overview(call: Call, query: ListQuery): Promise<Outcome<Listed<SiteOverviewOut>>> {
       return outcomeOf({}, async () => {
         const month = periodOf('this_month', deps.now());
-        const page = await listSiteOverview(db, call.principal.accountId, pageOf(query), month.from);
+        const { accountId } = call.principal;
+        const page = await reads.read(accountId, (db) =>
+          listSiteOverview(db, accountId, pageOf(query), month.from),
+        );
         return listed(page, query, (row) => ({
           ...siteOut(row),
           articles: row.articles,
@@ -156,11 +160,13 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
         const period = periodOf(periodKey, today);
         const compared = comparisonOf(period, today.toISOString().slice(0, 10));
         const before: Period = { key: 'previous', ...compared.before };
-        const [site, rows, previous] = await Promise.all([
-          findSite(db, scope.accountId, siteId),
-          ofOwnSite(scope, siteDailyStats(db, scope, period)),
-          ofOwnSite(scope, siteStats(db, scope, before)),
-        ]);
+        const [site, rows, previous] = await reads.read(scope.accountId, (db) =>
+          Promise.all([
+            findSite(db, scope.accountId, siteId),
+            ofOwnSite(scope, siteDailyStats(db, scope, period)),
+            ofOwnSite(scope, siteStats(db, scope, before)),
+          ]),
+        );
         if (!site) throw new DomainError('not_found', `No site ${siteId}`);
         const days = everyDay(period, rows);
         const totals = (from: string, to: string): SiteStats => {
@@ -189,7 +195,12 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
     /** A page of the account's sites, oldest first. */
     list(call: Call, query: ListQuery): Promise<Outcome<Listed<SiteOut>>> {
       return outcomeOf({}, async () => {
-        return listed(await listSites(db, call.principal.accountId, pageOf(query)), query, siteOut);
+        const { accountId } = call.principal;
+        return listed(
+          await reads.read(accountId, (db) => listSites(db, accountId, pageOf(query))),
+          query,
+          siteOut,
+        );
       });
     },
 
@@ -198,9 +209,8 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
       return outcomeOf({ siteId }, async () => {
         const scope = scopeOf(call, siteId);
         const { from, to, category } = query;
-        const page = await ofOwnSite(
-          scope,
-          listBacklinks(db, scope, { ...pageOf(query), from, to, category }),
+        const page = await reads.read(scope.accountId, (db) =>
+          ofOwnSite(scope, listBacklinks(db, scope, { ...pageOf(query), from, to, category })),
         );
         return listed(page, query, backlinkOut);
       });
@@ -211,7 +221,10 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'now'>) {
       return outcomeOf({ siteId }, async () => {
         const scope = scopeOf(call, siteId);
         const resolved = periodOf(period, deps.now());
-        return statsOut(siteId, resolved, await ofOwnSite(scope, siteStats(db, scope, resolved)));
+        const stats = await reads.read(scope.accountId, (db) =>
+          ofOwnSite(scope, siteStats(db, scope, resolved)),
+        );
+        return statsOut(siteId, resolved, stats);
       });
     },
   };

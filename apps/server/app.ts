@@ -9,6 +9,7 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE, REQUEST_ARRIVAL_SECONDS } from '../../infra/config.ts';
+import type { Reads } from '../../infra/db/replicas.ts';
 import type { JobSink } from '../../infra/jobs/queue.ts';
 import {
   type Counter,
@@ -89,6 +90,8 @@ type AppDeps = {
   resourceMetadataUrl?: string;
   /** This process's metrics (infra/metrics.ts): every request is observed; without them, nothing is. */
   metrics?: Metrics;
+  /** Where the use cases' reads run (read replicas: infra/db/replicas.ts); default the runtime's database. */
+  reads?: Reads;
 };
 
 /**
@@ -220,6 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // The use cases every face calls, with this app's clock, limits, media store and image fetcher.
   const application = createApplication({
     db,
+    ...(deps.reads ? { reads: deps.reads } : {}),
     commands: deps.runtime.commands,
     publicUrl,
     now,

@@ -101,6 +101,26 @@ const edits = createEditLimiter({
   logger: limitsLog,
   ...(redis ? { redis } : {}),
 });
+// Read replicas (docs/operations.md, "Read replicas"): the use cases' reads, with each account's last
+// write position shared through Redis when there is one.
+const replicaReads = config.DATABASE_REPLICA_URLS
+  ? await (async () => {
+      const [{ createReplicaReads }, { memoryPositions, redisPositions }] = await Promise.all([
+        import('../../infra/db/replicas.ts'),
+        import('../../infra/db/write-positions.ts'),
+      ]);
+      return createReplicaReads({
+        primary: runtime.db,
+        urls: config.DATABASE_REPLICA_URLS ?? [],
+        maxLagSeconds: config.REPLICA_MAX_LAG_SECONDS,
+        positions: redis
+          ? redisPositions(redis, { prefix: `${config.RATE_LIMIT_KEY_PREFIX}:wal`, logger: databaseLog })
+          : memoryPositions(),
+        logger: databaseLog,
+        metrics,
+      });
+    })()
+  : undefined;
 // Background jobs (docs/jobs.md): BullMQ queues shared through Redis with REDIS_URL, else in process.
 // Every process can add jobs; RUN_JOBS=false leaves running them to `npm run worker`.
 const jobsLog = pino({ level: config.LOG_LEVEL, ...LOG_REDACTION }).child({ component: 'jobs' });
@@ -126,6 +146,7 @@ const app = await buildApp({
   drain,
   jobSink: boundedSink(jobs, jobsLog),
   ...(metrics ? { metrics } : {}),
+  ...(replicaReads ? { reads: replicaReads } : {}),
 });
 // Refusals waiting out their pause are answered as soon as the server starts closing.
 app.addHook('preClose', async () => limiter.release());
@@ -143,6 +164,7 @@ if (metrics) {
     jobs,
     limitsRedis: redis,
     unstoredActivity: runtime.commands.unstoredCalls,
+    ...(replicaReads ? { replicas: replicaReads.status } : {}),
     logger: metricsLog,
   });
   metricsServer?.serveReadiness(
@@ -194,6 +216,7 @@ async function shutdown(signal: string): Promise<void> {
     heavyPages.close();
     if (redis) await redisClient?.closeRedis(redis);
     await workers?.stop();
+    await replicaReads?.close();
     await runtime.close();
     await metricsServer?.close();
     app.log.info('stopped');
@@ -220,6 +243,9 @@ try {
           ? 'redis'
           : 'redis unreachable: per process until it answers'
         : 'per process',
+      read_replicas: replicaReads
+        ? replicaReads.status().map((r) => `${r.name}${r.up ? '' : ' (down)'}`)
+        : [],
     },
     'content service ready',
   );
@@ -231,6 +257,7 @@ try {
   if (background) await background.stop();
   else await jobs.close();
   await workers?.stop();
+  await replicaReads?.close();
   await runtime.close();
   await metricsServer?.close();
   await stopTracing();

@@ -219,11 +219,18 @@ function closer(steps: ReadonlyArray<() => Promise<void>>, logger: DbLogger): ()
   };
 }
 
-async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLogger): Promise<DbHandle> {
-  const driver = await loadDriver();
-  const { pg, types, namingClient, Kysely, PostgresDialect } = driver;
-  // Opening a connection is given up after CONNECT_TIMEOUT_MS, waiting for a free one after
-  // POOL_WAIT_MS; while the database cannot be reached, requests fail at once (reachability.ts).
+/**
+ * A PostgreSQL pool and kysely over it. Opening a connection is given up after CONNECT_TIMEOUT_MS,
+ * waiting for a free one after POOL_WAIT_MS; while the database cannot be reached, requests fail at
+ * once (reachability.ts). `close()` ends it; `what` names its server in the log.
+ */
+function postgresPool(
+  { pg, types, namingClient, Kysely, PostgresDialect }: Driver,
+  databaseUrl: string,
+  poolSize: number,
+  logger: DbLogger,
+  what: string,
+): ReadPool {
   const reachability = createReachability();
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -237,7 +244,7 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
   // process. Once closing, clients pg-pool is still ending may see their server go: not news.
   let closing = false;
   pool.on('error', (err) => {
-    if (!closing) logger.warn({ err: summary(err) }, 'an idle PostgreSQL connection failed');
+    if (!closing) logger.warn({ err: summary(err) }, `an idle ${what} connection failed`);
   });
   // A client checked out of the pool (a kysely connection, a transaction between two statements) has
   // no listener of pg-pool's: when its server goes away (a restart, a terminated backend), its 'error'
@@ -249,6 +256,19 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: guardPool(pool, poolSize, reachability) }),
   });
+  return {
+    db,
+    pool,
+    async close() {
+      closing = true;
+      await db.destroy();
+    },
+  };
+}
+
+async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLogger): Promise<DbHandle> {
+  const driver = await loadDriver();
+  const { db, pool, close: closePool } = postgresPool(driver, databaseUrl, poolSize, logger, 'PostgreSQL');
   const wakeups = createWakeups(logger);
   const announcer = createAnnouncer(pool, logger);
 
@@ -269,22 +289,32 @@ async function openPostgres(databaseUrl: string, poolSize: number, logger: DbLog
       wakeups.wake(types);
       if (types && types.length > 0) announcer.announce(types);
     },
-    close: closer(
-      [
-        () => announcer.close(),
-        async () => {
-          closing = true;
-          await db.destroy();
-        },
-        () => listener.close(),
-      ],
-      logger,
-    ),
+    close: closer([() => announcer.close(), closePool, () => listener.close()], logger),
   };
 }
 
 interface Listener {
   close(): Promise<void>;
+}
+
+/** A pool of connections for reads only (a streaming replica): no LISTEN, no announcements. */
+export interface ReadPool {
+  readonly db: Db;
+  readonly pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+/**
+ * A PostgreSQL pool for reads (a streaming replica, infra/db/replicas.ts), with the primary's value
+ * types, named statements and connection timeouts; while its server cannot be reached, its requests
+ * fail at once (reachability.ts), so that a read can go elsewhere.
+ */
+export async function openReadPool(
+  databaseUrl: string,
+  poolSize: number,
+  logger: DbLogger,
+): Promise<ReadPool> {
+  return postgresPool(await loadDriver(), databaseUrl, poolSize, logger, 'read replica');
 }
 
 /** How long appended types wait to go out together in one NOTIFY. */

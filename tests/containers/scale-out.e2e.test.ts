@@ -397,9 +397,12 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
   }, 400_000);
 
   it('reads from a streaming replica (--profile replica) and never an older revision after a write', async () => {
-    const replica = await stack.compose(['--profile', 'replica', 'up', '-d', '--no-deps', 'postgres-replica'], {
-      REPLICA_APPLY_DELAY: '2s',
-    });
+    const replica = await stack.compose(
+      ['--profile', 'replica', 'up', '-d', '--no-deps', 'postgres-replica'],
+      {
+        REPLICA_APPLY_DELAY: '2s',
+      },
+    );
     expect(replica.code, replica.stderr).toBe(0);
     // The replicas and the worker move onto it as an operator does: its URL in the env file, then an
     // upgrade. Its replay is held 2 s behind the primary on purpose.
@@ -454,7 +457,9 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
     const before = await readsOn('postgres-replica:5432');
     const idle = seeded[1] as Seeded;
     for (let i = 0; i < 6; i++) expect((await call(idle.api_key, 'GET', '/sites')).status).toBe(200);
-    expect(await until(async () => (await readsOn('postgres-replica:5432')) >= before + 6, 30_000)).toBe(true);
+    expect(await until(async () => (await readsOn('postgres-replica:5432')) >= before + 6, 30_000)).toBe(
+      true,
+    );
   }, 400_000);
 
   it('keeps every acknowledged edit when a replica is killed mid-burst; the read models equal a rebuild', async () => {

@@ -7,7 +7,7 @@ import { freePort } from '../../reliability/outage-servers.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { metricTypes } from '../support/metrics.ts';
 import { cli, ROOT, run } from '../support/process.ts';
-import { type ServerProcess, startServer } from '../support/server.ts';
+import { announcedMetricsUrl, type ServerProcess, startServer } from '../support/server.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 /*
@@ -104,12 +104,7 @@ describe.skipIf(!available)('a real Prometheus scraping the server', () => {
     if (seeded.code !== 0) throw new Error(seeded.stderr);
     seed = JSON.parse(seeded.stdout) as Seed;
     server = await startServer({ ...env, METRICS_PORT: '0' });
-    const announced = server
-      .logs()
-      .map((line) => /metrics listening at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(line)?.[1])
-      .find((url) => url !== undefined);
-    if (!announced) throw new Error(`no metrics listener in the log:\n${server.logs().join('\n')}`);
-    metricsUrl = announced;
+    metricsUrl = announcedMetricsUrl(server);
 
     dir = await mkdtemp(join(tmpdir(), 'cs-prometheus-'));
     const port = await freePort();
@@ -221,6 +216,7 @@ describe.skipIf(!available)('a real Prometheus scraping the server', () => {
       'ContentServiceDatabaseAway',
       'ContentServiceProjectorStuck',
       'ContentServiceRedisAway',
+      'ContentServiceReplicaLagging',
       'ContentServiceWebhookEndpointFailing',
     ]);
     await vi.waitFor(async () => {
@@ -263,7 +259,7 @@ describe.skipIf(!available)('a real Prometheus scraping the server', () => {
 describe.skipIf(!available)('the documented alert rules', () => {
   it('pass promtool check rules', async () => {
     const checked = await run(PROMTOOL, ['check', 'rules', ALERTS]);
-    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 4 rules found');
+    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 5 rules found');
     expect(checked.code).toBe(0);
   });
 
@@ -342,6 +338,22 @@ tests:
         alertname: ContentServiceWebhookEndpointFailing
         exp_alerts:
           - exp_labels: { severity: info, job: content-service }
+  - interval: 30s
+    input_series:
+      - series: 'content_service_db_replica_lag_seconds{instance="app-1:9464",job="content-service",replica="replica-1:5432"}'
+        values: '0 1 2 40x10'
+      - series: 'content_service_db_replica_lag_seconds{instance="app-2:9464",job="content-service",replica="replica-1:5432"}'
+        values: '0 1 2 40x10'
+      - series: 'content_service_db_replica_lag_seconds{instance="app-1:9464",job="content-service",replica="replica-2:5432"}'
+        values: '0 0 3 0x10'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: ContentServiceReplicaLagging
+        exp_alerts: []
+      - eval_time: 4m
+        alertname: ContentServiceReplicaLagging
+        exp_alerts:
+          - exp_labels: { severity: warning, replica: "replica-1:5432" }
 `,
       );
       const tested = await run(PROMTOOL, ['test', 'rules', join(dir, 'test.yml')]);

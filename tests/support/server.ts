@@ -99,3 +99,8 @@ export function metricsBaseOf(server: Pick<ServerProcess, 'logs'>): string {
     `no metrics listener in the server's log (METRICS_PORT unset?):\n${server.logs().join('\n')}`,
   );
 }
+
+/** The metrics address (`.../metrics`) a server started with METRICS_PORT announced in its log. */
+export function announcedMetricsUrl(server: Pick<ServerProcess, 'logs'>): string {
+  return `${metricsBaseOf(server)}/metrics`;
+}
