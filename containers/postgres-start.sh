@@ -30,6 +30,8 @@ if [ -n "${POSTGRES_PRIMARY_HOST:-}" ]; then
       sleep 2
     done
   fi
+  # PostgreSQL wants its data folder private; a new volume's is not.
+  chmod 0700 "$PGDATA"
   exec postgres -D "$PGDATA" -c hot_standby=on "$@"
 fi
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
