@@ -23,28 +23,25 @@ export function blockingViolations(violations: Violation[]): string[] {
 
 /**
  * Runs axe-core on the page as it is and asserts it has no serious or critical violation. The
- * script goes in through the DevTools protocol (`page.evaluate`), which the pages'
- * Content-Security-Policy does not govern. axe needs the page's JavaScript on (its timers do not
- * fire otherwise): to check a page as it is with JavaScript off, open it in a context made by
+ * script goes in through the DevTools protocol (`page.evaluate` of its source as a script, which is
+ * compiled once, where passing it as an argument would have it copied and parsed again), which the
+ * pages' Content-Security-Policy does not govern. axe needs the page's JavaScript on (its timers do
+ * not fire otherwise): to check a page as it is with JavaScript off, open it in a context made by
  * `noPageScripts` (its own scripts never load). `name` says which page in the failure message.
  */
 export async function expectAccessible(page: Page, name: string): Promise<void> {
-  const violations = await page.evaluate(
-    async ({ source, tags }) => {
-      // biome-ignore lint/security/noGlobalEval: axe-core's own source, injected for the check.
-      globalThis.eval(source);
-      // The page's globals (this file is typed without the DOM library).
-      const page = globalThis as unknown as { axe: typeof axe; document: axe.ElementContext };
-      const result = await page.axe.run(page.document, { runOnly: { type: 'tag', values: tags } });
-      return result.violations.map((v) => ({
-        id: v.id,
-        impact: v.impact,
-        help: v.help,
-        nodes: v.nodes.map((n) => ({ target: n.target.map(String) })),
-      }));
-    },
-    { source: axe.source, tags: AXE_TAGS },
-  );
+  await page.evaluate(axe.source);
+  const violations = await page.evaluate(async (tags) => {
+    // The page's globals (this file is typed without the DOM library).
+    const page = globalThis as unknown as { axe: typeof axe; document: axe.ElementContext };
+    const result = await page.axe.run(page.document, { runOnly: { type: 'tag', values: tags } });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => ({ target: n.target.map(String) })),
+    }));
+  }, AXE_TAGS);
   const all = violations.map(describeViolation);
   // AXE_PRINT=1 lists every page's violations of any impact (minor and moderate do not fail).
   if (process.env.AXE_PRINT) console.log(`AXE ${name}: ${all.join(' | ')}`);

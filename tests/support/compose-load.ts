@@ -3,9 +3,10 @@
  * deployment under it (scale-up, a rolling upgrade) and count what failed: every answer that is not
  * a 2xx, and every request that got no answer at all.
  *
- * Two lanes ask for the sign-in page as fast as they are answered; each account given has a lane of
- * its own that reads an article and edits its title in turn, one request every `apiIntervalMs` (under
- * the account's request budget a minute).
+ * Two lanes ask for the sign-in page, each one request every `pageIntervalMs` (a steady stream that
+ * always has requests in flight, not a flood: the machine's cores stay shared with the rest of the
+ * suite); each account given has a lane of its own that reads an article and edits its title in turn,
+ * one request every `apiIntervalMs` (under the account's request budget a minute).
  */
 
 export type LoadAccount = { apiKey: string; articleId: string };
@@ -18,7 +19,12 @@ export type Load = {
   stop(): Promise<LoadResult>;
 };
 
-export function startLoad(url: string, accounts: LoadAccount[], apiIntervalMs = 1_300): Load {
+export function startLoad(
+  url: string,
+  accounts: LoadAccount[],
+  apiIntervalMs = 1_300,
+  pageIntervalMs = 40,
+): Load {
   let stopped = false;
   let requests = 0;
   const failures: string[] = [];
@@ -41,8 +47,17 @@ export function startLoad(url: string, accounts: LoadAccount[], apiIntervalMs = 
     }
   };
 
+  /** Waits until `next` (a Date.now() value), unless the load has stopped. */
+  const until = async (next: number): Promise<void> => {
+    const wait = next - Date.now();
+    if (wait > 0 && !stopped) await new Promise((r) => setTimeout(r, wait));
+  };
   const pages = async (): Promise<void> => {
-    while (!stopped) await send('page', '/sign-in');
+    while (!stopped) {
+      const next = Date.now() + pageIntervalMs;
+      await send('page', '/sign-in');
+      await until(next);
+    }
   };
   const api = async (account: LoadAccount, lane: number): Promise<void> => {
     const headers = { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' };
@@ -56,8 +71,7 @@ export function startLoad(url: string, accounts: LoadAccount[], apiIntervalMs = 
           body: JSON.stringify({ title: `Under load ${lane}.${i}` }),
         });
       }
-      const wait = next - Date.now();
-      if (wait > 0 && !stopped) await new Promise((r) => setTimeout(r, wait));
+      await until(next);
     }
   };
   const lanes = [pages(), pages(), ...accounts.map((account, lane) => api(account, lane))];

@@ -93,9 +93,11 @@ export async function startWebApp(
         viewport: { width: o.width ?? 1100, height: 800 },
       });
       contexts.push(context);
+      // The sign-in page stays open (closed with the context): its renderer then serves the
+      // context's next pages, where closing it would have Chromium start another, at a second or
+      // more of CPU each on a busy machine.
       const page = await context.newPage();
       await signIn(page, url, demo);
-      await page.close();
       return context;
     },
     api: (path, init = {}) =>

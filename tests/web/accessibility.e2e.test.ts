@@ -91,7 +91,6 @@ describe('accessibility (axe-core)', () => {
       const context = await newContext(width, scheme);
       const page = await context.newPage();
       await signIn(page, web.url, web.demo);
-      await page.close();
       await check(
         context,
         [
@@ -116,7 +115,6 @@ describe('accessibility (axe-core)', () => {
       const context = await newContext(width, scheme);
       const page = await context.newPage();
       await staffSignIn(page, web.url, staff);
-      await page.close();
       await check(
         context,
         [

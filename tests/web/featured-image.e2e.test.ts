@@ -111,12 +111,26 @@ describe('featured images on the web', () => {
   const article = async (id: string): Promise<Article> =>
     (await (await web.api(`/articles/${id}`)).json()) as Article;
 
-  /** Whether an image element has loaded its picture (false: still loading, refused or broken). */
-  const loaded = (page: Page, selector: string): Promise<boolean> =>
+  /**
+   * How an image element stands: `loaded` (its picture decoded), `loading`, or `broken` (refused, failed
+   * or not a picture: it will not load by waiting). A poll that ends on `broken` names it at once in its
+   * failure, beside the failed requests the page logged (`watchFailures`).
+   */
+  const imageState = (page: Page, selector: string): Promise<'loaded' | 'loading' | 'broken'> =>
     page.$eval(selector, (img) => {
       const i = img as unknown as { complete: boolean; naturalWidth: number };
-      return i.complete && i.naturalWidth > 0;
+      return i.complete ? (i.naturalWidth > 0 ? 'loaded' : 'broken') : 'loading';
     });
+  const loaded = async (page: Page, selector: string): Promise<boolean> =>
+    (await imageState(page, selector)) === 'loaded';
+
+  /** Logs each request of the page to the image host that got no answer, with Chromium's reason. */
+  const watchFailures = (page: Page): void => {
+    page.on('requestfailed', (r) => {
+      if (r.url().startsWith(imagesOrigin))
+        console.warn(`request failed: ${r.url()}: ${r.failure()?.errorText}`);
+    });
+  };
 
   /** Opens the featured image page of `id` in a new tab. */
   async function imagePage(id: string, width = 1280): Promise<Page> {
@@ -146,6 +160,7 @@ describe('featured images on the web', () => {
 
   it('shows the featured image and a body image from an https address, sending them no page address', async () => {
     const page = await context.newPage();
+    watchFailures(page);
     const errors: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(m.text());
@@ -158,8 +173,8 @@ describe('featured images on the web', () => {
     expect(csp).toContain("img-src 'self' https:;");
     expect(csp).not.toMatch(/http:|data:|\*/);
     expect((await res?.allHeaders())?.['referrer-policy']).toBe('same-origin');
-    await expect.poll(() => loaded(page, 'figure.featured img'), PATIENCE).toBe(true);
-    await expect.poll(() => loaded(page, '.article-body img'), PATIENCE).toBe(true);
+    await expect.poll(() => imageState(page, 'figure.featured img'), PATIENCE).toBe('loaded');
+    await expect.poll(() => imageState(page, '.article-body img'), PATIENCE).toBe('loaded');
     expect(await page.getAttribute('figure.featured img', 'alt')).toBe('A blue rectangle');
     expect(await page.textContent('figure.featured figcaption')).toBe('A blue rectangle');
     // No policy refused anything, and no image failed (other noise, such as a favicon's 404, aside).

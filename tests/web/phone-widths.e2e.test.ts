@@ -220,7 +220,6 @@ describe(`every page at ${WIDTH} px`, () => {
       const context = await newContext(scheme);
       const page = await context.newPage();
       await signIn(page, web.url, web.demo);
-      await page.close();
       await check(context, accountPages(), `${WIDTH}-${scheme}`);
       await context.close();
     }, 120_000);
@@ -229,7 +228,6 @@ describe(`every page at ${WIDTH} px`, () => {
       const context = await newContext(scheme, true);
       const page = await context.newPage();
       await signIn(page, web.url, web.demo);
-      await page.close();
       await check(context, [[`/articles/${articleId}/edit`, 200]], `${WIDTH}-${scheme}-js`);
       await context.close();
     });
@@ -238,7 +236,6 @@ describe(`every page at ${WIDTH} px`, () => {
       const context = await newContext(scheme);
       const page = await context.newPage();
       await staffSignIn(page, web.url, staff);
-      await page.close();
       await check(context, staffPages(), `${WIDTH}-${scheme}`);
       await context.close();
     }, 120_000);
