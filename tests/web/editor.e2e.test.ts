@@ -66,18 +66,15 @@ describe('the editor, JavaScript off', () => {
 
   /**
    * Sends the form with the keyboard (Enter on its Save button, or on `button`); the answer to the POST.
-   * `timeoutMs`: how long the answer and the page it loads may take (a page holding megabytes of text
-   * loads slowly on a busy machine).
    */
   async function submit(
     page: Page,
     button = 'form.editor-form button.primary',
-    timeoutMs = 30_000,
   ): Promise<{ status: number; location: string | null }> {
     await page.focus(button);
     const [response] = await Promise.all([
-      page.waitForResponse((r) => r.request().method() === 'POST', { timeout: timeoutMs }),
-      page.waitForNavigation({ timeout: timeoutMs }),
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.waitForNavigation(),
       page.keyboard.press('Enter'),
     ]);
     return { status: response.status(), location: (await response.allHeaders()).location ?? null };

@@ -113,8 +113,8 @@ describe('featured images on the web', () => {
 
   /**
    * How an image element stands: `loaded` (its picture decoded), `loading`, or `broken` (refused, failed
-   * or not a picture: it will not load by waiting). A poll that ends on `broken` names it at once in its
-   * failure, beside the failed requests the page logged (`watchFailures`).
+   * or not a picture: it will not load by waiting). A poll that times out says which it last saw,
+   * beside the failed requests the page logged (`watchFailures`).
    */
   const imageState = (page: Page, selector: string): Promise<'loaded' | 'loading' | 'broken'> =>
     page.$eval(selector, (img) => {
