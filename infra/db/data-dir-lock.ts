@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../config-error.ts';
@@ -12,8 +12,9 @@ import { ConfigError } from '../config-error.ts';
  * lock first: a file in DATA_DIR naming its holder (pid, host, what it is), made atomically with
  * its content (a hard link of a file written beside it: the name appears whole or not at all). A
  * holder that is gone (killed, crashed) leaves its file behind; the next process sees that its pid
- * runs no more on this host and takes the lock over. A holder on another host (a folder shared over
- * the network) cannot be checked and is believed.
+ * runs no more on this host and takes the lock over, one process of many that race for it (a guard
+ * file, `removeStale`). A holder on another host (a folder shared over the network) cannot be checked
+ * and is believed.
  */
 
 /** The lock's file in DATA_DIR. */
@@ -103,24 +104,68 @@ function isStale(holder: LockHolder, runs: (pid: number) => boolean): boolean {
   return holder.pid <= 0 || !runs(holder.pid);
 }
 
+/** How long a process waits for another one that is taking the same stale file over. */
+const TAKEOVER_WAIT_MS = 10_000;
+
 /**
- * Moves a stale lock file out of the way, unless someone replaced it since it was read: the file is
- * renamed aside (atomic) and checked; a fresh holder's file moved by mistake goes back in place.
+ * Makes `name` a hard link to `draft` (this holding's file): atomic, it succeeds only where no file
+ * has that name. A stale file there is removed first (`removeStale`). Resolves null once linked, or
+ * with the running process that holds `name`.
  */
-async function removeStale(file: string, stale: LockHolder): Promise<void> {
-  const aside = `${file}.${process.pid}.${randomUUID()}`;
-  try {
-    await rename(file, aside);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
+async function claim(
+  name: string,
+  draft: string,
+  runs: (pid: number) => boolean,
+  deadline: number,
+): Promise<LockHolder | null> {
+  for (;;) {
+    try {
+      await link(draft, name);
+      return null;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const current = await readHolder(name);
+    // Released since: claimed again.
+    if (current === null) continue;
+    if (!isStale(current, runs)) return current;
+    const busy = await removeStale(name, current, draft, runs, deadline);
+    if (busy !== null) {
+      // Another process is removing the same stale file: what it leaves is read next.
+      if (Date.now() > deadline) return busy;
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
+}
+
+/**
+ * Removes the stale file `name` if it is still the one read. Every process that read it races to
+ * remove it, and a name cannot be unlinked only if it still holds a given file: so a remover first
+ * claims a guard of its own, named after the stale holding's token, and reads `name` again under it.
+ * Of the racers, one at a time holds the guard; one removes the file; the others find it replaced
+ * (by a racer's new holding) and leave it. A guard left by a remover that was killed is stale in
+ * turn and removed the same way. Resolves with the guard's holder when another process holds it.
+ */
+async function removeStale(
+  name: string,
+  stale: LockHolder,
+  draft: string,
+  runs: (pid: number) => boolean,
+  deadline: number,
+): Promise<LockHolder | null> {
+  const guard = `${name}.takeover-${createHash('sha256').update(stale.token).digest('hex').slice(0, 16)}`;
+  const busy = await claim(guard, draft, runs, deadline);
+  if (busy !== null) return busy;
   try {
-    const moved = await readHolder(aside);
-    if (moved?.token !== stale.token) await link(aside, file).catch(() => {});
+    if ((await readHolder(name))?.token === stale.token) {
+      await unlink(name).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+    }
   } finally {
-    await unlink(aside).catch(() => {});
+    await unlink(guard).catch(() => {});
   }
+  return null;
 }
 
 /**
@@ -145,22 +190,14 @@ export async function lockDataDir(
   if (before !== null && !isStale(before, runs)) throw new DataDirInUse(dataDir, before);
   const draft = `${file}.${holder.token}`;
   await writeFile(draft, `${JSON.stringify(holder)}\n`, { flag: 'wx' });
+  // This holding's token is known here from now on: its own files (the lock, a guard) are not stale.
+  heldHere.add(holder.token);
   try {
-    // A takeover can race another process's: the loser reads the winner's file next and is refused.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await link(draft, file);
-        heldHere.add(holder.token);
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
-      const current = await readHolder(file);
-      if (current !== null && (!isStale(current, runs) || attempt >= 5)) {
-        throw new DataDirInUse(dataDir, current);
-      }
-      if (current !== null) await removeStale(file, current);
-    }
+    const current = await claim(file, draft, runs, Date.now() + TAKEOVER_WAIT_MS);
+    if (current !== null) throw new DataDirInUse(dataDir, current);
+  } catch (error) {
+    heldHere.delete(holder.token);
+    throw error;
   } finally {
     await unlink(draft).catch(() => {});
   }

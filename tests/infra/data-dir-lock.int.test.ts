@@ -97,15 +97,38 @@ describe('the DATA_DIR lock', () => {
     await rm(join(dir, LOCK_FILE));
   });
 
-  it('lets exactly one of many processes racing for a stale lock take it', async () => {
-    const pid = await deadPid();
-    await writeFile(
-      join(dir, LOCK_FILE),
-      JSON.stringify({ pid, host: hostname(), what: 'a crashed server', since: 'then', token: 'stale' }),
-    );
-    // The one that takes it holds it until every racer has had its answer (each appends it to a file).
-    const answers = join(dir, '..', `${LOCK_FILE}-answers-${process.pid}`);
-    const script = `
+  it('lets exactly one of many takers of one stale lock have it, in every round of interleavings', async () => {
+    // In one process, twelve takers at a time: their file operations interleave in every order the
+    // thread pool gives (a takeover that moved the lock aside and put it back lost a new holder's
+    // file in most rounds). A pid the seam says is gone marks the stale lock.
+    const gone = 2 ** 22 + 1;
+    const rounds: number[] = [];
+    for (let round = 0; round < 100; round++) {
+      await writeFile(
+        join(dir, LOCK_FILE),
+        JSON.stringify({
+          pid: gone,
+          host: hostname(),
+          what: 'a crashed server',
+          since: 'then',
+          token: `s${round}`,
+        }),
+      );
+      const results = await Promise.allSettled(
+        Array.from({ length: 12 }, () => lockDataDir(dir, 'a taker', (pid) => pid !== gone)),
+      );
+      const taken = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
+      if (taken.length !== 1 || refused.some((e) => !(e instanceof DataDirInUse))) rounds.push(round);
+      for (const lock of taken) await lock.release();
+      expect(await readdir(dir)).toEqual([]);
+    }
+    expect(rounds, 'rounds where not exactly one taker had the lock').toEqual([]);
+  }, 120_000);
+
+  it('lets exactly one of many processes racing for a stale lock take it, round after round', async () => {
+    const RACERS = 8;
+    const script = (answers: string) => `
       import { appendFile, readFile } from 'node:fs/promises';
       import { lockDataDir } from './infra/db/data-dir-lock.ts';
       const answer = (text) => appendFile(${JSON.stringify(answers)}, text + '\\n');
@@ -113,26 +136,39 @@ describe('the DATA_DIR lock', () => {
         await lockDataDir(${JSON.stringify(dir)}, 'racer ' + process.pid);
         process.stdout.write('took');
         await answer('took');
-        while ((await readFile(${JSON.stringify(answers)}, 'utf8')).split('\\n').length <= 6) {
+        while ((await readFile(${JSON.stringify(answers)}, 'utf8')).split('\\n').length <= ${RACERS}) {
           await new Promise((r) => setTimeout(r, 20));
         }
       } catch (error) {
         process.stdout.write(error.name);
         await answer(error.name);
       }`;
-    const racers = await Promise.all(
-      Array.from({ length: 6 }, () => run(NODE, ['--input-type=module', '-e', script])),
-    );
-    const outcomes = racers.map((r) => r.stdout).sort();
-    expect(outcomes, racers.map((r) => r.stderr).join('\n')).toEqual([
-      'DataDirInUse',
-      'DataDirInUse',
-      'DataDirInUse',
-      'DataDirInUse',
-      'DataDirInUse',
-      'took',
-    ]);
-    await rm(join(dir, LOCK_FILE), { force: true });
-    await rm(answers, { force: true });
-  }, 60_000);
+    // Each round starts from a lock left by a process that is gone; the one that takes it holds it
+    // until every racer has had its answer (each appends it to a file).
+    for (let round = 0; round < 2; round++) {
+      const pid = await deadPid();
+      await writeFile(
+        join(dir, LOCK_FILE),
+        JSON.stringify({
+          pid,
+          host: hostname(),
+          what: 'a crashed server',
+          since: 'then',
+          token: `stale ${round}`,
+        }),
+      );
+      const answers = join(dir, '..', `${LOCK_FILE}-answers-${process.pid}-${round}`);
+      const racers = await Promise.all(
+        Array.from({ length: RACERS }, () => run(NODE, ['--input-type=module', '-e', script(answers)])),
+      );
+      const outcomes = racers.map((r) => r.stdout).sort();
+      expect(outcomes, racers.map((r) => r.stderr).join('\n')).toEqual([
+        ...Array.from({ length: RACERS - 1 }, () => 'DataDirInUse'),
+        'took',
+      ]);
+      // The winner's lock stays (it exited without releasing it), and no guard file is left behind.
+      expect(await readdir(dir)).toEqual([LOCK_FILE]);
+      await rm(answers, { force: true });
+    }
+  }, 120_000);
 });
