@@ -59,10 +59,21 @@ export async function seedDemo(
     for (let a = 0; a < opts.articles; a++) {
       const article = demoArticle(rnd, site, a);
       const roll = rnd();
-      const status =
-        roll < 0.08 ? 'draft' : roll < 0.12 ? 'scheduled' : roll < 0.15 ? 'archived' : 'published';
-      const publishedAt =
-        status === 'draft'
+      // A site's first article is never a draft (it is published a day ago where the roll says
+      // draft): every demo site has an article in its list, even with --articles 1.
+      const firstDraft = a === 0 && roll < 0.08;
+      const status = firstDraft
+        ? 'published'
+        : roll < 0.08
+          ? 'draft'
+          : roll < 0.12
+            ? 'scheduled'
+            : roll < 0.15
+              ? 'archived'
+              : 'published';
+      const publishedAt = firstDraft
+        ? new Date(now.getTime() - DAY)
+        : status === 'draft'
           ? null
           : status === 'scheduled'
             ? new Date(now.getTime() + Math.ceil(rnd() * 30) * DAY)
