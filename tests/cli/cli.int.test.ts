@@ -11,7 +11,7 @@ import { listActivity } from '../../projections/activity.ts';
 import { listArticles } from '../../projections/articles.ts';
 import { listBacklinks } from '../../projections/backlinks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { cli, NODE, run } from '../support/process.ts';
+import { cli, run } from '../support/process.ts';
 import { catchUpAll } from '../support/runtime.ts';
 
 /** CONTRACT "CLI": `seed-demo --json` prints exactly this object on stdout and nothing else. */
@@ -128,9 +128,8 @@ describe('CLI against PostgreSQL', () => {
     );
     expect(created.code, created.stderr).toBe(0);
     const { account_id } = JSON.parse(created.stdout) as { account_id: string };
-    const piped = await run(
-      NODE,
-      ['apps/cli/main.ts', 'accounts', 'set-password', '--email', 'PW@pw.example', '--password-stdin'],
+    const piped = await cli(
+      ['accounts', 'set-password', '--email', 'PW@pw.example', '--password-stdin'],
       env,
       'second password here\n',
     );
@@ -147,9 +146,8 @@ describe('CLI against PostgreSQL', () => {
     expect(password.length).toBeGreaterThanOrEqual(12);
     expect(await argon2Verify(await hash(), password)).toBe(true);
 
-    const short = await run(
-      NODE,
-      ['apps/cli/main.ts', 'accounts', 'set-password', '--email', 'pw@pw.example', '--password-stdin'],
+    const short = await cli(
+      ['accounts', 'set-password', '--email', 'pw@pw.example', '--password-stdin'],
       env,
       'short\n',
     );
@@ -169,9 +167,8 @@ describe('CLI against PostgreSQL', () => {
     const staff = await cli(['staff', 'create', '--name', 'Sam', '--email', 'sam@pw.example'], env);
     expect(staff.code, staff.stderr).toBe(0);
     const { staff_id } = JSON.parse(staff.stdout) as { staff_id: string };
-    const staffSet = await run(
-      NODE,
-      ['apps/cli/main.ts', 'staff', 'set-password', '--email', 'sam@pw.example', '--password-stdin'],
+    const staffSet = await cli(
+      ['staff', 'set-password', '--email', 'sam@pw.example', '--password-stdin'],
       env,
       'staff password here',
     );
@@ -227,9 +224,8 @@ describe('CLI against PostgreSQL', () => {
         url: `https://pipe${n}.example/`,
       }),
     );
-    const r = await run(
-      NODE,
-      ['apps/cli/main.ts', 'ingest', 'sites', '--file', '-', '--account', account_id],
+    const r = await cli(
+      ['ingest', 'sites', '--file', '-', '--account', account_id],
       env,
       `${lines.join('\n')}\n`,
     );

@@ -10,7 +10,7 @@ import { describeContents } from '../../infra/archive/import.ts';
 import { projectors } from '../../projections/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { mediaFiles } from '../support/media.ts';
-import { baseEnv, cli, NODE, ROOT } from '../support/process.ts';
+import { baseEnv, CLI_ARGS, cli, NODE, ROOT } from '../support/process.ts';
 
 /*
  * An import stopped by a signal keeps nothing (docs/operations.md, "Export and import"): its
@@ -74,7 +74,7 @@ it(
       .catch(() => {});
     await held;
 
-    const child = spawn(NODE, ['apps/cli/main.ts', 'import', '--from', archive], {
+    const child = spawn(NODE, [...CLI_ARGS, 'import', '--from', archive], {
       cwd: ROOT,
       env: { ...baseEnv(), LOG_LEVEL: 'warn', DATABASE_URL: target.databaseUrl, MEDIA_DIR: mediaDir },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -53,7 +54,19 @@ export function run(
   });
 }
 
-/** `node apps/cli/main.ts ...` on the pinned Node. */
-export function cli(args: string[], env: Record<string, string | undefined>): Promise<Run> {
-  return run(NODE, ['apps/cli/main.ts', ...args], env);
+/**
+ * Node's arguments for the CLI, read from package.json's `cli` script (`node --liftoff-only
+ * apps/cli/main.ts`): a test runs the CLI as `npm run cli` does, without npm's own start.
+ */
+export const CLI_ARGS: readonly string[] = (() => {
+  const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { scripts: { cli: string } };
+  const [command, ...args] = pkg.scripts.cli.split(/\s+/);
+  if (command !== 'node')
+    throw new Error(`package.json's cli script does not start with node: ${pkg.scripts.cli}`);
+  return args;
+})();
+
+/** `npm run cli -- ...` on the pinned Node, with `input` on its standard input. */
+export function cli(args: string[], env: Record<string, string | undefined>, input?: string): Promise<Run> {
+  return run(NODE, [...CLI_ARGS, ...args], env, input);
 }
