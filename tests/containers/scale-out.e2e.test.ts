@@ -59,10 +59,11 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
         PAGE_RATE_LIMIT_PER_MINUTE: '1000000',
       },
     });
-    // Four accounts, so that each part of the test has the per-account request budget to itself.
-    for (let i = 0; i < 4; i++) seeded.push(await seed(stack));
-    for (let i = 0; i < 6; i++) {
-      const account = await seed(stack);
+    // Four accounts, so that each part of the test has the per-account request budget to itself, and
+    // six for the load; seeded side by side (each seed-demo is a process of its own in a replica).
+    const accounts = await Promise.all(Array.from({ length: 10 }, () => seed(stack)));
+    seeded.push(...accounts.slice(0, 4));
+    for (const account of accounts.slice(4)) {
       const [articleId] = await articlesOf(account);
       loadAccounts.push({ apiKey: account.api_key, articleId: articleId as string });
     }
