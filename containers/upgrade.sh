@@ -78,7 +78,7 @@ while :; do
   if ((SECONDS > deadline)); then
     say "the new replica(s) did not come up within ${ready_seconds} s; removing them, the old ones serve on" >&2
     for id in "${new[@]}"; do "$engine" logs --tail 20 "$id" >&2 || true; done
-    "$engine" rm -f "${new[@]}" >/dev/null
+    "$engine" rm -f -v "${new[@]}" >/dev/null
     exit 1
   fi
   sleep 1
@@ -91,7 +91,8 @@ for id in "${old[@]}"; do
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
-"$engine" rm "${old[@]}" >/dev/null
+# -v: their anonymous volumes (the image's /data, unused beside PostgreSQL) go with them.
+"$engine" rm -v "${old[@]}" >/dev/null
 
 say "replacing the worker(s)"
 workers="$("${compose[@]}" ps -q worker | wc -l)"

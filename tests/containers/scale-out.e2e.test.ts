@@ -328,6 +328,17 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
     const after = await stack.containers('app');
     expect(after).toHaveLength(before.length);
     expect(after.filter((id) => before.includes(id))).toEqual([]);
+    // No replica or worker has a volume of its own (the image's /data is a tmpfs in compose.yaml), so
+    // replacing them leaves none behind.
+    for (const id of [...after, ...(await stack.containers('worker'))]) {
+      const mounts = await engineRun([
+        'inspect',
+        '--format',
+        '{{range .Mounts}}{{.Type}}:{{.Name}} {{end}}',
+        id,
+      ]);
+      expect(mounts.stdout.trim().split(/\s+/)).toEqual([`volume:${stack.project}_media`]);
+    }
     for (const id of [...after, ...(await stack.containers('worker'))]) {
       expect((await engineRun(['inspect', '--format', '{{.Image}}', id])).stdout.trim()).toBe(nextImage);
     }
