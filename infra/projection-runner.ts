@@ -376,20 +376,20 @@ export async function projectionStatus(
   return out;
 }
 
+/** How soon a projector whose read saw events held back looks again, the first time. */
+export const HELD_BACK_FIRST_MS = 50;
+
 /**
  * Runs every async projector in the background: it catches up, then sleeps until an append of a type
  * it handles wakes it (LISTEN/NOTIFY, or in-process on PGlite; an append of other types wakes only
  * their projectors) or a short poll interval passes (an event hidden behind a transaction that was
  * still open becomes visible without a notification of its own). Woken, it first lets appends settle
- * for `settleMs` (100): under load every request appends (its activity record), and one batch for many
- * appends costs a few statements where a batch per append would cost a few statements each. A
- * projector whose read saw committed events held back (behind a transaction still open anywhere on
- * the server, another database's included) looks again after HELD_BACK_FIRST_MS, then twice as long
+ * for `settleMs` (100): under load appends come one after another (edits, batches of activity
+ * records), and one batch for many appends costs a few statements where a batch per append would
+ * cost a few statements each. A projector whose read saw committed events held back (behind a
+ * transaction still appending to the log) looks again after HELD_BACK_FIRST_MS, then twice as long
  * each time, up to the poll interval: the wake-up of those events came before they could be read.
  */
-/** How soon a projector whose read saw events held back looks again, the first time. */
-export const HELD_BACK_FIRST_MS = 50;
-
 export function startAsyncProjections<E extends NewEvent = DomainEvent>(opts: {
   handle: Pick<DbHandle, 'db' | 'onAppended'>;
   projectors: readonly Projector<E>[];

@@ -77,11 +77,6 @@ async function readPassword(stdin: NodeJS.ReadableStream = process.stdin): Promi
   return text.split(/\r?\n/)[0] ?? '';
 }
 
-/**
- * The async read models (backlinks, statistics, activity) catch up before the command returns. An
- * open transaction elsewhere on the database server can hold events back (see docs/architecture.md);
- * then the command says so and leaves them to the server's or worker's projectors.
- */
 /** Who makes a change from the CLI, in the account's activity log. */
 const OPERATOR: Actor = { type: 'system', id: 'cli', name: 'Operator (CLI)' };
 
@@ -108,6 +103,11 @@ async function recordOperatorChange(
   await stored;
 }
 
+/**
+ * The async read models (backlinks, statistics, activity) catch up before the command returns. A
+ * transaction still appending to the log can hold events back (docs/architecture.md); past 20 s the
+ * command says so and leaves them to the server's or worker's projectors.
+ */
 async function bringAsyncUpToDate(rt: Runtime, err: (text: string) => void): Promise<void> {
   const [{ asyncProjectors }, { catchUp }, { progressBar }] = await Promise.all([
     import('../../projections/index.ts'),
