@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { embeddedTemplateFile } from '../infra/db/embedded-template.ts';
+import { cliArgsOf } from '../tests/support/process.ts';
 import { busyElsewhere } from './load.ts';
 import { machineOf, median, saveResults } from './report.ts';
 
@@ -16,7 +17,7 @@ import { machineOf, median, saveResults } from './report.ts';
  *   (DEMO_ON_FIRST_START's default), the server answers; then stopped (SIGTERM).
  * - restart: the same command on that DATA_DIR again, twice per round (the compile cache that the
  *   first start left).
- * - `cli --help`: `node apps/cli/main.ts --help`, its CPU time (user + system, every thread: the child's
+ * - `cli --help`: `npm run cli -- --help` without npm (Node's arguments from package.json), its CPU time (user + system, every thread: the child's
  *   resource usage as wait4 returns it, through /usr/bin/time), with the compile cache warm.
  *
  * Ready is the first 200 from GET /healthz, polled every 10 ms from the moment the process is spawned
@@ -115,7 +116,8 @@ async function startOnce(mode: Mode, dataDir: string, cacheDir: string): Promise
 
 /** `cli --help` of `mode`: CPU seconds (user, system) and wall seconds of the child, from /usr/bin/time. */
 function helpOnce(mode: Mode, cacheDir: string): { user: number; sys: number; wall: number } {
-  const r = spawnSync('/usr/bin/time', ['-f', 'TIME %U %S %e', NODE, 'apps/cli/main.ts', '--help'], {
+  const args = ['-f', 'TIME %U %S %e', NODE, ...cliArgsOf(rootOf(mode)), '--help'];
+  const r = spawnSync('/usr/bin/time', args, {
     cwd: rootOf(mode),
     env: childEnv(mode, {}, cacheDir),
     encoding: 'utf8',

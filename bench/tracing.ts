@@ -15,7 +15,7 @@ import { busyElsewhere } from './load.ts';
 import { machineOf, median, saveResults } from './report.ts';
 
 /*
- * `npm run bench:tracing`, the last part of `npm run bench`: what tracing costs, off and on.
+ * `npm run bench:tracing`, a part of `npm run bench`: what tracing costs, off and on.
  *
  * The real server (`node apps/server/main.ts`: PostgreSQL, in-process limits, projectors and jobs in
  * the server process, logging at info), started alternately with tracing off (no OTEL_* variable)

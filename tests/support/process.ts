@@ -55,16 +55,19 @@ export function run(
 }
 
 /**
- * Node's arguments for the CLI, read from package.json's `cli` script (`node --liftoff-only
- * apps/cli/main.ts`): a test runs the CLI as `npm run cli` does, without npm's own start.
+ * Node's arguments for the CLI of the checkout at `root`, read from its package.json's `cli` script
+ * (`node --liftoff-only apps/cli/main.ts`): the CLI run as `npm run cli` runs it, without npm's own start.
  */
-export const CLI_ARGS: readonly string[] = (() => {
-  const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { scripts: { cli: string } };
+export function cliArgsOf(root: string): string[] {
+  const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts: { cli: string } };
   const [command, ...args] = pkg.scripts.cli.split(/\s+/);
   if (command !== 'node')
     throw new Error(`package.json's cli script does not start with node: ${pkg.scripts.cli}`);
   return args;
-})();
+}
+
+/** This checkout's CLI arguments (`cliArgsOf`). */
+export const CLI_ARGS: readonly string[] = cliArgsOf(ROOT);
 
 /** `npm run cli -- ...` on the pinned Node, with `input` on its standard input. */
 export function cli(args: string[], env: Record<string, string | undefined>, input?: string): Promise<Run> {
