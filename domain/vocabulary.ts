@@ -20,6 +20,12 @@ export const PAGE_MAX = 1_000_000;
 /** Article edits per UTC day per account, unless configured otherwise (CONTRACT "Limits"). */
 export const EDIT_LIMIT_PER_DAY = 200;
 
+/**
+ * Requests per minute per account (and per client address without a key), API and MCP together,
+ * unless configured otherwise (CONTRACT "Limits").
+ */
+export const REQUESTS_PER_MINUTE = 60;
+
 /** The webhook event types an endpoint subscribes to (CONTRACT "Webhooks"). */
 export const WEBHOOK_EVENT_TYPES = [
   'article.created',

@@ -2,7 +2,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
-import { EDIT_LIMIT_PER_DAY, WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../domain/vocabulary.ts';
+import {
+  EDIT_LIMIT_PER_DAY,
+  REQUESTS_PER_MINUTE,
+  WEBHOOK_RETRY_SCHEDULE_SECONDS,
+} from '../domain/vocabulary.ts';
 import { ConfigError } from './config-error.ts';
 
 /** Activity records a process holds while the database cannot take them, by default (ACTIVITY_SPOOL_MAX). */
@@ -188,7 +192,7 @@ export const ConfigSchema = z.object({
     .number()
     .int('expected a whole number')
     .min(1, 'expected 1 or more')
-    .default(60),
+    .default(REQUESTS_PER_MINUTE),
   /**
    * Milliseconds a request refused by the requests limit waits before its 429 (never past its
    * window's end): a client retrying in a loop slows itself, not the service. 0 answers at once.

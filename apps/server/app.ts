@@ -7,7 +7,7 @@ import Fastify, {
 } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { EDIT_LIMIT_PER_DAY } from '../../domain/vocabulary.ts';
+import { EDIT_LIMIT_PER_DAY, REQUESTS_PER_MINUTE } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE, REQUEST_ARRIVAL_SECONDS } from '../../infra/config.ts';
 import type { Reads } from '../../infra/db/replicas.ts';
 import type { JobSink } from '../../infra/jobs/queue.ts';
@@ -57,6 +57,7 @@ type AppDeps = {
         | 'PAGE_RATE_LIMIT_PER_MINUTE'
         | 'SHUTDOWN_TIMEOUT_SECONDS'
         | 'RATE_LIMIT_PER_MINUTE'
+        | 'EDIT_LIMIT_PER_DAY'
         | 'HEAVY_WAITING_PER_ACCOUNT'
         | 'REQUEST_BODY_TIMEOUT_SECONDS'
       >
@@ -66,7 +67,7 @@ type AppDeps = {
   /** The web pages' clock (sessions, the sign-in throttle); tests move it. */
   webNow?: () => Date;
   limit?: LimitHook;
-  /** The daily edit limit; without one, this process counts EDIT_LIMIT_PER_DAY a day alone, in memory. */
+  /** The daily edit limit; without one, this process counts EDIT_LIMIT_PER_DAY (configured) a day alone, in memory. */
   editLimit?: EditLimit;
   /** Page views per web session; without one, this process counts PAGE_RATE_LIMIT_PER_MINUTE alone, in memory. */
   pageLimit?: Counter;
@@ -99,8 +100,6 @@ type AppDeps = {
  * and its subdomains (no `preload`: entering the browsers' preload list is the operator's decision).
  */
 const HSTS = 'max-age=31536000; includeSubDomains';
-/** CONTRACT "Limits": the API's requests per minute per account (RATE_LIMIT_PER_MINUTE's default). */
-const API_REQUESTS_PER_MINUTE = 60;
 
 /**
  * One access-log line per request, when it is answered: fastify's "request completed" with the
@@ -218,7 +217,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(mediaRoutes, { store: media });
   // One request limiter and one edit gate for /api/v1 and /mcp: an account has one budget.
   const now = deps.now ?? (() => new Date());
-  const limit = deps.limit ?? defaultRequestLimit(app);
+  // The limits as configured (their defaults without): the limiters made here count them, and the
+  // MCP texts state them.
+  const limits = {
+    requestsPerMinute: deps.config.RATE_LIMIT_PER_MINUTE ?? REQUESTS_PER_MINUTE,
+    editsPerDay: deps.config.EDIT_LIMIT_PER_DAY ?? EDIT_LIMIT_PER_DAY,
+  };
+  const limit = deps.limit ?? defaultRequestLimit(app, limits.requestsPerMinute);
   const publicUrl = deps.config.PUBLIC_URL;
   // The use cases every face calls, with this app's clock, limits, media store and image fetcher.
   const application = createApplication({
@@ -227,7 +232,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     commands: deps.runtime.commands,
     publicUrl,
     now,
-    editLimit: deps.editLimit ?? defaultEditLimit(app),
+    editLimit: deps.editLimit ?? defaultEditLimit(app, limits.editsPerDay),
     media,
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
     ...(deps.jobSink ? { jobs: deps.jobSink } : {}),
@@ -278,7 +283,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     diff: deps.runtime.diff,
     heavy,
     pageLimit: deps.pageLimit ?? defaultPageLimit(app, deps.config.PAGE_RATE_LIMIT_PER_MINUTE),
-    heavyPageLimit: deps.heavyPageLimit ?? defaultHeavyPageLimit(app, deps.config.RATE_LIMIT_PER_MINUTE),
+    heavyPageLimit: deps.heavyPageLimit ?? defaultHeavyPageLimit(app, limits.requestsPerMinute),
   });
   await app.register(mcpRoutes, {
     publicUrl: deps.config.PUBLIC_URL,
@@ -286,6 +291,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     verifyToken: deps.verifyToken ?? oauth.verifyMcpToken,
     resourceMetadataUrl: deps.resourceMetadataUrl ?? oauth.resourceMetadataUrl,
     limit,
+    limits,
     application,
   });
 
@@ -301,8 +307,8 @@ function trustProxyOf(
   return setting;
 }
 
-function defaultEditLimit(app: FastifyInstance): EditLimit {
-  const limiter = createEditLimiter({ perDay: EDIT_LIMIT_PER_DAY, logger: app.log });
+function defaultEditLimit(app: FastifyInstance, perDay: number): EditLimit {
+  const limiter = createEditLimiter({ perDay, logger: app.log });
   app.addHook('onClose', async () => limiter.close());
   return limiter.limit;
 }
@@ -315,15 +321,15 @@ function defaultPageLimit(app: FastifyInstance, perMinute = PAGE_VIEWS_PER_MINUT
 }
 
 /** Without a heavy-page limit given, this process counts heavy pages alone, in memory, at the API's quota. */
-function defaultHeavyPageLimit(app: FastifyInstance, perMinute = API_REQUESTS_PER_MINUTE): Counter {
+function defaultHeavyPageLimit(app: FastifyInstance, perMinute: number): Counter {
   const heavyPages = createHeavyPageLimiter({ perMinute, logger: app.log });
   app.addHook('onClose', async () => heavyPages.close());
   return heavyPages;
 }
 
-/** Without a limiter given, this process counts the CONTRACT's 60 requests a minute alone, in memory. */
-function defaultRequestLimit(app: FastifyInstance): LimitHook {
-  const limiter = createRequestLimiter({ perMinute: API_REQUESTS_PER_MINUTE, logger: app.log });
+/** Without a limiter given, this process counts the account's requests a minute alone, in memory. */
+function defaultRequestLimit(app: FastifyInstance, perMinute: number): LimitHook {
+  const limiter = createRequestLimiter({ perMinute, logger: app.log });
   app.addHook('onClose', async () => limiter.close());
   return limiter.hook;
 }

@@ -7,7 +7,7 @@ import { markRefusal } from '../http/metrics.ts';
 import type { McpTokenVerifier } from '../http/oauth-port.ts';
 import { clientRequestIdOf } from '../http/request-ids.ts';
 import { presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
-import type { McpRequest } from './server.ts';
+import type { McpLimits, McpRequest } from './server.ts';
 
 type McpDeps = {
   publicUrl: string;
@@ -20,6 +20,8 @@ type McpDeps = {
   limit: LimitHook;
   /** The use cases, with the daily edit limit of /api/v1 (an account has one budget). */
   application: Application;
+  /** The limits as configured, which the instructions and the write tools' descriptions state. */
+  limits: McpLimits;
 };
 
 const MCP_PATH = '/mcp';
@@ -98,12 +100,12 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
    */
   const loadSdkSide = async () => {
     const [sdk, servers] = await Promise.all([import('@modelcontextprotocol/server'), import('./server.ts')]);
-    const listed = servers.listTools();
+    const catalogue = servers.catalogue(deps.limits);
     const modern = sdk.createMcpHandler(
       ({ requestInfo }) => {
         const found = requestInfo ? perRequest.get(requestInfo) : undefined;
         if (!found) throw new Error('MCP server factory called for a request /mcp did not pass');
-        return servers.createMcpServer(found.services, listed, found.mcpRequest, 'modern');
+        return servers.createMcpServer(found.services, catalogue, found.mcpRequest, 'modern');
       },
       {
         // 2025-era requests never reach it: the route sends them to a stateless transport of their own.
@@ -111,7 +113,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         onerror: (error) => app.log.debug({ err: error }, 'MCP request refused'),
       },
     );
-    return { sdk, servers, listed, modern };
+    return { sdk, servers, catalogue, modern };
   };
   let sdkSide: ReturnType<typeof loadSdkSide> | undefined;
   app.addHook('onClose', async () => {
@@ -189,13 +191,13 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
       onRefusal: (code) => markRefusal(request, code),
     };
     sdkSide ??= loadSdkSide();
-    const { sdk, servers, listed, modern } = await sdkSide;
+    const { sdk, servers, catalogue, modern } = await sdkSide;
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());
     const web = webRequestOf(request, deps.publicUrl, abort.signal);
     try {
       if (await sdk.isLegacyRequest(web, body)) {
-        const server = servers.createMcpServer(services(request), listed, mcpRequest, 'legacy');
+        const server = servers.createMcpServer(services(request), catalogue, mcpRequest, 'legacy');
         const transport = new sdk.WebStandardStreamableHTTPServerTransport({
           sessionIdGenerator: undefined,
           enableJsonResponse: true,

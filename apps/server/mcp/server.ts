@@ -8,7 +8,6 @@ import {
 } from '@modelcontextprotocol/server';
 import { DomainError, type ErrorCode, parameterError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
-import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Call, type LimitDecision, type Subject, unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
@@ -37,14 +36,19 @@ import { type McpTool, mcpTools, type ToolContext } from './tools.ts';
 
 const SERVER_INFO = { name: 'content-service', title: 'Content Service', version: '1.0.0' };
 
-const INSTRUCTIONS =
-  'Content Service: the websites of one account, their articles, backlinks and monthly statistics, and ' +
-  'article edits. Start with list_sites to get site ids, then list_articles, list_backlinks or get_stats for ' +
-  'a site. Lists are paginated: when next_page is not null, call the same tool with page: next_page. Dates ' +
-  'are UTC calendar dates YYYY-MM-DD. Before editing an article call get_article and keep every element ' +
-  'carrying data-service-protected exactly as it is. Limits: 60 requests per minute and ' +
-  `${EDIT_LIMIT_PER_DAY} article edits per ` +
-  'UTC day for the whole account.';
+/** The account's limits as this server is configured: what the instructions and tool texts state. */
+export type McpLimits = { requestsPerMinute: number; editsPerDay: number };
+
+function instructionsFor(limits: McpLimits): string {
+  return (
+    'Content Service: the websites of one account, their articles, backlinks and monthly statistics, and ' +
+    'article edits. Start with list_sites to get site ids, then list_articles, list_backlinks or get_stats for ' +
+    'a site. Lists are paginated: when next_page is not null, call the same tool with page: next_page. Dates ' +
+    'are UTC calendar dates YYYY-MM-DD. Before editing an article call get_article and keep every element ' +
+    `carrying data-service-protected exactly as it is. Limits: ${limits.requestsPerMinute} requests per ` +
+    `minute and ${limits.editsPerDay} article edits per UTC day for the whole account.`
+  );
+}
 
 /** What the tools share across requests. */
 type McpServices = {
@@ -87,19 +91,27 @@ export type McpRequest = {
 
 type ListedTool = { tool: McpTool; definition: Tool };
 
-/** The tool definitions, computed once: what tools/list answers (minus the write tools for a read grant). */
-export function listTools(tools: readonly McpTool[] = mcpTools): ListedTool[] {
-  return tools.map((tool) => ({
+/** What every request's server states and offers: its instructions and the tools' definitions. */
+export type McpCatalogue = { instructions: string; listed: readonly ListedTool[] };
+
+/**
+ * The instructions and the tool definitions, computed once: what initialize and tools/list answer
+ * (minus the write tools for a read grant), with the limits as configured.
+ */
+export function catalogue(limits: McpLimits, tools: readonly McpTool[] = mcpTools): McpCatalogue {
+  const edits = `Counts as one of the account’s ${limits.editsPerDay} article edits per UTC day.`;
+  const listed = tools.map((tool) => ({
     tool,
     definition: {
       name: tool.name,
       title: tool.title,
-      description: tool.description,
+      description: tool.countsAsEdit ? `${tool.description} ${edits}` : tool.description,
       inputSchema: toolJsonSchema(tool.input, 'input') as Tool['inputSchema'],
       outputSchema: toolJsonSchema(tool.output, 'output') as Tool['outputSchema'],
       annotations: { title: tool.title, ...tool.annotations },
     },
   }));
+  return { instructions: instructionsFor(limits), listed };
 }
 
 /** A string argument that names a site or an article, for the activity record of a call refused before it ran. */
@@ -116,7 +128,7 @@ function idArgument(args: Record<string, unknown> | undefined, name: string): st
  */
 export function createMcpServer(
   services: McpServices,
-  listed: readonly ListedTool[],
+  { instructions, listed }: McpCatalogue,
   request: McpRequest,
   era: McpEra,
 ): Server {
@@ -125,7 +137,7 @@ export function createMcpServer(
   const byName = new Map(listed.map((entry) => [entry.tool.name, entry]));
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false } },
-    instructions: INSTRUCTIONS,
+    instructions,
     cacheHints: CACHE_HINTS,
   });
 

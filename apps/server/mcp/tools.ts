@@ -2,7 +2,6 @@ import type { ToolAnnotations } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
-import { EDIT_LIMIT_PER_DAY } from '../../../domain/vocabulary.ts';
 import type { Call, Idempotency, Outcome } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
@@ -47,6 +46,8 @@ export type McpTool = {
   description: string;
   /** The grant a call needs: a read-only grant neither sees nor calls `write` tools. */
   scope: KeyScope;
+  /** A call counts against the account's daily edit limit (its listing says so, with the limit). */
+  countsAsEdit?: true;
   annotations: Hints;
   input: z.ZodType;
   output: z.ZodType;
@@ -59,6 +60,7 @@ function defineTool<I extends z.ZodType, O extends z.ZodType<Record<string, unkn
   title: string;
   description: string;
   scope: KeyScope;
+  countsAsEdit?: true;
   annotations: Hints;
   input: I;
   output: O;
@@ -188,8 +190,6 @@ function idempotencyOf(
   return key === undefined ? undefined : { key, request: ['mcp', tool, args] };
 }
 
-const EDIT_LIMIT = `Counts as one of the account’s ${EDIT_LIMIT_PER_DAY} article edits per UTC day.`;
-
 const updateArticleTool = defineTool({
   name: 'update_article',
   title: 'Edit an article',
@@ -202,8 +202,9 @@ const updateArticleTool = defineTool({
     '(protected_links_modified) and nothing changes. The body is sanitised as the web editor does: scripts, ' +
     'iframes, event handlers and javascript: links are removed and listed in `sanitized`. An accepted change ' +
     'is a new revision (history is kept; restore_revision brings an earlier one back); an edit that changes ' +
-    `nothing creates none (changed: false). Give expected_revision to be safe against concurrent edits. ${EDIT_LIMIT}`,
+    `nothing creates none (changed: false). Give expected_revision to be safe against concurrent edits.`,
   scope: 'write',
+  countsAsEdit: true,
   // Destructive: no, every change is a new revision and the previous text stays restorable. Idempotent:
   // the same arguments again leave the article as it is (changed: false, no second revision).
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -231,8 +232,9 @@ const replaceFeaturedImageTool = defineTool({
     `checks and stores. Accepted: JPEG, PNG, WebP, GIF, AVIF (recognised from the bytes), at most ${MAX_IMAGE_MIB} MiB and ` +
     `${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} pixels; SVG is refused. Private, loopback and other non-public addresses ` +
     'are refused, and the ' +
-    `fetch gives up after 10 seconds or 3 redirects. Give alt, a short description of the image. A new revision. ${EDIT_LIMIT}`,
+    `fetch gives up after 10 seconds or 3 redirects. Give alt, a short description of the image. A new revision.`,
   scope: 'write',
+  countsAsEdit: true,
   // Open world: it fetches a URL on the internet; each call stores what the URL serves at that moment.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   input: ReplaceFeaturedImageInput,
@@ -291,8 +293,9 @@ const restoreRevisionTool = defineTool({
   description:
     'Bring back the title, body and featured image an article had at revision n, as a new revision ' +
     '(restored_from: n); the history in between is kept. Refused (protected_links_modified) when it would ' +
-    `remove a protected link added since revision n. ${EDIT_LIMIT}`,
+    `remove a protected link added since revision n.`,
   scope: 'write',
+  countsAsEdit: true,
   // Not idempotent: every call appends a new revision carrying revision n's content.
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   input: RestoreRevisionInput,
