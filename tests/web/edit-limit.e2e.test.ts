@@ -44,7 +44,7 @@ describe('the edit limit on the web pages', () => {
     expect(article.revision).toBe(2);
   });
 
-  it('refuses a save in the editor the same way, keeping the text', async () => {
+  it('refuses a save in the editor the same way, with Retry-After, keeping the text', async () => {
     const page = await (await web.signedIn()).newPage();
     await page.goto(`${web.url}/articles/${articleId}/edit`);
     await page.fill('#title', 'A second edit today');
@@ -53,6 +53,9 @@ describe('the edit limit on the web pages', () => {
       page.click('form.editor-form button.primary'),
     ]);
     expect(response?.status()).toBe(429);
+    // The API's fields: Retry-After, and the edits policy beside the others.
+    expect(Number(response?.headers()['retry-after'])).toBeGreaterThan(0);
+    expect(response?.headers()['ratelimit-policy']).toContain('"edits";q=1;');
     expect(await page.inputValue('#title')).toBe('A second edit today');
     const article = (await (await web.api(`/articles/${articleId}`)).json()) as {
       revision: number;

@@ -1,7 +1,8 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { CallEntry } from '../../apps/application/activity.ts';
-import { recordChanges, settled } from '../../apps/server/web/call.ts';
+import { settled } from '../../apps/server/http/outcome.ts';
+import { recordChanges } from '../../apps/server/web/call.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 /* The pages' changes reach the activity log: a form that names no operation cannot be registered. */
@@ -43,7 +44,7 @@ describe('recordChanges', () => {
       '/articles/:id/edit',
       { config: { operation: 'update_article', subject: 'article', source: 'editor' } },
       async (request, reply) => {
-        settled(request, {
+        settled(request, reply, {
           ok: true,
           value: null,
           subject: { siteId: 'site_1', articleId: 'art_1', revision: 4 },

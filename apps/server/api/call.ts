@@ -1,11 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { JsonTexts } from '../../../infra/json-texts.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
-import { type Call, type Outcome, unwrap } from '../../application/call.ts';
+import type { Call, Outcome } from '../../application/call.ts';
 import type { Answer } from '../../application/idempotency.ts';
 import { changeJson, type JsonOf } from '../../application/wire.ts';
-import { noteOutcome } from '../http/activity-log.ts';
-import { publishDecision } from '../http/limits.ts';
+import { settled } from '../http/outcome.ts';
 import { liveKeyOf, principalOf } from './auth.ts';
 
 /** The application call of an API request: its key's principal with origin `api`. */
@@ -21,16 +20,6 @@ export function apiCall(request: FastifyRequest): Call {
       liveKey: liveKeyOf(request),
     },
   };
-}
-
-/**
- * A use case's outcome, taken in by the request: what it touched for the activity record, its
- * edit-limit decision in the RateLimit fields (refused or not); its value, or its refusal thrown.
- */
-export function settled<T>(request: FastifyRequest, reply: FastifyReply, outcome: Outcome<T>): T {
-  noteOutcome(request, outcome);
-  if (outcome.edits) publishDecision(request, reply, outcome.edits);
-  return unwrap(outcome);
 }
 
 /** The ETag of an article at a revision. */

@@ -6,8 +6,9 @@ import type { Application } from '../../application/index.ts';
 import { ArticleParams, PageQuery, SiteParams } from '../../application/requests.ts';
 import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
 import { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } from '../../application/wire.ts';
+import { settled } from '../http/outcome.ts';
 import { listOf, Problem } from '../http/schemas.ts';
-import { apiCall, revisionOfEtag, sendJson, sendNotModified, settled, weakEtag } from './call.ts';
+import { apiCall, revisionOfEtag, sendJson, sendNotModified, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';
 
 type ReadRouteDeps = { application: Application; publicUrl: string };

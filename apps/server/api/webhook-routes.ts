@@ -3,9 +3,10 @@ import { z } from 'zod';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Application } from '../../application/index.ts';
 import { PageQuery } from '../../application/requests.ts';
+import { settled } from '../http/outcome.ts';
 import { listOf, Problem } from '../http/schemas.ts';
 import { IdempotencyHeaders } from '../http/write-schemas.ts';
-import { apiCall, idempotencyOf, settled, settledAnswer } from './call.ts';
+import { apiCall, idempotencyOf, settledAnswer } from './call.ts';
 import { sendList } from './lists.ts';
 import {
   CreateWebhookBody,

@@ -8,9 +8,10 @@ import type { Application } from '../../application/index.ts';
 import { ArticleParams, PageQuery } from '../../application/requests.ts';
 import { RestoreBody, RevisionParams } from '../../application/revisions.ts';
 import { ArticleChange, Revision, RevisionContent } from '../../application/wire.ts';
+import { settled } from '../http/outcome.ts';
 import { listOf, Problem } from '../http/schemas.ts';
 import { FeaturedImageMultipartDoc, WriteHeaders } from '../http/write-schemas.ts';
-import { apiCall, idempotencyOf, sendWrite, settled } from './call.ts';
+import { apiCall, idempotencyOf, sendWrite } from './call.ts';
 import { sendList } from './lists.ts';
 import { readErrors } from './read-routes.ts';
 

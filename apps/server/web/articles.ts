@@ -13,7 +13,8 @@ import { unwrap } from '../../application/call.ts';
 import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../application/wire.ts';
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
-import { recordChanges, settled, webCall } from './call.ts';
+import { settled } from '../http/outcome.ts';
+import { recordChanges, webCall } from './call.ts';
 import { savedNotice } from './editor.ts';
 import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -489,12 +490,9 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
       });
       let result: ArticleWrite;
       try {
-        result = settled(request, outcome);
+        result = settled(request, reply, outcome);
       } catch (error) {
         if (!isDomainError(error) || error.code === 'not_found') throw error;
-        if (error.code === 'edit_limit_reached' && outcome.edits) {
-          reply.header('retry-after', String(outcome.edits.resetSeconds));
-        }
         const current = unwrap(await application.articles.get(webCall(request, session), id));
         return await refused(statusOf[error.code], refusalOf(error, current, expectedRevision));
       }

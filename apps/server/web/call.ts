@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Activity } from '../../application/activity.ts';
-import { type Call, type Outcome, unwrap } from '../../application/call.ts';
-import { createActivityLog, noteOutcome } from '../http/activity-log.ts';
+import type { Call } from '../../application/call.ts';
+import { createActivityLog } from '../http/activity-log.ts';
 import type { WebKit } from './kit.ts';
 import type { WebSession } from './sessions.ts';
 
@@ -19,12 +19,6 @@ export function webCall(request: FastifyRequest, session: WebSession): Call {
       requestId: String(request.id),
     },
   };
-}
-
-/** A use case's outcome, taken in by the page: what it touched for the activity record; its value, or its refusal thrown. */
-export function settled<T>(request: FastifyRequest, outcome: Outcome<T>): T {
-  noteOutcome(request, outcome);
-  return unwrap(outcome);
 }
 
 /**

@@ -9,7 +9,8 @@ import { unwrap } from '../../application/call.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
-import { recordChanges, settled, webCall } from './call.ts';
+import { settled } from '../http/outcome.ts';
+import { recordChanges, webCall } from './call.ts';
 import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
@@ -339,6 +340,7 @@ ${renderBodyDiff(changes, {
       try {
         saved = settled(
           request,
+          reply,
           await application.articles.edit(webCall(request, session), {
             articleId: id,
             title: draft.title,

@@ -8,8 +8,9 @@ import { unwrap } from '../../application/call.ts';
 import type { ArticleChangeOut, ArticleOut } from '../../application/wire.ts';
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
+import { settled } from '../http/outcome.ts';
 import { featuredImage, sentence, wholeNumber } from './articles.ts';
-import { recordChanges, settled, webCall } from './call.ts';
+import { recordChanges, webCall } from './call.ts';
 import { CSRF_FIELD } from './csrf.ts';
 import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -386,12 +387,9 @@ ${altField('url')}
         });
         let change: ArticleChangeOut;
         try {
-          change = settled(request, outcome).change;
+          change = settled(request, reply, outcome).change;
         } catch (error) {
           if (!isDomainError(error) || error.code === 'not_found') throw error;
-          if (error.code === 'edit_limit_reached' && outcome.edits) {
-            reply.header('retry-after', String(outcome.edits.resetSeconds));
-          }
           const latest = await articleOf(request, session);
           return imagePage(request, reply, session, latest, {
             status: statusOf[error.code],
