@@ -6,7 +6,6 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { EDIT_LIMIT_PER_DAY, REQUESTS_PER_MINUTE } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE, REQUEST_ARRIVAL_SECONDS } from '../../infra/config.ts';
 import type { Reads } from '../../infra/db/replicas.ts';
@@ -31,6 +30,7 @@ import { createRequestLimiter, type LimitHook } from './http/limits.ts';
 import { LOG_REDACTION, redactUrl, requestSerializer } from './http/log-redaction.ts';
 import { installRequestMetrics } from './http/metrics.ts';
 import type { McpTokenVerifier } from './http/oauth-port.ts';
+import { probeRoutes } from './http/probes.ts';
 import { newRequestId } from './http/request-ids.ts';
 import { requestArrivalOptions } from './http/request-timeout.ts';
 import { installSlicedResponses } from './http/sliced-responses.ts';
@@ -186,31 +186,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const { db } = deps.runtime;
 
-  app.get(
-    '/healthz',
-    { schema: { hide: true, response: { 200: z.object({ status: z.literal('ok') }) } } },
-    async () => ({ status: 'ok' as const }),
-  );
-
-  // Readiness, for a load balancer: whether this process takes new requests, nothing more (the
-  // details are on the metrics listener: apps/readiness.ts). It reads no database: a replica whose
-  // database is away stays in the pool and answers 503 `unavailable` itself, with Retry-After.
-  app.get(
-    '/readyz',
-    {
-      schema: {
-        hide: true,
-        response: {
-          200: z.object({ status: z.literal('ready') }),
-          503: z.object({ status: z.literal('stopping') }),
-        },
-      },
-    },
-    async (_request, reply) =>
-      drain.stopping
-        ? reply.status(503).send({ status: 'stopping' as const })
-        : reply.send({ status: 'ready' as const }),
-  );
+  await app.register(probeRoutes, { drain });
 
   await registerOpenApi(app, { publicUrl: deps.config.PUBLIC_URL });
   const media = deps.media ?? createDirectoryMediaStore(deps.config.MEDIA_DIR);
