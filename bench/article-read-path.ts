@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { articleJson, articleOut } from '../apps/application/wire.ts';
+import { articleJson, articleOut } from '../apps/application/articles.ts';
 import { openDatabase } from '../infra/db/open.ts';
 import { findArticle, findArticleJson } from '../projections/articles.ts';
 import { cpuSeconds, cpuSince } from './load.ts';

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { changeOut } from '../apps/application/wire.ts';
+import { changeOut } from '../apps/application/articles.ts';
 import type { Runtime } from '../apps/runtime.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { articlePage, findArticle, listArticles } from '../projections/articles.ts';

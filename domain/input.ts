@@ -14,6 +14,12 @@ import { invalidField } from './errors.ts';
  * most 100 characters.
  */
 export const ID_MAX_LENGTH = 100;
+/** Length, in characters, of a name: an account's, a key's, a staff member's, a site's, an operation's. */
+export const NAME_MAX = 200;
+/** Length of a domain name (RFC 1035: 253 characters in text form). */
+export const DOMAIN_NAME_MAX = 253;
+/** Length of an address a request names (a featured image's URL, an assistant's client_id). */
+export const URL_MAX = 2048;
 export const ID_PATTERN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,${ID_MAX_LENGTH - 1}}$`);
 export const ID_RULE = `must be an id: 1 to ${ID_MAX_LENGTH} letters, digits and _ . : - (starting with a letter or digit)`;
 

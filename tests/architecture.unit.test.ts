@@ -171,4 +171,55 @@ describe('the layering of the source tree', () => {
     }
     expect(wrong).toEqual([]);
   });
+
+  it('keeps a list endpoint with its tool and page to the 5 files docs/architecture.md walks through', () => {
+    // The names that only listing a site's backlinks uses: the query, the request, the tool's input.
+    const names = /\b(listBacklinks|BacklinkQuery|BacklinkListQuery|ListBacklinksInput|listBacklinksTool)\b/;
+    const touching = files.filter((f) => names.test(readFileSync(join(ROOT, f), 'utf8'))).sort();
+    const docs = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
+    const walk =
+      /\*\*A new list endpoint with its tool and page touches (\d+) production files\*\*[\s\S]*?\n\n((?:\d+\. [\s\S]*?\n)+)\n/.exec(
+        docs,
+      );
+    expect(walk).not.toBeNull();
+    const listed = [...(walk?.[2] ?? '').matchAll(/^\d+\. `([^`]+)`/gm)].map((m) => m[1]).sort();
+    expect(Number(walk?.[1])).toBe(listed.length);
+    expect(listed.length).toBeLessThanOrEqual(5);
+    expect(touching).toEqual(listed);
+  });
+
+  it('writes each product limit once: no bound or stated limit as a number outside its constant', () => {
+    // The product's limits are named constants of the domain (lengths, pages, revisions, edits and
+    // requests a day or a minute, images); the configuration's own ranges are infra/config.ts's.
+    const limits = new Map<number, string>();
+    for (const f of files.filter((file) => file.startsWith('domain/'))) {
+      for (const m of readFileSync(join(ROOT, f), 'utf8').matchAll(
+        /^export const ([A-Z][A-Z0-9_]*) = ([0-9][0-9_]*);/gm,
+      )) {
+        const value = Number((m[2] as string).replaceAll('_', ''));
+        if (value >= 10) limits.set(value, `${m[1]} (${f})`);
+      }
+    }
+    expect(limits.size).toBeGreaterThan(10);
+    const wrong: string[] = [];
+    for (const f of files.filter((file) => file !== 'infra/config.ts')) {
+      const text = readFileSync(join(ROOT, f), 'utf8');
+      const lines = text.split('\n');
+      lines.forEach((line, i) => {
+        // A zod bound is a limit: it has a name.
+        for (const m of line.matchAll(/(?<!Math)\.(max|length)\(\s*([0-9][0-9_]*)\s*[,)]/g)) {
+          wrong.push(`${f}:${i + 1}: .${m[1]}(${m[2]})`);
+        }
+        // A limit stated in words: the number of its constant, written out.
+        for (const m of line.matchAll(
+          /\b([0-9][0-9_,]*) (requests|article edits|edits|characters|items|MiB|px|revisions)\b/g,
+        )) {
+          const value = Number((m[1] as string).replaceAll(/[_,]/g, ''));
+          const name = limits.get(value);
+          if (name && !/^\s*(\/\/|\*|\/\*)/.test(line)) wrong.push(`${f}:${i + 1}: "${m[0]}" is ${name}`);
+        }
+      });
+    }
+    expect(wrong).toEqual([]);
+  });
 });

@@ -1,13 +1,80 @@
 import { z } from 'zod';
 import { ActivitySource } from '../../domain/activity/events.ts';
 import type { Actor } from '../../domain/event.ts';
-import { type ActivitySubjects, activitySubjects, listActivity } from '../../projections/activity.ts';
+import {
+  type ActivityRow,
+  type ActivitySubjects,
+  activitySubjects,
+  listActivity,
+} from '../../projections/activity.ts';
 import { type Call, type Outcome, outcomeOf, type Subject } from './call.ts';
 import { ActivityAbandoned } from './commands/activity-batcher.ts';
+import {
+  dateRange,
+  fromParam,
+  wireId as id,
+  idParam,
+  pageParam,
+  perPageParam,
+  rfc3339,
+  timestamp,
+  toolFields,
+  toParam,
+  WireActor,
+} from './contract.ts';
 import { type ApplicationDeps, readsOf } from './deps.ts';
 import { type Listed, listed, pageOf } from './lists.ts';
-import { dateRange, fromParam, idParam, pageParam, perPageParam, toParam } from './requests.ts';
-import { type ActivityOut, activityOut } from './wire.ts';
+
+/*
+ * The activity log's contract: a record as it is asked for and answered; then the use cases.
+ */
+
+export const ActivityRecord = z
+  .object({
+    id,
+    at: timestamp,
+    source: ActivitySource,
+    actor: WireActor,
+    operation: z.string().meta({
+      description:
+        'What was done: the MCP tool names (`list_sites`, `get_article`, ...); `staff_view` and `staff_search` (source `system`) when support staff opened the account or listed it in a search.',
+    }),
+    site_id: z.string().nullable(),
+    article_id: z.string().nullable(),
+    revision: z.number().int().min(1).nullable().meta({
+      description:
+        'The article revision the call created (open it at /articles/{article_id}/revisions/{revision}); null when it created none.',
+    }),
+    status: z.number().int().meta({ description: 'The HTTP status answered (499 when the client hung up).' }),
+    request_id: z.string().nullable().meta({
+      description:
+        'The id the service gave the request (`req_...`, its `X-Request-Id` response header): quote it to support.',
+    }),
+    client_request_id: z.string().nullable().meta({
+      description:
+        'The `X-Request-Id` the client sent with the request, if a valid one: kept for correlation, never the request id.',
+    }),
+    duration_ms: z.number().int().min(0),
+  })
+  .meta({
+    id: 'ActivityRecord',
+    description:
+      'One call through the API or MCP (refused ones included), or a change the content pipeline made.',
+    example: {
+      id: 'act_06h017my4x3zamww4jk51y2p4c',
+      at: '2026-11-05T14:00:00Z',
+      source: 'api',
+      actor: { type: 'api_key', id: 'key_06h0...', name: 'Reporting key' },
+      operation: 'list_articles',
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      article_id: null,
+      revision: null,
+      status: 200,
+      request_id: 'req_06h017my4x3zamww4jk51y2p4c',
+      client_request_id: 'checkout-7f3a',
+      duration_ms: 14,
+    },
+  });
 
 /* What the activity log is asked with. */
 
@@ -26,6 +93,42 @@ export const ActivityQuery = z
   })
   .superRefine(dateRange);
 export type ActivityListQuery = z.output<typeof ActivityQuery>;
+
+/* The tool's input: the same fields, described for a model. */
+
+export const ListActivityInput = z
+  .strictObject({
+    from: toolFields.from('Only records'),
+    to: toolFields.to('Only records'),
+    source: ActivityQuery.shape.source.meta({
+      description:
+        'Only records from api, mcp (assistants), editor (the web app), rewrite (the content pipeline) or system.',
+    }),
+    site_id: ActivityQuery.shape.site_id.meta({ description: 'Only records about this site.' }),
+    article_id: ActivityQuery.shape.article_id.meta({ description: 'Only records about this article.' }),
+    page: toolFields.page,
+    per_page: toolFields.perPage,
+  })
+  .superRefine(dateRange);
+
+export type ActivityOut = z.infer<typeof ActivityRecord>;
+
+export function activityOut(row: ActivityRow): ActivityOut {
+  return {
+    id: row.id,
+    at: rfc3339(row.at),
+    source: row.source,
+    actor: row.actor,
+    operation: row.operation,
+    site_id: row.site_id,
+    article_id: row.article_id,
+    revision: row.revision,
+    status: row.status,
+    request_id: row.request_id,
+    client_request_id: row.client_request_id,
+    duration_ms: row.duration_ms,
+  };
+}
 
 export type Activity = ReturnType<typeof createActivity>;
 

@@ -2,11 +2,11 @@ import { DomainError, isDomainError } from '../../domain/errors.ts';
 import type { AnswerKey } from '../../infra/idempotency.ts';
 import { invalidKeyError, isKeyLive } from '../../projections/accounts.ts';
 import { findArticleSite } from '../../projections/articles.ts';
+import { type ArticleChangeOut, changeOut } from './articles.ts';
 import { type Call, type Idempotency, type Note, requireWrite } from './call.ts';
 import type { EditResult } from './commands/index.ts';
 import { type ApplicationDeps, readsOf } from './deps.ts';
 import { onceIfKeyed } from './idempotency.ts';
-import { type ArticleChangeOut, changeOut } from './wire.ts';
 
 /** A write's answer: the change, and whether it is the first answer replayed (an idempotent retry). */
 export type ArticleWrite = { change: ArticleChangeOut; replayed: boolean };

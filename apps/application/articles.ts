@@ -1,11 +1,25 @@
 import { z } from 'zod';
 import { checkExpectedRevision } from '../../domain/article/decider.ts';
 import type { FeaturedImage } from '../../domain/article/events.ts';
-import { ALT_MAX, ArticleStatus, BODY_MAX_MIB, TITLE_MAX } from '../../domain/article/events.ts';
+import {
+  ALT_MAX,
+  ArticleStatus,
+  BODY_MAX_MIB,
+  MAX_IMAGE_MIB,
+  MAX_IMAGE_SIDE,
+  REASON_MAX,
+  TITLE_MAX,
+} from '../../domain/article/events.ts';
 import { DomainError } from '../../domain/errors.ts';
+import { extractProtectedLinks } from '../../domain/html/facts.ts';
+import { REMOVED_LISTED_MAX } from '../../domain/html/sanitize.ts';
+import { SanitizedItem as SanitizedItemShape } from '../../domain/html/sanitized-item.ts';
+import { ProtectedKind } from '../../domain/html/tree.ts';
+import { URL_MAX } from '../../domain/input.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
+import type { ArticleDetailRow, ArticleJsonRow, ArticleRow } from '../../projections/articles.ts';
 import {
   findArticle,
   findArticleHead,
@@ -16,27 +30,149 @@ import {
 import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
-import { type ApplicationDeps, readsOf } from './deps.ts';
-import { type Listed, listed, pageOf } from './lists.ts';
+import type { EditResult } from './commands/index.ts';
 import {
   atMost,
   cleanText,
   dateRange,
   fromParam,
+  wireId as id,
+  type JsonOf,
   pageParam,
   perPageParam,
   reasonField,
+  rfc3339,
+  timestamp,
+  toolFields,
   toParam,
-} from './requests.ts';
+  writeOptions,
+} from './contract.ts';
+import { type ApplicationDeps, readsOf } from './deps.ts';
+import { type Listed, listed, pageOf } from './lists.ts';
 import { inUseCase } from './use-case-span.ts';
-import {
-  type ArticleListItemOut,
-  type ArticleOut,
-  articleJson,
-  articleListItemOut,
-  articleOut,
-  type JsonOf,
-} from './wire.ts';
+
+/*
+ * The articles' contract: an article as it is asked for (the API's parameters and bodies, the tools'
+ * inputs, the editor's fields) and as it is answered (the wire objects and their mappers); then the
+ * use cases.
+ */
+
+/** A featured image on the wire (the domain's, with its size when known). */
+export const WireFeaturedImage = z
+  .object({
+    url: z.url(),
+    alt: z.string(),
+    width: z.number().int().nullable(),
+    height: z.number().int().nullable(),
+  })
+  .meta({
+    id: 'FeaturedImage',
+    description: 'The image shown with the article; width and height in pixels when known.',
+  });
+
+export const ArticleListItem = z
+  .object({
+    id,
+    site_id: id,
+    title: z.string(),
+    url: z.url(),
+    status: ArticleStatus,
+    published_at: timestamp
+      .nullable()
+      .meta({ description: 'When it was (or is to be) published; null for drafts.' }),
+    target_keyword: z.string().nullable(),
+    word_count: z.number().int().min(0).meta({ description: 'Words in the text of the body.' }),
+    featured_image: WireFeaturedImage.nullable(),
+    revision: z
+      .number()
+      .int()
+      .min(1)
+      .meta({ description: 'The current revision; GET article sends it as the weak ETag `W/"<revision>"`.' }),
+    updated_at: timestamp,
+  })
+  .meta({
+    id: 'ArticleListItem',
+    description: 'An article as lists show it (without its body).',
+    example: {
+      id: 'art_06h014k2g711vw3tv0g528qpw8',
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      title: 'How to choose a boiler',
+      url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
+      status: 'published',
+      published_at: '2026-11-02T09:30:00Z',
+      target_keyword: 'boiler',
+      word_count: 812,
+      featured_image: { url: 'https://images.example/boiler.jpg', alt: 'A boiler', width: 1200, height: 630 },
+      revision: 3,
+      updated_at: '2026-11-05T14:00:00Z',
+    },
+  });
+
+const ProtectedLink = z
+  .object({
+    id: z.string(),
+    kind: ProtectedKind,
+    href: z.string(),
+    text: z.string(),
+  })
+  .meta({
+    id: 'ProtectedLink',
+    description:
+      'A block of the body marked `data-service-protected`: an inserted backlink anchor or internal link that an edit must keep.',
+  });
+
+export const Article = ArticleListItem.extend({
+  body: z
+    .string()
+    .meta({ description: 'The full HTML body. Protected blocks carry `data-service-protected`.' }),
+  protected_links: z.array(ProtectedLink),
+}).meta({
+  id: 'Article',
+  description: 'An article with its full HTML body and the protected links read from it.',
+  example: {
+    id: 'art_06h014k2g711vw3tv0g528qpw8',
+    site_id: 'site_06h014k26k323kar2chmr6p5jr',
+    title: 'How to choose a boiler',
+    url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
+    status: 'published',
+    published_at: '2026-11-02T09:30:00Z',
+    target_keyword: 'boiler',
+    word_count: 9,
+    featured_image: null,
+    revision: 3,
+    updated_at: '2026-11-05T14:00:00Z',
+    body: '<p>Read our <a href="https://northside-plumbing.example/services" data-service-protected="internal" data-service-id="il_1">boiler services</a> first.</p>',
+    protected_links: [
+      {
+        id: 'il_1',
+        kind: 'internal',
+        href: 'https://northside-plumbing.example/services',
+        text: 'boiler services',
+      },
+    ],
+  },
+});
+
+/** The domain's sanitised item; its `reason` is documented as an open string, so a new reason breaks no client. */
+const SanitizedItem = SanitizedItemShape.extend({
+  path: SanitizedItemShape.shape.path.meta({ example: 'p[2] > a[1]' }),
+  removed: SanitizedItemShape.shape.removed.meta({ example: 'onclick="track()"' }),
+  reason: z.string().meta({ example: 'event_handler' }),
+}).meta({
+  id: 'SanitizedItem',
+  description:
+    'Something the sanitiser removed from the submitted body. `path` names the elements from the body down ' +
+    '(`p[2] > a[1]`); one of more than 8 steps keeps its first 3 and last 4, with `…N…` for the N between.',
+});
+
+export const ArticleChange = Article.extend({
+  changed: z.boolean().meta({ description: 'false when the edit changed nothing: no revision was created.' }),
+  sanitized: z.array(SanitizedItem).meta({
+    description:
+      `What the sanitiser removed: at most ${REMOVED_LISTED_MAX} items, then one with reason \`more_removed\` whose \`removed\` ` +
+      'says how many more (`"250 more"`) and whose `path` is where the first of them was.',
+  }),
+}).meta({ id: 'ArticleChange' });
 
 /* What the article use cases are asked with: every face's parameters and bodies derive from these. */
 
@@ -49,6 +185,12 @@ export const ArticleQuery = z
     per_page: perPageParam,
   })
   .superRefine(dateRange);
+/** An edit names a title, a body, or both: the API's body and the tool's input refuse one that names neither. */
+function titleOrBody(b: { title?: string | undefined; body?: string | undefined }): boolean {
+  return b.title !== undefined || b.body !== undefined;
+}
+const TITLE_OR_BODY = { message: 'give a title, a body, or both', path: ['title'] };
+
 export const EditArticleBody = z
   .strictObject({
     title: cleanText(z.string().min(1, 'must not be empty').max(TITLE_MAX, atMost(TITLE_MAX)), {
@@ -62,10 +204,7 @@ export const EditArticleBody = z
       .meta({ description: `The new HTML body, at most ${BODY_MAX_MIB} MiB; sanitised as the editor does.` }),
     reason: reasonField,
   })
-  .refine((b) => b.title !== undefined || b.body !== undefined, {
-    message: 'give a title, a body, or both',
-    path: ['title'],
-  })
+  .refine(titleOrBody, TITLE_OR_BODY)
   .meta({
     id: 'EditArticle',
     example: {
@@ -76,7 +215,7 @@ export const EditArticleBody = z
   });
 export const FeaturedImageJsonBody = z
   .strictObject({
-    url: cleanText(z.url({ message: 'must be an absolute URL' }).max(2048), { lines: false }).meta({
+    url: cleanText(z.url({ message: 'must be an absolute URL' }).max(URL_MAX), { lines: false }).meta({
       description: 'An https address of the image.',
     }),
     alt: cleanText(z.string().max(ALT_MAX, atMost(ALT_MAX)), { lines: false })
@@ -88,6 +227,124 @@ export const FeaturedImageJsonBody = z
     example: { url: 'https://images.example.org/boiler.webp', alt: 'A new combi boiler' },
   });
 export type ArticleListQuery = z.output<typeof ArticleQuery>;
+
+/* The tools' inputs: the same fields, described for a model. */
+
+export const ListArticlesInput = z
+  .strictObject({
+    site_id: toolFields.siteId,
+    from: toolFields.from('Only articles published'),
+    to: toolFields.to('Only articles published'),
+    status: ArticleQuery.shape.status.meta({
+      description: 'Only articles with this status: draft, scheduled, published or archived.',
+    }),
+    page: toolFields.page,
+    per_page: toolFields.perPage,
+  })
+  .superRefine(dateRange);
+
+export const GetArticleInput = z.strictObject({ article_id: toolFields.articleId });
+
+export const UpdateArticleInput = z
+  .strictObject({
+    article_id: toolFields.articleId,
+    title: EditArticleBody.shape.title.meta({ description: `The new title, 1 to ${TITLE_MAX} characters.` }),
+    body: EditArticleBody.shape.body.meta({
+      description:
+        `The new full HTML body (at most ${BODY_MAX_MIB} MiB), replacing the current one. Start from get_article’s body and ` +
+        'keep every element carrying data-service-protected exactly as it is (copy it verbatim; it may be moved).',
+    }),
+    reason: EditArticleBody.shape.reason.meta({
+      description: `Optional: why the change is made (at most ${REASON_MAX} characters); shown in the revision history.`,
+    }),
+    ...writeOptions,
+  })
+  .refine(titleOrBody, TITLE_OR_BODY);
+
+export const ReplaceFeaturedImageInput = z.strictObject({
+  article_id: toolFields.articleId,
+  url: FeaturedImageJsonBody.shape.url.meta({
+    description: `The https address of the image (JPEG, PNG, WebP, GIF or AVIF; at most ${MAX_IMAGE_MIB} MiB and ${MAX_IMAGE_SIDE}x${MAX_IMAGE_SIDE} px).`,
+  }),
+  alt: FeaturedImageJsonBody.shape.alt.meta({
+    description: `Alternative text describing the image (at most ${ALT_MAX} characters).`,
+  }),
+  ...writeOptions,
+});
+
+/* Read-model rows to wire objects: every article use case answers with these. */
+
+export type ArticleListItemOut = z.infer<typeof ArticleListItem>;
+export type ArticleOut = z.infer<typeof Article>;
+export type ArticleChangeOut = z.infer<typeof ArticleChange>;
+
+export function articleListItemOut(row: ArticleRow): ArticleListItemOut {
+  return {
+    id: row.id,
+    site_id: row.site_id,
+    title: row.title,
+    url: row.url,
+    status: row.status,
+    published_at: row.published_at ? rfc3339(row.published_at) : null,
+    target_keyword: row.target_keyword,
+    word_count: row.word_count,
+    featured_image: row.featured_image,
+    revision: row.revision,
+    updated_at: rfc3339(row.updated_at),
+  };
+}
+
+export function articleOut(row: ArticleDetailRow): ArticleOut {
+  return {
+    ...articleListItemOut(row),
+    body: row.body,
+    protected_links: row.protected_links ?? extractProtectedLinks(row.body),
+  };
+}
+
+/**
+ * `JSON.stringify(articleOut(row))` of the article read with its body as JSON text (`body_json`,
+ * escaped by PostgreSQL when the body was stored): the same text, with that body written as it is
+ * rather than escaped again.
+ */
+export function articleJson(row: ArticleJsonRow): JsonOf<ArticleOut> {
+  const links = row.protected_links ?? extractProtectedLinks(JSON.parse(row.body_json) as string);
+  return articleText(articleListItemOut(row), row.body_json, links, '');
+}
+
+/**
+ * An article's JSON as `JSON.stringify` writes it (its list fields, body, protected links, then
+ * `more`, the members after them, each led by a comma), with the body's JSON text given.
+ */
+function articleText(
+  listed: ArticleListItemOut,
+  bodyJson: string,
+  links: ArticleOut['protected_links'],
+  more: string,
+): string {
+  return `${JSON.stringify(listed).slice(0, -1)},"body":${bodyJson},"protected_links":${JSON.stringify(links)}${more}}`;
+}
+
+export function changeOut(result: EditResult): ArticleChangeOut {
+  return { ...articleOut(result.article), changed: result.changed, sanitized: result.sanitized };
+}
+
+/**
+ * `JSON.stringify(change)`, with the body's JSON text from `bodyJson` (remembered by the caller for a
+ * body it writes again and again: infra/json-texts.ts) rather than escaped here.
+ */
+export function changeJson(
+  change: ArticleChangeOut,
+  bodyJson: (body: string) => string,
+): JsonOf<ArticleChangeOut> {
+  const { body, protected_links, changed, sanitized, ...listed } = change;
+  return articleText(
+    listed,
+    bodyJson(body),
+    protected_links,
+    `,"changed":${changed},"sanitized":${JSON.stringify(sanitized)}`,
+  );
+}
 
 /** The featured image of a replacement: an https address the service fetches, or bytes the caller sends. */
 export type ImageInput =

@@ -1,7 +1,7 @@
 import type { Page, PageQuery } from '../../projections/projector.ts';
-import type { ListQuery } from './requests.ts';
+import type { ListQuery } from './contract.ts';
 
-export type { DateRange, ListQuery } from './requests.ts';
+export type { DateRange, ListQuery } from './contract.ts';
 
 /*
  * Lists as every face answers them: the items with the counts of the list envelope (what a list is

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { BacklinkCategory } from '../../domain/backlink/events.ts';
+import { AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { comparisonOf } from '../../domain/report/comparison.ts';
-import { listBacklinks } from '../../projections/backlinks.ts';
+import { type BacklinkRow, listBacklinks } from '../../projections/backlinks.ts';
 import {
   type DailyStats,
   type Period,
@@ -12,14 +12,107 @@ import {
   siteDailyStats,
   siteStats,
 } from '../../projections/site-stats.ts';
-import { findSite, listSiteOverview, listSites, ofOwnSite, type SiteScope } from '../../projections/sites.ts';
+import {
+  findSite,
+  listSiteOverview,
+  listSites,
+  ofOwnSite,
+  type SiteRow,
+  type SiteScope,
+} from '../../projections/sites.ts';
 import { type Call, type Outcome, outcomeOf } from './call.ts';
+import {
+  calendarDate,
+  dateRange,
+  fromParam,
+  wireId as id,
+  pageParam,
+  perPageParam,
+  rfc3339,
+  timestamp,
+  toolFields,
+  toParam,
+} from './contract.ts';
 import { type ApplicationDeps, readsOf } from './deps.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
-import { dateRange, fromParam, pageParam, perPageParam, toParam } from './requests.ts';
-import { type BacklinkOut, backlinkOut, type SiteOut, type StatsOut, siteOut, statsOut } from './wire.ts';
 
-/* What the site use cases are asked with. */
+/*
+ * The sites' contract: a site, its backlinks and its statistics for a period, as they are asked for
+ * (the API's parameters, the tools' inputs, the pages' filters) and as they are answered (the wire
+ * objects and their mappers); then the use cases.
+ */
+
+export const Site = z
+  .object({
+    id,
+    name: z.string(),
+    domain: z.string(),
+    url: z.url(),
+    created_at: timestamp,
+  })
+  .meta({
+    id: 'Site',
+    description: 'A website on the account.',
+    example: {
+      id: 'site_06h014k26k323kar2chmr6p5jr',
+      name: 'Northside Plumbing',
+      domain: 'northside-plumbing.example',
+      url: 'https://northside-plumbing.example/',
+      created_at: '2026-10-01T08:00:00Z',
+    },
+  });
+
+export const Backlink = z
+  .object({
+    id,
+    site_id: id,
+    acquired_on: calendarDate,
+    source_domain: z.string(),
+    source_url: z.string(),
+    target_url: z.string(),
+    anchor_text: z.string(),
+    anchor_type: AnchorType,
+    category: BacklinkCategory,
+  })
+  .meta({
+    id: 'Backlink',
+    description: 'A link from another website to one of the account’s sites.',
+    example: {
+      id: 'bl_06h014k41f2z7xq29rrdb0mhtc',
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      acquired_on: '2026-11-03',
+      source_domain: 'citylocalnews.example',
+      source_url: 'https://citylocalnews.example/business/directory',
+      target_url: 'https://northside-plumbing.example/',
+      anchor_text: 'Northside Plumbing',
+      anchor_type: 'branded',
+      category: 'local',
+    },
+  });
+
+export const Stats = z
+  .object({
+    site_id: id,
+    period: z
+      .object({ key: z.string(), from: calendarDate, to: calendarDate })
+      .meta({ description: 'The period asked for, as inclusive UTC dates.' }),
+    articles: z.object({ published: z.number().int().min(0) }),
+    backlinks: z.object({
+      total: z.number().int().min(0),
+      industry: z.number().int().min(0),
+      local: z.number().int().min(0),
+    }),
+  })
+  .meta({
+    id: 'Stats',
+    description: 'Articles published and backlinks acquired in a period.',
+    example: {
+      site_id: 'site_06h014k26k323kar2chmr6p5jr',
+      period: { key: '2026-10', from: '2026-10-01', to: '2026-10-31' },
+      articles: { published: 12 },
+      backlinks: { total: 30, industry: 18, local: 12 },
+    },
+  });
 
 export const BacklinkQuery = z
   .strictObject({
@@ -45,6 +138,71 @@ export const StatsQuery = z.strictObject({
     }),
 });
 export type BacklinkListQuery = z.output<typeof BacklinkQuery>;
+
+/* The tools' inputs: the same fields, described for a model. */
+
+export const ListSitesInput = z.strictObject({ page: toolFields.page, per_page: toolFields.perPage });
+
+export const ListBacklinksInput = z
+  .strictObject({
+    site_id: toolFields.siteId,
+    from: toolFields.from('Only backlinks acquired'),
+    to: toolFields.to('Only backlinks acquired'),
+    category: BacklinkQuery.shape.category.meta({ description: 'Only industry or only local backlinks.' }),
+    page: toolFields.page,
+    per_page: toolFields.perPage,
+  })
+  .superRefine(dateRange);
+
+export const GetStatsInput = z.strictObject({
+  site_id: toolFields.siteId,
+  period: StatsQuery.shape.period.meta({
+    description:
+      'this_month (default), last_month, last_30_days (today and the 29 days before), or a calendar month ' +
+      'YYYY-MM. All UTC.',
+  }),
+});
+
+export type SiteOut = z.infer<typeof Site>;
+export type BacklinkOut = z.infer<typeof Backlink>;
+export type StatsOut = z.infer<typeof Stats>;
+
+export function siteOut(row: SiteRow): SiteOut {
+  return {
+    id: row.id,
+    name: row.name,
+    domain: row.domain,
+    url: row.url,
+    created_at: rfc3339(row.created_at),
+  };
+}
+
+export function backlinkOut(row: BacklinkRow): BacklinkOut {
+  return {
+    id: row.id,
+    site_id: row.site_id,
+    acquired_on: row.acquired_on,
+    source_domain: row.source_domain,
+    source_url: row.source_url,
+    target_url: row.target_url,
+    anchor_text: row.anchor_text,
+    anchor_type: row.anchor_type,
+    category: row.category,
+  };
+}
+
+export function statsOut(siteId: string, period: Period, s: SiteStats): StatsOut {
+  return {
+    site_id: siteId,
+    period: { key: period.key, from: period.from, to: period.to },
+    articles: { published: s.articles_published },
+    backlinks: {
+      total: s.backlinks_industry + s.backlinks_local,
+      industry: s.backlinks_industry,
+      local: s.backlinks_local,
+    },
+  };
+}
 
 export type Sites = ReturnType<typeof createSites>;
 

@@ -13,12 +13,12 @@ import {
   type TimelineQuery,
 } from '../../projections/timeline.ts';
 import type { Activity } from './activity.ts';
-import type { Articles } from './articles.ts';
+import type { ArticleOut, Articles } from './articles.ts';
 import { type Call, type RequestIds, unwrap } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, listed } from './lists.ts';
-import type { Revisions } from './revisions.ts';
-import { type ArticleOut, type RevisionContentOut, type SiteOut, siteOut } from './wire.ts';
+import type { RevisionContentOut, Revisions } from './revisions.ts';
+import { type SiteOut, siteOut } from './sites.ts';
 
 export type { StaffAuditEntry } from '../../projections/staff-searches.ts';
 export type { FoundAccount, TimelineEntry, TimelineQuery } from '../../projections/timeline.ts';

@@ -10,18 +10,9 @@ import { storedColumns, toStoredEvent } from '../../infra/event-store.ts';
 import type { Stored } from '../../infra/projection.ts';
 import type { SnapshotMemory } from '../../projections/article-snapshots.ts';
 import { articleRowOf } from '../../projections/articles.ts';
-import {
-  ArticleListItem,
-  type ArticleListItemOut,
-  articleListItemOut,
-  Backlink,
-  type BacklinkOut,
-  backlinkOut,
-  rfc3339,
-  Stats,
-  type StatsOut,
-  statsOut,
-} from './wire.ts';
+import { ArticleListItem, type ArticleListItemOut, articleListItemOut } from './articles.ts';
+import { rfc3339 } from './contract.ts';
+import { Backlink, type BacklinkOut, backlinkOut, Stats, type StatsOut, statsOut } from './sites.ts';
 
 /*
  * Webhook messages from the log (CONTRACT "Webhooks"): which event makes which message type, and the

@@ -2,11 +2,18 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { ArticleStatus, FeaturedImage } from '../../domain/article/events.ts';
-import { AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
+import {
+  ALT_MAX,
+  ArticleStatus,
+  FeaturedImage,
+  KEYWORD_MAX,
+  REASON_MAX,
+  TITLE_MAX,
+} from '../../domain/article/events.ts';
+import { ANCHOR_TEXT_MAX, AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
 import { isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
-import { ID_PATTERN, ID_RULE, WebUrl } from '../../domain/input.ts';
+import { DOMAIN_NAME_MAX, ID_MAX_LENGTH, ID_PATTERN, ID_RULE, NAME_MAX, WebUrl } from '../../domain/input.ts';
 import { EventValidationError } from '../../infra/event-store.ts';
 import type { Commands } from '../application/commands/index.ts';
 import { progressBar } from './progress.ts';
@@ -14,12 +21,12 @@ import { progressBar } from './progress.ts';
 export const ingestKinds = ['sites', 'articles', 'backlinks', 'rewrites'] as const;
 export type IngestKind = (typeof ingestKinds)[number];
 
-const id = z.string().min(1).max(100).regex(ID_PATTERN, ID_RULE);
+const id = z.string().min(1).max(ID_MAX_LENGTH).regex(ID_PATTERN, ID_RULE);
 const datetime = z.iso.datetime({ offset: true });
 const featuredImage = z
   .object({
     url: WebUrl,
-    alt: z.string().max(1000).default(''),
+    alt: z.string().max(ALT_MAX).default(''),
     width: z.number().int().positive().nullable().default(null),
     height: z.number().int().positive().nullable().default(null),
   })
@@ -30,32 +37,32 @@ const IngestLines = {
   sites: z.strictObject({
     id: id.optional(),
     account_id: id,
-    name: z.string().min(1).max(200),
-    domain: z.string().min(1).max(253),
+    name: z.string().min(1).max(NAME_MAX),
+    domain: z.string().min(1).max(DOMAIN_NAME_MAX),
     url: WebUrl,
   }),
   articles: z.strictObject({
     id: id.optional(),
     account_id: id,
     site_id: id,
-    title: z.string().min(1).max(300),
+    title: z.string().min(1).max(TITLE_MAX),
     body: z.string(),
     url: WebUrl,
     status: ArticleStatus,
     published_at: datetime.nullable().default(null),
-    target_keyword: z.string().max(300).nullable().default(null),
+    target_keyword: z.string().max(KEYWORD_MAX).nullable().default(null),
     featured_image: featuredImage.nullable().default(null),
-    reason: z.string().max(1000).nullable().optional(),
+    reason: z.string().max(REASON_MAX).nullable().optional(),
   }),
   backlinks: z.strictObject({
     id: id.optional(),
     account_id: id,
     site_id: id,
     acquired_on: z.iso.date(),
-    source_domain: z.string().min(1).max(253),
+    source_domain: z.string().min(1).max(DOMAIN_NAME_MAX),
     source_url: WebUrl,
     target_url: WebUrl,
-    anchor_text: z.string().max(1000),
+    anchor_text: z.string().max(ANCHOR_TEXT_MAX),
     anchor_type: AnchorType,
     category: BacklinkCategory,
   }),
@@ -64,11 +71,11 @@ const IngestLines = {
     .strictObject({
       account_id: id,
       article_id: id,
-      title: z.string().min(1).max(300).optional(),
+      title: z.string().min(1).max(TITLE_MAX).optional(),
       body: z.string().optional(),
       status: ArticleStatus.optional(),
       published_at: datetime.nullable().optional(),
-      reason: z.string().max(1000).nullable().optional(),
+      reason: z.string().max(REASON_MAX).nullable().optional(),
     })
     .refine((r) => r.title !== undefined || r.body !== undefined || r.status !== undefined, {
       message: 'a rewrite needs title, body or status',

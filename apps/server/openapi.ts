@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../domain/article/events.ts';
 import type { ErrorCode } from '../../domain/errors.ts';
-import { PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../domain/vocabulary.ts';
+import { PER_PAGE_DEFAULT, PER_PAGE_MAX, REQUESTS_PER_MINUTE } from '../../domain/vocabulary.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { WWW_AUTHENTICATE } from './api/auth.ts';
 import { statusOf } from './http/errors.ts';
@@ -164,7 +164,7 @@ function headerCatalogue(publicUrl: string) {
     },
     'RateLimit-Policy': {
       description:
-        'The quota policies that apply (IETF RateLimit header fields): `"requests"`, 60 requests per 60-second ' +
+        `The quota policies that apply (IETF RateLimit header fields): \`"requests"\`, ${REQUESTS_PER_MINUTE} requests per 60-second ` +
         'window per account (per client address without a key), shared by all its keys and assistant connections.',
       required: true,
       schema: { type: 'string', pattern: '^"[a-z]+";q=[0-9]+;w=[0-9]+( *, *"[a-z]+";q=[0-9]+;w=[0-9]+)*$' },
@@ -415,7 +415,7 @@ const errorResponses: Record<number, ErrorResponse> = {
         value: problemExample(
           'rate_limited',
           'Too many requests',
-          'More than 60 requests in a minute for this account; retry in 30 s',
+          `More than ${REQUESTS_PER_MINUTE} requests in a minute for this account; retry in 30 s`,
           '/api/v1/sites',
         ),
       },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { type Event, eventSchema } from '../event.ts';
+import { NAME_MAX } from '../input.ts';
 
 export const KeyScope = z.enum(['read', 'write']);
 export type KeyScope = z.infer<typeof KeyScope>;
@@ -12,13 +13,13 @@ export type KeyScope = z.infer<typeof KeyScope>;
  */
 export const AccountOpenedData = z.strictObject({
   accountId: z.string().min(1),
-  name: z.string().min(1).max(200),
+  name: z.string().min(1).max(NAME_MAX),
   email: z.email(),
 });
 export const ApiKeyCreatedData = z.strictObject({
   accountId: z.string().min(1),
   keyId: z.string().min(1),
-  name: z.string().min(1).max(200),
+  name: z.string().min(1).max(NAME_MAX),
   /** The visible start of the key, e.g. `cs_live_AbC123`, to recognise it in lists. */
   prefix: z.string().min(1),
   scope: KeyScope,
@@ -27,7 +28,7 @@ const ApiKeyRevokedData = z.strictObject({ accountId: z.string().min(1), keyId: 
 const StaffMemberAddedData = z.strictObject({
   staffId: z.string().min(1),
   email: z.email(),
-  name: z.string().min(1).max(200),
+  name: z.string().min(1).max(NAME_MAX),
 });
 /** Whose password: an account holder's (on the account's stream) or a support staff member's (on theirs). */
 const PasswordHolder = z.enum(['account', 'staff']);

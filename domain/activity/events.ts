@@ -1,5 +1,14 @@
 import { z } from 'zod';
 import { Actor, type Event, eventSchema } from '../event.ts';
+import { NAME_MAX } from '../input.ts';
+
+/** An HTTP status, as a record keeps it. */
+export const STATUS_MIN = 100;
+export const STATUS_MAX = 599;
+/** Length of a client's own `X-Request-Id` kept with a record. */
+export const CLIENT_REQUEST_ID_MAX = 128;
+/** Length, in characters, of what support staff search accounts by. */
+export const STAFF_QUERY_MAX = 320;
 
 /**
  * Where an activity record came from: a revision's origins (`editor`: an article change on the web
@@ -18,19 +27,19 @@ export const CallRecordedData = z.object({
   accountId: z.string().min(1),
   source: ActivitySource,
   actor: Actor,
-  operation: z.string().min(1).max(200),
+  operation: z.string().min(1).max(NAME_MAX),
   siteId: z.string().nullable(),
   articleId: z.string().nullable(),
   /** The article revision the call created; absent when it created none (and in records older than the field). */
   revision: z.number().int().min(1).optional(),
-  status: z.number().int().min(100).max(599),
+  status: z.number().int().min(STATUS_MIN).max(STATUS_MAX),
   /** The service's id of the request (`req_...`); in records older than `clientRequestId`, possibly the client's. */
   requestId: z.string().nullable(),
   /**
    * The client's own `X-Request-Id`, kept apart from the request id (null when it sent none); absent in
    * records made when a client's id could be taken as the request id.
    */
-  clientRequestId: z.string().max(128).nullable().optional(),
+  clientRequestId: z.string().max(CLIENT_REQUEST_ID_MAX).nullable().optional(),
   durationMs: z.number().int().min(0),
 });
 
@@ -59,7 +68,7 @@ export const STAFF_SEARCH_MAX = 50;
 export const StaffSearchedData = z.object({
   searchId: z.string().min(1),
   staff: Actor,
-  query: z.string().max(320),
+  query: z.string().max(STAFF_QUERY_MAX),
   accountIds: z.array(z.string().min(1)).max(STAFF_SEARCH_MAX),
   requestId: z.string().nullable(),
 });

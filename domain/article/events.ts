@@ -5,6 +5,8 @@ import { WebUrl } from '../input.ts';
 
 /** Title length, in characters. */
 export const TITLE_MAX = 300;
+/** Length, in characters, of an article's target keyword. */
+export const KEYWORD_MAX = 300;
 /** Body size, in bytes of UTF-8: as submitted, and as stored once sanitised. */
 export const BODY_MAX_MIB = 2;
 export const BODY_MAX_BYTES = BODY_MAX_MIB * 1024 * 1024;
@@ -16,6 +18,8 @@ export const ALT_MAX = 1000;
 export const MAX_IMAGE_MIB = 10;
 export const MAX_IMAGE_BYTES = MAX_IMAGE_MIB * 1024 * 1024;
 export const MAX_IMAGE_SIDE = 8000;
+/** The highest revision number a request may name (a path, an `If-Match`, an `expected_revision`). */
+export const REVISION_MAX = 1_000_000;
 
 export const ArticleStatus = z.enum(['draft', 'scheduled', 'published', 'archived']);
 export type ArticleStatus = z.infer<typeof ArticleStatus>;
@@ -46,7 +50,7 @@ export const ArticleCreatedData = z.object({
   url: WebUrl,
   status: ArticleStatus,
   publishedAt: z.iso.datetime({ offset: true }).nullable(),
-  targetKeyword: z.string().max(300).nullable(),
+  targetKeyword: z.string().max(KEYWORD_MAX).nullable(),
   featuredImage: FeaturedImage.nullable(),
 });
 export const ArticleEditedData = z.object({

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { type Event, eventSchema } from '../event.ts';
-import { WebUrl } from '../input.ts';
+import { DOMAIN_NAME_MAX, NAME_MAX, WebUrl } from '../input.ts';
 
 export const SiteAddedData = z.object({
   siteId: z.string().min(1),
   accountId: z.string().min(1),
-  name: z.string().min(1).max(200),
-  domain: z.string().min(1).max(253),
+  name: z.string().min(1).max(NAME_MAX),
+  domain: z.string().min(1).max(DOMAIN_NAME_MAX),
   url: WebUrl,
 });
 

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Article } from '../../apps/application/wire.ts';
+import { Article } from '../../apps/application/articles.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { type Recorded, recordingClient } from '../support/http.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { articleJson, articleOut, changeJson, rfc3339 } from '../../apps/application/wire.ts';
+import { articleJson, articleOut, changeJson } from '../../apps/application/articles.ts';
+import { rfc3339 } from '../../apps/application/contract.ts';
 
 describe('rfc3339', () => {
   it('writes UTC to the second, as CONTRACT does', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActivityOut } from '../../apps/application/activity.ts';
 import { callOf, type Principal, unwrap } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
-import type { ActivityOut } from '../../apps/application/wire.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { apiKeyActor, createTestRuntime, protectedBody, setUpAccount } from '../support/runtime.ts';

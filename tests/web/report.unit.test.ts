@@ -2,8 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { htmlText } from '../../apps/server/http/html.ts';
 import { barChart, count, describeChart, labelledDays, yScale } from '../../apps/server/web/chart.ts';
 import { change, periodChoices, periodLabel, reportCsv, spanText } from '../../apps/server/web/report.ts';
-import { readSiteQuery } from '../../apps/server/web/site-query.ts';
-import { hrefOf, httpHref } from '../../apps/server/web/sites.ts';
+import { hrefOf, httpHref, readSiteQuery } from '../../apps/server/web/sites.ts';
 
 describe('the report helpers', () => {
   it('scales the y axis to whole steps of 1, 2 or 5 times a power of ten, at most 5 of them', () => {

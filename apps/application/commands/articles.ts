@@ -21,7 +21,7 @@ import { newId } from '../../../infra/ids.ts';
 import { keyStillLive } from '../../../projections/accounts.ts';
 import { readArticleSnapshot } from '../../../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../../../projections/articles.ts';
-import { changeOut } from '../wire.ts';
+import { changeOut } from '../articles.ts';
 import type { CommandContext } from './handler.ts';
 import { requireSite } from './sites.ts';
 

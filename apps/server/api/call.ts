@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { JsonTexts } from '../../../infra/json-texts.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
+import { changeJson } from '../../application/articles.ts';
 import type { Call, Outcome } from '../../application/call.ts';
+import { type JsonOf, revisionOfEtag } from '../../application/contract.ts';
 import type { Answer } from '../../application/idempotency.ts';
-import { changeJson, type JsonOf } from '../../application/wire.ts';
 import { settled } from '../http/outcome.ts';
 import { liveKeyOf, principalOf } from './auth.ts';
 
@@ -28,9 +29,8 @@ export function weakEtag(revision: number): string {
 }
 
 /** The revision whose ETag `value` is exactly (`W/"3"` → 3), if any: what an If-None-Match names. */
-export function revisionOfEtag(value: string | undefined): number | undefined {
-  const match = value === undefined ? null : /^W\/"([1-9]\d{0,8})"$/.exec(value);
-  return match ? Number(match[1]) : undefined;
+export function heldRevision(value: string | undefined): number | undefined {
+  return (value === undefined ? null : revisionOfEtag(value, { weak: 'only' })) ?? undefined;
 }
 
 /** Answers with JSON text already written (a wire object as `JSON.stringify` writes it), as it is. */

@@ -1,14 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ActivityQuery } from '../../application/activity.ts';
-import { ArticleQuery } from '../../application/articles.ts';
+import { ActivityQuery, ActivityRecord } from '../../application/activity.ts';
+import { Article, ArticleListItem, ArticleQuery } from '../../application/articles.ts';
+import { ArticleParams, PageQuery, SiteParams } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
-import { ArticleParams, PageQuery, SiteParams } from '../../application/requests.ts';
-import { BacklinkQuery, StatsQuery } from '../../application/sites.ts';
-import { ActivityRecord, Article, ArticleListItem, Backlink, Site, Stats } from '../../application/wire.ts';
+import { Backlink, BacklinkQuery, Site, Stats, StatsQuery } from '../../application/sites.ts';
 import { settled } from '../http/outcome.ts';
 import { listOf, Problem } from '../http/schemas.ts';
-import { apiCall, revisionOfEtag, sendJson, sendNotModified, weakEtag } from './call.ts';
+import { apiCall, heldRevision, sendJson, sendNotModified, weakEtag } from './call.ts';
 import { sendList } from './lists.ts';
 
 type ReadRouteDeps = { application: Application; publicUrl: string };
@@ -106,7 +105,7 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
-      const held = revisionOfEtag(req.headers['if-none-match']);
+      const held = heldRevision(req.headers['if-none-match']);
       const read = settled(
         req,
         reply,

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
+import { PageQuery } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
-import { PageQuery } from '../../application/requests.ts';
 import { settled } from '../http/outcome.ts';
 import { listOf, Problem } from '../http/schemas.ts';
 import { IdempotencyHeaders } from '../http/write-schemas.ts';

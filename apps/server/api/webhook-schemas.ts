@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
-import { atMost, idParam } from '../../application/requests.ts';
+import { atMost, idParam } from '../../application/contract.ts';
 import { WEBHOOK_DESCRIPTION_MAX, WEBHOOK_URL_MAX } from '../../application/webhooks.ts';
 import {
   NewWebhookEndpoint,

@@ -3,11 +3,15 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { DomainError, parameterError } from '../../../domain/errors.ts';
 import { createJsonTexts } from '../../../infra/json-texts.ts';
-import { EditArticleBody, FeaturedImageJsonBody, type ImageInput } from '../../application/articles.ts';
+import {
+  ArticleChange,
+  EditArticleBody,
+  FeaturedImageJsonBody,
+  type ImageInput,
+} from '../../application/articles.ts';
+import { ArticleParams, PageQuery, revisionOfEtag } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
-import { ArticleParams, PageQuery } from '../../application/requests.ts';
-import { RestoreBody, RevisionParams } from '../../application/revisions.ts';
-import { ArticleChange, Revision, RevisionContent } from '../../application/wire.ts';
+import { RestoreBody, Revision, RevisionContent, RevisionParams } from '../../application/revisions.ts';
 import { settled } from '../http/outcome.ts';
 import { listOf, Problem } from '../http/schemas.ts';
 import { FeaturedImageMultipartDoc, WriteHeaders } from '../http/write-schemas.ts';
@@ -26,13 +30,13 @@ const RevisionList = listOf(Revision, 'RevisionList', {
 /** `If-Match: W/"3"` (or `"3"`) → 3; `*` or absent → no expectation; anything else is a 400. */
 function parseIfMatch(value: string | undefined): number | undefined {
   if (value === undefined || value.trim() === '*') return undefined;
-  const match = /^\s*(?:W\/)?"(\d{1,9})"\s*$/.exec(value);
-  if (!match?.[1]) {
+  const revision = revisionOfEtag(value, { weak: 'or-strong' });
+  if (revision === null) {
     throw parameterError('If-Match must be the ETag of a revision, like W/"3"', [
       { in: 'header', name: 'if-match', message: 'must be an ETag like W/"3"' },
     ]);
   }
-  return Number(match[1]);
+  return revision;
 }
 
 /** The writes: article edits, restores; each accepted change is a revision with origin `api`. */

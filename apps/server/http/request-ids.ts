@@ -1,9 +1,10 @@
 import type { FastifyRequest } from 'fastify';
+import { CLIENT_REQUEST_ID_MAX } from '../../../domain/activity/events.ts';
 import { newId } from '../../../infra/ids.ts';
 import type { RequestIds } from '../../application/call.ts';
 
 /** What a client's own `X-Request-Id` may be to be kept: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const CLIENT_REQUEST_ID = new RegExp(`^[A-Za-z0-9._:-]{1,${CLIENT_REQUEST_ID_MAX}}$`);
 
 /**
  * Every request's id, on every face: made by the service (`req_...`), never taken from the request.

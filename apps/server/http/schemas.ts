@@ -8,6 +8,17 @@ import { PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
  * answers' shapes too (apps/application/wire.ts); the OpenAPI document is generated from all three.
  */
 
+/*
+ * The lengths a page's form field may have before it is read at all: what a field may hold is the
+ * use cases' rule (apps/application), checked after.
+ */
+/** A free text field: a reason, a password, an address to return to, a webhook form's value. */
+export const FORM_TEXT_MAX = 4096;
+/** A form's CSRF token. */
+export const FORM_TOKEN_MAX = 256;
+/** A short field: a number, a flag, a date and time, a field's name. */
+export const FORM_SHORT_MAX = 64;
+
 export const Problem = z
   .object({
     type: z.string().meta({ example: 'https://content-service.dev/problems/not-found' }),

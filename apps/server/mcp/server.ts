@@ -6,13 +6,13 @@ import {
   Server,
   type Tool,
 } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import { DomainError, type ErrorCode, parameterError } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Call, type LimitDecision, type Subject, unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { RequestPrincipal } from '../http/auth.ts';
-import { toolJsonSchema } from './schemas.ts';
 import {
   argumentErrors,
   domainInfo,
@@ -258,4 +258,44 @@ async function failureOf(
   // The refusal names the blocks; the model gets the exact markup to put back from the current body.
   const current = articleId ? await services.application.articles.get(call, articleId) : undefined;
   return protectedLinksRefusal(info, current?.ok ? current.value.body : null);
+}
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * A zod schema as the JSON Schema a tool advertises: the root is an object schema (as MCP requires),
+ * shared components are written inline instead of as `$ref`s (simpler for models and for clients
+ * whose validators do not resolve references), without the OpenAPI-only `example` and without the
+ * long patterns zod adds beside `format: date`/`date-time` (nor its safe-integer bounds). No `$schema`: the keywords used mean the
+ * same in draft-07 and 2020-12 (MCP's default dialect).
+ */
+export function toolJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const generated = z.toJSONSchema(schema, { io, unrepresentable: 'throw' }) as JsonSchema;
+  const defs = (generated.$defs ?? {}) as Record<string, JsonSchema>;
+  const clean = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(clean);
+    if (node === null || typeof node !== 'object') return node;
+    let object = node as JsonSchema;
+    const ref = object.$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/$defs/')) {
+      const { $ref: _ref, ...rest } = object;
+      object = { ...defs[ref.slice('#/$defs/'.length)], ...rest };
+    }
+    const out: JsonSchema = {};
+    for (const [key, value] of Object.entries(object)) {
+      if (key === '$schema' || key === '$defs' || key === 'example') continue;
+      if (key === 'pattern' && (object.format === 'date' || object.format === 'date-time')) continue;
+      // zod's integer bounds say nothing a model needs.
+      if (key === 'maximum' && value === Number.MAX_SAFE_INTEGER) continue;
+      if (key === 'minimum' && value === Number.MIN_SAFE_INTEGER) continue;
+      out[key] =
+        key === 'properties' && value !== null && typeof value === 'object'
+          ? Object.fromEntries(Object.entries(value).map(([name, property]) => [name, clean(property)]))
+          : clean(value);
+    }
+    return out;
+  };
+  const result = clean(generated) as JsonSchema;
+  if (result.type !== 'object') throw new Error('a tool schema must be an object schema');
+  return result;
 }

@@ -1,32 +1,67 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/server';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
+import { ActivityRecord, ListActivityInput } from '../../application/activity.ts';
+import {
+  Article,
+  ArticleChange,
+  ArticleListItem,
+  GetArticleInput,
+  ListArticlesInput,
+  ReplaceFeaturedImageInput,
+  UpdateArticleInput,
+} from '../../application/articles.ts';
 import type { Call, Idempotency, Outcome } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import {
-  ActivityList,
-  Article,
-  ArticleChange,
-  ArticleList,
-  BacklinkList,
-  GetArticleInput,
   GetRevisionInput,
-  GetStatsInput,
-  ListActivityInput,
-  ListArticlesInput,
-  ListBacklinksInput,
   ListRevisionsInput,
-  ListSitesInput,
-  ReplaceFeaturedImageInput,
   RestoreRevisionInput,
+  Revision,
   RevisionContent,
-  RevisionList,
-  SiteList,
+} from '../../application/revisions.ts';
+import {
+  Backlink,
+  GetStatsInput,
+  ListBacklinksInput,
+  ListSitesInput,
+  Site,
   Stats,
-  UpdateArticleInput,
-} from './schemas.ts';
+} from '../../application/sites.ts';
+import { PageMeta } from '../http/schemas.ts';
+
+/*
+ * The tools' inputs are the resources' own (apps/application: the API's fields, described for a
+ * model); their outputs are the API's wire objects, and a list is `{data, meta, next_page}` (the API
+ * envelope without its links, which point at the HTTP API: a model pages by calling the tool again
+ * with `page: next_page`).
+ */
+
+const ToolPageMeta = PageMeta.extend({
+  total: PageMeta.shape.total.meta({ description: 'Items in the whole list.' }),
+});
+
+/** A page of a list, as the tools answer it. */
+function pageOf<T extends z.ZodType>(item: T) {
+  return z.object({
+    data: z.array(item),
+    meta: ToolPageMeta,
+    next_page: z
+      .number()
+      .int()
+      .min(2)
+      .nullable()
+      .meta({ description: 'The page to ask for next with the same arguments; null on the last page.' }),
+  });
+}
+
+const SiteList = pageOf(Site);
+const ArticleList = pageOf(ArticleListItem);
+const BacklinkList = pageOf(Backlink);
+const RevisionList = pageOf(Revision);
+const ActivityList = pageOf(ActivityRecord);
 
 /**
  * What a tool call may use: its application call (principal with origin `mcp`), the use cases, and

@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Html, html } from '../http/html.ts';
 import { SCOPES } from '../http/oauth-port.ts';
 import type { PageKit, PageSession } from '../http/page-kit.ts';
+import { FORM_TOKEN_MAX } from '../http/schemas.ts';
 import { redirectHostOf } from './client-rules.ts';
 import { type LazyProvider, OAUTH_PREFIX } from './provider.ts';
 
@@ -25,10 +26,12 @@ import { type LazyProvider, OAUTH_PREFIX } from './provider.ts';
  */
 
 const CLIENT_NAME_MAX = 100;
-const Params = z.object({ uid: z.string().min(1).max(128) });
+/** Length of an interaction's uid (oidc-provider makes them 21 characters long). */
+const INTERACTION_UID_MAX = 128;
+const Params = z.object({ uid: z.string().min(1).max(INTERACTION_UID_MAX) });
 const Decision = z.object({
   decision: z.enum(['allow', 'deny']).optional(),
-  csrf: z.string().max(256).optional(),
+  csrf: z.string().max(FORM_TOKEN_MAX).optional(),
 });
 
 type InteractionDeps = { provider: LazyProvider; kit: PageKit; db: Db; resource: string };

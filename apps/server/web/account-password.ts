@@ -5,6 +5,7 @@ import { PASSWORD_MIN_LENGTH, passwordProblem } from '../../../domain/account/pa
 import type { Accounts } from '../../application/accounts.ts';
 import type { Activity } from '../../application/activity.ts';
 import { html } from '../http/html.ts';
+import { FORM_SHORT_MAX, FORM_TEXT_MAX, FORM_TOKEN_MAX } from '../http/schemas.ts';
 import { recordChanges } from './call.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
@@ -23,12 +24,12 @@ import { CLIENT_POLICY } from './throttle.ts';
  */
 
 const PasswordBody = z.object({
-  current: z.string().max(4096).optional(),
-  password: z.string().max(4096).optional(),
-  repeat: z.string().max(4096).optional(),
-  csrf: z.string().max(256).optional(),
+  current: z.string().max(FORM_TEXT_MAX).optional(),
+  password: z.string().max(FORM_TEXT_MAX).optional(),
+  repeat: z.string().max(FORM_TEXT_MAX).optional(),
+  csrf: z.string().max(FORM_TOKEN_MAX).optional(),
 });
-const PasswordQuery = z.object({ changed: z.string().max(10).optional() });
+const PasswordQuery = z.object({ changed: z.string().max(FORM_SHORT_MAX).optional() });
 /** The form and who may send it (kit.ts FormSender). */
 const PASSWORD_FORM = {
   schema: { hide: true, body: PasswordBody },

@@ -9,11 +9,14 @@ import { ID_PATTERN } from '../../../domain/input.ts';
 import { PAGE_MAX } from '../../../domain/vocabulary.ts';
 import type { BodyDiff } from '../../../infra/sanitize-pool.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
+import type { ArticleOut } from '../../application/articles.ts';
 import { unwrap } from '../../application/call.ts';
-import type { ArticleOut, RevisionContentOut, RevisionOut } from '../../application/wire.ts';
+import { revisionOf } from '../../application/contract.ts';
+import type { RevisionContentOut, RevisionOut } from '../../application/revisions.ts';
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
+import { FORM_SHORT_MAX, FORM_TEXT_MAX, FORM_TOKEN_MAX } from '../http/schemas.ts';
 import { recordChanges, webCall } from './call.ts';
 import { savedNotice } from './editor.ts';
 import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.ts';
@@ -37,12 +40,11 @@ import { DIFF_LEGEND, renderBodyDiff, renderDiff, type Versions } from './word-d
 
 /** Revisions per page of an article's history. */
 const HISTORY_PER_PAGE = 50;
-const REVISION_MAX = 1_000_000;
 
 const RestoreForm = z.object({
-  reason: z.string().max(4096).optional(),
-  expected_revision: z.string().max(20).optional(),
-  csrf: z.string().max(256).optional(),
+  reason: z.string().max(FORM_TEXT_MAX).optional(),
+  expected_revision: z.string().max(FORM_SHORT_MAX).optional(),
+  csrf: z.string().max(FORM_TOKEN_MAX).optional(),
 });
 /** The restore form's route: who may send it (kit.ts FormSender). */
 const RESTORE_FORM = {
@@ -203,8 +205,8 @@ export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
     if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw notFound(`No article ${id ?? ''}`);
     return id;
   }
-  function revisionOf(request: FastifyRequest): number {
-    const n = wholeNumber((request.params as { n?: string }).n, REVISION_MAX);
+  function revisionParam(request: FastifyRequest): number {
+    const n = revisionOf((request.params as { n?: string }).n);
     if (n === null) throw notFound('No such revision');
     return n;
   }
@@ -237,9 +239,9 @@ export const articlePages: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
           per_page: HISTORY_PER_PAGE,
         }),
       );
-      const restored = wholeNumber(query.restored, REVISION_MAX);
+      const restored = revisionOf(query.restored);
       const restoredRecord = history.data.find((r) => r.revision === restored && r.restored_from);
-      const unchanged = wholeNumber(query.unchanged, REVISION_MAX);
+      const unchanged = revisionOf(query.unchanged);
       const notice = restoredRecord
         ? html`<p class="notice" role="status" id="restored">Restored: revision ${restoredRecord.revision} has the content of revision ${restoredRecord.restored_from}. The history keeps every earlier revision.</p>`
         : unchanged
@@ -299,7 +301,7 @@ ${pager(id, historyPage, history.meta.total_pages)}
         // Up to three bodies read, two diffs, one rendered: a revision page is heavy work.
         await heavy.admit(request, reply);
         const id = articleIdOf(request);
-        const n = revisionOf(request);
+        const n = revisionParam(request);
         const call = webCall(request, session);
         const article = unwrap(await application.articles.get(call, id));
         const at = unwrap(await application.revisions.get(call, id, n));
@@ -443,7 +445,7 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
       page(request, reply, async (session) => {
         await heavy.admit(request, reply);
         const id = articleIdOf(request);
-        const n = revisionOf(request);
+        const n = revisionParam(request);
         const call = webCall(request, session);
         const article = unwrap(await application.articles.get(call, id));
         const at = unwrap(await application.revisions.get(call, id, n));
@@ -460,7 +462,7 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
     try {
       await heavy.admit(request, reply);
       const id = articleIdOf(request);
-      const n = revisionOf(request);
+      const n = revisionParam(request);
       const call = webCall(request, session);
       const refused = async (status: number, refusal: Html) => {
         const [article, at] = await Promise.all([
@@ -469,7 +471,7 @@ ${DIFF_LEGEND}${whatChanges ?? ''}
         ]);
         return restorePage(request, reply, session, { article, at, reason, status, refusal });
       };
-      const expectedRevision = wholeNumber(form.expected_revision, REVISION_MAX);
+      const expectedRevision = revisionOf(form.expected_revision);
       if (expectedRevision === null) {
         return await refused(
           400,

@@ -2,15 +2,16 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDomainError } from '../../../domain/errors.ts';
-import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
-import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
+import { ID_PATTERN, ID_RULE, NAME_MAX, URL_MAX } from '../../../domain/input.ts';
+import { PAGE_MAX, WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Activity } from '../../application/activity.ts';
 import { unwrap } from '../../application/call.ts';
+import { cleanText } from '../../application/contract.ts';
 import type { Keys } from '../../application/keys.ts';
-import { cleanText } from '../../application/requests.ts';
 import type { Webhooks } from '../../application/webhooks.ts';
 import { type Html, html } from '../http/html.ts';
 import type { ConnectedClients } from '../http/oauth-port.ts';
+import { FORM_SHORT_MAX, FORM_TEXT_MAX, FORM_TOKEN_MAX } from '../http/schemas.ts';
 import { recordChanges, webCall } from './call.ts';
 import {
   doneNotice,
@@ -38,32 +39,32 @@ import type { WebSession } from './sessions.ts';
  */
 
 const CreateKeyBody = z.object({
-  name: z.string().max(200).optional(),
-  scope: z.string().max(10).optional(),
-  csrf: z.string().max(256).optional(),
+  name: z.string().max(NAME_MAX).optional(),
+  scope: z.string().max(FORM_SHORT_MAX).optional(),
+  csrf: z.string().max(FORM_TOKEN_MAX).optional(),
 });
-const FormBody = z.object({ csrf: z.string().max(256).optional() });
+const FormBody = z.object({ csrf: z.string().max(FORM_TOKEN_MAX).optional() });
 const KeyParams = z.object({ keyId: z.string().regex(ID_PATTERN, ID_RULE) });
 /** An assistant's client_id (oidc-provider's, or the https address of its metadata document). */
-const ClientParams = z.object({ clientId: cleanText(z.string().min(1).max(2048), { lines: false }) });
+const ClientParams = z.object({ clientId: cleanText(z.string().min(1).max(URL_MAX), { lines: false }) });
 /** The add form: url, description, one checkbox per event type (`event.<type>`), the CSRF field. */
-const WebhookFormBody = z.record(z.string().max(100), z.string().max(4096));
+const WebhookFormBody = z.record(z.string().max(FORM_SHORT_MAX), z.string().max(FORM_TEXT_MAX));
 const WebhookParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
 const WebhookToggleBody = z.object({
-  csrf: z.string().max(256).optional(),
-  back: z.string().max(20).optional(),
+  csrf: z.string().max(FORM_TOKEN_MAX).optional(),
+  back: z.string().max(FORM_SHORT_MAX).optional(),
 });
 const DeliveryParams = z.object({
   id: z.string().regex(ID_PATTERN, ID_RULE),
   deliveryId: z.string().regex(ID_PATTERN, ID_RULE),
 });
 const ReplayFormBody = z.object({
-  csrf: z.string().max(256).optional(),
-  from: z.string().max(64).optional(),
+  csrf: z.string().max(FORM_TOKEN_MAX).optional(),
+  from: z.string().max(FORM_SHORT_MAX).optional(),
 });
 const EndpointQuery = z.object({
-  page: z.coerce.number().int().min(1).max(1_000_000).optional().catch(undefined),
-  done: z.string().max(20).optional(),
+  page: z.coerce.number().int().min(1).max(PAGE_MAX).optional().catch(undefined),
+  done: z.string().max(FORM_SHORT_MAX).optional(),
   queued: z.coerce.number().int().min(0).optional().catch(undefined),
 });
 /** Who may send the Connect Site page's forms (kit.ts FormSender); without a session, sign-in comes back to it. */

@@ -5,8 +5,10 @@ import { restoreProtectedBlocks } from '../../../domain/html/protected-repair.ts
 import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
+import type { ArticleOut } from '../../application/articles.ts';
 import { unwrap } from '../../application/call.ts';
-import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
+import { revisionOf } from '../../application/contract.ts';
+import type { RevisionContentOut } from '../../application/revisions.ts';
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
@@ -90,7 +92,7 @@ export function draftOf(body: unknown, fallbackRevision: number): Draft {
     title: text('title'),
     body: text('body'),
     reason: text('reason'),
-    expectedRevision: /^[1-9][0-9]{0,9}$/.test(expected) ? Number(expected) : fallbackRevision,
+    expectedRevision: revisionOf(expected) ?? fallbackRevision,
   };
 }
 

@@ -3,13 +3,18 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
-import { FeaturedImageJsonBody, type ImageInput } from '../../application/articles.ts';
+import {
+  type ArticleChangeOut,
+  type ArticleOut,
+  FeaturedImageJsonBody,
+  type ImageInput,
+} from '../../application/articles.ts';
 import { unwrap } from '../../application/call.ts';
-import type { ArticleChangeOut, ArticleOut } from '../../application/wire.ts';
+import { revisionOf } from '../../application/contract.ts';
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
-import { featuredImage, sentence, wholeNumber } from './articles.ts';
+import { featuredImage, sentence } from './articles.ts';
 import { recordChanges, webCall } from './call.ts';
 import { CSRF_FIELD } from './csrf.ts';
 import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.ts';
@@ -130,7 +135,7 @@ async function readForm(request: FastifyRequest, tokenOk: (token: unknown) => bo
     kind,
     alt: values.get('alt') ?? '',
     url: url ?? '',
-    expectedRevision: wholeNumber(values.get('expected_revision'), Number.MAX_SAFE_INTEGER),
+    expectedRevision: revisionOf(values.get('expected_revision')),
     file: file ?? null,
   };
 }

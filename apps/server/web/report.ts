@@ -1,10 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError } from '../../../domain/errors.ts';
 import { unwrap } from '../../application/call.ts';
+import { SiteParams } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
-import { SiteParams } from '../../application/requests.ts';
-import type { ReportDayOut, ReportOut } from '../../application/sites.ts';
-import type { StatsOut } from '../../application/wire.ts';
+import type { ReportDayOut, ReportOut, StatsOut } from '../../application/sites.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { webCall } from './call.ts';
 import { barChart, count, longDate } from './chart.ts';

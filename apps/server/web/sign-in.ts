@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { type Html, html, raw } from '../http/html.ts';
 import { addressKey } from '../http/limits.ts';
 import { markRefusal } from '../http/metrics.ts';
+import { FORM_TEXT_MAX, FORM_TOKEN_MAX } from '../http/schemas.ts';
 import { STYLESHEET, STYLESHEET_PATH } from './html.ts';
 import { installFormParser, installPageHeaders, safeReturnTo, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
@@ -58,14 +59,14 @@ function refusal(verdict: ThrottleRefusal): string {
   return `Too many failed attempts. Wait ${s} second${s === 1 ? '' : 's'}, then try again.`;
 }
 
-const SignInQuery = z.object({ return_to: z.string().max(4096).optional() });
+const SignInQuery = z.object({ return_to: z.string().max(FORM_TEXT_MAX).optional() });
 const SignInBody = z.object({
-  email: z.string().max(1024).optional(),
-  password: z.string().max(4096).optional(),
-  return_to: z.string().max(4096).optional(),
-  csrf: z.string().max(256).optional(),
+  email: z.string().max(FORM_TEXT_MAX).optional(),
+  password: z.string().max(FORM_TEXT_MAX).optional(),
+  return_to: z.string().max(FORM_TEXT_MAX).optional(),
+  csrf: z.string().max(FORM_TOKEN_MAX).optional(),
 });
-const SignOutBody = z.object({ csrf: z.string().max(256).optional() });
+const SignOutBody = z.object({ csrf: z.string().max(FORM_TOKEN_MAX).optional() });
 /** The forms and who may send them (kit.ts FormSender): sign-in anyone, sign-out anyone signed in. */
 const SIGN_IN = { schema: { hide: true, body: SignInBody }, config: { form: { from: 'anyone' } } } as const;
 const SIGN_OUT = {

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { STAFF_QUERY_MAX } from '../../../domain/activity/events.ts';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
-import { PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
+import { PAGE_MAX, PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import type { RequestIds } from '../../application/call.ts';
-import { cleanText } from '../../application/requests.ts';
+import { cleanText, revisionNumber } from '../../application/contract.ts';
 import type {
   StaffAuditEntry,
   StaffMember,
@@ -48,13 +49,13 @@ const TimelineFilters = z.object({
     .literal('1')
     .optional()
     .or(z.literal('').transform(() => undefined)),
-  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  page: z.coerce.number().int().min(1).max(PAGE_MAX).default(1),
   format: z.enum(['html', 'csv', 'json']).default('html'),
 });
 const IdParams = z.object({ id: z.string().regex(ID_PATTERN, ID_RULE) });
-const RevisionParams = IdParams.extend({ n: z.coerce.number().int().min(1).max(1_000_000) });
+const RevisionParams = IdParams.extend({ n: revisionNumber });
 /** What staff search by: text as the API takes it (no NUL, no control character, no lone surrogate). */
-const SearchQuery = z.object({ q: cleanText(z.string().max(320), { lines: false }).optional() });
+const SearchQuery = z.object({ q: cleanText(z.string().max(STAFF_QUERY_MAX), { lines: false }).optional() });
 const AuditQuery = TimelineFilters.pick({ page: true, format: true });
 
 export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, application, diff, heavy }) => {
