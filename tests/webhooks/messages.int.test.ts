@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replayEndpoint, webhookSubscription } from '../../apps/application/webhook-delivery.ts';
+import { replayEndpoint } from '../../apps/application/webhook-replay.ts';
+import { webhookSubscription } from '../../apps/application/webhook-subscription.ts';
 import { articleListItemOut } from '../../apps/application/wire.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { articleStream } from '../../domain/article/events.ts';
