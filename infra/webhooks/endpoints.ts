@@ -8,7 +8,7 @@ import type { Database, Db, WebhookEndpointsTable } from '../db/schema.ts';
  */
 
 /** An endpoint row as its use cases read it: everything but the secret. */
-export const ENDPOINT_COLUMNS = [
+const ENDPOINT_COLUMNS = [
   'id',
   'account_id',
   'url',
