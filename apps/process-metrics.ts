@@ -16,7 +16,7 @@ import {
 } from '../infra/metrics.ts';
 import { type MetricsServer, serveMetrics } from '../infra/metrics-server.ts';
 import type { Projector } from '../infra/projection.ts';
-import { webhookBacklog } from './application/webhook-delivery.ts';
+import { webhookBacklog } from '../infra/webhooks/deliveries.ts';
 
 /*
  * The metrics of a process (the server, the worker), put together by its main.ts: made before the

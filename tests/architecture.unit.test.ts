@@ -154,6 +154,20 @@ describe('the layering of the source tree', () => {
     expect(recorders).toContain('apps/application/staff.ts');
   });
 
+  it('keeps SQL out of the use cases: they reach storage through projections/ and infra/ (the command handlers excepted)', () => {
+    // A query builder's statement or a `sql` template (typed or not, or its ref/lit/val/raw helpers).
+    const buildsSql = /\b(selectFrom|insertInto|updateTable|deleteFrom)\(|\bsql(<[^`;]*>)?`|\bsql\.\w+\(/;
+    const useCases = files.filter(
+      (f) => layerOf(f) === 'application' && !f.startsWith('apps/application/commands/'),
+    );
+    expect(useCases).toContain('apps/application/webhooks.ts');
+    const building = useCases.filter((f) => buildsSql.test(readFileSync(join(ROOT, f), 'utf8'))).sort();
+    // Still querying read models and the event store's streams themselves: publishing (articles
+    // scheduled, an article's status) and reports (sites, report streams made).
+    const queryingStill = ['apps/application/publishing.ts', 'apps/application/reports.ts'];
+    expect(building).toEqual(queryingStill);
+  });
+
   it('keeps the domain free of module-level mutable state', () => {
     const wrong: string[] = [];
     for (const file of files.filter((f) => layerOf(f) === 'domain')) {

@@ -1,13 +1,18 @@
 import type { Kysely } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../../domain/article/decider.ts';
-import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
+import type { ArticleEvent } from '../../domain/article/events.ts';
 import type { BacklinkAcquired } from '../../domain/backlink/events.ts';
 import type { Actor, Origin } from '../../domain/event.ts';
 import type { MonthlyReportReady } from '../../domain/report/events.ts';
 import type { WebhookEventType } from '../../domain/vocabulary.ts';
 import type { Database } from '../../infra/db/schema.ts';
-import { storedColumns, toStoredEvent } from '../../infra/event-store.ts';
 import type { Stored } from '../../infra/projection.ts';
+import {
+  type ArticleSourceRow,
+  readArticleRows,
+  readArticleStream,
+  readWordCounts,
+} from '../../infra/webhooks/sources.ts';
 import type { SnapshotMemory } from '../../projections/article-snapshots.ts';
 import { articleRowOf } from '../../projections/articles.ts';
 import { ArticleListItem, type ArticleListItemOut, articleListItemOut } from './articles.ts';
@@ -210,23 +215,7 @@ export function inDocumentedOrder(message: WebhookMessage): WebhookMessage {
 /** An event placed: its message type and its account. */
 export type Located = { event: Stored<WebhookSource>; type: WebhookEventType; accountId: string };
 
-type ArticleRowWithAccount = ArticleListItemSource & { account_id: string };
 type ArticleListItemSource = Parameters<typeof articleListItemOut>[0];
-
-const articleColumns = [
-  'id',
-  'site_id',
-  'account_id',
-  'title',
-  'url',
-  'status',
-  'published_at',
-  'target_keyword',
-  'word_count',
-  'featured_image',
-  'revision',
-  'updated_at',
-] as const;
 
 /** An article's list item at a folded state, with the word count its revision's row holds. */
 function itemOf(state: Article, wordCount: number | undefined): ArticleListItemSource {
@@ -258,20 +247,13 @@ export function createMessageMaker(
   locate(events: readonly Stored<WebhookSource>[]): Promise<Located[]>;
   messages(located: readonly Located[]): Promise<Map<string, WebhookMessage>>;
 } {
-  const rows = new Map<string, ArticleRowWithAccount>();
+  const rows = new Map<string, ArticleSourceRow>();
   /** Folded article states by article id and revision. */
   const folded = new Map<string, Map<number, Article>>();
 
   const readRows = async (ids: readonly string[]): Promise<void> => {
     const missing = [...new Set(ids)].filter((id) => !rows.has(id));
-    for (let i = 0; i < missing.length; i += 500) {
-      const found = await executor
-        .selectFrom('articles')
-        .select(articleColumns)
-        .where('id', 'in', missing.slice(i, i + 500))
-        .execute();
-      for (const row of found) rows.set(row.id, row);
-    }
+    for (const row of await readArticleRows(executor, missing)) rows.set(row.id, row);
   };
 
   /** Folds each article's stream once, up to the highest revision asked for, keeping the states asked for. */
@@ -286,21 +268,14 @@ export function createMessageMaker(
       // without its body, which the messages do not need (their word count comes from `revisions`).
       const earlier = folds?.recall(articleId);
       const start = earlier !== undefined && earlier.version < Math.min(...todo) ? earlier : undefined;
-      const stream = await executor
-        .selectFrom('events')
-        .select(storedColumns)
-        .where('stream_id', '=', articleStream(articleId))
-        .where('version', '>', start?.version ?? 0)
-        .where('version', '<=', upTo)
-        .orderBy('version')
-        .execute();
+      const stream = await readArticleStream(executor, articleId, start?.version ?? 0, upTo);
       let state: ArticleState = start
         ? { ...(start.state as Omit<Article, 'body'>), body: '' }
         : initialState;
       let version = start?.version ?? 0;
-      for (const row of stream) {
-        state = evolve(state, toStoredEvent<ArticleEvent>(row));
-        version = row.version;
+      for (const event of stream) {
+        state = evolve(state, event);
+        version = event.version;
         if (state.exists && revisions.has(state.revision)) known.set(state.revision, state);
       }
       if (folds && state.exists && version > (start?.version ?? 0)) {
@@ -311,25 +286,11 @@ export function createMessageMaker(
   };
 
   /** Word counts by `<article id>:<revision>`, from the revisions read model. */
-  const wordCounts = async (events: readonly ArticleEvent[]): Promise<Map<string, number>> => {
-    const counts = new Map<string, number>();
-    for (let i = 0; i < events.length; i += 500) {
-      const slice = events.slice(i, i + 500);
-      const found = await executor
-        .selectFrom('revisions')
-        .select(['article_id', 'revision', 'word_count'])
-        .where((eb) =>
-          eb.or(
-            slice.map((e) =>
-              eb.and([eb('article_id', '=', e.data.articleId), eb('revision', '=', e.data.revision)]),
-            ),
-          ),
-        )
-        .execute();
-      for (const row of found) counts.set(`${row.article_id}:${row.revision}`, row.word_count);
-    }
-    return counts;
-  };
+  const wordCounts = (events: readonly ArticleEvent[]): Promise<Map<string, number>> =>
+    readWordCounts(
+      executor,
+      events.map((e) => ({ articleId: e.data.articleId, revision: e.data.revision })),
+    );
 
   const stateAt = (articleId: string, revision: number): Article => {
     const state = folded.get(articleId)?.get(revision);
@@ -371,7 +332,7 @@ export function createMessageMaker(
     },
 
     async messages(located) {
-      const atRow = (event: ArticleEvent): ArticleRowWithAccount | undefined => {
+      const atRow = (event: ArticleEvent): ArticleSourceRow | undefined => {
         const row = rows.get(event.data.articleId);
         return row?.revision === event.data.revision ? row : undefined;
       };

@@ -1,20 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import { type Selectable, sql } from 'kysely';
 import { DomainError, invalidField } from '../../domain/errors.ts';
 import { textProblem } from '../../domain/input.ts';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../domain/vocabulary.ts';
-import type { Db, WebhookAttemptsTable } from '../../infra/db/schema.ts';
 import type { AnswerKey } from '../../infra/idempotency.ts';
 import { newId } from '../../infra/ids.ts';
 import { isPublicAddress } from '../../infra/net/guarded-fetch.ts';
+import { attemptLogs, listDeliveries } from '../../infra/webhooks/deliveries.ts';
+import {
+  countEndpointsLocked,
+  deleteEndpoint,
+  type EndpointChange,
+  findEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  type RowWindow,
+  updateEndpoint,
+} from '../../infra/webhooks/endpoints.ts';
 import { invalidKeyError, isKeyLive } from '../../projections/accounts.ts';
 import { offsetOf } from '../../projections/projector.ts';
 import { type Call, type Idempotency, type Outcome, outcomeOf, type Principal } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Answer, keepingAnswer, onceIfKeyed } from './idempotency.ts';
 import { type Listed, type ListQuery, listed, pageOf } from './lists.ts';
-import { type DeliveryDeps, kickEndpoint, replayEndpoint } from './webhook-delivery.ts';
+import type { DeliveryDeps } from './webhook-delivery.ts';
+import { queueRedelivery, replayEndpoint } from './webhook-replay.ts';
+import { kickEndpoint } from './webhook-scheduling.ts';
 import {
   type WebhookDeliveryOut,
   type WebhookEndpointOut,
@@ -26,7 +37,8 @@ import {
 /*
  * The account's webhook endpoints (CONTRACT "Webhooks"): register, list, change, enable or disable,
  * delete; an endpoint's deliveries, a redelivery of one, a replay from a time. Sending is the delivery
- * engine's (webhook-delivery.ts): these use cases store what the account asked for and kick it.
+ * engine's (webhook-delivery.ts): these use cases have the webhook store (infra/webhooks/) keep what
+ * the account asked for, and kick it.
  * Webhooks touch no site, article or revision: their calls' activity records name none.
  */
 
@@ -47,12 +59,7 @@ export type CreateWebhookInput = {
 };
 
 /** What a change of an endpoint takes (PATCH): any of these, at least one. */
-export type UpdateWebhookInput = {
-  url?: string | undefined;
-  events?: readonly string[] | undefined;
-  description?: string | null | undefined;
-  enabled?: boolean | undefined;
-};
+export type UpdateWebhookInput = EndpointChange;
 
 /** A new endpoint: its wire object and its signing secret, which no other answer carries. */
 export type NewWebhookEndpointOut = WebhookEndpointOut & { secret: string };
@@ -160,68 +167,10 @@ function notFound(endpointId: string): DomainError {
   return new DomainError('not_found', `No webhook endpoint ${endpointId}`);
 }
 
-/** An endpoint row as its use cases read it: everything but the secret. */
-const ENDPOINT_COLUMNS = [
-  'id',
-  'account_id',
-  'url',
-  'events',
-  'description',
-  'enabled',
-  'disabled_reason',
-  'disabled_at',
-  'failing_since',
-  'created_at',
-  'updated_at',
-] as const;
-
-/** A delivery row as the deliveries list shows it: everything but its payload and claim. */
-const DELIVERY_COLUMNS = [
-  'id',
-  'endpoint_id',
-  'account_id',
-  'event_id',
-  'event_type',
-  'source',
-  'source_id',
-  'status',
-  'attempts',
-  'next_attempt_at',
-  'last_attempt_at',
-  'last_status_code',
-  'last_duration_ms',
-  'last_error',
-  'delivered_at',
-  'created_at',
-] as const;
-
-/** The latest WEBHOOK_ATTEMPT_LOG_MAX attempts of each delivery, newest first, by delivery id. */
-async function attemptLogs(
-  db: Db,
-  deliveryIds: readonly string[],
-): Promise<Map<string, Selectable<WebhookAttemptsTable>[]>> {
-  const logs = new Map<string, Selectable<WebhookAttemptsTable>[]>();
-  if (deliveryIds.length === 0) return logs;
-  const rows = await db
-    .selectFrom((eb) =>
-      eb
-        .selectFrom('webhook_attempts')
-        .selectAll()
-        .select(sql<number>`row_number() over (partition by delivery_id order by attempt desc)`.as('rank'))
-        .where('delivery_id', 'in', deliveryIds)
-        .as('a'),
-    )
-    .select(['delivery_id', 'attempt', 'at', 'status_code', 'duration_ms', 'error'])
-    .where('rank', '<=', WEBHOOK_ATTEMPT_LOG_MAX)
-    .orderBy('delivery_id')
-    .orderBy('attempt', 'desc')
-    .execute();
-  for (const row of rows) {
-    const log = logs.get(row.delivery_id) ?? [];
-    log.push(row);
-    logs.set(row.delivery_id, log);
-  }
-  return logs;
+/** The rows of a list's page. */
+function windowOf(query: ListQuery): RowWindow {
+  const page = pageOf(query);
+  return { limit: page.perPage, offset: offsetOf(page) };
 }
 
 /** The webhook use cases over the application's database, clock, job sink and outbound allow-list. */
@@ -241,12 +190,7 @@ export function createWebhooks(
 
   /** An endpoint of the call's account; another account's is `not_found`, as one that does not exist. */
   async function endpointOf(call: Call, endpointId: string) {
-    const row = await db
-      .selectFrom('webhook_endpoints')
-      .select(ENDPOINT_COLUMNS)
-      .where('id', '=', endpointId)
-      .where('account_id', '=', call.principal.accountId)
-      .executeTakeFirst();
+    const row = await findEndpoint(db, call.principal.accountId, endpointId);
     if (!row) throw notFound(endpointId);
     return row;
   }
@@ -289,35 +233,7 @@ export function createWebhooks(
     }
     const now = deps.now();
     const answer = await keepingAnswer(db, answerKey, async (trx) => {
-      const row = await trx
-        .updateTable('webhook_endpoints')
-        .set({
-          updated_at: now,
-          ...(url !== undefined ? { url } : {}),
-          ...(events !== undefined ? { events: [...events] } : {}),
-          ...(description !== undefined ? { description } : {}),
-          ...(enabled === true
-            ? {
-                enabled: true,
-                disabled_reason: null,
-                disabled_at: null,
-                failing_since: sql<Date | null>`case when enabled then failing_since end`,
-              }
-            : {}),
-          ...(enabled === false
-            ? {
-                enabled: false,
-                disabled_reason: sql<
-                  string | null
-                >`case when enabled then 'account' else disabled_reason end`,
-                disabled_at: sql<Date | null>`case when enabled then ${now}::timestamptz else disabled_at end`,
-              }
-            : {}),
-        })
-        .where('id', '=', endpointId)
-        .where('account_id', '=', call.principal.accountId)
-        .returning(ENDPOINT_COLUMNS)
-        .executeTakeFirst();
+      const row = await updateEndpoint(trx, call.principal.accountId, endpointId, input, now);
       if (!row) throw notFound(endpointId);
       return webhookEndpointOut(row);
     });
@@ -350,38 +266,26 @@ export function createWebhooks(
           const now = deps.now();
           const secret = newWebhookSecret();
           return keepingAnswer(db, answerKey, async (trx) => {
-            await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints:${accountId}`}))`.execute(
-              trx,
-            );
-            const { n } = await trx
-              .selectFrom('webhook_endpoints')
-              .select((eb) => eb.fn.countAll<string>().as('n'))
-              .where('account_id', '=', accountId)
-              .executeTakeFirstOrThrow();
-            if (Number(n) >= WEBHOOK_ENDPOINTS_MAX) {
+            if ((await countEndpointsLocked(trx, accountId)) >= WEBHOOK_ENDPOINTS_MAX) {
               throw new DomainError(
                 'conflict',
                 `This account has ${WEBHOOK_ENDPOINTS_MAX} webhook endpoints, the most it may have; delete one to add another`,
               );
             }
-            const row = await trx
-              .insertInto('webhook_endpoints')
-              .values({
-                id: newId('whe', now.getTime()),
-                account_id: accountId,
-                url: input.url,
-                events: [...input.events],
-                description,
-                secret,
-                enabled: true,
-                disabled_reason: null,
-                disabled_at: null,
-                failing_since: null,
-                created_at: now,
-                updated_at: now,
-              })
-              .returning(ENDPOINT_COLUMNS)
-              .executeTakeFirstOrThrow();
+            const row = await insertEndpoint(trx, {
+              id: newId('whe', now.getTime()),
+              account_id: accountId,
+              url: input.url,
+              events: [...input.events],
+              description,
+              secret,
+              enabled: true,
+              disabled_reason: null,
+              disabled_at: null,
+              failing_since: null,
+              created_at: now,
+              updated_at: now,
+            });
             return { ...webhookEndpointOut(row), secret };
           });
         });
@@ -393,24 +297,8 @@ export function createWebhooks(
       return outcomeOf({}, async () => {
         await admit(call);
         const accountId = call.principal.accountId;
-        const page = pageOf(query);
-        const [rows, count] = await Promise.all([
-          db
-            .selectFrom('webhook_endpoints')
-            .select(ENDPOINT_COLUMNS)
-            .where('account_id', '=', accountId)
-            .orderBy('created_at')
-            .orderBy('id')
-            .limit(page.perPage)
-            .offset(offsetOf(page))
-            .execute(),
-          db
-            .selectFrom('webhook_endpoints')
-            .select((eb) => eb.fn.countAll<string>().as('n'))
-            .where('account_id', '=', accountId)
-            .executeTakeFirstOrThrow(),
-        ]);
-        return listed({ rows, total: Number(count.n) }, query, webhookEndpointOut);
+        const page = await listEndpoints(db, accountId, windowOf(query));
+        return listed(page, query, webhookEndpointOut);
       });
     },
 
@@ -453,13 +341,8 @@ export function createWebhooks(
         await admit(call);
         return onceIfKeyed(db, call.principal.accountId, idempotency, (answerKey) =>
           keepingAnswer(db, answerKey, async (trx) => {
-            const row = await trx
-              .deleteFrom('webhook_endpoints')
-              .where('id', '=', endpointId)
-              .where('account_id', '=', call.principal.accountId)
-              .returning('id')
-              .executeTakeFirst();
-            if (!row) throw notFound(endpointId);
+            if (!(await deleteEndpoint(trx, call.principal.accountId, endpointId)))
+              throw notFound(endpointId);
             return null;
           }),
         );
@@ -475,29 +358,13 @@ export function createWebhooks(
       return outcomeOf({}, async () => {
         await admit(call);
         await endpointOf(call, endpointId);
-        const page = pageOf(query);
-        const [rows, count] = await Promise.all([
-          db
-            .selectFrom('webhook_deliveries')
-            .select(DELIVERY_COLUMNS)
-            .where('endpoint_id', '=', endpointId)
-            .orderBy('seq', 'desc')
-            .limit(page.perPage)
-            .offset(offsetOf(page))
-            .execute(),
-          db
-            .selectFrom('webhook_deliveries')
-            .select((eb) => eb.fn.countAll<string>().as('n'))
-            .where('endpoint_id', '=', endpointId)
-            .executeTakeFirstOrThrow(),
-        ]);
+        const page = await listDeliveries(db, endpointId, windowOf(query));
         const logs = await attemptLogs(
           db,
-          rows.map((r) => r.id),
+          page.rows.map((r) => r.id),
+          WEBHOOK_ATTEMPT_LOG_MAX,
         );
-        return listed({ rows, total: Number(count.n) }, query, (r) =>
-          webhookDeliveryOut(r, logs.get(r.id) ?? []),
-        );
+        return listed(page, query, (r) => webhookDeliveryOut(r, logs.get(r.id) ?? []));
       });
     },
 
@@ -509,47 +376,7 @@ export function createWebhooks(
     redeliver(call: Call, endpointId: string, deliveryId: string): Promise<Outcome<WebhookDeliveryOut>> {
       return outcomeOf({}, async () => {
         await admit(call);
-        const now = deps.now();
-        const id = newId('dlv', now.getTime());
-        const row = await db
-          .insertInto('webhook_deliveries')
-          .columns([
-            'id',
-            'endpoint_id',
-            'account_id',
-            'event_id',
-            'event_type',
-            'payload',
-            'source',
-            'source_id',
-            'status',
-            'attempts',
-            'next_attempt_at',
-            'created_at',
-          ])
-          .expression((eb) =>
-            eb
-              .selectFrom('webhook_deliveries')
-              .select((s) => [
-                sql.val(id).as('id'),
-                'endpoint_id',
-                'account_id',
-                'event_id',
-                'event_type',
-                'payload',
-                sql.lit('redelivery').as('source'),
-                'id as source_id',
-                sql.lit('pending').as('status'),
-                sql.lit(0).as('attempts'),
-                s.val(now).as('next_attempt_at'),
-                s.val(now).as('created_at'),
-              ])
-              .where('id', '=', deliveryId)
-              .where('endpoint_id', '=', endpointId)
-              .where('account_id', '=', call.principal.accountId),
-          )
-          .returning(DELIVERY_COLUMNS)
-          .executeTakeFirst();
+        const row = await queueRedelivery(delivery, call.principal.accountId, endpointId, deliveryId);
         if (!row) {
           throw new DomainError('not_found', `No delivery ${deliveryId} of webhook endpoint ${endpointId}`);
         }

@@ -1,6 +1,8 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ACCOUNT_SHARE, deliverWebhooks, kickEndpoint } from '../../apps/application/webhook-delivery.ts';
+import { ACCOUNT_SHARE } from '../../apps/application/webhook-delivery.ts';
+import { kickEndpoint } from '../../apps/application/webhook-scheduling.ts';
+import { deliverWebhooks } from '../../apps/application/webhook-sending.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { articleStream } from '../../domain/article/events.ts';
 import { WEBHOOK_ENDPOINTS_MAX } from '../../domain/vocabulary.ts';

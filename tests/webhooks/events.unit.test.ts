@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideAttempt, deliverJobId, messageBody } from '../../apps/application/webhook-delivery.ts';
+import { deliverJobId } from '../../apps/application/webhook-delivery.ts';
 import {
   articleMessageData,
   backlinkMessageData,
@@ -10,6 +10,8 @@ import {
   type WebhookSource,
   webhookTypeOf,
 } from '../../apps/application/webhook-events.ts';
+import { decideAttempt } from '../../apps/application/webhook-recording.ts';
+import { messageBody } from '../../apps/application/webhook-sending.ts';
 import type { ArticleEvent } from '../../domain/article/events.ts';
 import type { Actor } from '../../domain/event.ts';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/vocabulary.ts';

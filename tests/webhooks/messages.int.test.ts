@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { articleListItemOut } from '../../apps/application/articles.ts';
-import { replayEndpoint, webhookSubscription } from '../../apps/application/webhook-delivery.ts';
+import { replayEndpoint } from '../../apps/application/webhook-replay.ts';
+import { webhookSubscription } from '../../apps/application/webhook-subscription.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { articleStream } from '../../domain/article/events.ts';
 import type { Actor } from '../../domain/event.ts';

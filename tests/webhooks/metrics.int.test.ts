@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  deliverWebhooks,
-  type SendDeps,
-  webhookBacklog,
-  webhookSubscription,
-} from '../../apps/application/webhook-delivery.ts';
+import type { SendDeps } from '../../apps/application/webhook-delivery.ts';
+import { deliverWebhooks } from '../../apps/application/webhook-sending.ts';
+import { webhookSubscription } from '../../apps/application/webhook-subscription.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { createMetrics, type Metrics } from '../../infra/metrics.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
+import { webhookBacklog } from '../../infra/webhooks/deliveries.ts';
 import { backends } from '../support/db.ts';
 import { sampleValue } from '../support/metrics.ts';
 import { createTestRuntime } from '../support/runtime.ts';

@@ -3,16 +3,16 @@ import type { SendWebhook } from '../../../infra/webhooks/send.ts';
 import {
   DELIVER_JOB,
   type DeliverJobData,
-  deliverWebhooks,
   type SendDeps,
   SWEEP_JOB,
-  sweepWebhooks,
-  webhookSubscription,
 } from '../../application/webhook-delivery.ts';
+import { sweepWebhooks } from '../../application/webhook-scheduling.ts';
+import { deliverWebhooks } from '../../application/webhook-sending.ts';
+import { webhookSubscription } from '../../application/webhook-subscription.ts';
 import type { JobDeps, JobModule } from './module.ts';
 
 /*
- * Webhooks' part of the background side (apps/application/webhook-delivery.ts does the work): the
+ * Webhooks' part of the background side (apps/application/webhook-*.ts do the work): the
  * subscription that makes deliveries from the log, the job that sends an endpoint's deliveries, and the
  * sweep that kicks every endpoint with pending ones, every minute and at start.
  */
