@@ -161,7 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new AccessLog(),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  // Responses are built by application/wire.ts's mappers (their types are the zod schemas'), and
+  // Responses are built by the resources' mappers (apps/application) (their types are the zod schemas'), and
   // every response the end-to-end tests receive is checked against the OpenAPI document made from
   // those schemas. They are sent with JSON.stringify, not parsed by their schema once more per request
   // (on a page of 100 articles that parse cost more than writing the JSON).

@@ -3,11 +3,6 @@ import { z } from 'zod';
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import { PageQuery } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
-import { settled } from '../http/outcome.ts';
-import { listOf, Problem } from '../http/schemas.ts';
-import { IdempotencyHeaders } from '../http/write-schemas.ts';
-import { apiCall, idempotencyOf, settledAnswer } from './call.ts';
-import { sendList } from './lists.ts';
 import {
   CreateWebhookBody,
   DeliveryParams,
@@ -18,7 +13,12 @@ import {
   WebhookEndpoint,
   WebhookParams,
   WebhookReplay,
-} from './webhook-schemas.ts';
+} from '../../application/webhooks.ts';
+import { settled } from '../http/outcome.ts';
+import { listOf, Problem } from '../http/schemas.ts';
+import { IdempotencyHeaders } from '../http/write-schemas.ts';
+import { apiCall, idempotencyOf, settledAnswer } from './call.ts';
+import { sendList } from './lists.ts';
 
 type WebhookRouteDeps = { application: Application; publicUrl: string };
 

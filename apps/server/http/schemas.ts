@@ -3,9 +3,9 @@ import { ErrorCode } from '../../../domain/errors.ts';
 import { PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
 
 /*
- * What the HTTP faces add to the application's requests and answers: the problem document and the
- * list envelope (its page counts and links). The requests are the use cases' (apps/application), the
- * answers' shapes too (apps/application/wire.ts); the OpenAPI document is generated from all three.
+ * What the HTTP faces add to the resources' contracts (apps/application): the problem document and the
+ * list envelope (its page counts and links), and how long a page's form field may be before it is
+ * read. The OpenAPI document is generated from the contracts and these.
  */
 
 /*

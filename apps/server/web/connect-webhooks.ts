@@ -1,8 +1,11 @@
 import { WEBHOOK_ENDPOINTS_MAX, WEBHOOK_EVENT_TYPES } from '../../../domain/vocabulary.ts';
 import type { Listed } from '../../application/lists.ts';
-import type { NewWebhookEndpointOut } from '../../application/webhooks.ts';
+import type {
+  NewWebhookEndpointOut,
+  WebhookDeliveryOut,
+  WebhookEndpointOut,
+} from '../../application/webhooks.ts';
 import { WEBHOOK_DESCRIPTION_MAX, WEBHOOK_URL_MAX } from '../../application/webhooks.ts';
-import type { WebhookDeliveryOut, WebhookEndpointOut } from '../../application/wire.ts';
 import { type Html, html, raw } from '../http/html.ts';
 
 /*
