@@ -6,7 +6,7 @@ type AnyDb = Kysely<any>;
 /**
  * The protected links of a body, found once when the body is projected instead of on every read.
  * Rows projected before this migration hold null: a read finds their links in the body
- * (`articleOut`, apps/application/wire.ts) until a rebuild fills the column.
+ * (`articleOut`, apps/application/articles.ts) until a rebuild fills the column.
  */
 export async function up(db: AnyDb): Promise<void> {
   await db.schema.alterTable('article_bodies').addColumn('protected_links', 'jsonb').execute();
