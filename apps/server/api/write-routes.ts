@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
-import { DomainError, parameterError } from '../../../domain/errors.ts';
+import { DomainError } from '../../../domain/errors.ts';
 import { createJsonTexts } from '../../../infra/json-texts.ts';
 import { EditArticleBody, FeaturedImageJsonBody, type ImageInput } from '../../application/articles.ts';
 import type { Application } from '../../application/index.ts';
-import { ArticleParams, PageQuery } from '../../application/requests.ts';
+import { ArticleParams, PageQuery, parameterError } from '../../application/requests.ts';
 import { RestoreBody, RevisionParams } from '../../application/revisions.ts';
 import { ArticleChange, Revision, RevisionContent } from '../../application/wire.ts';
 import { settled } from '../http/outcome.ts';

@@ -6,11 +6,12 @@ import {
   Server,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { DomainError, type ErrorCode, parameterError } from '../../../domain/errors.ts';
+import { DomainError, type ErrorCode } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Call, type LimitDecision, type Subject, unwrap } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
+import { parameterError } from '../../application/requests.ts';
 import type { RequestPrincipal } from '../http/auth.ts';
 import { toolJsonSchema } from './schemas.ts';
 import {
