@@ -24,16 +24,15 @@ export type ErrorCode = z.infer<typeof ErrorCode>;
 export type FieldError = { readonly field: string; readonly message: string };
 
 /**
- * Something a layer above the domain refused by name, and why: the domain raises none. A face's refused
- * request parameter is one, and says where the face read it (apps/application/requests.ts
- * ParameterError).
+ * Something a layer above the domain refused by name, and why: the domain raises none (a request's
+ * parameter that a face refused is one, with where the face read it).
  */
 export type NamedDetail = { readonly name: string; readonly message: string };
 
 /** What an error lists: refused fields of the input, protected blocks an edit changed, or named details. */
 export type ErrorDetail = FieldError | ProtectedChange | NamedDetail;
 
-/** A typed error with a semantic code; one handler per face maps it to a status. */
+/** A typed error with a semantic code; the faces map it to a status. */
 export class DomainError extends Error {
   readonly code: ErrorCode;
   readonly errors: readonly ErrorDetail[] | undefined;

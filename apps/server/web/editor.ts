@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import { restoreProtectedBlocks } from '../../../domain/html/protected-repair.ts';
@@ -7,7 +7,7 @@ import { ID_PATTERN } from '../../../domain/input.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
 import { unwrap } from '../../application/call.ts';
 import type { ArticleOut, RevisionContentOut } from '../../application/wire.ts';
-import { statusOf } from '../http/errors.ts';
+import { answerErrorsWith, statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
 import { recordChanges, webCall } from './call.ts';
@@ -118,8 +118,8 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
   installFormParser(app, kit, { bodyLimit: EDITOR_FORM_LIMIT });
 
   // A form past even the parser's limit: the domain's words on a page, not a JSON 413.
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error;
+  answerErrorsWith(app, async (error, request, reply) => {
+    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return null;
     const session = await kit.sessions.current(request);
     const back = request.url.split('?')[0] ?? '/sites';
     return kit.send(reply, {
