@@ -24,20 +24,15 @@ export type ErrorCode = z.infer<typeof ErrorCode>;
 export type FieldError = { readonly field: string; readonly message: string };
 
 /**
- * A parameter a face refused where it read it (a request header, a query parameter, the request body
- * as a whole), in the shape that face answers with: `in` names the place. The domain raises none; a
- * face builds them with `parameterError`.
+ * Something a layer above the domain refused by name, and why: the domain raises none (a request's
+ * parameter that a face refused is one, with where the face read it).
  */
-export type ParameterError = {
-  readonly in: 'header' | 'query' | 'path' | 'body' | 'arguments';
-  readonly name: string;
-  readonly message: string;
-};
+export type NamedDetail = { readonly name: string; readonly message: string };
 
-/** What an error lists: refused fields, protected blocks an edit changed, or refused parameters. */
-export type ErrorDetail = FieldError | ProtectedChange | ParameterError;
+/** What an error lists: refused fields of the input, protected blocks an edit changed, or named details. */
+export type ErrorDetail = FieldError | ProtectedChange | NamedDetail;
 
-/** A typed error with a semantic code; one handler per face maps it to a status. */
+/** A typed error with a semantic code; the faces map it to a status. */
 export class DomainError extends Error {
   readonly code: ErrorCode;
   readonly errors: readonly ErrorDetail[] | undefined;
@@ -57,9 +52,4 @@ export function isDomainError(error: unknown): error is DomainError {
 /** `invalid_request` naming one refused field of the input. */
 export function invalidField(message: string, field: string, problem: string): DomainError {
   return new DomainError('invalid_request', message, [{ field, message: problem }]);
-}
-
-/** `invalid_request` naming parameters a face refused where it read them (see ParameterError). */
-export function parameterError(message: string, errors: readonly ParameterError[]): DomainError {
-  return new DomainError('invalid_request', message, errors);
 }

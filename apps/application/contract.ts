@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { REASON_MAX, REVISION_MAX } from '../../domain/article/events.ts';
+import { DomainError, type NamedDetail } from '../../domain/errors.ts';
 import { ID_MAX_LENGTH, ID_PATTERN, ID_RULE, textProblem } from '../../domain/input.ts';
 import { PAGE_MAX, PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../domain/vocabulary.ts';
 import { IDEMPOTENCY_KEY } from '../../infra/idempotency.ts';
@@ -14,6 +15,20 @@ import { IDEMPOTENCY_KEY } from '../../infra/idempotency.ts';
  */
 
 /* Requests. */
+
+/**
+ * A parameter a face refused where it read it (a request header, a query parameter, a path segment, the
+ * request body as a whole, a tool's arguments), in the shape every face answers with: `in` names the
+ * place.
+ */
+export type ParameterError = NamedDetail & {
+  readonly in: 'header' | 'query' | 'path' | 'body' | 'arguments';
+};
+
+/** `invalid_request` naming the parameters a face refused where it read them. */
+export function parameterError(message: string, errors: readonly ParameterError[]): DomainError {
+  return new DomainError('invalid_request', message, errors);
+}
 
 /** The message of a length limit. */
 export const atMost = (n: number): string => `must be at most ${n} characters`;

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { DomainError, isDomainError, parameterError } from '../../domain/errors.ts';
+import { DomainError, isDomainError } from '../../domain/errors.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import {
   type AnswerKey,
@@ -11,6 +11,7 @@ import {
   requestHash,
 } from '../../infra/idempotency.ts';
 import type { Idempotency } from './call.ts';
+import { parameterError } from './contract.ts';
 
 /** A write's answer, and whether it is the first answer replayed (a retry under the same idempotency key). */
 export type Answer<T> = { value: T; replayed: boolean };

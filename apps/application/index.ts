@@ -2,6 +2,7 @@ import { type Accounts, createAccounts } from './accounts.ts';
 import { type Activity, createActivity } from './activity.ts';
 import { createArticleWriter } from './article-write.ts';
 import { type Articles, createArticles } from './articles.ts';
+import { type Credentials, createCredentials } from './credentials.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { createKeys, type Keys } from './keys.ts';
 import { createRevisions, type Revisions } from './revisions.ts';
@@ -17,6 +18,7 @@ export type Application = {
   activity: Activity;
   keys: Keys;
   accounts: Accounts;
+  credentials: Credentials;
   support: Support;
   webhooks: Webhooks;
 };
@@ -33,6 +35,7 @@ export function createApplication(deps: ApplicationDeps): Application {
     activity,
     keys: createKeys(deps),
     accounts: createAccounts(deps),
+    credentials: createCredentials(deps),
     support: createSupport(deps, { articles, revisions, activity }),
     webhooks: createWebhooks(deps),
   };

@@ -5,7 +5,7 @@ export type { DateRange, ListQuery } from './contract.ts';
 
 /*
  * Lists as every face answers them: the items with the counts of the list envelope (what a list is
- * asked with is in requests.ts). Each face adds its own way on:
+ * asked with is in contract.ts). Each face adds its own way on:
  * the API its `links` and `Link` header, MCP its `next_page`.
  */
 

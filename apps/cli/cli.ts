@@ -243,15 +243,18 @@ export async function runCli(
           const email = required(values, 'email');
           const password = values['password-stdin'] ? await readPassword(io?.stdin) : newPassword();
           await checkNewPassword(password);
-          const [{ createAccounts }, { DomainError }] = await Promise.all([
+          const [{ createAccounts }, { createCredentials }, { DomainError }] = await Promise.all([
             import('../application/accounts.ts'),
+            import('../application/credentials.ts'),
             import('../../domain/errors.ts'),
           ]);
-          const accounts = createAccounts(await open());
+          const rt = await open();
+          const accounts = createAccounts(rt);
+          const credentials = createCredentials(rt);
           if (command === 'accounts') {
             const account = await accounts.findByEmail(email);
             if (!account) throw new DomainError('not_found', `No account with email ${email}`);
-            await accounts.changePassword(account.id, password, { by: 'operator' });
+            await credentials.setAccountPassword(account.id, password);
             await recordOperatorChange(runtime, account.id, 'change_password');
             out(
               JSON.stringify({
@@ -263,7 +266,7 @@ export async function runCli(
           } else {
             const staff = await accounts.findStaffByEmail(email);
             if (!staff) throw new DomainError('not_found', `No staff member with email ${email}`);
-            await accounts.changeStaffPassword(staff.id, password);
+            await credentials.setStaffPassword(staff.id, password);
             out(
               JSON.stringify({
                 staff_id: staff.id,

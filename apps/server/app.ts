@@ -228,7 +228,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const secrets = await loadOAuthSecrets(db);
   const web = await registerWeb(app, {
     db,
-    accounts: application.accounts,
+    credentials: application.credentials,
     publicUrl,
     secret: secrets.webSecret,
     now: deps.webNow ?? (() => new Date()),
@@ -250,7 +250,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(accountPasswordRoutes, {
     kit: web.kit,
-    accounts: application.accounts,
+    credentials: application.credentials,
     activity: application.activity,
   });
   await app.register(webPages, {

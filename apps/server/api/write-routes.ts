@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ALT_MAX, MAX_IMAGE_BYTES, MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
-import { DomainError, parameterError } from '../../../domain/errors.ts';
+import { DomainError } from '../../../domain/errors.ts';
 import { createJsonTexts } from '../../../infra/json-texts.ts';
 import {
   ArticleChange,
@@ -9,7 +9,7 @@ import {
   FeaturedImageJsonBody,
   type ImageInput,
 } from '../../application/articles.ts';
-import { ArticleParams, PageQuery, revisionOfEtag } from '../../application/contract.ts';
+import { ArticleParams, PageQuery, parameterError, revisionOfEtag } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
 import { RestoreBody, Revision, RevisionContent, RevisionParams } from '../../application/revisions.ts';
 import { settled } from '../http/outcome.ts';

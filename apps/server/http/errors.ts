@@ -101,63 +101,56 @@ export type EarlyRefusals = {
 };
 
 /**
- * Every error leaves as RFC 9457 problem+json with a stable code (but for `early`'s addresses). Domain errors carry their code;
- * schema validation becomes `invalid_request` naming each parameter; a database that cannot be reached
- * for now is a 503 `unavailable` with `Retry-After`; anything unknown is logged and answered with a
- * generic 500 that leaks nothing but the request id.
+ * How a face answers the errors of its routes in its own way (the web pages: a page): its answer sent,
+ * or null for the error to leave as problem+json like every other. Given to a scope of routes with
+ * `answerErrorsWith`.
+ */
+export type FaceErrors = (
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) => Promise<FastifyReply | null>;
+
+const FACE_ERRORS = Symbol('face errors');
+type Answering = FastifyInstance & { [FACE_ERRORS]?: FaceErrors };
+
+/**
+ * The routes of `app`'s scope, and of the scopes registered inside it, answer their errors with
+ * `answer` first. A scope inside another's tries its own answer, then the outer one's (the editor's
+ * too-large body, then every page's refusals). Fastify makes a plugin's instance from its parent's
+ * (Object.create), so a scope sees the answer of its own scope or else of the nearest one around it,
+ * as it sees its decorators.
+ */
+export function answerErrorsWith(app: FastifyInstance, answer: FaceErrors): void {
+  const scope = app as Answering;
+  const outer = scope[FACE_ERRORS];
+  scope[FACE_ERRORS] = outer
+    ? async (error, request, reply) => (await answer(error, request, reply)) ?? outer(error, request, reply)
+    : answer;
+}
+
+/**
+ * The app's one error handler. The scope of the route that failed (`request.server`) may answer first
+ * in its face's way (`answerErrorsWith`); an error it leaves, or one its answer fails with, leaves as
+ * RFC 9457 problem+json with a stable code. Domain errors carry their code; schema validation becomes
+ * `invalid_request` naming each parameter; a database that cannot be reached for now is a 503
+ * `unavailable` with `Retry-After`; anything unknown is logged and answered with a generic 500 that
+ * leaks nothing but the request id. A request no route took is answered 404, on `early`'s addresses
+ * its own way.
  */
 export function installErrorHandling(app: FastifyInstance, early?: EarlyRefusals): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (isDomainError(error)) {
-      // A refusal whose reason is kept from the caller (an image URL's host and address): logged here only.
-      if (error.cause !== undefined) {
-        request.log.info({ code: error.code, cause: String(error.cause) }, 'request refused');
-      }
-      const errors = error.errors && wireErrors(error.errors);
-      return sendProblem(reply, problem(request, error.code, error.message, errors));
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const face = (request.server as Answering)[FACE_ERRORS];
+    if (face === undefined) return sendProblemOf(error, request, reply);
+    let left: FastifyError;
+    try {
+      const sent = await face(error, request, reply);
+      if (sent !== null) return sent;
+      left = error;
+    } catch (failure) {
+      left = failure as FastifyError;
     }
-    if (hasZodFastifySchemaValidationErrors(error)) {
-      const where = error.validationContext ?? 'body';
-      const place = where === 'querystring' ? 'query' : where;
-      const errors = error.validation.flatMap((v) => {
-        const name = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
-        if (v.keyword === 'unrecognized_keys') {
-          const keys = (v.params as { keys?: string[] }).keys ?? [];
-          return keys.map((key) => ({
-            in: place,
-            name: name ? `${name}.${key}` : key,
-            message: 'is not a known parameter',
-          }));
-        }
-        return [{ in: place, name: name || place, message: v.message ?? 'invalid' }];
-      });
-      return sendProblem(
-        reply,
-        problem(request, 'invalid_request', 'The request has invalid parameters', errors),
-      );
-    }
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      // Fastify's own client errors (malformed JSON, body too large, unsupported content type) keep
-      // their status; the code says the request itself was at fault.
-      return sendProblem(reply, { ...problem(request, 'invalid_request', error.message), status });
-    }
-    if (isDatabaseUnavailable(error)) {
-      // Not the request's fault nor a bug: the database is away for a moment (a restart, a failover).
-      // The driver's words (hosts, SQL states) stay in the log; the client is told when to retry.
-      request.log.warn({ err: error }, 'the database is unavailable; answered 503');
-      reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
-      return sendProblem(reply, problem(request, 'unavailable', UNAVAILABLE_DETAIL));
-    }
-    request.log.error({ err: error }, 'unhandled error');
-    return sendProblem(
-      reply,
-      problem(
-        request,
-        'internal',
-        'Something went wrong on our side. Quote the request id if you contact support.',
-      ),
-    );
+    return sendProblemOf(left, request, reply);
   });
   app.setNotFoundHandler((request, reply) => {
     if (early?.owns(request.url))
@@ -167,6 +160,60 @@ export function installErrorHandling(app: FastifyInstance, early?: EarlyRefusals
       problem(request, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
     );
   });
+}
+
+/** An error as problem+json (installErrorHandling). */
+function sendProblemOf(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (isDomainError(error)) {
+    // A refusal whose reason is kept from the caller (an image URL's host and address): logged here only.
+    if (error.cause !== undefined) {
+      request.log.info({ code: error.code, cause: String(error.cause) }, 'request refused');
+    }
+    const errors = error.errors && wireErrors(error.errors);
+    return sendProblem(reply, problem(request, error.code, error.message, errors));
+  }
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const where = error.validationContext ?? 'body';
+    const place = where === 'querystring' ? 'query' : where;
+    const errors = error.validation.flatMap((v) => {
+      const name = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+      if (v.keyword === 'unrecognized_keys') {
+        const keys = (v.params as { keys?: string[] }).keys ?? [];
+        return keys.map((key) => ({
+          in: place,
+          name: name ? `${name}.${key}` : key,
+          message: 'is not a known parameter',
+        }));
+      }
+      return [{ in: place, name: name || place, message: v.message ?? 'invalid' }];
+    });
+    return sendProblem(
+      reply,
+      problem(request, 'invalid_request', 'The request has invalid parameters', errors),
+    );
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    // Fastify's own client errors (malformed JSON, body too large, unsupported content type) keep
+    // their status; the code says the request itself was at fault.
+    return sendProblem(reply, { ...problem(request, 'invalid_request', error.message), status });
+  }
+  if (isDatabaseUnavailable(error)) {
+    // Not the request's fault nor a bug: the database is away for a moment (a restart, a failover).
+    // The driver's words (hosts, SQL states) stay in the log; the client is told when to retry.
+    request.log.warn({ err: error }, 'the database is unavailable; answered 503');
+    reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
+    return sendProblem(reply, problem(request, 'unavailable', UNAVAILABLE_DETAIL));
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return sendProblem(
+    reply,
+    problem(
+      request,
+      'internal',
+      'Something went wrong on our side. Quote the request id if you contact support.',
+    ),
+  );
 }
 
 /**

@@ -7,10 +7,11 @@ import {
   type Tool,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { DomainError, type ErrorCode, parameterError } from '../../../domain/errors.ts';
+import { DomainError, type ErrorCode } from '../../../domain/errors.ts';
 import { isId } from '../../../domain/input.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Call, type LimitDecision, type Subject, unwrap } from '../../application/call.ts';
+import { parameterError } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
 import type { RequestPrincipal } from '../http/auth.ts';
 import {

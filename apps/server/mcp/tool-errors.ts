@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { serializeOuter } from 'parse5';
 import type { z } from 'zod';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
-import { type ErrorCode, isDomainError, type ParameterError } from '../../../domain/errors.ts';
+import { type ErrorCode, isDomainError } from '../../../domain/errors.ts';
 import {
   isElement,
   PROTECTED_ATTRIBUTE,
@@ -10,6 +10,7 @@ import {
   parseBody,
   walk,
 } from '../../../domain/html/tree.ts';
+import type { ParameterError } from '../../application/contract.ts';
 import { statusOf, UNAVAILABLE_DETAIL, UNAVAILABLE_RETRY_AFTER_S, wireErrors } from '../http/errors.ts';
 
 /**

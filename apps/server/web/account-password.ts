@@ -2,21 +2,22 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PASSWORD_MIN_LENGTH, passwordProblem } from '../../../domain/account/password.ts';
-import type { Accounts } from '../../application/accounts.ts';
+import { isDomainError } from '../../../domain/errors.ts';
 import type { Activity } from '../../application/activity.ts';
+import type { Credentials } from '../../application/credentials.ts';
 import { html } from '../http/html.ts';
 import { FORM_SHORT_MAX, FORM_TEXT_MAX, FORM_TOKEN_MAX } from '../http/schemas.ts';
-import { recordChanges } from './call.ts';
+import { recordChanges, webCall } from './call.ts';
 import { installFormParser, installPageHeaders, type WebKit } from './kit.ts';
 import { installPageErrors } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
-import { passwordMatches } from './sign-in.ts';
 import { CLIENT_POLICY } from './throttle.ts';
 
 /*
  * GET/POST /account/password: a signed-in account holder changes their password (the current one, the
  * new one twice, as the policy of domain/account/password.ts wants it). The change is a `PasswordChanged`
- * event with no secret and a new hash in `credentials` (apps/application/commands/accounts.ts); it ends
+ * event with no secret and a new hash in `credentials` (the credentials use case,
+ * apps/application/credentials.ts, checks the current one and makes the change); it ends
  * every web session of the account, and this browser is signed in again under a new session id (its old
  * cookie value is worth nothing). Wrong current passwords are throttled per account like a sign-in from
  * one client (throttle.ts CLIENT_POLICY: slowed, then paused 15 minutes). Support staff have no
@@ -38,9 +39,9 @@ const PASSWORD_FORM = {
 
 export const accountPasswordRoutes: FastifyPluginAsync<{
   kit: WebKit;
-  accounts: Accounts;
+  credentials: Credentials;
   activity: Pick<Activity, 'record' | 'refusal'>;
-}> = async (plain, { kit, accounts, activity }) => {
+}> = async (plain, { kit, credentials, activity }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app, kit);
   installPageHeaders(app);
@@ -104,7 +105,11 @@ ${kit.csrfField(request, reply, session)}
       reply.header('retry-after', String(Math.max(1, Math.ceil(verdict.retryAfterMs / 1000))));
       return refuse(429, 'Too many wrong current passwords. Wait a while, then try again.');
     }
-    if (!(await passwordMatches(await accounts.passwordHash(session.accountId), current))) {
+    // Every session of the account ends with the change, this browser's too; it is signed in again
+    // under a new session id, so a copy of the old cookie value signs nobody in.
+    const changed = await credentials.changePassword(webCall(request, session), { current, password });
+    if (!changed.ok) {
+      if (!isDomainError(changed.error) || changed.error.code !== 'unauthenticated') throw changed.error;
       request.log.info(
         { event: 'password_change_failed', account_id: session.accountId },
         'wrong current password',
@@ -112,9 +117,6 @@ ${kit.csrfField(request, reply, session)}
       return refuse(401, 'That is not your current password.');
     }
     await kit.throttle.succeeded(verdict, [keys[0]?.key ?? '']);
-    // Every session of the account ends with the change, this browser's too; it is signed in again
-    // under a new session id, so a copy of the old cookie value signs nobody in.
-    await accounts.changePassword(session.accountId, password, { by: 'holder' });
     await kit.sessions.create(reply, session.accountId);
     request.log.info({ event: 'password_changed', account_id: session.accountId }, 'password changed');
     return reply.redirect('/account/password?changed=1', 303);

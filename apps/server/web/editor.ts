@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import { restoreProtectedBlocks } from '../../../domain/html/protected-repair.ts';
@@ -9,7 +9,7 @@ import type { ArticleOut } from '../../application/articles.ts';
 import { unwrap } from '../../application/call.ts';
 import { revisionOf } from '../../application/contract.ts';
 import type { RevisionContentOut } from '../../application/revisions.ts';
-import { statusOf } from '../http/errors.ts';
+import { answerErrorsWith, statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
 import { recordChanges, webCall } from './call.ts';
@@ -120,8 +120,8 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
   installFormParser(app, kit, { bodyLimit: EDITOR_FORM_LIMIT });
 
   // A form past even the parser's limit: the domain's words on a page, not a JSON 413.
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') throw error;
+  answerErrorsWith(app, async (error, request, reply) => {
+    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return null;
     const session = await kit.sessions.current(request);
     const back = request.url.split('?')[0] ?? '/sites';
     return kit.send(reply, {

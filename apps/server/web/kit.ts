@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../../infra/db/schema.ts';
-import type { Accounts } from '../../application/accounts.ts';
+import type { Credentials } from '../../application/credentials.ts';
 import type { Acting } from '../http/activity-log.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import type { PageOptions } from '../http/page-kit.ts';
@@ -41,7 +41,7 @@ declare module 'fastify' {
 
 export type WebDeps = {
   db: Db;
-  accounts: Accounts;
+  credentials: Credentials;
   publicUrl: string;
   /** The persisted web secret (kept with the authorization server's keys): CSRF tokens are HMACs under it. */
   secret: Buffer;
@@ -50,8 +50,8 @@ export type WebDeps = {
 
 export type WebKit = {
   db: Db;
-  /** Finds account holders (sign-in). */
-  accounts: Accounts;
+  /** Who an email and a password sign in. */
+  credentials: Credentials;
   publicUrl: string;
   /** Cookies get `Secure` when PUBLIC_URL is https. */
   secure: boolean;
@@ -158,7 +158,7 @@ export function createWebKit(deps: WebDeps): WebKit {
   const csrf = createCsrf({ secret: deps.secret, publicUrl: deps.publicUrl, secure });
   const kit: WebKit = {
     db: deps.db,
-    accounts: deps.accounts,
+    credentials: deps.credentials,
     publicUrl: deps.publicUrl,
     secure,
     sessions,

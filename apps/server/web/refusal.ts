@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type DomainError, type ErrorCode, isDomainError } from '../../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
-import { type EarlyRefusals, statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../http/errors.ts';
+import { answerErrorsWith, type EarlyRefusals, statusOf, UNAVAILABLE_RETRY_AFTER_S } from '../http/errors.ts';
 import { type Html, html } from '../http/html.ts';
 import { markRefusal } from '../http/metrics.ts';
 import { FORM_BODY_MAX, isFormRefused } from './form-body.ts';
@@ -199,17 +199,16 @@ ${wayBack(staff !== null)}</div>`,
 }
 
 /**
- * The error handler of a plugin of pages: the database being away for now is the 503 page
- * (`sendUnavailable`); a form or an address refused before the handler ran (too many fields, too
- * large, a parameter the route's schema refuses) is a 400, 404, 413 or 415 page; anything else goes on
- * to the app's handler. Plugins registered inside this one inherit it (an own handler of theirs passes
- * what it does not handle on to it).
+ * How the routes of a plugin of pages answer errors (http/errors.ts answerErrorsWith): the database
+ * being away for now is the 503 page (`sendUnavailable`); a form or an address refused before the
+ * handler ran (too many fields, too large, a parameter the route's schema refuses) is a 400, 404, 413
+ * or 415 page; anything else leaves as the app's problem+json. Plugins registered inside this one
+ * answer so too (an answer of their own is tried first).
  */
 export function installPageErrors(app: FastifyInstance, kit: WebKit): void {
-  app.setErrorHandler(async (error, request, reply) => {
+  answerErrorsWith(app, async (error, request, reply) => {
     if (isDatabaseUnavailable(error)) return sendUnavailable(kit, request, reply, error);
     const refusal = requestRefusal(error);
-    if (!refusal) throw error;
-    return sendRequestRefusal(kit, request, reply, refusal);
+    return refusal ? sendRequestRefusal(kit, request, reply, refusal) : null;
   });
 }

@@ -1,7 +1,7 @@
-import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { isDomainError } from '../../../domain/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { addressKey } from '../http/limits.ts';
 import { markRefusal } from '../http/metrics.ts';
@@ -21,30 +21,13 @@ import {
  * GET/POST /sign-in, POST /sign-out, and the stylesheet.
  *
  * Sign-in answers a wrong password and an unknown email with the same page, status and wording, after
- * the same work: an unknown email (or an account without a password) is verified against a dummy
- * argon2id hash made with the same parameters as real ones. Failures are counted (throttle.ts) per
- * email (slowed only), per email from this client (slowed, then locked) and per client address; a
- * browser holding a device cookie for the email (device.ts) is counted under its own key alone.
+ * the same work (the credentials use case, apps/application/credentials.ts, checks the password).
+ * Failures are counted (throttle.ts) per email (slowed only), per email from this client (slowed, then
+ * locked) and per client address; a browser holding a device cookie for the email (device.ts) is
+ * counted under its own key alone.
  */
 
 const WRONG = 'That email and password do not match an account. Check them and try again.';
-
-/** A hash of nothing anyone knows, made like every real one: verifying against it costs the same. */
-let dummyHash: Promise<string> | undefined;
-function dummy(): Promise<string> {
-  dummyHash ??= argon2Hash(`no account ${Math.random()}`);
-  return dummyHash;
-}
-
-/** Whether `password` matches `hash`, after the same work when there is no hash (a dummy one is used). */
-export async function passwordMatches(hash: string | null | undefined, password: string): Promise<boolean> {
-  try {
-    const ok = await argon2Verify(hash ?? (await dummy()), password);
-    return ok && Boolean(hash);
-  } catch {
-    return false;
-  }
-}
 
 function seconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
@@ -165,27 +148,26 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
       return signInPage(request, reply, { status: 429, error: refusal(verdict), email, returnTo });
     }
     // An account holder, else a support staff member with that email: one password check either way.
-    const account = await kit.accounts.findByEmail(email);
-    const staff = account ? undefined : await kit.accounts.findStaffByEmail(email);
-    const ok = await passwordMatches((account ?? staff)?.password_hash, password);
-    if (!(account ?? staff) || !ok) {
+    const signedIn = await kit.credentials.signIn({ email, password });
+    if (!signedIn.ok) {
+      if (!isDomainError(signedIn.error) || signedIn.error.code !== 'unauthenticated') throw signedIn.error;
       request.log.info({ event: 'sign_in_failed' }, 'sign-in failed');
       markRefusal(request, 'unauthenticated');
       return signInPage(request, reply, { status: 401, error: WRONG, email, returnTo });
     }
+    const who = signedIn.value;
     await kit.throttle.succeeded(
       verdict,
       keys.filter((k) => !k.key.startsWith('ip:')).map((k) => k.key),
     );
     kit.devices.remember(request, reply, email);
-    if (!account && staff) {
-      await kit.sessions.createStaff(reply, staff.id);
-      request.log.info({ event: 'staff_signed_in', staff_id: staff.id }, 'staff signed in');
+    if (who.holder === 'staff') {
+      await kit.sessions.createStaff(reply, who.id);
+      request.log.info({ event: 'staff_signed_in', staff_id: who.id }, 'staff signed in');
       return reply.redirect(returnTo?.startsWith('/staff') ? returnTo : '/staff', 303);
     }
-    if (!account) throw new Error('unreachable: a password matched without a holder');
-    await kit.sessions.create(reply, account.id);
-    request.log.info({ event: 'signed_in', account_id: account.id }, 'signed in');
+    await kit.sessions.create(reply, who.id);
+    request.log.info({ event: 'signed_in', account_id: who.id }, 'signed in');
     return reply.redirect(returnTo ?? '/sites', 303);
   });
 
