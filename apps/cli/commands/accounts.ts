@@ -1,0 +1,30 @@
+import { recordOperatorChange } from '../operator.ts';
+import { peopleCommand } from './people.ts';
+
+/** `accounts create|set-password`: an account holder's account, made or given a new password by an operator. */
+export const accountsCommand = peopleCommand({
+  name: 'accounts',
+  usage: [
+    { synopsis: 'accounts create --name NAME --email EMAIL [--password P]' },
+    {
+      synopsis: 'accounts set-password --email EMAIL [--password-stdin]',
+      about: [
+        'a new password: read from stdin, or generated and printed;',
+        'signs the account out of every browser',
+      ],
+    },
+  ],
+  async create(accounts, rt, person) {
+    const { accountId } = await accounts.open(person);
+    await recordOperatorChange(rt, accountId, 'open_account');
+    return { account_id: accountId };
+  },
+  async setPassword(accounts, rt, email, password) {
+    const { DomainError } = await import('../../../domain/errors.ts');
+    const account = await accounts.findByEmail(email);
+    if (!account) throw new DomainError('not_found', `No account with email ${email}`);
+    await accounts.changePassword(account.id, password, { by: 'operator' });
+    await recordOperatorChange(rt, account.id, 'change_password');
+    return { account_id: account.id, email: account.email };
+  },
+});

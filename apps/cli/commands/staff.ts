@@ -1,0 +1,20 @@
+import { peopleCommand } from './people.ts';
+
+/** `staff create|set-password`: a member of the support staff (read-only audit across accounts). */
+export const staffCommand = peopleCommand({
+  name: 'staff',
+  usage: [
+    { synopsis: 'staff create --name NAME --email EMAIL [--password P]' },
+    { synopsis: 'staff set-password --email EMAIL [--password-stdin]' },
+  ],
+  async create(accounts, _rt, person) {
+    return { staff_id: (await accounts.addStaff(person)).staffId };
+  },
+  async setPassword(accounts, _rt, email, password) {
+    const { DomainError } = await import('../../../domain/errors.ts');
+    const staff = await accounts.findStaffByEmail(email);
+    if (!staff) throw new DomainError('not_found', `No staff member with email ${email}`);
+    await accounts.changeStaffPassword(staff.id, password);
+    return { staff_id: staff.id, email: staff.email };
+  },
+});
