@@ -6,9 +6,9 @@ import type { AsyncProjector, Projector } from '../../infra/projection.ts';
 import type { ApplicationDeps } from '../application/deps.ts';
 
 /*
- * What a CLI command is (one module of apps/cli/commands/, listed in its table) and what it is given.
- * A command loads what it uses when it runs (`await import`): the table, and with it every command's
- * module, is loaded for `--help`, which must load nothing of the database, the runtime or the
+ * What a CLI command is (a row of the table in apps/cli/commands/index.ts and a module beside it) and
+ * what it is given. A command loads what it uses when it runs (`await import`): `--help` and a usage
+ * error load the table and nothing of the commands' modules, the database, the runtime or the
  * application.
  */
 
@@ -57,17 +57,23 @@ export type CliDeps = CliServices &
 /** One form of a command in the usage text: what to type, and what it does (its lines as printed). */
 export type UsageEntry = { synopsis: string; about?: readonly string[] };
 
-/** One command of the CLI: a row of the table in apps/cli/commands/index.ts. */
+/**
+ * A command's module (apps/cli/commands/<name>.ts): reads its arguments (what follows its name) and
+ * does its work; the exit code. A `UsageError` is said with the usage text (exit code 2), a
+ * `DomainError` as `code: message` (exit code 1).
+ */
+export type CommandModule = { run(args: string[], deps: CliDeps): Promise<number> };
+
+/**
+ * One command of the CLI, a row of the table in apps/cli/commands/index.ts: its name, its forms in the
+ * usage text, and its module, loaded only when it runs (`--help` loads the table alone).
+ */
 export type CliCommand = {
   /** The word after `npm run cli --`. */
   name: string;
   /** Its entries in the usage text, in order: one per form (`keys create`, `keys list`, ...). */
   usage: readonly UsageEntry[];
-  /**
-   * Reads its arguments (what follows its name) and does its work; the exit code. A `UsageError` is
-   * said with the usage text (exit code 2), a `DomainError` as `code: message` (exit code 1).
-   */
-  run(args: string[], deps: CliDeps): Promise<number>;
+  load(): Promise<CommandModule>;
 };
 
 /** Arguments the command does not take: said with the usage text, exit code 2. */

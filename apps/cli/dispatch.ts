@@ -44,7 +44,8 @@ export async function dispatch(
   try {
     const command = findCommand(name);
     if (!command) throw new UsageError(`unknown command ${name}`);
-    return await command.run(args, { ...io, ...services, config, holder });
+    const { run } = await command.load();
+    return await run(args, { ...io, ...services, config, holder });
   } catch (error) {
     if (error instanceof UsageError) {
       err(`${error.message}\n\n${USAGE}`);

@@ -1,19 +1,10 @@
+import type { CommandModule } from '../command.ts';
 import { recordOperatorChange } from '../operator.ts';
 import { peopleCommand } from './people.ts';
 
 /** `accounts create|set-password`: an account holder's account, made or given a new password by an operator. */
-export const accountsCommand = peopleCommand({
+export const run: CommandModule['run'] = peopleCommand({
   name: 'accounts',
-  usage: [
-    { synopsis: 'accounts create --name NAME --email EMAIL [--password P]' },
-    {
-      synopsis: 'accounts set-password --email EMAIL [--password-stdin]',
-      about: [
-        'a new password: read from stdin, or generated and printed;',
-        'signs the account out of every browser',
-      ],
-    },
-  ],
   async create(accounts, rt, person) {
     const { accountId } = await accounts.open(person);
     await recordOperatorChange(rt, accountId, 'open_account');

@@ -1,13 +1,6 @@
 import { newPassword } from '../../../infra/ids.ts';
 import type { createAccounts } from '../../application/accounts.ts';
-import {
-  type CliCommand,
-  type CliRuntime,
-  parse,
-  required,
-  type UsageEntry,
-  UsageError,
-} from '../command.ts';
+import { type CliRuntime, type CommandModule, parse, required, UsageError } from '../command.ts';
 
 /*
  * `accounts` and `staff` take the same two forms, `create` and `set-password`, over the `accounts` use
@@ -18,8 +11,8 @@ import {
 type Accounts = ReturnType<typeof createAccounts>;
 
 type People = {
+  /** The command's name, in its usage errors. */
   name: string;
-  usage: readonly UsageEntry[];
   /** Makes the person; the id to print (`{account_id}` or `{staff_id}`). */
   create(
     accounts: Accounts,
@@ -53,42 +46,38 @@ async function readPassword(stdin: NodeJS.ReadableStream = process.stdin): Promi
 }
 
 /** The command `people.name` with its forms `create` and `set-password`. */
-export function peopleCommand(people: People): CliCommand {
-  return {
-    name: people.name,
-    usage: people.usage,
-    async run([sub, ...args], { open, out, stdin }) {
-      if (sub === 'set-password') {
-        const { values } = parse(args, {
-          email: { type: 'string' },
-          'password-stdin': { type: 'boolean' },
-        });
-        const email = required(values, 'email');
-        const password = values['password-stdin'] ? await readPassword(stdin) : newPassword();
-        await checkNewPassword(password);
-        const { createAccounts } = await import('../../application/accounts.ts');
-        const rt = await open();
-        const who = await people.setPassword(createAccounts(rt), rt, email, password);
-        out(JSON.stringify({ ...who, ...(values['password-stdin'] ? {} : { password }) }));
-        return 0;
-      }
-      if (sub !== 'create') throw new UsageError(`${people.name}: expected "create" or "set-password"`);
+export function peopleCommand(people: People): CommandModule['run'] {
+  return async ([sub, ...args], { open, out, stdin }) => {
+    if (sub === 'set-password') {
       const { values } = parse(args, {
-        name: { type: 'string' },
         email: { type: 'string' },
-        password: { type: 'string' },
+        'password-stdin': { type: 'boolean' },
       });
-      const { z } = await import('zod');
-      const email = z.email().safeParse(required(values, 'email'));
-      if (!email.success) throw new UsageError('--email must be an email address');
-      const password = values.password ?? newPassword();
+      const email = required(values, 'email');
+      const password = values['password-stdin'] ? await readPassword(stdin) : newPassword();
       await checkNewPassword(password);
-      const person = { name: required(values, 'name'), email: email.data, password };
       const { createAccounts } = await import('../../application/accounts.ts');
       const rt = await open();
-      const created = await people.create(createAccounts(rt), rt, person);
-      out(JSON.stringify({ ...created, email: email.data, ...(values.password ? {} : { password }) }));
+      const who = await people.setPassword(createAccounts(rt), rt, email, password);
+      out(JSON.stringify({ ...who, ...(values['password-stdin'] ? {} : { password }) }));
       return 0;
-    },
+    }
+    if (sub !== 'create') throw new UsageError(`${people.name}: expected "create" or "set-password"`);
+    const { values } = parse(args, {
+      name: { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+    });
+    const { z } = await import('zod');
+    const email = z.email().safeParse(required(values, 'email'));
+    if (!email.success) throw new UsageError('--email must be an email address');
+    const password = values.password ?? newPassword();
+    await checkNewPassword(password);
+    const person = { name: required(values, 'name'), email: email.data, password };
+    const { createAccounts } = await import('../../application/accounts.ts');
+    const rt = await open();
+    const created = await people.create(createAccounts(rt), rt, person);
+    out(JSON.stringify({ ...created, email: email.data, ...(values.password ? {} : { password }) }));
+    return 0;
   };
 }

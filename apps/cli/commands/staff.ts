@@ -1,12 +1,9 @@
+import type { CommandModule } from '../command.ts';
 import { peopleCommand } from './people.ts';
 
 /** `staff create|set-password`: a member of the support staff (read-only audit across accounts). */
-export const staffCommand = peopleCommand({
+export const run: CommandModule['run'] = peopleCommand({
   name: 'staff',
-  usage: [
-    { synopsis: 'staff create --name NAME --email EMAIL [--password P]' },
-    { synopsis: 'staff set-password --email EMAIL [--password-stdin]' },
-  ],
   async create(accounts, _rt, person) {
     return { staff_id: (await accounts.addStaff(person)).staffId };
   },
