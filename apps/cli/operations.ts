@@ -236,7 +236,7 @@ async function prepareTarget(target: DbHandle, deps: OperationDeps): Promise<voi
 }
 
 /** `export --to FILE`. */
-export function exportCommand(file: string, deps: OperationDeps): Promise<number> {
+export function runExport(file: string, deps: OperationDeps): Promise<number> {
   const { config, err, out } = deps;
   return refusable(err, async () => {
     if (!config.DATABASE_URL) requireEmbeddedDatabase(config.DATA_DIR);
@@ -254,11 +254,7 @@ export function exportCommand(file: string, deps: OperationDeps): Promise<number
 }
 
 /** `import --from FILE [--media-dir DIR]`. */
-export function importCommand(
-  file: string,
-  mediaDir: string | undefined,
-  deps: OperationDeps,
-): Promise<number> {
+export function runImport(file: string, mediaDir: string | undefined, deps: OperationDeps): Promise<number> {
   const { config, err, out } = deps;
   return refusable(err, async () => {
     // The whole archive is checked before the target is opened: a bad one writes nothing anywhere.
@@ -311,7 +307,7 @@ function openSource(deps: OperationDeps): Promise<DbHandle> {
 }
 
 /** `move --to postgres://... [--media-dir DIR]`: the embedded database in DATA_DIR to PostgreSQL. */
-export function moveCommand(to: string, mediaDir: string | undefined, deps: OperationDeps): Promise<number> {
+export function runMove(to: string, mediaDir: string | undefined, deps: OperationDeps): Promise<number> {
   const { config, err, out } = deps;
   return refusable(err, async () => {
     const url = ConfigSchema.shape.DATABASE_URL.safeParse(to);
