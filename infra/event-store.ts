@@ -1,4 +1,4 @@
-import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql, type Transaction } from 'kysely';
+import { type Expression, type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
 import type { DomainEvent } from '../domain/events.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
@@ -13,7 +13,7 @@ import {
   streamVersion,
   toJson,
 } from './event-store/append.ts';
-import { createAppendGroup, type GroupStatements } from './event-store/group.ts';
+import { createAppendGroup } from './event-store/group.ts';
 import {
   headPosition,
   lockEventsForAppend,
@@ -34,7 +34,15 @@ import {
   streamType,
 } from './event-store/types.ts';
 import { uuidv7 } from './ids.ts';
-import { IN_TRANSACTION, type InlineStatement, type InTransaction, type Pending } from './projection.ts';
+import {
+  IN_TRANSACTION,
+  inStatement,
+  inTransaction,
+  type Pending,
+  type Project,
+  runProjected,
+  type Statement,
+} from './projection.ts';
 import { bound, inSpan, inSpanSync } from './telemetry/spans.ts';
 
 export { toJson } from './event-store/append.ts';
@@ -139,26 +147,13 @@ export interface EventStoreDeps<E extends NewEvent = DomainEvent> {
   handle: Pick<DbHandle, 'notifyAppended'>;
   /** Throws on an invalid event; called for every event before the database is touched. */
   validate: (event: NewEvent) => void;
-  /** Inline projections: run inside the append's transaction after the insert; a throw rolls the append back. */
-  inline?: (events: readonly StoredEvent<E>[], trx: Transaction<Database>) => Promise<void>;
   /**
-   * The same inline projections of one event as statements run within the append's own statement
-   * (`inlineStatements` in projection-runner.ts); `IN_TRANSACTION` from it: `inline` in a transaction.
+   * The inline projections, one `project` for them all (`inlineProjection` in projection-runner.ts):
+   * asked first for statements to run within the append's own statement (a commit group's: within
+   * the group's); when it answers IN_TRANSACTION, the append runs in a transaction and it projects
+   * the stored events there after the insert. A throw rolls the append back.
    */
-  inlineStatements?: (
-    events: readonly Pending<E>[],
-    db: Db,
-    appended: Expression<SqlBool>,
-  ) => InlineStatement[] | InTransaction;
-  /**
-   * The inline projections of several streams' runs as statements whose number does not grow with the
-   * runs' (`inlineGroupStatements` in projection-runner.ts), for a group of appends at known versions;
-   * `IN_TRANSACTION` from it, or none: each append of the group brings its own statements.
-   */
-  inlineGroupStatements?: (
-    runs: readonly (readonly Pending<E>[])[],
-    appendedStreams: RawBuilder<unknown>,
-  ) => InlineStatement[] | InTransaction;
+  inline?: Project<E>;
   /**
    * The streams whose one-statement appends may share a statement, and so a commit, with other
    * streams' (group commit: infra/commit-group.ts): only streams whose inline projections write rows of
@@ -169,12 +164,12 @@ export interface EventStoreDeps<E extends NewEvent = DomainEvent> {
 }
 
 export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventStoreDeps<E>): EventStore<E> {
-  const { db, handle, validate, inline, inlineStatements, inlineGroupStatements, groupCommits } = deps;
+  const { db, handle, validate, inline, groupCommits } = deps;
   const group =
     groupCommits === undefined
       ? undefined
       : // The group holds this store's appends only: their events are of E.
-        createAppendGroup(db, inlineGroupStatements as GroupStatements | undefined);
+        createAppendGroup(db, inline as Project<NewEvent> | undefined);
 
   const validateAll = (events: readonly NewEvent[]): void => {
     for (const event of events) {
@@ -243,7 +238,7 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
         }
         throw new ConcurrencyError(streamId, expectedVersion, await streamVersion(executor, streamId));
       };
-      const run = async (executor: Kysely<Database>, statements: readonly InlineStatement[]) => {
+      const run = async (executor: Kysely<Database>, statements: readonly Statement[]) => {
         const { rows: inserted } = await appendStatement(
           { streamId, expectedVersion, rows, precondition: precondition?.holds },
           statements,
@@ -255,14 +250,14 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
       // Events whose versions are known ahead, and inline projectors that can say what they change as
       // statements: the events and their read models are written by one statement (one round trip, no
       // transaction left open between statements while this process does other work). Otherwise a
-      // transaction: the insert, then each inline projector's `apply`.
+      // transaction: the insert, then the inline projections of the stored events.
       const base =
         expectedVersion === 'no_stream'
           ? 0
           : typeof expectedVersion === 'number'
             ? expectedVersion
             : undefined;
-      const inTransaction = () =>
+      const inItsTransaction = () =>
         db.transaction().execute(async (trx) => {
           if (synchronousCommit === false)
             await sql`select set_config('synchronous_commit', 'off', true)`.execute(trx);
@@ -272,16 +267,15 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
           }
           const result = await run(trx, []);
           if (inline !== undefined) {
-            await inSpan('inline projections', IN_TRANSACTION_SPAN, () => inline(result, trx));
+            await inSpan('inline projections', IN_TRANSACTION_SPAN, async () =>
+              runProjected(trx, await inline(result, inTransaction(trx))),
+            );
           }
           return result;
         });
       // The events as given (of A), read back from their JSON.
       const pending =
-        inlineStatements !== undefined &&
-        alongside === undefined &&
-        synchronousCommit !== false &&
-        base !== undefined
+        inline !== undefined && alongside === undefined && synchronousCommit !== false && base !== undefined
           ? rows.map(
               (row, index) =>
                 ({
@@ -294,10 +288,10 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
             )
           : undefined;
       const statementsOf = (appended: Expression<SqlBool>) =>
-        pending === undefined || inlineStatements === undefined
+        pending === undefined || inline === undefined
           ? IN_TRANSACTION
           : inSpanSync('inline projections', IN_STATEMENT_SPAN, (span) => {
-              const made = inlineStatements(pending, db, appended);
+              const made = inStatement(inline(pending, { appended: () => appended }));
               // A projector that can only apply in a transaction: the transaction's span follows.
               if (made === IN_TRANSACTION)
                 span.setAttribute('content_service.projection.mode', 'in_transaction');
@@ -307,7 +301,7 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
       /** The append on its own: one statement, or a transaction. */
       const alone = () => {
         const statements = statementsOf(APPENDED);
-        return statements !== IN_TRANSACTION ? run(db, statements) : inTransaction();
+        return statements !== IN_TRANSACTION ? run(db, statements) : inItsTransaction();
       };
       const stored =
         pending !== undefined && group !== undefined && groupCommits?.(streamId) === true

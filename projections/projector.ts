@@ -1,5 +1,11 @@
 import type { DomainEvent, EventType } from '../domain/events.ts';
-import type { AsyncProjector, InlineProjector } from '../infra/projection.ts';
+import {
+  type AsyncProjector,
+  type InlineProjector,
+  inTransactionOnly,
+  type Stored,
+  type Trx,
+} from '../infra/projection.ts';
 
 /** The domain events of the types `T`. */
 export type EventOf<T extends EventType> = Extract<DomainEvent, { type: T }>;
@@ -14,12 +20,34 @@ export function inlineProjector<const T extends EventType>(
   return projector;
 }
 
-/** An async projector of exactly the events `handles` lists (see `inlineProjector`). */
+/**
+ * An async projector of exactly the events `handles` lists (see `inlineProjector`). It gives `project`,
+ * or else `applyBatch`, a batch applied in the runner's transaction, and `apply`, one event applied
+ * so: its `project` is then `applyBatch` (which leaves what `apply` of each event in turn leaves).
+ */
 export function asyncProjector<const T extends EventType>(
-  projector: AsyncProjector<EventOf<T>> & { readonly handles: readonly T[] },
+  projector: (AsyncProjector<EventOf<T>> | AppliedInTransaction<EventOf<T>>) & {
+    readonly handles: readonly T[];
+  },
 ): AsyncProjector<EventOf<T>> {
-  return projector;
+  if ('project' in projector) return projector;
+  const { apply, applyBatch, ...rest } = projector;
+  return {
+    ...rest,
+    project: inTransactionOnly(
+      applyBatch ??
+        (async (events, trx) => {
+          for (const event of events) await apply(event, trx);
+        }),
+    ),
+  };
 }
+
+/** An async projector written as its events applied in the runner's transaction (see `asyncProjector`). */
+type AppliedInTransaction<E extends EventOf<EventType>> = Omit<AsyncProjector<E>, 'project'> & {
+  apply(event: Stored<E>, trx: Trx): Promise<void>;
+  applyBatch?(events: readonly Stored<E>[], trx: Trx): Promise<void>;
+};
 
 /**
  * The end of a projector's switch over its events: every type it handles has a case (`event` is

@@ -1,6 +1,6 @@
 import { type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import type { InlineStatement } from '../projection.ts';
+import type { Statement } from '../projection.ts';
 import { EventValidationError, type ExpectedVersion, streamType } from './types.ts';
 
 /*
@@ -37,10 +37,7 @@ export type Claim = {
  * metadata as serialised), so that the statement's text is the same for any number of events and is
  * prepared once.
  */
-export function appendStatement(
-  claim: Claim,
-  statements: readonly InlineStatement[],
-): RawBuilder<InsertedRow> {
+export function appendStatement(claim: Claim, statements: readonly Statement[]): RawBuilder<InsertedRow> {
   return sql<InsertedRow>`
     with ${appendQueries('', claim, statements)}
     select event_id, position, transaction_id, version, recorded_at from appended`;
@@ -50,7 +47,7 @@ export function appendStatement(
 export function appendQueries(
   suffix: string,
   claim: Claim,
-  statements: readonly InlineStatement[],
+  statements: readonly Statement[],
 ): RawBuilder<unknown> {
   const { streamId, expectedVersion, rows, precondition } = claim;
   const recordset = `[${rows.map((row, index) => eventRecord(row, index + 1, '')).join(',')}]`;

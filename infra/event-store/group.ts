@@ -2,7 +2,14 @@ import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { type CommitGroup, createCommitGroup } from '../commit-group.ts';
 import type { Db } from '../db/schema.ts';
 import { ALWAYS_NAMED } from '../db/statement-cache.ts';
-import { IN_TRANSACTION, type InlineStatement, type InTransaction, type Pending } from '../projection.ts';
+import {
+  IN_TRANSACTION,
+  type InTransaction,
+  inStatement,
+  type Pending,
+  type Project,
+  type Statement,
+} from '../projection.ts';
 import { detached } from '../telemetry/spans.ts';
 import { appendQueries, type Claim, eventRecord, type InsertedRow } from './append.ts';
 import type { NewEvent } from './types.ts';
@@ -17,7 +24,7 @@ const GROUPS_IN_FLIGHT = 2;
 const GROUP_APPENDS = 8;
 
 /** The commit group of a store's appends (see sendGroup). */
-export function createAppendGroup(db: Db, grouped: GroupStatements | undefined): CommitGroup<GroupMember> {
+export function createAppendGroup(db: Db, grouped: Project<NewEvent> | undefined): CommitGroup<GroupMember> {
   return createCommitGroup<GroupMember>({
     maxInFlight: GROUPS_IN_FLIGHT,
     maxItems: GROUP_APPENDS,
@@ -32,7 +39,7 @@ export function createAppendGroup(db: Db, grouped: GroupStatements | undefined):
  * as alone. The rows say which append inserted them (`member`, from 1).
  */
 function groupStatement(
-  members: readonly { claim: Claim; statements: readonly InlineStatement[] }[],
+  members: readonly { claim: Claim; statements: readonly Statement[] }[],
 ): RawBuilder<InsertedRow & { member: number }> {
   const queries = members.map((m, index) => appendQueries(`_${index + 1}`, m.claim, m.statements));
   const selects = members.map(
@@ -55,7 +62,7 @@ export type GroupMember = {
   /** Appends of one shape make statements of one text: only they go together (see sendGroup). */
   shape: string;
   /** Its inline projectors' statements, made with its place's `appended`; IN_TRANSACTION: it goes alone. */
-  statements: (appended: Expression<SqlBool>) => InlineStatement[] | InTransaction;
+  statements: (appended: Expression<SqlBool>) => readonly Statement[] | InTransaction;
   /** Answers it from the rows the group's statement inserted for it (none: refused, or a conflict). */
   inserted: (rows: readonly InsertedRow[]) => Promise<unknown>;
   /** Sends it on its own, and answers it. */
@@ -75,7 +82,7 @@ export type GroupMember = {
 async function sendGroup(
   db: Db,
   members: readonly GroupMember[],
-  grouped: GroupStatements | undefined,
+  grouped: Project<NewEvent> | undefined,
 ): Promise<void> {
   const sorted = [...members].sort((a, b) => compareIds(a.claim.streamId, b.claim.streamId));
   await Promise.all(
@@ -83,17 +90,11 @@ async function sendGroup(
   );
 }
 
-/** The inline projections' statements of a group of runs (EventStoreDeps.inlineGroupStatements). */
-export type GroupStatements = (
-  runs: readonly (readonly Pending<NewEvent>[])[],
-  appendedStreams: RawBuilder<unknown>,
-) => InlineStatement[] | InTransaction;
-
 /** Appends of one shape, in stream id order: as one statement (see sendGroup). */
 async function sendShape(
   db: Db,
   members: readonly GroupMember[],
-  grouped: GroupStatements | undefined,
+  grouped: Project<NewEvent> | undefined,
 ): Promise<void> {
   const settable = grouped === undefined ? [] : settableOf(members);
   const statements =
@@ -112,7 +113,7 @@ async function sendShape(
 async function sendSet(
   db: Db,
   members: readonly GroupMember[],
-  statements: readonly InlineStatement[],
+  statements: readonly Statement[],
 ): Promise<void> {
   let inserted: (InsertedRow & { stream_id: string })[] | undefined;
   try {
@@ -133,11 +134,11 @@ async function sendEach(db: Db, members: readonly GroupMember[]): Promise<void> 
     await first.alone();
     return;
   }
-  const together: { member: GroupMember; claim: Claim; statements: InlineStatement[] }[] = [];
+  const together: { member: GroupMember; claim: Claim; statements: readonly Statement[] }[] = [];
   const apart: Promise<unknown>[] = [];
   for (const member of members) {
     const appended = sql<SqlBool>`exists (select from ${sql.raw(`appended_${together.length + 1}`)})`;
-    let statements: InlineStatement[] | InTransaction;
+    let statements: readonly Statement[] | InTransaction;
     try {
       statements = member.statements(appended);
     } catch {
@@ -164,18 +165,20 @@ async function sendEach(db: Db, members: readonly GroupMember[]): Promise<void> 
 }
 
 /**
- * The inline projections of a group's settable appends (settableOf) as statements that do not grow
- * with it, when every inline projector that handles their events has a group form; else
- * IN_TRANSACTION (each append brings its own statements: groupStatement).
+ * The inline projections of a group's settable appends (settableOf), their events as one batch, as
+ * statements that need not grow with it, each changing a stream's rows only where its claim
+ * succeeded; else IN_TRANSACTION (each append brings its own statements: groupStatement).
  */
 function setStatements(
   members: readonly GroupMember[],
-  grouped: GroupStatements,
-): InlineStatement[] | InTransaction {
+  grouped: Project<NewEvent>,
+): readonly Statement[] | InTransaction {
   try {
-    return grouped(
-      members.map((member) => member.pending),
-      APPENDED_STREAMS,
+    return inStatement(
+      grouped(
+        members.flatMap((member) => member.pending),
+        { appended: (stream) => sql<SqlBool>`${stream} in ${APPENDED_STREAMS}` },
+      ),
     );
   } catch {
     return IN_TRANSACTION;
@@ -210,7 +213,7 @@ const APPENDED_STREAMS = sql`(select stream_id from appended)`;
  */
 function setGroupStatement(
   members: readonly GroupMember[],
-  statements: readonly InlineStatement[],
+  statements: readonly Statement[],
 ): RawBuilder<InsertedRow & { stream_id: string }> {
   const claims = JSON.stringify(
     members.map(({ claim }, index) => ({
