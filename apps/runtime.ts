@@ -7,12 +7,7 @@ import type { Db } from '../infra/db/schema.ts';
 import { createEventStore, type EventStore, streamType } from '../infra/event-store.ts';
 import { createHtmlMemory, type HtmlMemoryStore } from '../infra/html-memory.ts';
 import type { Metrics } from '../infra/metrics.ts';
-import {
-  inlineDispatcher,
-  inlineGroupStatements,
-  inlineStatements,
-  retireCheckpoint,
-} from '../infra/projection-runner.ts';
+import { inlineProjection, retireCheckpoint } from '../infra/projection-runner.ts';
 import { type BodyDiff, createSanitizePool, diffInThread } from '../infra/sanitize-pool.ts';
 import { activityProjector } from '../projections/activity.ts';
 import { createSnapshotMemory, type SnapshotMemory } from '../projections/article-snapshots.ts';
@@ -72,9 +67,7 @@ export function createRuntime(
     db: handle.db,
     handle,
     validate: validateEvent,
-    inline: inlineDispatcher(projectors),
-    inlineStatements: inlineStatements(projectors),
-    inlineGroupStatements: inlineGroupStatements(projectors),
+    inline: inlineProjection(projectors),
     // An article's inline projections write its own rows alone (its row, body, snapshot, revisions).
     groupCommits: (streamId) => streamType(streamId) === 'article',
   });

@@ -12,6 +12,7 @@ import {
   toStoredEvent,
 } from '../infra/event-store.ts';
 import { uuidv7 } from '../infra/ids.ts';
+import { inTransaction, runProjected } from '../infra/projection.ts';
 
 /*
  * The benchmark's bulk loader: many *new* streams in one transaction, so that bench/dataset.ts can
@@ -125,7 +126,7 @@ export async function appendNew<E extends NewEvent = DomainEvent>(
         throw new Error(`stream ${event.streamId}: positions out of version order`);
       }
     }
-    if (inline !== undefined) await inline(result, trx);
+    if (inline !== undefined) await runProjected(trx, await inline(result, inTransaction(trx)));
     return result;
   });
 

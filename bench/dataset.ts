@@ -10,7 +10,7 @@ import { backlinkStream } from '../domain/backlink/events.ts';
 import type { Actor } from '../domain/event.ts';
 import { validateEvent } from '../domain/events.ts';
 import { newId } from '../infra/ids.ts';
-import { catchUp, inlineDispatcher, lagOf, rebuild } from '../infra/projection-runner.ts';
+import { catchUp, inlineProjection, lagOf, rebuild } from '../infra/projection-runner.ts';
 import { withoutPassword } from '../infra/url-password.ts';
 import { asyncProjectors, projectors } from '../projections/index.ts';
 import { appendNew, type BulkAppendDeps, type NewStream } from './bulk-append.ts';
@@ -230,7 +230,7 @@ async function generate(runtime: Runtime, spec: DatasetSpec, log: Log): Promise<
     return result;
   };
   // The same dependencies the runtime gives its event store (apps/runtime.ts).
-  const deps: BulkAppendDeps = { db, handle, validate: validateEvent, inline: inlineDispatcher(projectors) };
+  const deps: BulkAppendDeps = { db, handle, validate: validateEvent, inline: inlineProjection(projectors) };
   await writeMarker(runtime, 'generating', { spec });
 
   const { accountId } = await commands.openAccount({

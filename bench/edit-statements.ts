@@ -12,7 +12,8 @@ import type { Database } from '../infra/db/schema.ts';
 import { ALWAYS_NAMED, createStatementNames } from '../infra/db/statement-cache.ts';
 import { createHtmlMemory } from '../infra/html-memory.ts';
 import type { Pending } from '../infra/projection.ts';
-import { inlineStatements } from '../infra/projection-runner.ts';
+import { inStatement } from '../infra/projection.ts';
+import { inlineProjection } from '../infra/projection-runner.ts';
 import { createSnapshotMemory } from '../projections/article-snapshots.ts';
 import { createProjectors } from '../projections/index.ts';
 import { median } from './report.ts';
@@ -21,7 +22,7 @@ import { median } from './report.ts';
  * Two parts of an edit's append on the server's thread, alone, in one process (no database):
  *
  * - the inline projections' statements of a title edit (the article row, the snapshot, the revision;
- *   the activity projector has none), made by the store's `inlineStatements` and compiled by kysely, as
+ *   the activity projector has none), made by the store's `inline` (`inlineProjection`) and compiled by kysely, as
  *   the append's statement carries them;
  * - the statement name of a group append's text (ALWAYS_NAMED, about 11 KB) looked up, the text
  *   built afresh for each lookup as the store builds it.
@@ -45,7 +46,7 @@ const db = new Kysely<Database>({
 });
 
 const snapshots = createSnapshotMemory(16);
-const statementsOf = inlineStatements(createProjectors({ snapshots, html: createHtmlMemory() }));
+const project = inlineProjection(createProjectors({ snapshots, html: createHtmlMemory() }));
 const articleId = 'art_01kbench0000000000000000aa';
 const actor = { type: 'api_key', id: 'key_bench', name: 'Benchmark key' } as const;
 const metadata = { at: '2026-11-28T01:00:00.000Z', requestId: 'req_bench' };
@@ -100,7 +101,7 @@ function measure(work: (i: number) => number): number {
 }
 
 const statements = measure((i) => {
-  const made = statementsOf([titleEdit(i)], db, appended);
+  const made = inStatement(project([titleEdit(i)], { appended: () => appended }));
   if (made === 'in transaction') throw new Error('a title edit was not made within the statement');
   const parts = made.map((statement, k) => sql`${sql.raw(`inline_${k}`)} as (${statement})`);
   const compiled = sql`with ${sql.join(parts)} select`.compile(db);

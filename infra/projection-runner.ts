@@ -1,4 +1,4 @@
-import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { DomainEvent } from '../domain/events.ts';
 import type { DbHandle } from './db/open.ts';
 import type { Database, Db } from './db/schema.ts';
@@ -10,7 +10,6 @@ import {
   readBatch,
   readCheckpoint,
   START,
-  type StoredEvent,
   storedColumns,
   toStoredEvent,
   writeCheckpoint,
@@ -19,10 +18,13 @@ import {
   handles,
   IN_TRANSACTION,
   type InlineProjector,
-  type InlineStatement,
-  type InTransaction,
+  inStatement,
   type Pending,
+  type Projected,
+  type Projection,
   type Projector,
+  projectInTransaction,
+  type Statement,
   type Stored,
 } from './projection.ts';
 import { inSpan } from './telemetry/spans.ts';
@@ -39,100 +41,41 @@ type RunnerLogger = { error(obj: object, msg: string): void; info(obj: object, m
 
 const BATCH = 500;
 
-/** A projector's events in one transaction: as one batch where it takes one (`applyBatch`), else one by one. */
-async function applyEvents<E extends NewEvent>(
-  projector: Projector<E>,
-  events: readonly Stored<E>[],
-  trx: Transaction<Database>,
-): Promise<void> {
-  if (events.length === 0) return;
-  if (projector.applyBatch) await projector.applyBatch(events, trx);
-  else for (const event of events) await projector.apply(event, trx);
-}
-
-/** Applies events to every inline projector that handles them: the event store calls this inside the append. */
-export function inlineDispatcher<E extends NewEvent = DomainEvent>(
+/**
+ * The inline projectors as one `project` (infra/projection.ts), which the event store calls for the
+ * events of an append, or of a commit group's appends: each projector given the events it handles.
+ * Within the append's statement, their statements together, or IN_TRANSACTION when one of them must
+ * project in a transaction. In the append's transaction, each projector's batch in turn (their rows
+ * written before the next one reads), answering no statements of its own.
+ */
+export function inlineProjection<E extends NewEvent = DomainEvent>(
   projectors: readonly Projector<E>[],
-): (events: readonly StoredEvent<E>[], trx: Transaction<Database>) => Promise<void> {
-  const inline = inlineOf(projectors);
-  return async (events, trx) => {
+): (events: readonly Pending<E>[], at: Projection) => Projected {
+  const inline = projectors.filter((p): p is InlineProjector<E> => p.mode === 'inline');
+  const mineOf = (projector: InlineProjector<E>, events: readonly Pending<E>[]): readonly Pending<E>[] => {
     const [only] = events;
-    if (only !== undefined && events.length === 1) {
-      for (const projector of inline) {
-        if (handles(projector, only.type)) {
-          await inSpan(`project ${projector.name}`, {}, () => projector.apply(only, trx));
+    if (only !== undefined && events.length === 1) return handles(projector, only.type) ? events : [];
+    return events.filter((event) => handles(projector, event.type));
+  };
+  return (events, at) => {
+    const { trx } = at;
+    if (trx !== undefined) {
+      return (async () => {
+        for (const projector of inline) {
+          const mine = mineOf(projector, events);
+          if (mine.length === 0) continue;
+          await inSpan(`project ${projector.name}`, {}, () =>
+            projectInTransaction(projector, mine as readonly Stored<E>[], trx),
+          );
         }
-      }
-      return;
+        return [];
+      })();
     }
-    // Several events (one append of many, as bench/bulk-append.ts makes): each projector takes its events as one batch where it can.
-    // Inline projectors own separate tables, so projector by projector equals event by event.
+    const statements: Statement[] = [];
     for (const projector of inline) {
-      await applyEvents(
-        projector,
-        events.filter((event) => handles(projector, event.type)),
-        trx,
-      );
-    }
-  };
-}
-
-function inlineOf<E extends NewEvent>(projectors: readonly Projector<E>[]): InlineProjector<E>[] {
-  return projectors.filter((p): p is InlineProjector<E> => p.mode === 'inline');
-}
-
-/**
- * The inline projectors' statements for the events about to be appended to one stream, for the event
- * store to run within the append's statement: `statementsFor` of a projector's one event,
- * `statementsForRun` of several. IN_TRANSACTION when a projector that handles them cannot give them
- * (the append then runs in a transaction, with `inlineDispatcher`).
- */
-export function inlineStatements<E extends NewEvent = DomainEvent>(
-  projectors: readonly Projector<E>[],
-): (
-  events: readonly Pending<E>[],
-  db: Kysely<Database>,
-  appended: Expression<SqlBool>,
-) => InlineStatement[] | InTransaction {
-  const inline = inlineOf(projectors);
-  return (events, db, appended) => {
-    const statements: InlineStatement[] = [];
-    for (const projector of inline) {
-      const mine = events.length === 1 ? events : events.filter((event) => handles(projector, event.type));
-      const [only] = mine;
-      if (only === undefined || !handles(projector, only.type)) continue;
-      const own =
-        mine.length === 1
-          ? projector.statementsFor(only, db, appended)
-          : (projector.statementsForRun?.(mine, db, appended) ?? IN_TRANSACTION);
-      if (own === IN_TRANSACTION) return IN_TRANSACTION;
-      statements.push(...own);
-    }
-    return statements;
-  };
-}
-
-/**
- * The inline projectors' statements for runs of events about to be appended to different streams by
- * one statement (group commit): `statementsForGroup` of each projector that handles any of them,
- * given the runs it handles events of (only those events). IN_TRANSACTION when a projector that
- * handles them has no such form (the event store then writes each run's own statements).
- */
-export function inlineGroupStatements<E extends NewEvent = DomainEvent>(
-  projectors: readonly Projector<E>[],
-): (
-  runs: readonly (readonly Pending<E>[])[],
-  appendedStreams: RawBuilder<unknown>,
-) => InlineStatement[] | InTransaction {
-  const inline = inlineOf(projectors);
-  return (runs, appendedStreams) => {
-    const statements: InlineStatement[] = [];
-    for (const projector of inline) {
-      const mine = runs
-        .map((run) => run.filter((event) => handles(projector, event.type)))
-        .filter((run) => run.length > 0);
+      const mine = mineOf(projector, events);
       if (mine.length === 0) continue;
-      const own = projector.statementsForGroup?.(mine, appendedStreams) ?? IN_TRANSACTION;
+      const own = inStatement(projector.project(mine, at), projector.name);
       if (own === IN_TRANSACTION) return IN_TRANSACTION;
       statements.push(...own);
     }
@@ -173,7 +116,7 @@ export async function applyNextBatch<E extends NewEvent>(
     await lockProjectorForBatch(trx, projector.name);
     const after = await readCheckpoint(trx, projector.name);
     const batch = await readBatch<E>(trx, after, batchSize, projector.handles);
-    await applyEvents(projector, batch.events, trx);
+    await projectInTransaction(projector, batch.events, trx);
     if (isAfter(batch.through, after)) await writeCheckpoint(trx, projector.name, batch.through);
     return batch;
   });
@@ -306,7 +249,7 @@ export async function replayAll<E extends NewEvent>(
       .orderBy('position')
       .limit(BATCH)
       .execute();
-    await applyEvents(
+    await projectInTransaction(
       projector,
       rows.map((row) => toStoredEvent<E>(row)),
       trx,
@@ -345,7 +288,7 @@ export async function retireCheckpoint<E extends NewEvent>(db: Db, projector: Pr
         types: projector.handles,
         heldBackToo: true,
       });
-      await applyEvents(projector, events, trx);
+      await projectInTransaction(projector, events, trx);
       applied += events.length;
       const last = events.at(-1);
       if (events.length < BATCH || last === undefined) break;

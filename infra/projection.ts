@@ -1,6 +1,5 @@
 import {
   type Expression,
-  type Kysely,
   type OperationNodeSource,
   type RawBuilder,
   type SqlBool,
@@ -16,6 +15,10 @@ import type { EventPlace, NewEvent } from './event-store.ts';
  * The projector port: what a read model gives the event store and the projection runner. infra owns
  * it (the store runs inline projectors' statements, the runner applies and rebuilds); projections/
  * implement it, and a composition root hands the set of projectors in.
+ *
+ * One method, `project`: a batch of events in, statements out. The store calls it within an append's
+ * own statement (one stream's events, or a commit group's events of several streams), and in an
+ * append's transaction; the runner calls it for an async projector's batch, a rebuild and an import.
  */
 
 /** An event as a projector is given it after its append: data narrowed by type, with its place in the log. */
@@ -28,15 +31,47 @@ export type Pending<E extends NewEvent = DomainEvent> = E &
 
 export type Trx = Transaction<Database>;
 
-/** A data-modifying statement a projector adds to the append's own statement (see `statementsFor`). */
-export type InlineStatement = OperationNodeSource;
+/** A data-modifying statement a projector gives for its batch (see `project`). */
+export type Statement = OperationNodeSource;
 
 /**
- * What an inline projector's `statementsFor` answers for an event it can only apply in a transaction
- * (it must read rows first): the append then runs in a transaction and calls `apply`.
+ * What `project` answers, within an append's statement, for a batch it can only project in a
+ * transaction (it must read rows first): the append then runs in a transaction, and `project` is
+ * called again there with the transaction.
  */
 export const IN_TRANSACTION = 'in transaction';
 export type InTransaction = typeof IN_TRANSACTION;
+
+/** Where a batch is projected, as `project` is told it. */
+export interface Projection {
+  /**
+   * The condition a stream's rows change under. Within an append's statement: that the stream's
+   * version claim succeeded (its events were inserted); in a transaction: always. `stream` is the
+   * stream's id, as a value, or as a column of a statement's rows when one statement changes the
+   * rows of several streams (a commit group's).
+   */
+  appended(stream: string | Expression<string>): Expression<SqlBool>;
+  /**
+   * The transaction, when the batch is projected in one (an append's, after its insert; an async
+   * batch; a rebuild; an import): the projector may read rows, and write, in it before it answers.
+   * Without one, its statements go within an append's one statement, which reads nothing first: a
+   * projector that must read answers IN_TRANSACTION.
+   */
+  trx?: Trx;
+}
+
+/**
+ * What `project` answers: its statements (run together, each seeing the rows as they were before
+ * them), IN_TRANSACTION (only without a transaction), or, with a transaction, its statements once it
+ * has read (and written) what it needed.
+ */
+export type Projected = readonly Statement[] | InTransaction | Promise<readonly Statement[]>;
+
+/** `project` of a set of projectors (`inlineProjection` in projection-runner.ts), as the event store takes it. */
+export type Project<E extends NewEvent = DomainEvent> = (
+  events: readonly Pending<E>[],
+  at: Projection,
+) => Projected;
 
 /** What every projector has; `E`: the events it handles, exactly those `handles` names. */
 interface ProjectorBase<E extends NewEvent> {
@@ -45,56 +80,23 @@ interface ProjectorBase<E extends NewEvent> {
   readonly handles: readonly E['type'][];
   /** The tables it owns: emptied before a rebuild, compared by the rebuild tests. */
   readonly tables: readonly (keyof ReadModelTables)[];
-  apply(event: Stored<E>, trx: Trx): Promise<void>;
-  /**
-   * Optional: the same as `apply` on each event in turn, with fewer statements (the runner uses it for
-   * a whole batch when present). It must leave exactly the rows `apply` one by one leaves.
-   */
-  applyBatch?(events: readonly Stored<E>[], trx: Trx): Promise<void>;
 }
 
 /**
- * A read model written in the append's transaction, or within its one statement (`statementsFor`), so
- * reads see the write at once.
+ * A read model written in the append's transaction, or within its one statement, so reads see the
+ * write at once.
  */
 export interface InlineProjector<E extends NewEvent = DomainEvent> extends ProjectorBase<E> {
   readonly mode: 'inline';
   /**
-   * The same change as `apply` of `event`, as data-modifying statements that the append runs within
-   * its own statement, after the insert (infra/event-store.ts: one round trip for the event and its
-   * inline read models, no transaction held open between statements); IN_TRANSACTION for an event it
-   * cannot project so. Each statement must change nothing unless `appended` holds (the event was
-   * inserted: its version claim succeeded), and must not depend on another's writes: every statement
-   * of the append sees the rows as they were before it. `db` only builds the statements.
+   * What a batch of events changes: events of one stream or of several, each stream's consecutive
+   * and in version order, given only those of the types it handles. Its statements leave what
+   * projecting the events one by one leaves, although every statement sees the rows as they were
+   * before the batch. Each changes a stream's rows only where `at.appended` of that stream holds.
+   * Within an append's statement (no `at.trx`) it answers at once: statements, whose number need not
+   * grow with the batch (a commit group's rows as rows of one parameter), or IN_TRANSACTION.
    */
-  statementsFor(
-    event: Pending<E>,
-    db: Kysely<Database>,
-    appended: Expression<SqlBool>,
-  ): InlineStatement[] | InTransaction;
-  /**
-   * Optional: `statementsFor` of a run, consecutive events of one stream appended by one statement
-   * (an article's queued edits): statements that leave what `apply` of each event in turn leaves,
-   * although every statement sees the rows as they were before the run. IN_TRANSACTION, or no such
-   * method, and a run of more than one event the projector handles is appended in a transaction.
-   */
-  statementsForRun?(
-    events: readonly Pending<E>[],
-    db: Kysely<Database>,
-    appended: Expression<SqlBool>,
-  ): InlineStatement[] | InTransaction;
-  /**
-   * Optional: `statementsForRun` of several runs, each of a different stream, appended by one
-   * statement (group commit): the same changes as each run's own statements, made by a few statements
-   * whatever the number of runs, each run's rows as rows of one JSON parameter. A run's rows change
-   * nothing unless its stream is among `appendedStreams` (a subquery of the stream ids whose version
-   * claim succeeded): each run is guarded as alone. IN_TRANSACTION, or no such method: each run's own
-   * statements are used instead.
-   */
-  statementsForGroup?(
-    runs: readonly (readonly Pending<E>[])[],
-    appendedStreams: RawBuilder<unknown>,
-  ): InlineStatement[] | InTransaction;
+  project(events: readonly Pending<E>[], at: Projection): Projected;
 }
 
 /**
@@ -105,6 +107,11 @@ export interface InlineProjector<E extends NewEvent = DomainEvent> extends Proje
 export interface AsyncProjector<E extends NewEvent = DomainEvent> extends ProjectorBase<E> {
   readonly mode: 'async';
   /**
+   * What a batch read from the log changes, always in a transaction (`at.trx`): what projecting its
+   * events one by one would leave.
+   */
+  project(events: readonly Stored<E>[], at: Projection): Projected;
+  /**
    * Called with a batch's events once its transaction has committed (to hand the rows it wrote to a
    * queue, say). A failure is logged and not retried: the batch is done, so whatever this does must
    * also be done by a sweep that reads the rows.
@@ -112,7 +119,7 @@ export interface AsyncProjector<E extends NewEvent = DomainEvent> extends Projec
   afterCommit?(events: readonly Stored<E>[]): Promise<void>;
 }
 
-/** A read model: the events it handles and how one event changes its rows. */
+/** A read model: the events it handles and what a batch of them changes. */
 export type Projector<E extends NewEvent = DomainEvent> = InlineProjector<E> | AsyncProjector<E>;
 
 /** Whether the projector handles events of this type. */
@@ -121,29 +128,94 @@ export function handles(projector: Projector<NewEvent>, type: string): boolean {
   return types.includes(type);
 }
 
-/** Every change, when applied on its own (no append to wait for). */
+/** Every change, when applied in a transaction (no append to wait for). */
 export const ALWAYS: Expression<SqlBool> = sql<SqlBool>`true`;
+
+/** A transaction's place: every stream's rows change. */
+export function inTransaction(trx: Trx): Projection {
+  return { appended: () => ALWAYS, trx };
+}
+
+/** A projector's batch in a transaction: `project`, then its statements. */
+export async function projectInTransaction<E extends NewEvent>(
+  projector: Projector<E>,
+  events: readonly Stored<E>[],
+  trx: Trx,
+): Promise<void> {
+  if (events.length === 0) return;
+  await runProjected(trx, await projector.project(events, inTransaction(trx)), projector.name);
+}
+
+/** Runs what `project` answered in a transaction; IN_TRANSACTION there is a projector's mistake. */
+export async function runProjected(
+  trx: Trx,
+  projected: readonly Statement[] | InTransaction,
+  name = 'the inline projections',
+): Promise<void> {
+  if (projected === IN_TRANSACTION) throw new Error(`${name} answered IN_TRANSACTION in a transaction`);
+  await runTogether(trx, projected);
+}
+
+/** What `project` answered without a transaction: statements or IN_TRANSACTION, never a promise. */
+export function inStatement(
+  projected: Projected,
+  name = 'the inline projections',
+): readonly Statement[] | InTransaction {
+  if (projected instanceof Promise) throw new Error(`${name} answered a promise without a transaction`);
+  return projected;
+}
 
 /**
  * Runs data-modifying statements as one (each a WITH query of it): all see the rows as they were
  * before it, as in the append's statement.
  */
-export async function runTogether(trx: Trx, statements: readonly InlineStatement[]): Promise<void> {
+export async function runTogether(trx: Trx, statements: readonly Statement[]): Promise<void> {
   if (statements.length === 0) return;
   const parts = statements.map((statement, index) => sql`${sql.raw(`s${index}`)} as (${statement})`);
   await sql`with ${sql.join(parts)} select`.execute(trx);
 }
 
+/** The events of a batch by stream, each stream's in their order: a commit group's runs. */
+export function runsOf<P extends Pending<NewEvent>>(events: readonly P[]): P[][] {
+  return [...Map.groupBy(events, (event) => event.streamId).values()];
+}
+
+/** A stream id as a column of a statement's rows (`r.stream_id`), for `Projection.appended`. */
+export const ROW_STREAM: RawBuilder<string> = sql<string>`r.stream_id`;
+
 /**
- * `apply` derived from statements that every event the projector handles has: the statements run on
- * their own, in one round trip. For a projector that never answers IN_TRANSACTION.
+ * `project` of a projector whose every event is a few statements of its own that read nothing (a row
+ * inserted, a column set). Within an append's statement: one event's statements; several events,
+ * which could depend on each other's writes, go in a transaction. In a transaction: each event's
+ * statements in turn.
  */
-export function applyStatements<E extends NewEvent>(
-  statementsFor: (
-    event: Pending<E>,
-    db: Kysely<Database>,
-    appended: Expression<SqlBool>,
-  ) => InlineStatement[],
-): (event: Stored<E>, trx: Trx) => Promise<void> {
-  return (event, trx) => runTogether(trx, statementsFor(event, trx, ALWAYS));
+export function eachEvent<E extends NewEvent>(
+  statementsOf: (event: Pending<E>, when: Expression<SqlBool>) => Statement[],
+): (events: readonly Pending<E>[], at: Projection) => Projected {
+  return (events, at) => {
+    const { trx } = at;
+    if (trx !== undefined) {
+      return (async () => {
+        for (const event of events) await runTogether(trx, statementsOf(event, ALWAYS));
+        return [];
+      })();
+    }
+    const [only] = events;
+    if (only === undefined) return [];
+    return events.length === 1 ? statementsOf(only, at.appended(only.streamId)) : IN_TRANSACTION;
+  };
+}
+
+/**
+ * `project` of a projector that writes its batch itself, in a transaction (it reads as it goes: an
+ * async read model, a subscription): never within an append's statement.
+ */
+export function inTransactionOnly<S extends Pending<NewEvent>>(
+  apply: (events: readonly S[], trx: Trx) => Promise<void>,
+): (events: readonly S[], at: Projection) => Projected {
+  return (events, at) => {
+    const { trx } = at;
+    if (trx === undefined) return IN_TRANSACTION;
+    return apply(events, trx).then(() => []);
+  };
 }

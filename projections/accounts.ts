@@ -3,17 +3,13 @@ import { DomainError } from '../domain/errors.ts';
 import type { ApiKeysTable } from '../infra/db/read-model-tables.ts';
 import type { ApiKeyUsageTable, Db } from '../infra/db/schema.ts';
 import type { Precondition } from '../infra/event-store.ts';
-import { applyStatements, type InlineStatement, type Pending } from '../infra/projection.ts';
+import { eachEvent, type Pending, type Statement } from '../infra/projection.ts';
 import { type EventOf, inlineProjector, unhandled } from './projector.ts';
 
 type AccountsEvent = EventOf<'AccountOpened' | 'ApiKeyCreated' | 'ApiKeyRevoked' | 'StaffMemberAdded'>;
 
 /** The row an event inserts or changes, when `when` holds; a replay changes nothing. */
-function accountStatements(
-  event: Pending<AccountsEvent>,
-  _db: unknown,
-  when: Expression<SqlBool>,
-): InlineStatement[] {
+function accountStatements(event: Pending<AccountsEvent>, when: Expression<SqlBool>): Statement[] {
   const at = event.metadata.at;
   switch (event.type) {
     case 'AccountOpened': {
@@ -67,8 +63,7 @@ export const accountsProjector = inlineProjector({
   mode: 'inline',
   handles: ['AccountOpened', 'ApiKeyCreated', 'ApiKeyRevoked', 'StaffMemberAdded'],
   tables: ['accounts', 'api_keys', 'staff'],
-  apply: applyStatements(accountStatements),
-  statementsFor: accountStatements,
+  project: eachEvent(accountStatements),
 });
 
 /** An API key as its lookups read it: without its hash, with when it was last used (null: never). */

@@ -4,7 +4,7 @@ import { type ArticleEvent, articleEventTypes } from '../domain/article/events.t
 import type { ActivityTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { newIdPattern } from '../infra/ids.ts';
-import { IN_TRANSACTION, type Stored, type Trx } from '../infra/projection.ts';
+import { IN_TRANSACTION, type Pending, type Statement, type Trx } from '../infra/projection.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
 const operationOf = {
@@ -32,32 +32,25 @@ export const activityProjector = inlineProjector({
   mode: 'inline',
   handles: ['CallRecorded', 'CallsRecorded', ...articleEventTypes],
   tables: ['activity'],
-  /** Hand-written: a pipeline change reads its article's owner. */
-  async apply(event, trx) {
-    await insertRows(trx, await rowsOf([event], trx));
-  },
-  /** The same rows as `apply` one by one: one lookup of the articles, one insert per 1,000 rows. */
-  async applyBatch(events, trx) {
-    await insertRows(trx, await rowsOf(events, trx));
-  },
   /**
-   * An article change through a face leaves no row (its call's record does). A pipeline change reads
-   * its article's owner, and calls' records come in batches: both take `apply`.
+   * An article change through a face leaves no row (its call's record does), so changes of one
+   * article or of several (a commit group's) give no statement. A pipeline change reads its article's
+   * owner, and calls' records come in batches: both in a transaction, with one lookup of the articles
+   * and one insert per 1,000 rows.
    */
-  statementsFor(event) {
-    return !isCalls(event) && !isPipelineChange(event) ? [] : IN_TRANSACTION;
-  },
-  /** A run of article changes through a face leaves no row either. */
-  statementsForRun(events) {
+  project(events, at) {
+    if (at.trx !== undefined) return insertRowsOf(events, at.trx);
     return events.every((event) => !isCalls(event) && !isPipelineChange(event)) ? [] : IN_TRANSACTION;
   },
-  /** Nor do runs of several articles' changes through a face. */
-  statementsForGroup(runs) {
-    return runs.every((run) => run.every((event) => !isCalls(event) && !isPipelineChange(event)))
-      ? []
-      : IN_TRANSACTION;
-  },
 });
+
+async function insertRowsOf(
+  events: readonly Pending<ActivityEvent>[],
+  trx: Trx,
+): Promise<readonly Statement[]> {
+  await insertRows(trx, await rowsOf(events, trx));
+  return [];
+}
 
 type ActivityEvent = CallRecorded | CallsRecorded | ArticleEvent;
 
@@ -106,7 +99,7 @@ function isPipelineChange<E extends ActivityEvent>(event: E): event is E & Artic
 }
 
 /** The activity rows of events, in order: calls as recorded, pipeline changes (`rewrite`) with their article's owner. */
-async function rowsOf(events: readonly Stored<ActivityEvent>[], trx: Trx): Promise<ActivityInsert[]> {
+async function rowsOf(events: readonly Pending<ActivityEvent>[], trx: Trx): Promise<ActivityInsert[]> {
   // The owner of an article never changes, so reading it from the (inline, current) article rows is
   // as good as reading it at the event's time, and a rebuild comes out the same.
   const articleIds = [

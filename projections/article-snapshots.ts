@@ -1,15 +1,17 @@
-import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { type Article, type ArticleState, evolve, initialState } from '../domain/article/decider.ts';
 import { type ArticleEvent, articleEventTypes, articleStream } from '../domain/article/events.ts';
-import type { Database, Db } from '../infra/db/schema.ts';
+import type { Db } from '../infra/db/schema.ts';
 import { prepared } from '../infra/db/statement-cache.ts';
 import {
   ALWAYS,
   IN_TRANSACTION,
   type InlineProjector,
-  type InlineStatement,
-  type InTransaction,
   type Pending,
+  ROW_STREAM,
+  runsOf,
+  type Statement,
+  type Trx,
 } from '../infra/projection.ts';
 import { inlineProjector } from './projector.ts';
 
@@ -23,10 +25,10 @@ import { inlineProjector } from './projector.ts';
  * not read or write the body twice (docs/performance.md, "Snapshots").
  */
 /**
- * The snapshots projector. With `memory` (the runtime's), it starts an event from the snapshot the
- * command read before it (`readArticleSnapshot` with the same memory) instead of reading it again,
- * and can then write it within the append's statement (`statementsFor`). Without, it reads the
- * previous snapshot in `apply` (rebuilds, tools).
+ * The snapshots projector. With `memory` (the runtime's), it starts a run of events from the snapshot
+ * the command read before it (`readArticleSnapshot` with the same memory) instead of reading it again,
+ * and can then write it within the append's statement. Without, it reads the previous snapshot in a
+ * transaction (rebuilds, tools).
  */
 export function createArticleSnapshotsProjector(memory?: SnapshotMemory): InlineProjector<ArticleEvent> {
   return inlineProjector({
@@ -34,32 +36,22 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
     mode: 'inline',
     handles: articleEventTypes,
     tables: ['article_snapshots'],
-    /** Hand-written: without the snapshot before the event in memory, it reads it first. */
-    async apply(event, trx) {
-      const articleId = event.data.articleId;
-      const known = memory?.recall(articleId);
-      const previous =
-        known?.version === event.version - 1
-          ? known
-          : await trx
-              .selectFrom('article_snapshots')
-              .select(['version', 'state'])
-              .where('article_id', '=', articleId)
-              .executeTakeFirst();
-      if (previous && previous.version >= event.version) return;
-      await upsert([event], previous, ALWAYS).execute(trx);
-    },
-    statementsFor: (event, db, appended) => statementsForRun([event], db, appended),
-    statementsForRun,
-    /** Each run from the snapshot its command read, as `statementsForRun`: one statement for all. */
-    statementsForGroup(runs, appendedStreams) {
+    /**
+     * Each article's run from the snapshot its command read, the snapshot after its last event written
+     * once: one statement for one article or several (a commit group's). In a transaction, event by
+     * event, each from the snapshot before it, read when it is not the one remembered.
+     */
+    project(events, at) {
+      if (at.trx !== undefined) return projectInTransaction(events, at.trx);
       const rows: { stream_id: string; article_id: string; version: number; state: unknown }[] = [];
+      const runs = runsOf(events);
       for (const run of runs) {
         const [first] = run;
         const last = run.at(-1);
         if (first === undefined || last === undefined) continue;
         const known = memory?.recall(first.data.articleId);
         if (known?.version !== first.version - 1) return IN_TRANSACTION;
+        if (runs.length === 1) return [upsert(run, known, at.appended(first.streamId))];
         rows.push({
           stream_id: first.streamId,
           article_id: last.data.articleId,
@@ -71,26 +63,33 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
         sql`insert into article_snapshots (article_id, version, state)
           select r.article_id, r.version, r.state
             from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (stream_id text, article_id text, version integer, state jsonb)
-           where r.stream_id in ${appendedStreams}
+           where ${at.appended(ROW_STREAM)}
            order by r.article_id
           on conflict (article_id) do update set version = excluded.version, state = excluded.state`,
       ];
     },
   });
 
-  /**
-   * Only from the snapshot the command read (the usual case): the one before would take a read. A run
-   * of events: the snapshot after its last, written once.
-   */
-  function statementsForRun(
+  /** Each event from the snapshot before it: the remembered one, or else the one read. */
+  async function projectInTransaction(
     events: readonly Pending<ArticleEvent>[],
-    _db: Kysely<Database>,
-    appended: Expression<SqlBool>,
-  ): InlineStatement[] | InTransaction {
-    const [first] = events;
-    if (first === undefined) return [];
-    const known = memory?.recall(first.data.articleId);
-    return known?.version === first.version - 1 ? [upsert(events, known, appended)] : IN_TRANSACTION;
+    trx: Trx,
+  ): Promise<readonly Statement[]> {
+    for (const event of events) {
+      const articleId = event.data.articleId;
+      const known = memory?.recall(articleId);
+      const previous =
+        known?.version === event.version - 1
+          ? known
+          : await trx
+              .selectFrom('article_snapshots')
+              .select(['version', 'state'])
+              .where('article_id', '=', articleId)
+              .executeTakeFirst();
+      if (previous && previous.version >= event.version) continue;
+      await upsert([event], previous, ALWAYS).execute(trx);
+    }
+    return [];
   }
 }
 

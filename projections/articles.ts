@@ -1,4 +1,4 @@
-import { type Expression, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
+import { type Expression, type Selectable, type SqlBool, sql } from 'kysely';
 import { type Article, evolve, initialState } from '../domain/article/decider.ts';
 import {
   type ArticleEdited,
@@ -15,10 +15,11 @@ import { prepared } from '../infra/db/statement-cache.ts';
 import {
   ALWAYS,
   IN_TRANSACTION,
-  type InlineStatement,
   type Pending,
+  ROW_STREAM,
+  runsOf,
   runTogether,
-  type Stored,
+  type Statement,
   type Trx,
 } from '../infra/projection.ts';
 import { invalidKeyError, isKeyLive, keyLive } from './accounts.ts';
@@ -37,46 +38,42 @@ export function createArticlesProjector(memory?: HtmlMemory) {
     mode: 'inline',
     handles: articleEventTypes,
     tables: ['articles', 'article_bodies', 'article_counts'],
-    /** Hand-written: a new article and a status change read or count rows (`project`), which statements cannot. */
-    async apply(event, trx) {
-      const counts: CountChanges = new Map();
-      await project(event, trx, counts, memory);
-      await writeCounts(trx, counts);
-    },
-    /** The same rows as `apply` one by one; the per-site counts are written once, at the end. */
-    async applyBatch(events, trx) {
-      const counts: CountChanges = new Map();
-      for (const event of events) await project(event, trx, counts, memory);
-      await writeCounts(trx, counts);
-    },
-    statementsFor(event, _db, appended) {
-      switch (event.type) {
-        case 'ArticleEdited':
-        case 'ArticleRestored':
-        case 'FeaturedImageReplaced':
-          return revisionStatements([event], appended, memory);
-        // A new article counts towards its site's status (only when its row is inserted), and a status
-        // change moves it between counts after reading the status it had.
-        case 'ArticleCreated':
-        case 'ArticleStatusChanged':
-          return IN_TRANSACTION;
-        default:
-          return unhandled('articles', event);
-      }
-    },
-    /** A run of edits, restores and new featured images: the rows move to the last one's revision at once. */
-    statementsForRun(events, _db, appended) {
-      const run = events.filter(isRevisionEvent);
-      return run.length === events.length ? revisionStatements(run, appended, memory) : IN_TRANSACTION;
-    },
-    /** Runs of several articles: `statementsForRun` of each, as two statements for all. */
-    statementsForGroup(runs, appendedStreams) {
+    /**
+     * Edits, restores and new featured images, of one article or of several (a commit group's), as
+     * statements. A new article counts towards its site's status (only when its row is inserted), and a
+     * status change moves it between counts after reading the status it had: both in a transaction,
+     * where the batch is projected event by event and the per-site counts written once, at the end.
+     */
+    project(events, at) {
+      if (at.trx !== undefined) return projectInTransaction(events, at.trx, memory);
+      const runs = runsOf(events);
       const revisionRuns = runs.map((run) => run.filter(isRevisionEvent));
-      return revisionRuns.every((run, index) => run.length === runs[index]?.length)
-        ? groupRevisionStatements(revisionRuns, appendedStreams, memory)
-        : IN_TRANSACTION;
+      if (!revisionRuns.every((run, index) => run.length === runs[index]?.length)) return IN_TRANSACTION;
+      const [only] = revisionRuns;
+      return only !== undefined && revisionRuns.length === 1
+        ? revisionStatements(only, at.appended(streamOf(only)), memory)
+        : groupRevisionStatements(revisionRuns, at.appended(ROW_STREAM), memory);
     },
   });
+}
+
+/** A batch in a transaction: each event in turn, the per-site counts written once, at the end. */
+async function projectInTransaction(
+  events: readonly Pending<ArticleEvent>[],
+  trx: Trx,
+  memory: HtmlMemory | undefined,
+): Promise<readonly Statement[]> {
+  const counts: CountChanges = new Map();
+  for (const event of events) await project(event, trx, counts, memory);
+  await writeCounts(trx, counts);
+  return [];
+}
+
+/** The stream of a run's events. */
+function streamOf(run: readonly Pending<ArticleEvent>[]): string {
+  const [first] = run;
+  if (first === undefined) throw new Error('a run of article events is never empty');
+  return first.streamId;
 }
 
 /** The events that change an article's content, and so its list and body rows (not creation, not status). */
@@ -104,7 +101,7 @@ function revisionStatements(
   run: readonly Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>[],
   when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
-): InlineStatement[] {
+): Statement[] {
   const { articleId, before, revision, at, title, body, featuredImage } = runChange(run);
   // SQL text rather than kysely's builder: these run on every edit, and the builder's tree is the
   // costlier to make and compile (docs/performance.md, "Edits: the inline statements as SQL text").
@@ -154,15 +151,15 @@ function runChange(run: readonly Pending<ArticleEdited | ArticleRestored | Featu
 
 /**
  * `revisionStatements` of runs of several articles as two statements whatever their number (the
- * list rows; the body rows, when a run has a new body): each run's row as a row of one JSON parameter,
- * changed when its stream is among `appendedStreams` and its article at the revision before the run.
- * A column a run does not set keeps its value.
+ * list rows; the body rows, when a run has a new body): each run's row as a row `r` of one JSON
+ * parameter, changed when `when` holds for it (its stream's claim succeeded: `r.stream_id` is its
+ * stream) and its article is at the revision before the run. A column a run does not set keeps its value.
  */
 function groupRevisionStatements(
   runs: readonly (readonly Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>[])[],
-  appendedStreams: RawBuilder<unknown>,
+  when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
-): InlineStatement[] {
+): Statement[] {
   const changes = runs.filter((run) => run.length > 0).map(runChange);
   const rows = changes.map((c) => ({
     stream_id: c.streamId,
@@ -177,7 +174,7 @@ function groupRevisionStatements(
     set_image: c.featuredImage !== undefined,
     featured_image: c.featuredImage ?? null,
   }));
-  const statements: InlineStatement[] = [
+  const statements: Statement[] = [
     sql`update articles a set revision = r.revision, updated_at = r.updated_at,
         title = case when r.set_title then r.title else a.title end,
         word_count = case when r.set_words then r.word_count else a.word_count end,
@@ -185,7 +182,7 @@ function groupRevisionStatements(
       from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (stream_id text, id text, before integer,
         revision integer, updated_at timestamptz, set_title boolean, title text, set_words boolean,
         word_count integer, set_image boolean, featured_image text)
-      where a.id = r.id and a.revision = r.before and r.stream_id in ${appendedStreams}`,
+      where a.id = r.id and a.revision = r.before and ${when}`,
   ];
   const bodies = changes.flatMap((c) =>
     c.body === undefined
@@ -204,7 +201,7 @@ function groupRevisionStatements(
     statements.push(sql`update article_bodies b set body = r.body, protected_links = r.protected_links::jsonb
       from jsonb_to_recordset(${JSON.stringify(bodies)}::jsonb) as r (stream_id text, id text, before integer,
         body text, protected_links text)
-      where b.article_id = r.id and r.stream_id in ${appendedStreams}
+      where b.article_id = r.id and ${when}
         and exists (select from articles where id = r.id and revision = r.before)`);
   }
   return statements;
@@ -245,7 +242,7 @@ function compare(a: string, b: string): number {
 }
 
 async function project(
-  event: Stored<ArticleEvent>,
+  event: Pending<ArticleEvent>,
   trx: Trx,
   counts: CountChanges,
   memory: HtmlMemory | undefined,

@@ -2,7 +2,7 @@ import { type Selectable, sql } from 'kysely';
 import type { BacklinkAcquired, BacklinkCategory } from '../domain/backlink/events.ts';
 import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import type { Trx } from '../infra/projection.ts';
+import { inTransactionOnly, type Stored, type Trx } from '../infra/projection.ts';
 import { keyLive } from './accounts.ts';
 import { asyncProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 import { inScope, type SiteScope, siteOwner } from './sites.ts';
@@ -13,17 +13,8 @@ export const backlinksProjector = asyncProjector({
   mode: 'async',
   handles: ['BacklinkAcquired'],
   tables: ['backlinks', 'backlink_counts'],
-  async apply(event, trx) {
-    const inserted = await trx
-      .insertInto('backlinks')
-      .values(backlinkRow(event.data))
-      .onConflict((oc) => oc.column('id').doNothing())
-      .returning(['site_id', 'category'])
-      .execute();
-    await countBacklinks(trx, inserted);
-  },
   /** Multi-row inserts; the first event of an id wins, as it does one by one. */
-  async applyBatch(events, trx) {
+  project: inTransactionOnly(async (events: readonly Stored<BacklinkAcquired>[], trx) => {
     const rows = new Map<string, BacklinksTable>();
     for (const event of events) {
       if (!rows.has(event.data.backlinkId)) {
@@ -40,7 +31,7 @@ export const backlinksProjector = asyncProjector({
         .execute();
       await countBacklinks(trx, inserted);
     }
-  },
+  }),
 });
 
 /** Adds the backlinks a statement inserted (not those it skipped as already there) to backlink_counts. */

@@ -4,7 +4,7 @@ import { wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { RevisionsTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { applyStatements, IN_TRANSACTION, type Pending } from '../infra/projection.ts';
+import { eachEvent, IN_TRANSACTION, type Pending, ROW_STREAM, runsOf } from '../infra/projection.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
 /**
@@ -12,28 +12,28 @@ import { inlineProjector, offsetOf, type Page, type PageQuery } from './projecto
  * With the runtime's html memory, the size of a body the decider just sanitised is read from it.
  */
 export function createRevisionsProjector(memory?: HtmlMemory) {
-  // Every article event is a revision.
-  const statements = (event: Pending<ArticleEvent>, _db: unknown, appended: Expression<SqlBool>) => [
-    event.type === 'ArticleCreated'
-      ? insertFirst(event, appended, memory)
-      : insertRun([event], appended, memory),
-  ];
+  // Every article event is a revision: one insert each, in a transaction (rebuilds, imports).
+  const eachRevision = eachEvent((event: Pending<ArticleEvent>, when: Expression<SqlBool>) => [
+    event.type === 'ArticleCreated' ? insertFirst(event, when, memory) : insertRun([event], when, memory),
+  ]);
   return inlineProjector({
     name: 'revisions@1',
     mode: 'inline',
     handles: articleEventTypes,
     tables: ['revisions'],
-    apply: applyStatements(statements),
-    statementsFor: statements,
-    statementsForRun: (events, _db, appended) => {
-      const run = events.filter((event) => event.type !== 'ArticleCreated');
-      return run.length === events.length ? [insertRun(run, appended, memory)] : IN_TRANSACTION;
-    },
-    statementsForGroup: (runs, appendedStreams) => {
-      const later = runs.map((run) => run.filter((event) => event.type !== 'ArticleCreated'));
-      return later.every((run, index) => run.length === runs[index]?.length)
-        ? [insertRuns(later, appendedStreams, memory)]
-        : IN_TRANSACTION;
+    /**
+     * Within an append's statement, a run of later revisions of one article, or runs of several
+     * articles (a commit group's), as one insert; a new article's first revision, alone, as its own.
+     */
+    project(events, at) {
+      const [only] = events;
+      if (at.trx !== undefined || only === undefined || events.length === 1) return eachRevision(events, at);
+      const later = events.filter((event) => event.type !== 'ArticleCreated');
+      if (later.length !== events.length) return IN_TRANSACTION;
+      const runs = runsOf(later);
+      return runs.length === 1
+        ? [insertRun(later, at.appended(only.streamId), memory)]
+        : [insertRuns(runs, at.appended(ROW_STREAM), memory)];
     },
   });
 }
@@ -84,13 +84,13 @@ function insertRun(
 }
 
 /**
- * `insertRun` of several runs, each of its own article, as one statement: each run's rows with its
- * article, its stream and the revision before it; a run's rows are inserted when its stream is among
- * `appendedStreams`.
+ * `insertRun` of several runs, each of its own article, as one statement: each run's rows `r` with
+ * its article, its stream (`r.stream_id`) and the revision before it; a run's rows are inserted when
+ * `when` holds for them (its stream's claim succeeded).
  */
 function insertRuns(
   runs: readonly (readonly Pending<Exclude<ArticleEvent, ArticleCreated>>[])[],
-  appendedStreams: RawBuilder<unknown>,
+  when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
 ): RawBuilder<unknown> {
   const rows = runs.flatMap((run) => {
@@ -111,7 +111,7 @@ function insertRuns(
              revision integer, event_type text, origin text, actor jsonb, reason text, created_at timestamptz,
              title text, word_count integer, restored_from integer, anchored boolean)
       left join revisions p on p.article_id = r.article_id and p.revision = r.before
-     where (r.anchored or p.revision is not null) and r.stream_id in ${appendedStreams}
+     where (r.anchored or p.revision is not null) and ${when}
      order by r.article_id, r.revision
     on conflict (article_id, revision) do nothing`;
 }

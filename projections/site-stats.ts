@@ -1,7 +1,7 @@
 import { type Selectable, sql } from 'kysely';
 import type { StatsBucketsTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import type { Stored, Trx } from '../infra/projection.ts';
+import { inTransactionOnly, type Stored, type Trx } from '../infra/projection.ts';
 import { keyLive } from './accounts.ts';
 import { asyncProjector, type EventOf, unhandled } from './projector.ts';
 import { inScope, type SiteScope, siteOwner } from './sites.ts';
@@ -19,12 +19,11 @@ export const siteStatsProjector = asyncProjector({
   mode: 'async',
   handles: ['BacklinkAcquired', 'ArticleCreated', 'ArticleStatusChanged'],
   tables: ['stats_buckets', 'stats_articles'],
-  apply: applyOne,
   /**
    * Runs of backlinks and new articles are summed per bucket and written with multi-row statements;
    * a status change (which reads where its article is counted) is applied on its own, in its place.
    */
-  async applyBatch(events, trx) {
+  project: inTransactionOnly(async (events: readonly Stored<StatsEvent>[], trx) => {
     let run: Stored<StatsEvent>[] = [];
     for (const event of events) {
       if (event.type !== 'ArticleStatusChanged') {
@@ -36,7 +35,7 @@ export const siteStatsProjector = asyncProjector({
       await applyOne(event, trx);
     }
     await applyRun(run, trx);
-  },
+  }),
 });
 
 async function applyOne(event: Stored<StatsEvent>, trx: Trx): Promise<void> {

@@ -3,16 +3,12 @@ import { DomainError } from '../domain/errors.ts';
 import type { SiteEvent } from '../domain/site/events.ts';
 import type { SitesTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { applyStatements, type InlineStatement, type Pending } from '../infra/projection.ts';
+import { eachEvent, type Pending, type Statement } from '../infra/projection.ts';
 import { invalidKeyError } from './accounts.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery, unhandled } from './projector.ts';
 
 /** The site's row, inserted when `when` holds; a replay changes nothing. */
-function siteStatements(
-  event: Pending<SiteEvent>,
-  _db: unknown,
-  when: Expression<SqlBool>,
-): InlineStatement[] {
+function siteStatements(event: Pending<SiteEvent>, when: Expression<SqlBool>): Statement[] {
   switch (event.type) {
     case 'SiteAdded': {
       const d = event.data;
@@ -34,8 +30,7 @@ export const sitesProjector = inlineProjector({
   mode: 'inline',
   handles: ['SiteAdded'],
   tables: ['sites'],
-  apply: applyStatements(siteStatements),
-  statementsFor: siteStatements,
+  project: eachEvent(siteStatements),
 });
 
 export type SiteRow = Selectable<SitesTable>;

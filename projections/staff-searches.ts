@@ -2,15 +2,11 @@ import { type Expression, type SqlBool, sql } from 'kysely';
 import type { StaffSearched } from '../domain/activity/events.ts';
 import type { Actor } from '../domain/event.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { applyStatements, type InlineStatement, type Pending } from '../infra/projection.ts';
+import { eachEvent, type Pending, type Statement } from '../infra/projection.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
 /** The search's row, inserted when `when` holds; a replay changes nothing. */
-function searchStatements(
-  event: Pending<StaffSearched>,
-  _db: unknown,
-  when: Expression<SqlBool>,
-): InlineStatement[] {
+function searchStatements(event: Pending<StaffSearched>, when: Expression<SqlBool>): Statement[] {
   const d = event.data;
   return [
     sql`insert into staff_searches (id, staff_id, staff_name, at, query, account_ids, result_count, request_id)
@@ -28,8 +24,7 @@ export const staffSearchesProjector = inlineProjector({
   mode: 'inline',
   handles: ['StaffSearched'],
   tables: ['staff_searches'],
-  apply: applyStatements(searchStatements),
-  statementsFor: searchStatements,
+  project: eachEvent(searchStatements),
 });
 
 /** One entry of the staff audit: a search (its query and the accounts it listed) or a view of an account. */

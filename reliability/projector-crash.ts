@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../infra/db/schema.ts';
 import { START, storedColumns, toStoredEvent, writeCheckpoint } from '../infra/event-store.ts';
+import { projectInTransaction } from '../infra/projection.ts';
 import { lagOf } from '../infra/projection-runner.ts';
 import { asyncProjectors } from '../projections/index.ts';
 import { siteStatsProjector } from '../projections/site-stats.ts';
@@ -152,7 +153,7 @@ export const projectorCrash: Scenario = {
         .limit(20)
         .execute();
       await db.transaction().execute(async (trx) => {
-        for (const row of again) await siteStatsProjector.apply(toStoredEvent(row), trx);
+        for (const row of again) await projectInTransaction(siteStatsProjector, [toStoredEvent(row)], trx);
       });
       const doubled = await compareWithRebuild(db);
       checks.push(

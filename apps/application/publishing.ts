@@ -87,7 +87,7 @@ export function publishingSubscription(
     mode: 'async',
     handles: ['ArticleCreated', 'ArticleStatusChanged'],
     tables: [],
-    async apply() {},
+    project: () => [],
     async afterCommit(events: readonly Stored<ScheduleEvent>[]) {
       await addAll(deps.jobs, publicationsPlannedBy(events, deps.now()));
     },

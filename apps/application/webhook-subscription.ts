@@ -1,4 +1,5 @@
 import type { Stored, Trx } from '../../infra/projection.ts';
+import { inTransactionOnly } from '../../infra/projection.ts';
 import {
   enabledEndpointsOf,
   endpointsWithLivePending,
@@ -75,12 +76,7 @@ export function webhookSubscription(deps: DeliveryDeps & { publicUrl: string }) 
     mode: 'async',
     handles: WEBHOOK_SOURCE_TYPES,
     tables: [],
-    async apply(event, trx) {
-      await makeLiveDeliveries(deps, [event], trx, folds);
-    },
-    async applyBatch(events, trx) {
-      await makeLiveDeliveries(deps, events, trx, folds);
-    },
+    project: inTransactionOnly((events, trx) => makeLiveDeliveries(deps, events, trx, folds)),
     async afterCommit(events) {
       if (!deps.jobs) return;
       const endpoints = await endpointsWithLivePending(

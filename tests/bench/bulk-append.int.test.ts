@@ -13,7 +13,7 @@ import {
   type LogPosition,
   type StoredEvent,
 } from '../../infra/event-store.ts';
-import { catchUp, inlineDispatcher, rebuild } from '../../infra/projection-runner.ts';
+import { catchUp, inlineProjection, rebuild } from '../../infra/projection-runner.ts';
 import { asyncProjectors, projectors } from '../../projections/index.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { snapshotReadModels } from '../support/runtime.ts';
@@ -112,7 +112,7 @@ describe.each(backends)('appendNew on %s', (backend) => {
       db: testDb.handle.db,
       handle: testDb.handle,
       validate: validateEvent,
-      inline: inlineDispatcher(projectors),
+      inline: inlineProjection(projectors),
     };
     store = createEventStore(deps);
   });

@@ -21,7 +21,14 @@ import {
   type StoredEvent,
   writeCheckpoint,
 } from '../../infra/event-store.ts';
-import { IN_TRANSACTION } from '../../infra/projection.ts';
+import {
+  IN_TRANSACTION,
+  type InTransaction,
+  type Pending,
+  type Project,
+  runsOf,
+  type Statement,
+} from '../../infra/projection.ts';
 import {
   backends,
   createTestDatabase,
@@ -79,18 +86,59 @@ function logPositionOf(event: StoredEvent<NewEvent>): LogPosition {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The inline projections of a test store, the store's one `inline` (infra/projection.ts), from what
+ * they do in the append's transaction, within one append's statement (one stream's events) and within
+ * a commit group's statement (several streams' runs); a part not given: IN_TRANSACTION there.
+ */
+type InlineParts = {
+  inTransaction?:
+    | ((events: readonly StoredEvent<NewEvent>[], trx: Transaction<Database>) => Promise<void>)
+    | undefined;
+  statements?:
+    | ((run: readonly Pending<NewEvent>[], appended: Expression<SqlBool>) => Statement[] | InTransaction)
+    | undefined;
+  groupStatements?:
+    | ((
+        runs: readonly (readonly Pending<NewEvent>[])[],
+        appended: (stream: Expression<string>) => Expression<SqlBool>,
+      ) => Statement[] | InTransaction)
+    | undefined;
+};
+
+function inlineOf(parts: InlineParts): Project<NewEvent> {
+  return (events, at) => {
+    const { trx } = at;
+    if (trx !== undefined) {
+      return (async () => {
+        await parts.inTransaction?.(events as readonly StoredEvent<NewEvent>[], trx);
+        return [];
+      })();
+    }
+    const runs = runsOf(events);
+    const [run] = runs;
+    if (run === undefined) return [];
+    if (runs.length === 1)
+      return parts.statements?.(run, at.appended(run[0]?.streamId ?? '')) ?? IN_TRANSACTION;
+    return parts.groupStatements?.(runs, at.appended) ?? IN_TRANSACTION;
+  };
+}
+
 describe.each(backends)('event store on %s', (backend) => {
   let testDb: TestDatabase;
   let store: EventStore<NewEvent>;
-  let storeWith: (deps: Partial<EventStoreDeps<NewEvent>>) => EventStore<NewEvent>;
+  let storeWith: (deps: Partial<EventStoreDeps<NewEvent>> & InlineParts) => EventStore<NewEvent>;
 
   beforeAll(async () => {
     testDb = await createTestDatabase(backend);
-    storeWith = (deps) =>
+    storeWith = ({ inTransaction, statements, groupStatements, ...deps }) =>
       createEventStore<NewEvent>({
         db: testDb.handle.db,
         handle: testDb.handle,
         validate: () => {},
+        ...(inTransaction || statements || groupStatements
+          ? { inline: inlineOf({ inTransaction, statements, groupStatements }) }
+          : {}),
         ...deps,
       });
     store = storeWith({});
@@ -447,7 +495,7 @@ describe.each(backends)('event store on %s', (backend) => {
       // come out of position order all the time. On postgres the reader has its own pool (like a
       // worker process) so that it keeps reading while the writers hold every writer connection;
       // on pglite everything shares the one connection and is interleaved by the pool.
-      const writerStore = storeWith({ inline: () => sleep(Math.random() * 2) });
+      const writerStore = storeWith({ inTransaction: () => sleep(Math.random() * 2) });
       const readerHandle =
         backend === 'postgres'
           ? await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' })
@@ -763,7 +811,7 @@ describe.each(backends)('event store on %s', (backend) => {
       const prefix = `article-sub${randomUUID().slice(0, 8)}`;
       const writers = 30;
       const appendsPerWriter = 4;
-      const writerStore = storeWith({ inline: () => sleep(Math.random() * 2) });
+      const writerStore = storeWith({ inTransaction: () => sleep(Math.random() * 2) });
       const readerHandle =
         backend === 'postgres'
           ? await openDatabase({ databaseUrl: testDb.databaseUrl, dataDir: 'memory://' })
@@ -939,10 +987,12 @@ describe.each(backends)('event store on %s', (backend) => {
           },
         },
         validate: () => {},
-        inline: async (events, trx) => {
-          await writeCheckpoint(trx, `inline-fail-${streamId}`, logPositionOf(nth(events, 0)));
-          throw new Error('projection failed');
-        },
+        inline: inlineOf({
+          inTransaction: async (events, trx) => {
+            await writeCheckpoint(trx, `inline-fail-${streamId}`, logPositionOf(nth(events, 0)));
+            throw new Error('projection failed');
+          },
+        }),
       });
       await expect(failing.append(streamId, [event('A')], { expectedVersion: 'no_stream' })).rejects.toThrow(
         'projection failed',
@@ -961,7 +1011,7 @@ describe.each(backends)('event store on %s', (backend) => {
       const streamId = newStream('inline-ok');
       const seen: StoredEvent<NewEvent>[] = [];
       const projecting = storeWith({
-        inline: async (events, trx) => {
+        inTransaction: async (events, trx) => {
           seen.push(...events);
           // The events are visible inside the transaction; the rows written here commit with them.
           const own = await trx
@@ -990,7 +1040,7 @@ describe.each(backends)('event store on %s', (backend) => {
         testDb.handle.db.selectFrom('credentials').select('secret').where('holder_id', '=', holder).execute();
       let seenByProjection: unknown[] = [];
       const projecting = storeWith({
-        inline: async (_events, trx) => {
+        inTransaction: async (_events, trx) => {
           seenByProjection = await trx
             .selectFrom('credentials')
             .select('secret')
@@ -998,7 +1048,7 @@ describe.each(backends)('event store on %s', (backend) => {
             .execute();
         },
         // Statements would be used for one event of a known version; alongside writes need a transaction.
-        inlineStatements: () => [],
+        statements: () => [],
       });
       const write = (secret: string) => async (trx: Transaction<Database>) => {
         await trx
@@ -1027,7 +1077,7 @@ describe.each(backends)('event store on %s', (backend) => {
     it("turns synchronous_commit off for the append's transaction alone", async () => {
       const settings: string[] = [];
       const observing = storeWith({
-        inline: async (_events, trx) => {
+        inTransaction: async (_events, trx) => {
           const { rows } = await sql<{
             s: string;
           }>`select current_setting('synchronous_commit') as s`.execute(trx);
@@ -1067,10 +1117,10 @@ describe.each(backends)('event store on %s', (backend) => {
       const seen: unknown[] = [];
       let transactionPath = 0;
       const projecting = storeWith({
-        inline: async () => {
+        inTransaction: async () => {
           transactionPath += 1;
         },
-        inlineStatements: (run, _db, appended) => {
+        statements: (run, appended) => {
           seen.push(run);
           return run.flatMap((pending) => [
             marker(`${streamId}-${pending.version}a`, appended),
@@ -1120,7 +1170,7 @@ describe.each(backends)('event store on %s', (backend) => {
     it('write nothing on a conflict: ConcurrencyError, and neither the event nor their rows', async () => {
       const streamId = newStream('stmt-conflict');
       const projecting = storeWith({
-        inlineStatements: (run, _db, appended) =>
+        statements: (run, appended) =>
           run.map((pending) => marker(`${streamId}-v${pending.version}`, appended)),
       });
       await projecting.append(streamId, [event('A')], { expectedVersion: 'no_stream' });
@@ -1137,7 +1187,7 @@ describe.each(backends)('event store on %s', (backend) => {
     it('roll the event back when one of them fails', async () => {
       const streamId = newStream('stmt-fail');
       const projecting = storeWith({
-        inlineStatements: () => [sql`insert into checkpoints (name) values (null)`],
+        statements: () => [sql`insert into checkpoints (name) values (null)`],
       });
       const before = await eventCount();
       await expect(
@@ -1151,10 +1201,10 @@ describe.each(backends)('event store on %s', (backend) => {
       const streams = Array.from({ length: 10 }, (_, i) => newStream(`group-${i}`));
       let transactionPath = 0;
       const projecting = storeWith({
-        inline: async () => {
+        inTransaction: async () => {
           transactionPath += 1;
         },
-        inlineStatements: ([pending], _db, appended) =>
+        statements: ([pending], appended) =>
           pending === undefined || pending.type === 'Undecided'
             ? IN_TRANSACTION
             : pending.type === 'Boom'
@@ -1227,9 +1277,9 @@ describe.each(backends)('event store on %s', (backend) => {
       const groups: string[][][] = [];
       let fails = false;
       const projecting = storeWith({
-        inlineStatements: (run, _db, appended) =>
+        statements: (run, appended) =>
           run.map((pending) => marker(`${pending.streamId}-v${pending.version}`, appended)),
-        inlineGroupStatements: (runs, appendedStreams) => {
+        groupStatements: (runs, appended) => {
           groups.push(runs.map((run) => run.map((pending) => `${pending.streamId}-v${pending.version}`)));
           if (fails) return [sql`insert into checkpoints (name) values (null)`];
           const names = runs.flatMap((run) =>
@@ -1239,7 +1289,7 @@ describe.each(backends)('event store on %s', (backend) => {
           return [
             sql`insert into checkpoints (name, transaction_id, position, updated_at)
               select m.name, '0'::xid8, 0, now() from unnest(${names}::text[], ${owners}::text[]) as m (name, stream_id)
-              where m.stream_id in ${appendedStreams}`,
+              where ${appended(sql<string>`m.stream_id`)}`,
           ];
         },
         groupCommits: () => true,
@@ -1330,11 +1380,10 @@ describe.each(backends)('event store on %s', (backend) => {
       const streamId = newStream('stmt-fallback');
       let transactionPath = 0;
       const projecting = storeWith({
-        inline: async () => {
+        inTransaction: async () => {
           transactionPath += 1;
         },
-        inlineStatements: (run) =>
-          run.some((pending) => pending.type === 'Undecided') ? IN_TRANSACTION : [],
+        statements: (run) => (run.some((pending) => pending.type === 'Undecided') ? IN_TRANSACTION : []),
       });
       await projecting.append(streamId, [event('Undecided')], { expectedVersion: 'no_stream' });
       await projecting.append(streamId, [event('A'), event('Undecided')], { expectedVersion: 1 });

@@ -26,8 +26,9 @@ function recorder(types: string[]): AsyncProjector<NewEvent> & { seen: string[] 
     handles: types,
     tables: [],
     seen,
-    async apply(event) {
-      seen.push(event.eventId);
+    project(events) {
+      seen.push(...events.map((event) => event.eventId));
+      return [];
     },
   };
 }

@@ -14,7 +14,9 @@ import {
   handles,
   IN_TRANSACTION,
   type InlineProjector,
+  inStatement,
   type Pending,
+  projectInTransaction,
   runTogether,
 } from '../../infra/projection.ts';
 import { readArticleSnapshot } from '../../projections/article-snapshots.ts';
@@ -32,9 +34,15 @@ import {
 /** Thrown to roll a transaction back once its rows are read. */
 class Rollback extends Error {}
 
+/** A projector's statements of one stream's events within an append's statement, guarded by `appended`. */
+function statementsOf(p: InlineProjector, events: readonly Pending[], appended: SqlBool) {
+  return inStatement(p.project(events, { appended: () => sql<SqlBool>`${sql.lit(appended)}` }));
+}
+
 /**
- * `Projector.statementsFor`: the statements an append runs within its own statement must change
- * nothing unless the event was appended (the guard), and exactly what `apply` changes when it was.
+ * `Projector.project` within an append's statement: the statements it runs within its own statement
+ * must change nothing unless the event was appended (the guard), and exactly what `project` in a
+ * transaction changes when it was.
  */
 describe.each(backends)('inline projectors as statements, on %s', (backend) => {
   let runtime: Runtime;
@@ -129,7 +137,7 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
     );
     const statementsWhen = (appended: SqlBool) =>
       inline.flatMap((p) => {
-        const own = p.statementsFor(pending, runtime.db, sql<SqlBool>`${sql.lit(appended)}`);
+        const own = statementsOf(p, [pending], appended);
         if (own === IN_TRANSACTION) throw new Error(`${p.name} gives no statements for ${pending.type}`);
         return own;
       });
@@ -140,7 +148,8 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
 
     const byStatements = await rowsAfter((trx) => runTogether(trx, statementsWhen(true)));
     const byApply = await rowsAfter(async (trx) => {
-      for (const p of inline) await p.apply({ ...pending, position: 0n, transactionId: 0n } as never, trx);
+      for (const p of inline)
+        await projectInTransaction(p, [{ ...pending, position: 0n, transactionId: 0n }], trx);
     });
     expect(byStatements).toEqual(byApply);
     expect(byStatements).not.toEqual(before);
@@ -178,8 +187,8 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
         const byRun = (appended: SqlBool) =>
           inline.map((p) => {
             const mine = pending.filter((e) => handles(p, e.type));
-            const own = p.statementsForRun?.(mine, runtime.db, sql<SqlBool>`${sql.lit(appended)}`);
-            if (own === undefined || own === IN_TRANSACTION) {
+            const own = statementsOf(p, mine, appended);
+            if (own === IN_TRANSACTION) {
               expect(p.name).toBe('articles@1');
               expect(run).toContain('status');
               return { p, mine, own: undefined };
@@ -192,7 +201,7 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
           trx: Parameters<typeof runTogether>[0],
         ) => {
           for (const event of mine)
-            await p.apply({ ...event, position: 0n, transactionId: 0n } as never, trx);
+            await projectInTransaction(p, [{ ...event, position: 0n, transactionId: 0n }], trx);
         };
 
         const before = await snapshotReadModels(runtime.db);
@@ -249,7 +258,13 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
             const mine = runs
               .map((r) => r.pending.filter((e) => handles(p, e.type)))
               .filter((m) => m.length > 0);
-            return mine.length === 0 ? [] : (p.statementsForGroup?.(mine, appendedStreams) ?? IN_TRANSACTION);
+            return mine.length === 0
+              ? []
+              : inStatement(
+                  p.project(mine.flat(), {
+                    appended: (stream) => sql<SqlBool>`${stream} in ${appendedStreams}`,
+                  }),
+                );
           });
           // A run with a status change is read first by the articles projector: no group form.
           const withStatus = runs.some((r) => r.pending.some((e) => e.type === 'ArticleStatusChanged'));
@@ -269,13 +284,8 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
                 inline.flatMap((p) => {
                   const mine = pending.filter((e) => handles(p, e.type));
                   if (mine.length === 0) return [];
-                  const when = sql<SqlBool>`${sql.lit(appended)}`;
-                  const own =
-                    mine.length === 1
-                      ? p.statementsFor(mine[0] as Pending, runtime.db, when)
-                      : p.statementsForRun?.(mine, runtime.db, when);
-                  if (own === undefined || own === IN_TRANSACTION)
-                    throw new Error(`${p.name}: no statements`);
+                  const own = statementsOf(p, mine, appended);
+                  if (own === IN_TRANSACTION) throw new Error(`${p.name}: no statements`);
                   return own;
                 }),
               ),

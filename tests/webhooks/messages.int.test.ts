@@ -9,6 +9,7 @@ import { reportStream } from '../../domain/report/events.ts';
 import { type DbHandle, openDatabase } from '../../infra/db/open.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { readAllEvents, START } from '../../infra/event-store.ts';
+import { projectInTransaction } from '../../infra/projection.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
 import { detailOf } from '../../projections/articles.ts';
 import { backends, onPostgres } from '../support/db.ts';
@@ -357,8 +358,8 @@ describe.each(backends)('webhook messages on %s', (backend) => {
       });
       const again = subscription();
       await Promise.all([
-        runtime.db.transaction().execute((trx) => again.applyBatch?.(all as never, trx) ?? Promise.resolve()),
-        second.db.transaction().execute((trx) => again.applyBatch?.(all as never, trx) ?? Promise.resolve()),
+        runtime.db.transaction().execute((trx) => projectInTransaction(again, all as never, trx)),
+        second.db.transaction().execute((trx) => projectInTransaction(again, all as never, trx)),
       ]);
       const deliveries = await deliveriesOf(endpoint.id);
       expect(deliveries).toHaveLength(10);
