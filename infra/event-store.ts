@@ -48,6 +48,7 @@ import { bound, inSpan, inSpanSync } from './telemetry/spans.ts';
 export { toJson } from './event-store/append.ts';
 export {
   committedHead,
+  existingStreams,
   headPosition,
   isAfter,
   lockEventsForAppend,

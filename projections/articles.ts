@@ -589,3 +589,33 @@ async function findOne<R>(
   const { key_live: _, ...found } = row;
   return found as R;
 }
+
+/** A page of the articles scheduled for publication, by id after `after`: what the publication sweep plans. */
+export function listScheduledArticles(
+  db: Db,
+  after: string,
+  limit: number,
+): Promise<Pick<ArticleRow, 'id' | 'published_at'>[]> {
+  return db
+    .selectFrom('articles')
+    .select(['id', 'published_at'])
+    .where('status', '=', 'scheduled')
+    .where('id', '>', after)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** An article's publication as the read model holds it: its account, status, time and revision. */
+export function findArticlePublication(
+  db: Db,
+  articleId: string,
+): Promise<
+  Pick<Selectable<ArticlesTable>, 'account_id' | 'status' | 'published_at' | 'revision'> | undefined
+> {
+  return db
+    .selectFrom('articles')
+    .select(['account_id', 'status', 'published_at', 'revision'])
+    .where('id', '=', articleId)
+    .executeTakeFirst();
+}

@@ -155,3 +155,18 @@ export async function ofOwnSite<T>(scope: SiteScope, read: Promise<T | undefined
   if (result === undefined) throw new DomainError('not_found', `No site ${scope.siteId}`);
   return result;
 }
+
+/** A page of every account's sites made before `before`, by id after `after`: what a month's reports go through. */
+export function listSitesMadeBefore(
+  db: Db,
+  q: { after: string; before: Date; limit: number },
+): Promise<{ id: string; account_id: string }[]> {
+  return db
+    .selectFrom('sites')
+    .select(['id', 'account_id'])
+    .where('id', '>', q.after)
+    .where('created_at', '<', q.before)
+    .orderBy('id')
+    .limit(q.limit)
+    .execute();
+}

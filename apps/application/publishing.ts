@@ -4,6 +4,7 @@ import type { Actor } from '../../domain/event.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { type AddOptions, type JobSink, jobIdOf } from '../../infra/jobs/queue.ts';
 import type { AsyncProjector, Stored } from '../../infra/projection.ts';
+import { findArticlePublication, listScheduledArticles } from '../../projections/articles.ts';
 import { asyncProjector } from '../../projections/projector.ts';
 import type { Commands } from './commands/index.ts';
 
@@ -104,14 +105,7 @@ export async function planScheduledArticles(deps: Pick<PublishingDeps, 'db' | 'j
   let planned = 0;
   let after = '';
   for (;;) {
-    const rows = await deps.db
-      .selectFrom('articles')
-      .select(['id', 'published_at'])
-      .where('status', '=', 'scheduled')
-      .where('id', '>', after)
-      .orderBy('id')
-      .limit(SWEEP_PAGE)
-      .execute();
+    const rows = await listScheduledArticles(deps.db, after, SWEEP_PAGE);
     const now = deps.now();
     const page = rows.flatMap((r) => (r.published_at ? [publicationOf(r.id, r.published_at, now)] : []));
     await addAll(deps.jobs, page);
@@ -139,11 +133,7 @@ export async function publishScheduledArticle(
     throw new DomainError('invalid_request', `A publication job needs a time, not ${job.publishedAt}`);
   }
   for (let read = 1; ; read++) {
-    const article = await deps.db
-      .selectFrom('articles')
-      .select(['account_id', 'status', 'published_at', 'revision'])
-      .where('id', '=', job.articleId)
-      .executeTakeFirst();
+    const article = await findArticlePublication(deps.db, job.articleId);
     if (article?.status !== 'scheduled' || article.published_at?.getTime() !== due) {
       return 'not_scheduled';
     }

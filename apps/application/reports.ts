@@ -1,9 +1,16 @@
 import { DomainError } from '../../domain/errors.ts';
 import { reportStream } from '../../domain/report/events.ts';
 import type { Db } from '../../infra/db/schema.ts';
-import { committedHead, isAfter, type LogPosition, readCheckpoint } from '../../infra/event-store.ts';
+import {
+  committedHead,
+  existingStreams,
+  isAfter,
+  type LogPosition,
+  readCheckpoint,
+} from '../../infra/event-store.ts';
 import { applyNextBatch } from '../../infra/projection-runner.ts';
 import { type Period, resolvePeriod, siteStats, siteStatsProjector } from '../../projections/site-stats.ts';
+import { listSitesMadeBefore } from '../../projections/sites.ts';
 import type { Commands } from './commands/index.ts';
 
 /*
@@ -111,22 +118,16 @@ export async function makeMonthlyReports(
   const summary: MonthlyReportsSummary = { period: month.month, sites: 0, made: 0, skipped: 0 };
   let after = '';
   for (;;) {
-    const sites = await deps.db
-      .selectFrom('sites')
-      .select(['id', 'account_id'])
-      .where('id', '>', after)
-      .where('created_at', '<', new Date(endOfMonth))
-      .orderBy('id')
-      .limit(pageSize)
-      .execute();
+    const sites = await listSitesMadeBefore(deps.db, {
+      after,
+      before: new Date(endOfMonth),
+      limit: pageSize,
+    });
     if (sites.length === 0) return summary;
-    const streams = sites.map((s) => reportStream(s.id, month.month));
-    const made = await deps.db
-      .selectFrom('streams')
-      .select('stream_id')
-      .where('stream_id', 'in', streams)
-      .execute();
-    const reported = new Set(made.map((r) => r.stream_id));
+    const reported = await existingStreams(
+      deps.db,
+      sites.map((s) => reportStream(s.id, month.month)),
+    );
     for (const site of sites) {
       summary.sites++;
       if (reported.has(reportStream(site.id, month.month))) {

@@ -349,3 +349,17 @@ export async function writeCheckpoint(trx: Kysely<Database>, name: string, pos: 
     )
     .execute();
 }
+
+/** Which of these streams have events. */
+export async function existingStreams(
+  executor: Kysely<Database>,
+  streamIds: readonly string[],
+): Promise<Set<string>> {
+  if (streamIds.length === 0) return new Set();
+  const rows = await executor
+    .selectFrom('streams')
+    .select('stream_id')
+    .where('stream_id', 'in', streamIds)
+    .execute();
+  return new Set(rows.map((r) => r.stream_id));
+}
