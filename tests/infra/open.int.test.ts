@@ -9,6 +9,7 @@ import { migrateToLatest, pendingMigrations } from '../../infra/db/migrate.ts';
 import { migrations } from '../../infra/db/migrations/index.ts';
 import { type AppendedTypes, type DbHandle, type DbLogger, openDatabase } from '../../infra/db/open.ts';
 import { createEventStore, type EventStore, type NewEvent } from '../../infra/event-store.ts';
+import { IN_TRANSACTION } from '../../infra/projection.ts';
 import { backends, createTestDatabase, onPostgres, type TestDatabase } from '../support/db.ts';
 import { startPgProxy } from '../support/pg-proxy.ts';
 import { PATIENCE } from '../support/wait.ts';
@@ -169,7 +170,9 @@ describe.each(backends)('openDatabase on %s', (backend) => {
           db: testDb.handle.db,
           handle: testDb.handle,
           validate: () => {},
-          inline: async () => {
+          // Fails in the append's transaction, after its events are written and NOTIFY is sent.
+          inline: (_events, at) => {
+            if (at.trx === undefined) return IN_TRANSACTION;
             throw new Error('rolled back');
           },
         });
