@@ -9,6 +9,9 @@ export type Credentials = ReturnType<typeof createCredentials>;
 /** Who an email and a password signed in: an account holder or a support staff member. */
 export type SignedIn = { holder: 'account' | 'staff'; id: string; name: string; email: string };
 
+/** Whose password the operator set: their id and email. */
+export type Person = { id: string; email: string };
+
 /**
  * Passwords: who an email and a password sign in, an account holder's change of their own password, and
  * the operator's setting of one (the CLI). The policy is domain/account/password.ts; the hash is made
@@ -50,12 +53,27 @@ export function createCredentials(deps: Pick<ApplicationDeps, 'db' | 'commands'>
       });
     },
 
-    /** An account holder's password set by the operator (no current one asked): a `PasswordChanged` by the operator. */
-    setAccountPassword: (accountId: string, password: string): Promise<void> =>
-      commands.changeAccountPassword(accountId, password, { by: 'operator' }),
+    /**
+     * The password of the account holder with this email, set by the operator (no current one asked): a
+     * `PasswordChanged` by the operator (`not_found` when no account has the email).
+     */
+    setAccountPassword(email: string, password: string): Promise<Outcome<Person>> {
+      return outcomeOf({}, async () => {
+        const account = await findAccountByEmail(db, email);
+        if (!account) throw new DomainError('not_found', `No account with email ${email}`);
+        await commands.changeAccountPassword(account.id, password, { by: 'operator' });
+        return { id: account.id, email: account.email };
+      });
+    },
 
-    /** A support staff member's password, set by the operator (no page changes it). */
-    setStaffPassword: (staffId: string, password: string): Promise<void> =>
-      commands.changeStaffPassword(staffId, password),
+    /** A support staff member's password, set by the operator (no page changes it; `not_found` as above). */
+    setStaffPassword(email: string, password: string): Promise<Outcome<Person>> {
+      return outcomeOf({}, async () => {
+        const staff = await findStaffByEmail(db, email);
+        if (!staff) throw new DomainError('not_found', `No staff member with email ${email}`);
+        await commands.changeStaffPassword(staff.id, password);
+        return { id: staff.id, email: staff.email };
+      });
+    },
   };
 }

@@ -14,7 +14,7 @@ import {
 } from '../../projections/timeline.ts';
 import type { Activity } from './activity.ts';
 import type { ArticleOut, Articles } from './articles.ts';
-import { type Call, type RequestIds, unwrap } from './call.ts';
+import { type Call, type Outcome, outcomeOf, type RequestIds, unwrap } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, listed } from './lists.ts';
 import type { RevisionContentOut, Revisions } from './revisions.ts';
@@ -33,7 +33,7 @@ export type StaffTimeline = {
   staffLooks: number;
 };
 
-/** A support staff member, signed in: reads any account, changes none. */
+/** A support staff member, signed in: reads any account, changes none. The support use cases' caller. */
 export type StaffMember = { id: string; name: string; email: string };
 
 export type Support = ReturnType<typeof createSupport>;
@@ -114,88 +114,105 @@ export function createSupport(
      * never a client's own). The search is kept in the staff-side audit, and each account it lists has
      * a `staff_search` record in its activity log.
      */
-    async search(staff: StaffMember, term: string, request?: RequestIds): Promise<FoundAccount[]> {
-      const query = term.trim();
-      const found = await findAccounts(db, query);
-      const accountIds = [...new Set(found.map((a) => a.id))];
-      await Promise.all([
-        commands.recordStaffSearch({
-          staff: actorOf(staff),
-          query,
-          accountIds,
-          requestId: request?.requestId ?? null,
-        }),
-        ...accountIds.map((accountId) =>
-          recordLook(staff, { operation: 'staff_search', accountId, request }),
-        ),
-      ]);
-      return found;
+    search(staff: StaffMember, term: string, request?: RequestIds): Promise<Outcome<FoundAccount[]>> {
+      return outcomeOf({}, async () => {
+        const query = term.trim();
+        const found = await findAccounts(db, query);
+        const accountIds = [...new Set(found.map((a) => a.id))];
+        await Promise.all([
+          commands.recordStaffSearch({
+            staff: actorOf(staff),
+            query,
+            accountIds,
+            requestId: request?.requestId ?? null,
+          }),
+          ...accountIds.map((accountId) =>
+            recordLook(staff, { operation: 'staff_search', accountId, request }),
+          ),
+        ]);
+        return found;
+      });
     },
 
-    /** What support staff did, newest first: their searches and their views of accounts. */
-    async audit(query: { page: number; perPage: number }): Promise<Listed<StaffAuditEntry>> {
-      const page = await staffAudit(db, query);
-      return listed(page, { page: query.page, per_page: query.perPage }, (e) => e);
+    /** What support staff did, newest first: their searches and their views of accounts (any member may read it). */
+    audit(
+      _staff: StaffMember,
+      query: { page: number; perPage: number },
+    ): Promise<Outcome<Listed<StaffAuditEntry>>> {
+      return outcomeOf({}, async () => {
+        const page = await staffAudit(db, query);
+        return listed(page, { page: query.page, per_page: query.perPage }, (e) => e);
+      });
     },
 
     /** An account with its sites and a page of its timeline; the view is recorded in its activity log. */
-    async account(
+    account(
       staff: StaffMember,
       accountId: string,
       query: TimelineQuery,
       request?: RequestIds,
     ): Promise<
-      StaffTimeline & {
-        account: { id: string; name: string; email: string; created_at: Date };
-        sites: SiteOut[];
-      }
+      Outcome<
+        StaffTimeline & {
+          account: { id: string; name: string; email: string; created_at: Date };
+          sites: SiteOut[];
+        }
+      >
     > {
-      const account = await findAccount(db, accountId);
-      if (!account) throw new DomainError('not_found', `No account ${accountId}`);
-      const [sites, timeline] = await Promise.all([
-        listSites(db, accountId, { page: 1, perPage: 100 }),
-        timelinePage(accountId, query),
-      ]);
-      await recordLook(staff, { operation: 'staff_view', accountId, request });
-      return { account, sites: sites.rows.map(siteOut), ...timeline };
+      return outcomeOf({}, async () => {
+        const account = await findAccount(db, accountId);
+        if (!account) throw new DomainError('not_found', `No account ${accountId}`);
+        const [sites, timeline] = await Promise.all([
+          listSites(db, accountId, { page: 1, perPage: 100 }),
+          timelinePage(accountId, query),
+        ]);
+        await recordLook(staff, { operation: 'staff_view', accountId, request });
+        return { account, sites: sites.rows.map(siteOut), ...timeline };
+      });
     },
 
     /** An article's timeline (its revisions and the calls that named it); the view is recorded. */
-    async article(
+    article(
       staff: StaffMember,
       articleId: string,
       query: TimelineQuery,
       request?: RequestIds,
-    ): Promise<StaffTimeline & { article: { id: string; accountId: string; title: string } }> {
-      const owner = await findArticleOwner(db, articleId);
-      if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
-      const timeline = await timelinePage(owner.accountId, { ...query, articleId });
-      await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
-      return { article: { id: articleId, accountId: owner.accountId, title: owner.title }, ...timeline };
+    ): Promise<Outcome<StaffTimeline & { article: { id: string; accountId: string; title: string } }>> {
+      return outcomeOf({ articleId }, async () => {
+        const owner = await findArticleOwner(db, articleId);
+        if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
+        const timeline = await timelinePage(owner.accountId, { ...query, articleId });
+        await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
+        return { article: { id: articleId, accountId: owner.accountId, title: owner.title }, ...timeline };
+      });
     },
 
     /** An article at revision n (by replay), the revision before it and the current version; recorded. */
-    async revision(
+    revision(
       staff: StaffMember,
       articleId: string,
       n: number,
       request?: RequestIds,
-    ): Promise<{
-      at: RevisionContentOut;
-      before: RevisionContentOut | null;
-      current: ArticleOut;
-      accountId: string;
-    }> {
-      const owner = await findArticleOwner(db, articleId);
-      if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
-      const call = readCall(owner.accountId, staff, request);
-      const [at, before, current] = await Promise.all([
-        reads.revisions.get(call, articleId, n).then(unwrap),
-        n > 1 ? reads.revisions.get(call, articleId, n - 1).then(unwrap) : Promise.resolve(null),
-        reads.articles.get(call, articleId).then(unwrap),
-      ]);
-      await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
-      return { at, before, current, accountId: owner.accountId };
+    ): Promise<
+      Outcome<{
+        at: RevisionContentOut;
+        before: RevisionContentOut | null;
+        current: ArticleOut;
+        accountId: string;
+      }>
+    > {
+      return outcomeOf({ articleId, revision: n }, async () => {
+        const owner = await findArticleOwner(db, articleId);
+        if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
+        const call = readCall(owner.accountId, staff, request);
+        const [at, before, current] = await Promise.all([
+          reads.revisions.get(call, articleId, n).then(unwrap),
+          n > 1 ? reads.revisions.get(call, articleId, n - 1).then(unwrap) : Promise.resolve(null),
+          reads.articles.get(call, articleId).then(unwrap),
+        ]);
+        await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
+        return { at, before, current, accountId: owner.accountId };
+      });
     },
   };
 }

@@ -1,8 +1,17 @@
 import type { Actor } from '../../domain/event.ts';
+import type { Call } from '../application/call.ts';
 import type { CliRuntime } from './command.ts';
 
 /** Who makes a change from the CLI, in the account's activity log. */
 const OPERATOR: Actor = { type: 'system', id: 'cli', name: 'Operator (CLI)' };
+
+/**
+ * A call of the operator on an account's behalf (the CLI's keys): a write grant, as the account holder
+ * has. The CLI makes no revision, so its origin is never stored; `editor` is the account holder's own.
+ */
+export function operatorCall(accountId: string): Call {
+  return { principal: { accountId, actor: OPERATOR, origin: 'editor', scope: 'write' } };
+}
 
 /** Records a change the CLI made to an account in its activity log (source `system`), once stored. */
 export async function recordOperatorChange(

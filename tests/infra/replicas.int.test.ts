@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callOf, unwrap } from '../../apps/application/call.ts';
 import { createKeys } from '../../apps/application/keys.ts';
 import { openRuntime, type Runtime } from '../../apps/runtime.ts';
 import { buildApp } from '../../apps/server/app.ts';
@@ -195,7 +196,9 @@ describe.skipIf(skip !== null)('reads on a streaming replica', () => {
     // The first request finds the key on the primary; the next ones confirm it in their read's statement.
     for (let i = 0; i < 3; i++) expect((await getArticle(app, fresh)).statusCode).toBe(200);
     // Revoked (through the application, as the Connect Site page does): refused at once.
-    await buildApplicationKeys(reads).revoke(who.accountId, keyId);
+    const holder = { type: 'user' as const, id: who.accountId, name: 'New Key Ltd' };
+    const call = callOf({ accountId: who.accountId, actor: holder, origin: 'editor', scope: 'write' });
+    unwrap(await buildApplicationKeys(reads).revoke(call, keyId));
     expect((await getArticle(app, fresh)).statusCode).toBe(401);
     expect((await getArticle(app, who)).statusCode).toBe(200);
   }, 120_000);

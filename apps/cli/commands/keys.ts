@@ -1,5 +1,6 @@
+import { unwrap } from '../../application/call.ts';
 import { type CliDeps, parse, required, UsageError } from '../command.ts';
-import { recordOperatorChange } from '../operator.ts';
+import { operatorCall, recordOperatorChange } from '../operator.ts';
 
 /** `keys create|list|revoke`: an account's API keys, through the `keys` use cases. */
 export async function run([sub, ...args]: string[], { open, out, err }: CliDeps): Promise<number> {
@@ -15,10 +16,12 @@ export async function run([sub, ...args]: string[], { open, out, err }: CliDeps)
     const accountId = required(values, 'account');
     const { createKeys } = await import('../../application/keys.ts');
     const rt = await open();
-    const key = await createKeys(rt).create(accountId, {
-      name: values.name ?? 'API key',
-      scope: scope.data,
-    });
+    const key = unwrap(
+      await createKeys(rt).create(operatorCall(accountId), {
+        name: values.name ?? 'API key',
+        scope: scope.data,
+      }),
+    );
     await recordOperatorChange(rt, accountId, 'create_api_key');
     out(JSON.stringify({ key_id: key.keyId, api_key: key.key, prefix: key.prefix, scope: key.scope }));
     err('The key is shown this once: store it now. Only its hash is kept.');
@@ -27,7 +30,7 @@ export async function run([sub, ...args]: string[], { open, out, err }: CliDeps)
   if (sub === 'list') {
     const { values } = parse(args, { account: { type: 'string' } });
     const { createKeys } = await import('../../application/keys.ts');
-    const keys = await createKeys(await open()).list(required(values, 'account'));
+    const keys = unwrap(await createKeys(await open()).list(operatorCall(required(values, 'account'))));
     for (const k of keys) {
       out(
         JSON.stringify({
@@ -48,7 +51,7 @@ export async function run([sub, ...args]: string[], { open, out, err }: CliDeps)
     const accountId = required(values, 'account');
     const { createKeys } = await import('../../application/keys.ts');
     const rt = await open();
-    const r = await createKeys(rt).revoke(accountId, required(values, 'key'));
+    const r = unwrap(await createKeys(rt).revoke(operatorCall(accountId), required(values, 'key')));
     if (r.revoked) await recordOperatorChange(rt, accountId, 'revoke_api_key');
     err(r.revoked ? 'key revoked' : 'key was already revoked');
     return 0;

@@ -23,7 +23,7 @@ type People = {
   ): Promise<Record<string, string>>;
   /** Gives the person with this email the password; who it was (id and email), or a `not_found` DomainError. */
   setPassword(
-    use: { accounts: Accounts; credentials: Credentials },
+    credentials: Credentials,
     rt: CliRuntime,
     email: string,
     password: string,
@@ -58,13 +58,9 @@ export function peopleCommand(people: People): CommandModule['run'] {
       const email = required(values, 'email');
       const password = values['password-stdin'] ? await readPassword(stdin) : newPassword();
       await checkNewPassword(password);
-      const [{ createAccounts }, { createCredentials }] = await Promise.all([
-        import('../../application/accounts.ts'),
-        import('../../application/credentials.ts'),
-      ]);
+      const { createCredentials } = await import('../../application/credentials.ts');
       const rt = await open();
-      const use = { accounts: createAccounts(rt), credentials: createCredentials(rt) };
-      const who = await people.setPassword(use, rt, email, password);
+      const who = await people.setPassword(createCredentials(rt), rt, email, password);
       out(JSON.stringify({ ...who, ...(values['password-stdin'] ? {} : { password }) }));
       return 0;
     }

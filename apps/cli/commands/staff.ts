@@ -1,3 +1,4 @@
+import { unwrap } from '../../application/call.ts';
 import type { CommandModule } from '../command.ts';
 import { peopleCommand } from './people.ts';
 
@@ -5,13 +6,10 @@ import { peopleCommand } from './people.ts';
 export const run: CommandModule['run'] = peopleCommand({
   name: 'staff',
   async create(accounts, _rt, person) {
-    return { staff_id: (await accounts.addStaff(person)).staffId };
+    return { staff_id: unwrap(await accounts.addStaff(person)).staffId };
   },
-  async setPassword({ accounts, credentials }, _rt, email, password) {
-    const { DomainError } = await import('../../../domain/errors.ts');
-    const staff = await accounts.findStaffByEmail(email);
-    if (!staff) throw new DomainError('not_found', `No staff member with email ${email}`);
-    await credentials.setStaffPassword(staff.id, password);
+  async setPassword(credentials, _rt, email, password) {
+    const staff = unwrap(await credentials.setStaffPassword(email, password));
     return { staff_id: staff.id, email: staff.email };
   },
 });

@@ -137,7 +137,7 @@ export const connectSiteRoutes: FastifyPluginAsync<{
     opts: { status?: number; notice?: Html; error?: string; webhookForm?: WebhookFormState } = {},
   ): Promise<FastifyReply> {
     const [keys, assistants, endpoints] = await Promise.all([
-      apiKeys.list(session.accountId),
+      apiKeys.list(webCall(request, session)).then(unwrap),
       connections.listConnectedClients(session.accountId),
       webhooks.list(webCall(request, session), { page: 1, per_page: WEBHOOK_ENDPOINTS_MAX }).then(unwrap),
     ]);
@@ -223,10 +223,9 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
           error: 'Give the key a name and choose its access.',
         });
       }
-      let key: Awaited<ReturnType<Keys['create']>>;
-      try {
-        key = await apiKeys.create(session.accountId, { name, scope });
-      } catch (error) {
+      const made = await apiKeys.create(webCall(request, session), { name, scope });
+      if (!made.ok) {
+        const { error } = made;
         if (!isDomainError(error) || error.code !== 'invalid_request') throw error;
         const refused = error.errors?.[0];
         return connectPage(request, reply, session, {
@@ -234,6 +233,7 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
           error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
         });
       }
+      const key = made.value;
       const notice = html`<div class="card notice" role="status" id="new-key">
 <h2>Your new key</h2>
 <p>Copy it now: it will not be shown again.</p>
@@ -252,13 +252,12 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
     async (request, reply) => {
       const session = await signedIn(request, reply);
       if (!session || !kit.checkForm(request, reply, session)) return reply;
-      try {
-        await apiKeys.revoke(session.accountId, request.params.keyId);
-      } catch (error) {
-        if (isDomainError(error) && error.code === 'not_found') {
+      const revoked = await apiKeys.revoke(webCall(request, session), request.params.keyId);
+      if (!revoked.ok) {
+        if (isDomainError(revoked.error) && revoked.error.code === 'not_found') {
           return connectPage(request, reply, session, { status: 404, error: 'No such key on this account.' });
         }
-        throw error;
+        throw revoked.error;
       }
       return reply.redirect('/connect', 303);
     },

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { STAFF_QUERY_MAX } from '../../../domain/activity/events.ts';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { PAGE_MAX, PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
-import type { RequestIds } from '../../application/call.ts';
+import { type Outcome, type RequestIds, unwrap } from '../../application/call.ts';
 import { cleanText, revisionNumber } from '../../application/contract.ts';
 import type {
   StaffAuditEntry,
@@ -87,7 +87,7 @@ export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, ap
     const staff = await staffOf(request, reply);
     if (!staff) return reply;
     const q = (request.query.q ?? '').trim();
-    const found = q ? await support.search(member(staff), q, requestIdsOf(request)) : [];
+    const found = q ? unwrap(await support.search(member(staff), q, requestIdsOf(request))) : [];
     const results = q
       ? found.length === 0
         ? html`<p>No account matches <strong>${q}</strong>.</p>`
@@ -116,7 +116,7 @@ ${results}</div>`,
     const staff = await staffOf(request, reply);
     if (!staff) return reply;
     const { page, format } = request.query;
-    const audit = await support.audit(paging(page, format !== 'html'));
+    const audit = unwrap(await support.audit(member(staff), paging(page, format !== 'html')));
     const { data, meta } = audit;
     if (format !== 'html') {
       return sendExport(reply, 'staff-audit', format, {
@@ -153,7 +153,7 @@ ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${m
    */
   function timelineRoute<V extends StaffTimeline>(
     path: string,
-    load: (staff: StaffMember, id: string, query: TimelineQuery, request: RequestIds) => Promise<V>,
+    load: (staff: StaffMember, id: string, query: TimelineQuery, request: RequestIds) => Promise<Outcome<V>>,
     page: (view: V) => { name: string; title: string; head: Html },
   ): void {
     app.get(
@@ -172,7 +172,7 @@ ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${m
           ...paging(f.page, exporting),
         };
         try {
-          const view = await load(member(staff), request.params.id, query, requestIdsOf(request));
+          const view = unwrap(await load(member(staff), request.params.id, query, requestIdsOf(request)));
           const { name, title, head } = page(view);
           if (f.format !== 'html') {
             const { data, meta } = view.timeline;
@@ -226,11 +226,8 @@ ${timelineSection(`${path}/${request.params.id}`, f, view)}</div>`,
       const { id, n } = request.params;
       try {
         await heavy.admit(request, reply);
-        const { at, before, current, accountId } = await support.revision(
-          member(staff),
-          id,
-          n,
-          requestIdsOf(request),
+        const { at, before, current, accountId } = unwrap(
+          await support.revision(member(staff), id, n, requestIdsOf(request)),
         );
         const revisionHref = (r: number): string =>
           `/staff/articles/${encodeURIComponent(id)}/revisions/${r}`;
