@@ -26,9 +26,10 @@ export type Runtime = {
   html: HtmlMemoryStore;
   /**
    * The word diff of two bodies for the pages, on the worker pool when there is one (within its size
-   * and time budget), else in this thread within the size budget.
+   * and time budget), else in this thread within the size budget. `context`: the unchanged words kept
+   * around each change (default CONTEXT_WORDS; ALL_WORDS: every one, for a diff that gives both texts back).
    */
-  diff(before: string, after: string): Promise<BodyDiff>;
+  diff(before: string, after: string, context?: number): Promise<BodyDiff>;
   close(): Promise<void>;
 };
 

@@ -23,7 +23,8 @@ import { createSlots } from './slots.ts';
  */
 export type SanitizePool = {
   ahead(body: string): Promise<void>;
-  diff(before: string, after: string): Promise<BodyDiff>;
+  /** `context`: the unchanged words kept around each change (default CONTEXT_WORDS; ALL_WORDS: every one). */
+  diff(before: string, after: string, context?: number): Promise<BodyDiff>;
   close(): Promise<void>;
 };
 
@@ -73,11 +74,11 @@ export function createSanitizePool(
         // The decider sanitises in its own thread and reports what is wrong there.
       }
     },
-    async diff(before, after) {
+    async diff(before, after, context) {
       const signal = AbortSignal.timeout(diffWaitMs);
       if (!(await slots.take(signal))) return 'busy';
       try {
-        const task: DiffTask = { before, after };
+        const task: DiffTask = { before, after, ...(context === undefined ? {} : { context }) };
         return (await pool.run(task, { name: 'diff', signal })) as TextDiff | null;
       } catch (error) {
         // Given up after DIFF_WAIT_MS (the worker running it is replaced); anything else is a fault.
@@ -92,9 +93,9 @@ export function createSanitizePool(
 }
 
 /** A diff for the pool's workers (sanitize-worker.ts, `diff`). */
-export type DiffTask = { before: string; after: string };
+export type DiffTask = { before: string; after: string; context?: number };
 
 /** The diff of two bodies in this thread, for a runtime without a pool: the same budget, no waiting. */
-export async function diffInThread(before: string, after: string): Promise<BodyDiff> {
-  return diffBodies(before, after);
+export async function diffInThread(before: string, after: string, context?: number): Promise<BodyDiff> {
+  return diffBodies(before, after, undefined, context);
 }

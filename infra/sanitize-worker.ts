@@ -21,14 +21,14 @@ const diffs = new Map<string, TextDiff | null>();
 
 /** Runs in a worker thread of the pool: the word diff of two bodies' text, within its size budget. */
 export function diff(task: DiffTask): TextDiff | null {
-  const key = `${task.before.length}:${task.after.length}:${createHash('sha256').update(task.before).update(task.after).digest('base64')}`;
+  const key = `${task.context ?? ''}:${task.before.length}:${task.after.length}:${createHash('sha256').update(task.before).update(task.after).digest('base64')}`;
   if (diffs.has(key)) {
     const kept = diffs.get(key) ?? null;
     diffs.delete(key);
     diffs.set(key, kept);
     return kept;
   }
-  const made = diffBodies(task.before, task.after);
+  const made = diffBodies(task.before, task.after, undefined, task.context);
   diffs.set(key, made);
   const oldest = diffs.keys().next().value;
   if (diffs.size > DIFFS_KEPT && oldest !== undefined) diffs.delete(oldest);

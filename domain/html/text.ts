@@ -1,4 +1,4 @@
-import { type ChildNode, isElement, isText, parseBody, walk } from './tree.ts';
+import { type ChildNode, type Element, isElement, isText, parseBody, walk } from './tree.ts';
 
 /** Elements whose content a reader never sees. */
 const INVISIBLE: ReadonlySet<string> = new Set([
@@ -28,8 +28,17 @@ export function textContent(html: string): string {
   return textOf(parseBody(html).childNodes);
 }
 
+/**
+ * `textContent` with some elements as one piece each: `unit(element)` gives the text that stands for
+ * the element and all it holds (the word diff's protected links, one token each), or null to read its
+ * content as usual.
+ */
+export function textContentWith(html: string, unit: (element: Element) => string | null): string {
+  return textOf(parseBody(html).childNodes, unit);
+}
+
 /** `textContent` of nodes already parsed. */
-function textOf(nodes: readonly ChildNode[]): string {
+function textOf(nodes: readonly ChildNode[], unit?: (element: Element) => string | null): string {
   let text = '';
   let preDepth = 0;
   walk(nodes, {
@@ -39,6 +48,11 @@ function textOf(nodes: readonly ChildNode[]): string {
         return false;
       }
       if (!isElement(node) || INVISIBLE.has(node.tagName)) return false;
+      const whole = unit?.(node) ?? null;
+      if (whole !== null) {
+        text += BLOCKS.has(node.tagName) ? `\n${whole}\n` : whole;
+        return false;
+      }
       if (node.tagName === 'pre') preDepth++;
       if (BLOCKS.has(node.tagName)) text += '\n';
       return true;
