@@ -13,6 +13,7 @@ export const ErrorCode = z.enum([
   'image_too_large',
   'unsupported_image',
   'image_fetch_failed',
+  'diff_too_large',
   'rate_limited',
   'edit_limit_reached',
   'unavailable',
@@ -32,16 +33,24 @@ export type NamedDetail = { readonly name: string; readonly message: string };
 /** What an error lists: refused fields of the input, protected blocks an edit changed, or named details. */
 export type ErrorDetail = FieldError | ProtectedChange | NamedDetail;
 
+/**
+ * Where a caller reads on after a refusal, by name: addresses of the service relative to its public
+ * address (a diff too large to give links to both revisions it compared).
+ */
+export type ErrorLinks = Readonly<Record<string, string>>;
+
 /** A typed error with a semantic code; the faces map it to a status. */
 export class DomainError extends Error {
   readonly code: ErrorCode;
   readonly errors: readonly ErrorDetail[] | undefined;
+  readonly links: ErrorLinks | undefined;
 
-  constructor(code: ErrorCode, message: string, errors?: readonly ErrorDetail[]) {
+  constructor(code: ErrorCode, message: string, errors?: readonly ErrorDetail[], links?: ErrorLinks) {
     super(message);
     this.name = 'DomainError';
     this.code = code;
     this.errors = errors;
+    this.links = links;
   }
 }
 

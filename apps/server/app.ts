@@ -213,6 +213,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
     ...(deps.jobSink ? { jobs: deps.jobSink } : {}),
     allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
+    diff: deps.runtime.diff,
     log: app.log,
   });
   // The activity records every face started are stored before the app closes: within half the

@@ -389,7 +389,8 @@ const errorResponses: Record<number, ErrorResponse> = {
     name: 'UnprocessableContent',
     description:
       'The change is refused and nothing changed: `protected_links_modified` (with `errors: [{id, change}]`, change ' +
-      '`removed`, `rewritten` or `forged`) or `image_fetch_failed`.',
+      '`removed`, `rewritten` or `forged`) or `image_fetch_failed`. A comparison of two revisions too long or too ' +
+      'different to compare within the diff budget: `diff_too_large`, with `links: {from, to}` to both revisions.',
     headers: EVERY_RESPONSE,
     examples: {
       protected: {
@@ -401,6 +402,21 @@ const errorResponses: Record<number, ErrorResponse> = {
           '/api/v1/articles/art_06h014k2g711vw3tv0g528qpw8',
           [{ id: 'bl_1', change: 'removed' }],
         ),
+      },
+      tooLarge: {
+        summary: 'Two revisions too different to compare',
+        value: {
+          ...problemExample(
+            'diff_too_large',
+            'Diff too large',
+            'Revisions 1 and 9 of article art_06h014k2g711vw3tv0g528qpw8 are too long or too different to compare word by word; read each whole at links.from and links.to',
+            '/api/v1/articles/art_06h014k2g711vw3tv0g528qpw8/revisions/compare',
+          ),
+          links: {
+            from: '/api/v1/articles/art_06h014k2g711vw3tv0g528qpw8/revisions/1',
+            to: '/api/v1/articles/art_06h014k2g711vw3tv0g528qpw8/revisions/9',
+          },
+        },
       },
     },
   },

@@ -11,7 +11,14 @@ import {
 } from '../../application/articles.ts';
 import { ArticleParams, PageQuery, parameterError, revisionOfEtag } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
-import { RestoreBody, Revision, RevisionContent, RevisionParams } from '../../application/revisions.ts';
+import {
+  CompareQuery,
+  RestoreBody,
+  Revision,
+  RevisionComparison,
+  RevisionContent,
+  RevisionParams,
+} from '../../application/revisions.ts';
 import { settled } from '../http/outcome.ts';
 import { listOf, Problem } from '../http/schemas.ts';
 import { FeaturedImageMultipartDoc, WriteHeaders } from '../http/write-schemas.ts';
@@ -209,6 +216,29 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
       const path = `/api/v1/articles/${encodeURIComponent(req.params.id)}/revisions`;
       return sendList(reply, { publicUrl, path, query: req.query }, result);
     },
+  );
+
+  // A static segment: the router prefers it to `/revisions/:n` (and `compare` is no revision number).
+  app.get(
+    '/articles/:id/revisions/compare',
+    {
+      config: { operation: 'compare_revisions', subject: 'article' },
+      schema: {
+        tags: ['revisions'],
+        summary: 'Compare two revisions of an article',
+        description:
+          'The titles at `from` and `to` and a word diff of the visible text from `from` to `to`, each revision ' +
+          'obtained by replay; a protected link is one unit (its text is kept, added or removed whole). `to` may be ' +
+          'earlier than `from` (the diff then shows the way back) or the same (all `equal`). Texts too long or too ' +
+          'different to compare within the diff budget are refused with 422 `diff_too_large`, whose `links` give ' +
+          'both revisions whole (`from`, `to`).',
+        params: ArticleParams,
+        querystring: CompareQuery,
+        response: { 200: RevisionComparison, ...readErrors, 422: Problem },
+      },
+    },
+    async (req, reply) =>
+      settled(req, reply, await application.revisions.compare(apiCall(req), req.params.id, req.query)),
   );
 
   app.get(

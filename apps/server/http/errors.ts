@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { type ErrorCode, type ErrorDetail, isDomainError } from '../../../domain/errors.ts';
+import { type ErrorCode, type ErrorDetail, type ErrorLinks, isDomainError } from '../../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { markRefusal } from './metrics.ts';
 import { newRequestId } from './request-ids.ts';
@@ -25,6 +25,7 @@ export const statusOf: Record<ErrorCode, number> = {
   unsupported_image: 415,
   protected_links_modified: 422,
   image_fetch_failed: 422,
+  diff_too_large: 422,
   rate_limited: 429,
   edit_limit_reached: 429,
   unavailable: 503,
@@ -42,6 +43,7 @@ const titles: Record<ErrorCode, string> = {
   unsupported_image: 'Unsupported image',
   protected_links_modified: 'Protected links modified',
   image_fetch_failed: 'Image fetch failed',
+  diff_too_large: 'Diff too large',
   rate_limited: 'Too many requests',
   edit_limit_reached: 'Daily edit limit reached',
   unavailable: 'Service unavailable',
@@ -57,6 +59,7 @@ type Problem = {
   code: ErrorCode;
   request_id: string;
   errors?: readonly Record<string, unknown>[];
+  links?: ErrorLinks;
 };
 
 function problem(
@@ -64,6 +67,7 @@ function problem(
   code: ErrorCode,
   detail: string,
   errors?: readonly Record<string, unknown>[],
+  links?: ErrorLinks,
 ): Problem {
   markRefusal(request, code);
   return {
@@ -75,6 +79,7 @@ function problem(
     code,
     request_id: String(request.id),
     ...(errors && errors.length > 0 ? { errors } : {}),
+    ...(links ? { links } : {}),
   };
 }
 
@@ -170,7 +175,7 @@ function sendProblemOf(error: FastifyError, request: FastifyRequest, reply: Fast
       request.log.info({ code: error.code, cause: String(error.cause) }, 'request refused');
     }
     const errors = error.errors && wireErrors(error.errors);
-    return sendProblem(reply, problem(request, error.code, error.message, errors));
+    return sendProblem(reply, problem(request, error.code, error.message, errors, error.links));
   }
   if (hasZodFastifySchemaValidationErrors(error)) {
     const where = error.validationContext ?? 'body';

@@ -29,6 +29,10 @@ export const Problem = z
     code: ErrorCode,
     request_id: z.string().meta({ example: 'req_06h0...' }),
     errors: z.array(z.record(z.string(), z.unknown())).optional(),
+    links: z.record(z.string(), z.string()).optional().meta({
+      description:
+        'Where to read on, by name, as paths on the service (`diff_too_large`: `from` and `to`, the two revisions).',
+    }),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details; `code` is stable and machine-readable.' });
 

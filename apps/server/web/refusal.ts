@@ -16,6 +16,7 @@ const TITLES: Partial<Record<ErrorCode, string>> = {
   conflict: 'Changed at the same time',
   revision_mismatch: 'Changed since you opened it',
   protected_links_modified: 'Protected links must stay',
+  diff_too_large: 'Too different to compare',
   edit_limit_reached: "Today's edits are used up",
   rate_limited: 'Too many requests',
   insufficient_scope: 'Not allowed',
