@@ -201,6 +201,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
       [
+        'compare_revisions',
         'get_article',
         'get_revision',
         'get_stats',
@@ -258,6 +259,14 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
       title: string;
     };
     expect(first.title).not.toBe('Edited by the assistant');
+    const compared = await call('compare_revisions', { article_id: articleId, from: 1, to: 2 });
+    expect(compared.isError).toBeFalsy();
+    expect(compared.structuredContent).toMatchObject({
+      from: 1,
+      to: 2,
+      title: { before: first.title, after: 'Edited by the assistant' },
+    });
+    expect(compared.content[0]?.text).toContain('The text has the same words.');
     const restored = await call('restore_revision', { article_id: articleId, revision: 1 });
     expect(restored.structuredContent).toMatchObject({ changed: true });
     const refused = await call('replace_featured_image', {
@@ -391,7 +400,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
       expect(client2.getProtocolEra()).toBe('modern');
       expect(client2.getNegotiatedProtocolVersion()).toBe('2026-07-28');
       const { tools } = await client2.listTools();
-      expect(tools).toHaveLength(11);
+      expect(tools).toHaveLength(12);
       const call2 = async (tool: string, args: Record<string, unknown> = {}) =>
         (await client2.callTool({ name: tool, arguments: args })) as ToolResult;
       const sites = (await call2('list_sites')).structuredContent as { data: { id: string }[] };

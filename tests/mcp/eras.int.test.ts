@@ -24,6 +24,7 @@ const ALL_TOOLS = [
   'replace_featured_image',
   'list_revisions',
   'get_revision',
+  'compare_revisions',
   'restore_revision',
   'list_activity',
 ];
@@ -140,6 +141,7 @@ describe('/mcp in both protocol eras', () => {
         ['get_stats', { site_id: t.a.siteId, period: 'last_30_days' }],
         ['list_revisions', { article_id: articleId }],
         ['get_revision', { article_id: articleId, revision: 1 }],
+        ['compare_revisions', { article_id: articleId, from: 1, to: 1 }],
       ];
       for (const [name, args] of reads) {
         const [m, l2, l1] = await Promise.all([

@@ -5,6 +5,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_META_KEY } from '../../apps/server/mcp/tool-errors.ts';
+import { DIFF_EDITS_MAX } from '../../domain/html/word-diff.ts';
 import { listActivity } from '../../projections/activity.ts';
 import {
   ARTICLES_PER_SITE,
@@ -32,6 +33,7 @@ const ALL_TOOLS = [
   'replace_featured_image',
   'list_revisions',
   'get_revision',
+  'compare_revisions',
   'restore_revision',
   'list_activity',
 ];
@@ -310,6 +312,7 @@ describe('/mcp through the SDK client', () => {
         ['get_article', {}],
         ['list_revisions', {}],
         ['get_revision', { revision: 1 }],
+        ['compare_revisions', { from: 1, to: 1 }],
         ['update_article', { title: 'Taken over' }],
         ['replace_featured_image', { url: IMAGE_URL }],
         ['restore_revision', { revision: 1 }],
@@ -580,6 +583,85 @@ describe('/mcp through the SDK client', () => {
       expect(errorOf(await call(write, 'get_revision', { article_id: articleId, revision: 9 })).code).toBe(
         'not_found',
       );
+    });
+  });
+
+  describe('compare_revisions', () => {
+    type Comparison = {
+      article_id: string;
+      from: number;
+      to: number;
+      title: { before: string; after: string };
+      granularity: string;
+      changes: { op: string; text: string }[];
+    };
+    /** `lines` paragraphs, each one word tagged `tag`: two tags share no line and no word. */
+    const paragraphs = (lines: number, tag: string): string =>
+      Array.from({ length: lines }, (_, i) => `<p>${tag}${i}</p>`).join('');
+
+    it('gives both titles and the word diff, and says in its text how many words changed', async () => {
+      const articleId = t.a.articleIds[7] as string;
+      const original = structured<{ body: string; title: string; protected_links: { text: string }[] }>(
+        await call(write, 'get_article', { article_id: articleId }),
+      );
+      structured(
+        await call(write, 'update_article', {
+          article_id: articleId,
+          title: 'Compared title',
+          body: `${original.body}<p>Three more words.</p>`,
+        }),
+      );
+      const result = await call(read, 'compare_revisions', { article_id: articleId, from: 1, to: 2 });
+      const c = structured<Comparison>(result);
+      expect(c).toMatchObject({
+        article_id: articleId,
+        from: 1,
+        to: 2,
+        title: { before: original.title, after: 'Compared title' },
+        granularity: 'word',
+      });
+      expect(c.changes.filter((x) => x.op !== 'equal').map((x) => [x.op, x.text.trim()])).toEqual([
+        ['insert', 'Three more words.'],
+      ]);
+      for (const link of original.protected_links) {
+        expect(c.changes.some((x) => x.text.includes(link.text))).toBe(true);
+      }
+      expect(textOf(result)).toContain(`The title changed from "${original.title}" to "Compared title".`);
+      expect(textOf(result)).toContain('3 words inserted, 0 deleted');
+      const same = await call(read, 'compare_revisions', { article_id: articleId, from: 2, to: 2 });
+      expect(structured<Comparison>(same).changes.every((x) => x.op === 'equal')).toBe(true);
+      expect(textOf(same)).toContain('The title is the same');
+      expect(textOf(same)).toContain('The text has the same words.');
+      const back = structured<Comparison>(
+        await call(read, 'compare_revisions', { article_id: articleId, from: 2, to: 1 }),
+      );
+      expect(back.changes.filter((x) => x.op !== 'equal').map((x) => x.op)).toEqual(['delete']);
+    });
+
+    it('refuses an unknown revision, bad arguments, and texts too different to compare', async () => {
+      const articleId = t.a.articleIds[7] as string;
+      expect(
+        errorOf(await call(read, 'compare_revisions', { article_id: articleId, from: 1, to: 9 })).code,
+      ).toBe('not_found');
+      const bad = errorOf(await call(read, 'compare_revisions', { article_id: articleId, from: 0, to: 'x' }));
+      expect(bad.code).toBe('invalid_request');
+      expect(bad.errors?.map((e) => e.name).sort()).toEqual(['from', 'to']);
+      const { body } = structured<{ body: string }>(
+        await call(write, 'get_article', { article_id: articleId }),
+      );
+      // More differing lines than the diff budget's edits, twice.
+      for (const tag of ['alpha', 'beta']) {
+        structured(
+          await call(write, 'update_article', {
+            article_id: articleId,
+            body: `${body}${paragraphs(DIFF_EDITS_MAX + 500, tag)}`,
+          }),
+        );
+      }
+      const refused = await call(read, 'compare_revisions', { article_id: articleId, from: 3, to: 4 });
+      const info = errorOf(refused);
+      expect(info.code).toBe('diff_too_large');
+      expect(textOf(refused)).toContain('get_revision');
     });
   });
 

@@ -44,6 +44,9 @@ const advice: Partial<Record<ErrorCode, string>> = {
   conflict: 'Another change to the same article happened at the same moment; call again.',
   image_fetch_failed: 'Use a public https address that serves the image itself (not a page showing it).',
   unsupported_image: 'Use a JPEG, PNG, WebP, GIF or AVIF image.',
+  diff_too_large:
+    'Read the two revisions whole with get_revision (revision from, then revision to), or compare revisions ' +
+    'closer together.',
   image_too_large: `Use an image of at most ${MAX_IMAGE_MIB} MiB and ${MAX_IMAGE_SIDE} x ${MAX_IMAGE_SIDE} pixels.`,
   unavailable:
     `Wait ${UNAVAILABLE_RETRY_AFTER_S} seconds, then call again. A change cut off this way may have been made: ` +

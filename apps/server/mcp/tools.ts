@@ -2,6 +2,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
+import { countWords } from '../../../domain/html/text.ts';
 import { ActivityRecord, ListActivityInput } from '../../application/activity.ts';
 import {
   Article,
@@ -16,10 +17,12 @@ import type { Call, Idempotency, Outcome } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
 import type { Listed } from '../../application/lists.ts';
 import {
+  CompareRevisionsInput,
   GetRevisionInput,
   ListRevisionsInput,
   RestoreRevisionInput,
   Revision,
+  RevisionComparison,
   RevisionContent,
 } from '../../application/revisions.ts';
 import {
@@ -322,6 +325,26 @@ const getRevisionTool = defineTool({
   render: (out, input) => renderRevision(out, input.article_id),
 });
 
+const compareRevisionsTool = defineTool({
+  name: 'compare_revisions',
+  title: 'Compare two revisions of an article',
+  description:
+    'What changed in one article from revision from to revision to (numbers from list_revisions; to may be ' +
+    'earlier than from, or the same): both titles, and a word diff of the visible text as changes [{op, text}] ' +
+    'in order, op equal, insert or delete. A protected link is one unit: its text is kept, added or removed ' +
+    'whole. Texts too long or too different to compare are refused (diff_too_large): then read both with ' +
+    'get_revision.',
+  scope: 'read',
+  annotations: READ,
+  input: CompareRevisionsInput,
+  output: RevisionComparison,
+  run: async (ctx, input) =>
+    ctx.settle(
+      await ctx.application.revisions.compare(ctx.call, input.article_id, { from: input.from, to: input.to }),
+    ),
+  render: (out) => renderComparison(out),
+});
+
 const restoreRevisionTool = defineTool({
   name: 'restore_revision',
   title: 'Restore an earlier revision',
@@ -379,6 +402,7 @@ export const mcpTools: readonly McpTool[] = [
   replaceFeaturedImageTool,
   listRevisionsTool,
   getRevisionTool,
+  compareRevisionsTool,
   restoreRevisionTool,
   listActivityTool,
 ];
@@ -517,6 +541,26 @@ function renderRevision(r: z.infer<typeof RevisionContent>, articleId: string): 
     `To bring it back, call restore_revision with article_id ${articleId} and revision ${r.revision}.`,
     'Body (HTML):',
     r.body,
+  ].join('\n');
+}
+
+function renderComparison(c: z.infer<typeof RevisionComparison>): string {
+  const words = (op: 'insert' | 'delete') =>
+    c.changes.filter((change) => change.op === op).reduce((n, change) => n + countWords(change.text), 0);
+  const inserted = words('insert');
+  const deleted = words('delete');
+  const title =
+    c.title.before === c.title.after
+      ? `The title is the same: ${quote(c.title.after)}.`
+      : `The title changed from ${quote(c.title.before)} to ${quote(c.title.after)}.`;
+  const text =
+    inserted === 0 && deleted === 0
+      ? 'The text has the same words.'
+      : `The text: ${inserted} word${inserted === 1 ? '' : 's'} inserted, ${deleted} deleted` +
+        `${c.granularity === 'line' ? ' (compared line by line: the texts are too long or too different for words)' : ''}.`;
+  return [
+    `Article ${c.article_id} from revision ${c.from} to revision ${c.to}. ${title} ${text}`,
+    'structuredContent.changes has the whole diff in order (equal, insert, delete).',
   ].join('\n');
 }
 
