@@ -526,7 +526,12 @@ describe('every face writes to one activity log', () => {
         if (w.revision === null) {
           expect(row.cells.Revision, w.face).toBe('—');
         } else {
-          expect(row.cells.Revision, w.face).toBe(`Revision ${w.revision}`);
+          // From the second revision on, the cell also links to its changes from the one before.
+          expect(row.cells.Revision, w.face).toBe(
+            w.revision > 1
+              ? `Revision ${w.revision} Changes from revision ${w.revision - 1} to ${w.revision}`
+              : `Revision ${w.revision}`,
+          );
           expect(row.links.Revision, w.face).toBe(`/articles/${w.articleId}/revisions/${w.revision}`);
           expect(row.links.Article, w.face).toBe(`/articles/${w.articleId}`);
         }

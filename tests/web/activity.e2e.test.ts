@@ -88,7 +88,8 @@ describe('the activity log page', () => {
     expect(updated?.cells).toMatchObject({
       Source: 'API',
       Article: 'Boilers, serviced every year',
-      Revision: 'Revision 2',
+      // The revision, and its changes from the one before (the compare page).
+      Revision: 'Revision 2 Changes from revision 1 to 2',
       Status: '200 OK',
     });
     expect(updated?.cells.Who).toMatch(/API key$/);

@@ -148,9 +148,15 @@ function recordRow(r: ActivityOut, names: Names): Html {
       ? html`<a href="/articles/${encodeURIComponent(r.article_id)}">${title}</a>`
       : html`<code>${r.article_id}</code>`
     : html`<span class="muted">—</span>`;
+  // A revision links to its page and, from the second on, to its comparison with the one before.
+  const articlePath = r.article_id ? `/articles/${encodeURIComponent(r.article_id)}` : null;
   const revision =
-    r.revision !== null && r.article_id
-      ? html`<a href="/articles/${encodeURIComponent(r.article_id)}/revisions/${r.revision}">Revision ${r.revision}</a>`
+    r.revision !== null && articlePath
+      ? html`<a href="${articlePath}/revisions/${r.revision}">Revision ${r.revision}</a>${
+          r.revision > 1
+            ? html` <a class="compare-link" href="${articlePath}/revisions/compare?from=${r.revision - 1}&amp;to=${r.revision}">Changes<span class="visually-hidden"> from revision ${r.revision - 1} to ${r.revision}</span></a>`
+            : ''
+        }`
       : html`<span class="muted">—</span>`;
   const refused = r.status >= 400;
   return html`<tr>
@@ -253,7 +259,7 @@ ${pager(filters.form, list.meta)}`
       : '';
     const body = html`<div class="activity-page"><div class="card">
 <h1>Activity</h1>
-<p class="muted">Every call to your account through the API, assistants (MCP) and these pages, refused ones included, and the changes of the content pipeline. A record that made a new revision links to it.</p>
+<p class="muted">Every call to your account through the API, assistants (MCP) and these pages, refused ones included, and the changes of the content pipeline. A record that made a new revision links to it and to its changes from the revision before.</p>
 ${
   filters.ok
     ? ''

@@ -12,7 +12,7 @@ import type { ArticleWrite } from '../../application/article-write.ts';
 import type { ArticleOut } from '../../application/articles.ts';
 import { unwrap } from '../../application/call.ts';
 import { revisionOf } from '../../application/contract.ts';
-import type { RevisionContentOut, RevisionOut } from '../../application/revisions.ts';
+import type { RevisionComparisonOut, RevisionContentOut, RevisionOut } from '../../application/revisions.ts';
 import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
@@ -24,7 +24,14 @@ import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 import { articleCrumbs, linkTo } from './sites.ts';
-import { DIFF_LEGEND, renderBodyDiff, renderDiff, type Versions } from './word-diff.ts';
+import {
+  DIFF_LEGEND,
+  renderBodyDiff,
+  renderDiff,
+  renderSides,
+  shownDiff,
+  type Versions,
+} from './word-diff.ts';
 
 /*
  * The article pages:
@@ -32,6 +39,9 @@ import { DIFF_LEGEND, renderBodyDiff, renderDiff, type Versions } from './word-d
  *   links) and its history, each revision linking to its page and, but the current, to Restore;
  * - `/articles/{id}/revisions/{n}`: revision n by replay, its word diff against n-1 and against the
  *   current version, and Restore;
+ * - `/articles/{id}/revisions/compare?from=&to=`: any two revisions compared (the `compare` use case,
+ *   as the API's): titles before and after, the text side by side on a wide screen and inline on a
+ *   narrow one; the article page's history has the form (a GET: two selects, From and To);
  * - `/articles/{id}/revisions/{n}/restore`: what restoring n would change, a reason, and the POST that
  *   restores it (a new revision with `restored_from: n`), refused as the API refuses it.
  * The stored body is sanitised by the domain when written, so it is rendered with `raw`; the page's
@@ -103,6 +113,24 @@ function when(iso: string | null): Html {
 
 const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}`;
 const revisionPath = (id: string, n: number): string => `${articlePath(id)}/revisions/${n}`;
+const comparePath = (id: string): string => `${articlePath(id)}/revisions/compare`;
+
+/**
+ * The form that picks two revisions to compare: a GET to the compare page, two selects labelled From
+ * and To offering every revision, newest first.
+ */
+function compareForm(id: string, latest: number, from: number, to: number): Html {
+  const options = (selected: number): Html[] =>
+    Array.from({ length: latest }, (_, i) => latest - i).map(
+      (n) =>
+        html`<option value="${n}"${n === selected ? raw(' selected') : ''}>Revision ${n}${n === latest ? ' (current)' : n === 1 ? ' (creation)' : ''}</option>`,
+    );
+  return html`<form class="compare-form" method="get" action="${comparePath(id)}">
+<div class="field"><label for="compare-from">From</label><select id="compare-from" name="from">${options(from)}</select></div>
+<div class="field"><label for="compare-to">To</label><select id="compare-to" name="to">${options(to)}</select></div>
+<button type="submit">Compare</button>
+</form>`;
+}
 
 /**
  * The featured image with its alt text as caption (an image stored without alt text says so). Its
@@ -160,6 +188,30 @@ ${counted && counted.added === 0 && counted.removed === 0 ? html`<p class="muted
           afterImage ? html`<code>${afterImage.url}</code>` : 'none'
         }</p>`;
   return html`<div class="changes" id="${id}">${title}${text}${image}</div>`;
+}
+
+/** The titles at two revisions: one line when they are the same. */
+function titles(from: number, to: number, before: string, after: string): Html {
+  return before === after
+    ? html`<p class="muted" id="titles">The title is the same: ${after}</p>`
+    : html`<h3 class="change-part">Title</h3>
+<dl class="facts" id="titles"><dt>At revision ${from}</dt><dd><del>${before}</del></dd><dt>At revision ${to}</dt><dd><ins>${after}</ins></dd></dl>`;
+}
+
+/** A comparison of two revisions: titles, then the text side by side (wide screens) and inline (narrow ones). */
+function comparison(id: string, c: RevisionComparisonOut): Html {
+  const diff = shownDiff(c.changes, c.granularity === 'line');
+  const text = c.changes.every((change) => change.op === 'equal')
+    ? html`<p class="muted">The text is the same.</p>`
+    : diff.added === 0 && diff.removed === 0
+      ? html`<p class="muted">The words are the same; only the spacing or layout differs.</p>`
+      : html`${diff.byLine ? html`<p class="muted">Compared line by line (too long or too many changes for words).</p>` : ''}
+<div class="compare-wide">${renderSides(diff, { before: `Revision ${c.from}`, after: `Revision ${c.to}` })}</div>
+<div class="compare-narrow">${renderDiff(diff)}</div>`;
+  return html`${titles(c.from, c.to, c.title.before, c.title.after)}
+<h3 class="change-part">Text <span class="muted">(${diff.added} words added, ${diff.removed} removed)</span></h3>
+${text}
+<p class="muted"><a href="${revisionPath(id, c.from)}#content">Revision ${c.from} whole</a> · <a href="${revisionPath(id, c.to)}#content">Revision ${c.to} whole</a></p>`;
 }
 
 function historyTable(id: string, revisions: RevisionOut[], current: number): Html {
@@ -285,12 +337,78 @@ ${links.map((l) => html`<tr><td>${l.kind}</td><td>${l.text}</td><td><code>${l.hr
 <section class="card" aria-labelledby="history">
 <h2 id="history">History</h2>
 <p class="muted">Every change is a revision; restoring one adds a new revision with its content.</p>
+${
+  article.revision > 1
+    ? html`<h3 class="change-part" id="compare">Compare two revisions</h3>
+${compareForm(id, article.revision, article.revision - 1, article.revision)}`
+    : ''
+}
 ${historyTable(id, history.data, article.revision)}
 ${pager(id, historyPage, history.meta.total_pages)}
 </section>
 </div>`;
       return kit.send(reply, { title: article.title, body, session, request, wide: true });
     }),
+  );
+
+  // A static segment: the router prefers it to `/revisions/:n`.
+  app.get(
+    '/articles/:id/revisions/compare',
+    { schema: { hide: true }, config: { heavyPage: true } },
+    (request, reply) =>
+      page(request, reply, async (session) => {
+        // Two bodies read by replay and compared whole: heavy work, as a revision page is.
+        await heavy.admit(request, reply);
+        const id = articleIdOf(request);
+        const query = request.query as { from?: unknown; to?: unknown };
+        const call = webCall(request, session);
+        const article = unwrap(await application.articles.get(call, id));
+        const from = revisionOf(query.from);
+        const to = revisionOf(query.to);
+        const picked = from !== null && to !== null;
+        let result: Html;
+        let status = 200;
+        if (!picked) {
+          status = 400;
+          result = html`<div class="error" role="alert" id="refusal"><p>Choose two revisions, From and To, and press Compare.</p></div>`;
+        } else {
+          const outcome = await application.revisions.compare(call, id, { from, to });
+          if (outcome.ok) {
+            result = comparison(id, outcome.value);
+          } else if (isDomainError(outcome.error) && outcome.error.code === 'diff_too_large') {
+            const [before, after] = await Promise.all([
+              application.revisions.get(call, id, from).then(unwrap),
+              application.revisions.get(call, id, to).then(unwrap),
+            ]);
+            result = html`${titles(from, to, before.title, after.title)}
+<h3 class="change-part">Text</h3>
+<p class="diff-fallback" id="too-large">These two revisions are too long or too different to compare here, or the server is busy comparing others just now. Read each whole: <a href="${revisionPath(id, from)}#content">revision ${from}</a> and <a href="${revisionPath(id, to)}#content">revision ${to}</a>.</p>`;
+          } else {
+            throw outcome.error;
+          }
+        }
+        const heading = picked ? `Revision ${from} compared with revision ${to}` : 'Compare two revisions';
+        const body = html`<div class="article-view">
+<div class="card">
+${await articleCrumbs(application, call, article, [['Compare revisions', null]])}
+<h1>${heading}</h1>
+${compareForm(id, article.revision, from ?? Math.max(1, article.revision - 1), to ?? article.revision)}
+<div class="actions"><a class="button" href="${articlePath(id)}#history">Back to the article</a></div>
+</div>
+<section class="card" aria-labelledby="changes">
+<h2 id="changes">${picked ? `Changes from revision ${from} to revision ${to}` : 'Changes'}</h2>
+${picked ? DIFF_LEGEND : ''}${result}
+</section>
+</div>`;
+        return kit.send(reply, {
+          status,
+          title: `${heading} · ${article.title}`,
+          body,
+          session,
+          request,
+          wide: true,
+        });
+      }),
   );
 
   app.get(

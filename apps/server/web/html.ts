@@ -126,6 +126,15 @@ form.timeline-filters .check label { font-weight: 400; }
 .article-view .diff-gap { color: var(--muted); font-style: italic; }
 .article-view .diff-legend ins, .article-view .diff-legend del { padding: 0 .2rem; }
 .article-view .error p { margin: .25rem 0; }
+/* The compare page (articles.ts): side by side on a wide screen, inline on a narrow one. */
+.article-view form.compare-form { display: flex; flex-wrap: wrap; gap: .75rem 1rem; align-items: flex-end; margin: 0 0 1rem; }
+.article-view form.compare-form .field { display: grid; gap: .25rem; }
+.article-view form.compare-form select { min-height: 2.75rem; padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+.article-view form.compare-form button { min-height: 2.75rem; }
+.article-view .diff-sides { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1rem; }
+.article-view .diff-sides h3.change-part { margin-top: 0; }
+.article-view .compare-narrow { display: none; }
+@media (max-width: 48rem) { .article-view .compare-wide { display: none; } .article-view .compare-narrow { display: block; } }
 .article-view .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 /* The featured image page (featured-image.ts). */
 .image-form input[type=url] { width: 100%; padding: .55rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
