@@ -100,6 +100,7 @@ describe('accessibility (axe-core)', () => {
           `/articles/${articleId}`,
           `/articles/${articleId}/revisions/1`,
           `/articles/${articleId}/revisions/1/restore`,
+          `/articles/${articleId}/revisions/compare?from=1&to=1`,
           `/articles/${articleId}/edit`,
           `/articles/${articleId}/featured-image`,
           '/activity',

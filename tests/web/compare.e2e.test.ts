@@ -1,6 +1,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIFF_EDITS_MAX } from '../../domain/html/word-diff.ts';
+import { expectAccessible, noPageScripts } from '../support/axe.ts';
 import { expectLabelled, screenshot, startWebApp, type WebApp } from '../support/web.ts';
 
 /*
@@ -72,7 +73,8 @@ describe('the compare page', () => {
   });
 
   it('is picked on the article page with the keyboard, and shows the revisions side by side on a wide screen', async () => {
-    const page = await (await web.signedIn()).newPage();
+    // JavaScript on for axe only: the pages' own scripts never load (as with it off).
+    const page = await (await noPageScripts(await web.signedIn({ javaScript: true }))).newPage();
     await page.goto(`${web.url}/articles/${article.id}`);
     await expectLabelled(page);
     expect(await page.textContent('label[for=compare-from]')).toBe('From');
@@ -118,11 +120,12 @@ describe('the compare page', () => {
     expect(sides[1]?.ins.join(' ')).toContain('and more');
     expect(await scrollWidth(page)).toBeLessThanOrEqual(1100);
     await expectLabelled(page);
+    await expectAccessible(page, 'the compare page, wide');
     await screenshot(page, 'compare-revisions');
   });
 
   it('shows the same comparison inline on a phone', async () => {
-    const phone = await (await web.signedIn({ width: 390 })).newPage();
+    const phone = await (await noPageScripts(await web.signedIn({ width: 390, javaScript: true }))).newPage();
     const response = await phone.goto(`${web.url}/articles/${article.id}/revisions/compare?from=1&to=3`);
     expect(response?.status()).toBe(200);
     expect(response?.headers()['cache-control']).toBe('no-store');
@@ -130,6 +133,7 @@ describe('the compare page', () => {
     expect(await visible(phone, '.compare-narrow')).toBe(true);
     expect(await phone.textContent('.compare-narrow ins')).toContain('with some new words');
     expect(await scrollWidth(phone)).toBeLessThanOrEqual(390);
+    await expectAccessible(phone, 'the compare page, phone');
     await screenshot(phone, 'compare-revisions-phone');
   });
 

@@ -192,6 +192,7 @@ describe(`every page at ${WIDTH} px`, () => {
     [`/articles/${articleId}/featured-image`, 200],
     [`/articles/${articleId}/revisions/1`, 200],
     [`/articles/${articleId}/revisions/1/restore`, 200],
+    [`/articles/${articleId}/revisions/compare?from=1&to=1`, 200],
     ['/activity', 200],
     ['/connect', 200],
     [`/connect/webhooks/${webhookId}`, 200],
