@@ -269,10 +269,10 @@ export function createRevisions(
             const why =
               changes === 'busy'
                 ? 'could not be compared in time: the service is comparing other texts just now'
-                : 'are too long or too different to compare word by word';
+                : 'are too long or too different to compare';
             throw new DomainError(
               'diff_too_large',
-              `Revisions ${from} and ${to} of article ${articleId} ${why}; read each whole at links.from and links.to`,
+              `Revisions ${from} and ${to} of article ${articleId} ${why}`,
               undefined,
               { from: revisionPath(articleId, from), to: revisionPath(articleId, to) },
             );

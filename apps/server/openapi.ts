@@ -409,7 +409,7 @@ const errorResponses: Record<number, ErrorResponse> = {
           ...problemExample(
             'diff_too_large',
             'Diff too large',
-            'Revisions 1 and 9 of article art_06h014k2g711vw3tv0g528qpw8 are too long or too different to compare word by word; read each whole at links.from and links.to',
+            'Revisions 1 and 9 of article art_06h014k2g711vw3tv0g528qpw8 are too long or too different to compare',
             '/api/v1/articles/art_06h014k2g711vw3tv0g528qpw8/revisions/compare',
           ),
           links: {
