@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Call, callOf, type EditLimit, type Principal, unwrap } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import type { Runtime } from '../../apps/runtime.ts';
+import type { DomainError } from '../../domain/errors.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { refusal } from '../support/errors.ts';
 import { mediaFiles } from '../support/media.ts';
@@ -235,5 +236,37 @@ describe('the application layer', () => {
     expect(write.change.featured_image).toMatchObject({ alt: 'A boiler', width: 40, height: 30 });
     expect(write.change.featured_image?.url).toMatch(/^https:\/\/content\.example\/media\//);
     expect(await mediaFiles(mediaDir)).toHaveLength(1);
+  });
+
+  it('compares two revisions by replay; over the diff budget, or with no worker free in time, refuses with links to both', async () => {
+    const call: Call = callOf(principal(mine.accountId, 'read'));
+    const latest = unwrap(await app().articles.get(call, articleId)).revision;
+    const compared = await app().revisions.compare(call, articleId, { from: 1, to: latest });
+    expect(compared.subject).toMatchObject({ articleId, siteId: mine.siteId, revision: null });
+    expect(unwrap(compared)).toMatchObject({ article_id: articleId, from: 1, to: latest });
+    for (const answer of ['busy', null] as const) {
+      const refused = await createApplication({
+        db: runtime.db,
+        commands: runtime.commands,
+        publicUrl: 'https://content.example',
+        now: () => new Date(),
+        editLimit: limit,
+        media: createDirectoryMediaStore(mediaDir),
+        fetchImage: async () => png,
+        diff: async () => answer,
+      }).revisions.compare(call, articleId, { from: 1, to: latest });
+      expect(refused.ok).toBe(false);
+      const error = refused.ok ? null : (refused.error as DomainError);
+      expect(error?.code).toBe('diff_too_large');
+      expect(error?.links).toEqual({
+        from: `/api/v1/articles/${articleId}/revisions/1`,
+        to: `/api/v1/articles/${articleId}/revisions/${latest}`,
+      });
+    }
+    expect(await refusal(app().revisions.compare(call, articleId, { from: 1, to: latest + 1 }))).toBe(
+      'not_found',
+    );
+    const other: Call = callOf(principal(theirs.accountId, 'read'));
+    expect(await refusal(app().revisions.compare(other, articleId, { from: 1, to: 1 }))).toBe('not_found');
   });
 });
