@@ -75,6 +75,7 @@ export const DiffChange = z
     example: { op: 'insert', text: 'condensing ' },
   });
 
+/** Two revisions of an article compared: their titles and the whole word diff of their text. */
 export const RevisionComparison = z
   .object({
     article_id: z.string(),
@@ -107,9 +108,7 @@ export const RevisionComparison = z
         { op: 'equal', text: 'A ' },
         { op: 'delete', text: 'gas ' },
         { op: 'insert', text: 'condensing ' },
-        { op: 'equal', text: 'boiler lasts fifteen years. Read the ' },
-        { op: 'equal', text: 'boiler buying guide' },
-        { op: 'equal', text: ' first.' },
+        { op: 'equal', text: 'boiler lasts fifteen years. Read the boiler buying guide first.' },
       ],
     },
   });
@@ -167,7 +166,7 @@ export const CompareRevisionsInput = z.strictObject({
 export type RevisionOut = z.infer<typeof Revision>;
 export type RevisionComparisonOut = z.infer<typeof RevisionComparison>;
 
-/** Where the API gives revision n of an article whole: what a comparison too large to give links to. */
+/** Where the API gives revision n of an article whole: the links of a comparison refused as too large. */
 export function revisionPath(articleId: string, revision: number): string {
   return `/api/v1/articles/${encodeURIComponent(articleId)}/revisions/${revision}`;
 }

@@ -266,7 +266,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
       to: 2,
       title: { before: first.title, after: 'Edited by the assistant' },
     });
-    expect(compared.content[0]?.text).toContain('The text has the same words.');
+    expect(compared.content[0]?.text).toContain('The text is the same.');
     const restored = await call('restore_revision', { article_id: articleId, revision: 1 });
     expect(restored.structuredContent).toMatchObject({ changed: true });
     const refused = await call('replace_featured_image', {

@@ -553,11 +553,10 @@ function renderComparison(c: z.infer<typeof RevisionComparison>): string {
     c.title.before === c.title.after
       ? `The title is the same: ${quote(c.title.after)}.`
       : `The title changed from ${quote(c.title.before)} to ${quote(c.title.after)}.`;
-  const text =
-    inserted === 0 && deleted === 0
-      ? 'The text has the same words.'
-      : `The text: ${inserted} word${inserted === 1 ? '' : 's'} inserted, ${deleted} deleted` +
-        `${c.granularity === 'line' ? ' (compared line by line: the texts are too long or too different for words)' : ''}.`;
+  const text = c.changes.every((change) => change.op === 'equal')
+    ? 'The text is the same.'
+    : `The text: ${inserted} word${inserted === 1 ? '' : 's'} inserted, ${deleted} deleted` +
+      `${c.granularity === 'line' ? ' (compared line by line: the texts are too long or too different for words)' : ''}.`;
   return [
     `Article ${c.article_id} from revision ${c.from} to revision ${c.to}. ${title} ${text}`,
     'structuredContent.changes has the whole diff in order (equal, insert, delete).',

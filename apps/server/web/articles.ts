@@ -203,9 +203,7 @@ function comparison(id: string, c: RevisionComparisonOut): Html {
   const diff = shownDiff(c.changes, c.granularity === 'line');
   const text = c.changes.every((change) => change.op === 'equal')
     ? html`<p class="muted">The text is the same.</p>`
-    : diff.added === 0 && diff.removed === 0
-      ? html`<p class="muted">The words are the same; only the spacing or layout differs.</p>`
-      : html`${diff.byLine ? html`<p class="muted">Compared line by line (too long or too many changes for words).</p>` : ''}
+    : html`${diff.byLine ? html`<p class="muted">Compared line by line (too long or too many changes for words).</p>` : ''}
 <div class="compare-wide">${renderSides(diff, { before: `Revision ${c.from}`, after: `Revision ${c.to}` })}</div>
 <div class="compare-narrow">${renderDiff(diff)}</div>`;
   return html`${titles(c.from, c.to, c.title.before, c.title.after)}
