@@ -6,9 +6,9 @@ import { type Element, nodeText, PROTECTED_ATTRIBUTE } from './tree.ts';
  * Word diffs of an article's text (the revision, restore, compare, staff and stale-editor pages, the
  * API's and MCP's comparison of two revisions): jsdiff's `diffWords` on the visible text of two bodies
  * (never their HTML), in which a protected link is one unit (its text is added, removed or kept whole),
- * long unchanged stretches shortened to a few words of context (or kept whole: ALL_WORDS). The work is bounded by size, not by a clock: texts of more than
- * DIFF_WORDS_MAX words, or a word diff of more than DIFF_EDITS_MAX edits, are compared by line
- * instead; a line diff of more than DIFF_EDITS_MAX edits, or a diff that would show more than
+ * long unchanged stretches shortened to a few words of context (or kept whole: ALL_WORDS). The work
+ * is bounded by size, not by a clock: texts of more than DIFF_WORDS_MAX words, or a word diff of more
+ * than DIFF_EDITS_MAX edits, are compared by line instead; a line diff of more than DIFF_EDITS_MAX edits, or a diff that would show more than
  * DIFF_SHOWN_MAX characters, is none (the pages then link to both versions whole). Run on the
  * worker pool (infra/sanitize-pool.ts), never in the server's thread for a large body.
  */
