@@ -116,3 +116,33 @@ function takeWords(tokens: readonly string[], count: number): string[] {
   }
   return taken;
 }
+
+/** One step of a word diff as the API and the tools answer it (`{op, text}`, as in many diff formats). */
+export type DiffChange = { op: 'equal' | 'insert' | 'delete'; text: string };
+
+/** The text that stands for unchanged words a shortened diff leaves out (a gap): one `equal` step. */
+export const DIFF_GAP_TEXT = '…';
+
+/**
+ * A word diff as `{op, text}` steps, in order: same text `equal`, added `insert`, removed `delete`;
+ * each run of unchanged words the diff left out (a gap) is one `equal` step whose text is
+ * DIFF_GAP_TEXT. The one mapping of the wire's diffs (an edit's preview, the comparison of revisions).
+ */
+export function diffChanges(diff: TextDiff): DiffChange[] {
+  return diff.parts.map((part): DiffChange => {
+    switch (part.kind) {
+      case 'same':
+        return { op: 'equal', text: part.text };
+      case 'added':
+        return { op: 'insert', text: part.text };
+      case 'removed':
+        return { op: 'delete', text: part.text };
+      case 'gap':
+        return { op: 'equal', text: DIFF_GAP_TEXT };
+      default: {
+        const unknown: never = part;
+        throw new Error(`unknown diff part ${JSON.stringify(unknown)}`);
+      }
+    }
+  });
+}
