@@ -4,6 +4,7 @@ import type { Db } from '../../infra/db/schema.ts';
 import type { JobSink } from '../../infra/jobs/queue.ts';
 import type { FetchImage } from '../../infra/media/fetch.ts';
 import type { MediaStore } from '../../infra/media/store.ts';
+import type { BodyDiff } from '../../infra/sanitize-pool.ts';
 import type { EditLimit } from './call.ts';
 import type { Commands } from './commands/index.ts';
 
@@ -35,6 +36,11 @@ export type ApplicationDeps = {
    * webhook URL whose host is such an address may be http. Default: none.
    */
   allowOutbound?: (ip: string) => boolean;
+  /**
+   * The word diff of two bodies (Runtime.diff: on the worker pool, within its budget). Default: in this
+   * thread, within the same budget.
+   */
+  diff?: (before: string, after: string) => Promise<BodyDiff>;
   /** Where failures nobody awaits are reported (an activity record that could not be stored). */
   log?: { error(obj: object, msg: string): void };
 };

@@ -211,6 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     editLimit: deps.editLimit ?? defaultEditLimit(app, limits.editsPerDay),
     media,
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
+    diff: deps.runtime.diff,
     ...(deps.jobSink ? { jobs: deps.jobSink } : {}),
     allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
     log: app.log,
