@@ -209,6 +209,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
         'list_backlinks',
         'list_revisions',
         'list_sites',
+        'preview_article_edit',
         'replace_featured_image',
         'restore_revision',
         'update_article',
