@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { recordingClient } from '../support/http.ts';
 import { loadOpenApi, validateResponse } from '../support/openapi.ts';
+import type { Preview } from '../support/preview.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
 import { PATIENCE } from '../support/wait.ts';
@@ -14,17 +15,6 @@ import { PATIENCE } from '../support/wait.ts';
 
 type Seed = { account_id: string; api_key: string; sites: { id: string }[] };
 type List<T> = { data: T[] };
-type Preview = {
-  article_id: string;
-  base_revision: number;
-  would_change: boolean;
-  title: string;
-  body: string;
-  word_count: number;
-  sanitized: { path: string; removed: string; reason: string }[];
-  protected_links: { ok: boolean; errors: { id: string; change: string }[] };
-  diff: { op: string; text: string }[] | null;
-};
 type Activity = { operation: string; request_id: string; article_id: string | null; revision: number | null };
 
 async function seedAccount(env: Record<string, string>, n: string): Promise<Seed> {

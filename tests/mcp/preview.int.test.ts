@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_META_KEY } from '../../apps/server/mcp/tool-errors.ts';
 import { listActivity } from '../../projections/activity.ts';
 import { connectClient, type McpTestApp, startMcpTestApp } from '../support/mcp-app.ts';
+import type { Preview } from '../support/preview.ts';
 
 /*
  * preview_article_edit through the SDK client: listed read-only and idempotent (also to a read-only
@@ -14,17 +15,6 @@ import { connectClient, type McpTestApp, startMcpTestApp } from '../support/mcp-
 
 const addFormats = addFormatsImport.default;
 
-type Preview = {
-  article_id: string;
-  base_revision: number;
-  would_change: boolean;
-  title: string;
-  body: string;
-  word_count: number;
-  sanitized: { reason: string }[];
-  protected_links: { ok: boolean; errors: { id: string; change: string }[] };
-  diff: { op: string; text: string }[] | null;
-};
 type ErrorInfo = { code: string; errors?: { id?: string; change?: string }[] };
 
 const textOf = (result: CallToolResult): string =>
