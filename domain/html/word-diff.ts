@@ -2,7 +2,8 @@ import { diffLines, diffWords } from 'diff';
 import { countWords, textContent } from './text.ts';
 
 /*
- * Word diffs of an article's text (the revision, restore, staff and stale-editor pages): jsdiff's
+ * Word diffs of an article's text (the revision, restore, staff and stale-editor pages, an edit's
+ * preview in every face: `diffChanges` gives the API's and the tools' `{op, text}` steps): jsdiff's
  * `diffWords` on the visible text of two bodies (never their HTML), long unchanged stretches shortened
  * to a few words of context. The work is bounded by size, not by a clock: texts of more than
  * DIFF_WORDS_MAX words, or a word diff of more than DIFF_EDITS_MAX edits, are compared by line
