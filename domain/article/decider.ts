@@ -233,10 +233,7 @@ function refuseProtectedChanges(check: ProtectedCheck, origin: Origin): void {
 /**
  * What an edit of title and/or body would do to the article, judged and not made: the title and body
  * it would store (the body sanitised), what the sanitiser removes, the protected blocks' verdict for
- * the edit's origin, and whether anything would change. `decide` makes its `EditArticle` events from
- * it (refusing a failed protected check); the preview (apps/application/articles.ts `preview`) answers
- * with it. Throws what the edit throws before that: `invalid_request` for neither a title nor a body, a
- * title or body the rules refuse, `revision_mismatch` for a stale expected revision.
+ * the edit's origin, and whether anything would change.
  */
 export type EditVerdict = {
   /** The title and body the article would have after the edit (the current ones where unchanged). */
@@ -253,6 +250,13 @@ export type EditVerdict = {
   readonly wouldChange: boolean;
 };
 
+/**
+ * The one judgement of an edit: `decide` makes its `EditArticle` events from it (refusing a failed
+ * protected check), the preview (apps/application/articles.ts `preview`) answers with it, so the two
+ * cannot disagree. Throws what the edit throws before its protected check: `invalid_request` for
+ * neither a title nor a body and for a title or body the rules refuse, `revision_mismatch` for a
+ * stale expected revision. `memory` as for `decide`.
+ */
 export function editVerdict(article: Article, d: EditArticle['data'], memory?: HtmlMemory): EditVerdict {
   if (d.title === undefined && d.body === undefined) {
     throw invalidField('Give a title, a body, or both', 'title', 'title or body is required');
