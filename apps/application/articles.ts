@@ -15,7 +15,7 @@ import { extractProtectedLinks } from '../../domain/html/facts.ts';
 import { REMOVED_LISTED_MAX } from '../../domain/html/sanitize.ts';
 import { SanitizedItem as SanitizedItemShape } from '../../domain/html/sanitized-item.ts';
 import { ProtectedKind } from '../../domain/html/tree.ts';
-import { DIFF_GAP_TEXT, diffChanges } from '../../domain/html/word-diff.ts';
+import { diffChanges } from '../../domain/html/word-diff.ts';
 import { URL_MAX } from '../../domain/input.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { requestHash } from '../../infra/idempotency.ts';
@@ -36,6 +36,7 @@ import type { EditResult } from './commands/index.ts';
 import {
   atMost,
   cleanText,
+  DiffStep,
   dateRange,
   fromParam,
   wireId as id,
@@ -175,19 +176,6 @@ export const ArticleChange = Article.extend({
       'says how many more (`"250 more"`) and whose `path` is where the first of them was.',
   }),
 }).meta({ id: 'ArticleChange' });
-
-/** One step of a word diff on the wire (domain/html/word-diff.ts `diffChanges` makes them). */
-export const DiffStep = z
-  .object({
-    op: z.enum(['equal', 'insert', 'delete']),
-    text: z.string(),
-  })
-  .meta({
-    id: 'DiffStep',
-    description:
-      'A run of the visible text: `equal` (in both), `insert` (added), `delete` (removed). Long unchanged runs are ' +
-      `shortened: the words left out are one \`equal\` step whose text is \`${DIFF_GAP_TEXT}\`.`,
-  });
 
 export const ArticlePreview = z
   .object({

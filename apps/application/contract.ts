@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { REASON_MAX, REVISION_MAX } from '../../domain/article/events.ts';
 import { DomainError, type NamedDetail } from '../../domain/errors.ts';
+import { DIFF_GAP_TEXT } from '../../domain/html/word-diff.ts';
 import { ID_MAX_LENGTH, ID_PATTERN, ID_RULE, textProblem } from '../../domain/input.ts';
 import { PAGE_MAX, PER_PAGE_DEFAULT, PER_PAGE_MAX } from '../../domain/vocabulary.ts';
 import { IDEMPOTENCY_KEY } from '../../infra/idempotency.ts';
@@ -191,3 +192,19 @@ export function rfc3339(date: Date): string {
 
 /** The JSON text of a wire object of type `T`, as `JSON.stringify` writes it. */
 export type JsonOf<T> = string & { readonly __jsonOf?: T };
+
+/**
+ * One step of a word diff on the wire (an edit's preview, the comparison of revisions): what
+ * `diffChanges` (domain/html/word-diff.ts) makes of a word diff.
+ */
+export const DiffStep = z
+  .object({
+    op: z.enum(['equal', 'insert', 'delete']),
+    text: z.string(),
+  })
+  .meta({
+    id: 'DiffStep',
+    description:
+      'A run of the visible text: `equal` (in both), `insert` (added), `delete` (removed). Long unchanged runs are ' +
+      `shortened: the words left out are one \`equal\` step whose text is \`${DIFF_GAP_TEXT}\`.`,
+  });
