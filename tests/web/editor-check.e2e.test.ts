@@ -148,6 +148,8 @@ describe('the editor’s Check changes', () => {
       `Saving this would make revision ${a.revision + 1}`,
     );
     expect(await page.textContent('#check-title')).toContain(`${a.title} again`);
+    // The rich editor writes the body back as it serialises it: the same words, the markup maybe not.
+    expect(await page.textContent('#check-body')).toMatch(/^The (body is the same|words are the same)/);
     expect(await page.inputValue('#title')).toBe(`${a.title} again`);
     expect((await article(a.id)).revision).toBe(a.revision);
     await screenshot(page, 'editor-check-rich');

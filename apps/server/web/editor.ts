@@ -300,11 +300,17 @@ ${
     : html`<p id="check-title"><del>${article.title}</del> → <ins>${preview.title}</ins></p>`
 }
 <h3>Text of the body</h3>
-${DIFF_LEGEND}
+${
+  preview.body === article.body
+    ? html`<p class="muted" id="check-body">The body is the same as revision ${article.revision}.</p>`
+    : bodyDiff !== null && bodyDiff !== 'busy' && bodyDiff.added === 0 && bodyDiff.removed === 0
+      ? html`<p class="muted" id="check-body">The words are the same; only the markup differs (links, emphasis or layout).</p>`
+      : html`${DIFF_LEGEND}
 ${renderBodyDiff(bodyDiff, {
   before: { label: `revision ${article.revision}`, href: `${path}/revisions/${article.revision}#content` },
   after: { label: 'your text below', href: '#body' },
-})}
+})}`
+}
 </section>`,
     };
   }
