@@ -17,6 +17,9 @@ const addFormats = addFormatsImport.default;
 
 type ErrorInfo = { code: string; errors?: { id?: string; change?: string }[] };
 
+/** The code of a tool error (undefined for a result that is none). */
+const codeOf = (result: CallToolResult): string | undefined =>
+  (result._meta?.[ERROR_META_KEY] as ErrorInfo | undefined)?.code;
 const textOf = (result: CallToolResult): string =>
   result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 
@@ -142,12 +145,12 @@ describe('preview_article_edit', () => {
       title: 'x',
       expected_revision: before.revision + 1,
     });
-    expect((stale._meta?.[ERROR_META_KEY] as ErrorInfo).code).toBe('revision_mismatch');
+    expect(codeOf(stale)).toBe('revision_mismatch');
     const theirs = await call(write, 'preview_article_edit', { article_id: t.b.articleIds[0], title: 'x' });
-    expect((theirs._meta?.[ERROR_META_KEY] as ErrorInfo).code).toBe('not_found');
+    expect(codeOf(theirs)).toBe('not_found');
     for (const args of [{}, { title: '' }, { title: 'x'.repeat(301) }]) {
       const bad = await call(write, 'preview_article_edit', { article_id: id, ...args });
-      expect((bad._meta?.[ERROR_META_KEY] as ErrorInfo).code).toBe('invalid_request');
+      expect(codeOf(bad)).toBe('invalid_request');
     }
   });
 });
