@@ -390,8 +390,9 @@ const listActivityTool = defineTool({
   title: 'The account’s activity log',
   description:
     'Every call made through the API and by assistants (refused ones included) and the changes the content ' +
-    'pipeline made, newest first: time, source, actor, operation (the tool names), site, article, status ' +
-    `(an HTTP status; 200 is success). Filter by date, source, site_id and article_id. ${DATES} ${PAGING}`,
+    'pipeline made, newest first: time, source, actor, operation (the tool names; articles.preview for a ' +
+    'preview of an edit), site, article, status (an HTTP status; 200 is success).' +
+    ` Filter by date, source, site_id and article_id. ${DATES} ${PAGING}`,
   scope: 'read',
   annotations: READ,
   input: ListActivityInput,
