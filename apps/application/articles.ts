@@ -15,10 +15,12 @@ import { extractProtectedLinks } from '../../domain/html/facts.ts';
 import { REMOVED_LISTED_MAX } from '../../domain/html/sanitize.ts';
 import { SanitizedItem as SanitizedItemShape } from '../../domain/html/sanitized-item.ts';
 import { ProtectedKind } from '../../domain/html/tree.ts';
+import { ALL_WORDS, diffChanges } from '../../domain/html/word-diff.ts';
 import { URL_MAX } from '../../domain/input.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
+import { type BodyDiff, diffInThread } from '../../infra/sanitize-pool.ts';
 import type { ArticleDetailRow, ArticleJsonRow, ArticleRow } from '../../projections/articles.ts';
 import {
   findArticle,
@@ -34,6 +36,7 @@ import type { EditResult } from './commands/index.ts';
 import {
   atMost,
   cleanText,
+  DiffChange,
   dateRange,
   fromParam,
   wireId as id,
@@ -174,6 +177,68 @@ export const ArticleChange = Article.extend({
   }),
 }).meta({ id: 'ArticleChange' });
 
+export const ArticlePreview = z
+  .object({
+    article_id: id,
+    base_revision: z
+      .number()
+      .int()
+      .min(1)
+      .meta({ description: 'The revision the preview judged the edit against (the current one).' }),
+    would_change: z.boolean().meta({
+      description:
+        'true when the edit, sent now as it is, would make a new revision: the protected links pass and the title or body differ.',
+    }),
+    title: z.string().meta({ description: 'The title the article would have.' }),
+    body: z.string().meta({
+      description: 'The body the article would have: the submitted one sanitised, or the current one.',
+    }),
+    word_count: z.number().int().min(0).meta({ description: 'Words in the text of that body.' }),
+    sanitized: ArticleChange.shape.sanitized.meta({
+      description:
+        'What the sanitiser would remove from the submitted body (as the edit would list it in `sanitized`); listed ' +
+        'even when nothing would change.',
+    }),
+    protected_links: z
+      .object({
+        ok: z.boolean(),
+        errors: z.array(z.object({ id: z.string(), change: z.enum(['removed', 'rewritten', 'forged']) })),
+      })
+      .meta({
+        description:
+          "The protected links' verdict: when `ok` is false the edit would be refused with 422 `protected_links_modified` " +
+          'and these same `errors`.',
+      }),
+    diff: z
+      .array(DiffChange)
+      .nullable()
+      .meta({
+        description:
+          "The word diff of the body's text against the current revision; null when the texts are too long or too " +
+          'different to compare (or the server is busy comparing others): the verdict stands without it.',
+      }),
+  })
+  .meta({
+    id: 'ArticlePreview',
+    description:
+      'What an edit would do, checked and not made: no revision, no event, not counted as an edit.',
+    example: {
+      article_id: 'art_06h014k2g711vw3tv0g528qpw8',
+      base_revision: 3,
+      would_change: true,
+      title: 'How to choose a boiler',
+      body: '<p>Read our <a href="https://northside-plumbing.example/services" data-service-protected="internal" data-service-id="il_1">boiler services</a> today.</p>',
+      word_count: 5,
+      sanitized: [{ path: 'p[1]', removed: 'onclick="track()"', reason: 'event_handler' }],
+      protected_links: { ok: true, errors: [] },
+      diff: [
+        { op: 'equal', text: 'Read our boiler services ' },
+        { op: 'delete', text: 'first.' },
+        { op: 'insert', text: 'today.' },
+      ],
+    },
+  });
+
 /* What the article use cases are asked with: every face's parameters and bodies derive from these. */
 
 export const ArticleQuery = z
@@ -261,6 +326,15 @@ export const UpdateArticleInput = z
   })
   .refine(titleOrBody, TITLE_OR_BODY);
 
+export const PreviewArticleEditInput = z
+  .strictObject({
+    article_id: toolFields.articleId,
+    title: UpdateArticleInput.shape.title,
+    body: UpdateArticleInput.shape.body,
+    expected_revision: writeOptions.expected_revision,
+  })
+  .refine(titleOrBody, TITLE_OR_BODY);
+
 export const ReplaceFeaturedImageInput = z.strictObject({
   article_id: toolFields.articleId,
   url: FeaturedImageJsonBody.shape.url.meta({
@@ -277,6 +351,10 @@ export const ReplaceFeaturedImageInput = z.strictObject({
 export type ArticleListItemOut = z.infer<typeof ArticleListItem>;
 export type ArticleOut = z.infer<typeof Article>;
 export type ArticleChangeOut = z.infer<typeof ArticleChange>;
+export type ArticlePreviewOut = z.infer<typeof ArticlePreview>;
+
+/** A preview's answer: the wire object, and the diff as the pages render it (`busy`, null: not shown). */
+export type EditPreview = { preview: ArticlePreviewOut; diff: BodyDiff };
 
 export function articleListItemOut(row: ArticleRow): ArticleListItemOut {
   return {
@@ -356,11 +434,12 @@ export type Articles = ReturnType<typeof createArticles>;
 
 /** Articles: read one or a site's list, edit title and body, replace the featured image. */
 export function createArticles(
-  deps: Pick<ApplicationDeps, 'db' | 'reads' | 'commands' | 'media' | 'fetchImage' | 'publicUrl'>,
+  deps: Pick<ApplicationDeps, 'db' | 'reads' | 'commands' | 'media' | 'fetchImage' | 'publicUrl' | 'diff'>,
   writer: ArticleWriter,
 ) {
   const { db, commands } = deps;
   const reads = readsOf(deps);
+  const diff = deps.diff ?? diffInThread;
   return {
     /** One article of the account with its body and protected links; `not_found` otherwise. */
     get(call: Call, articleId: string): Promise<Outcome<ArticleOut>> {
@@ -439,6 +518,56 @@ export function createArticles(
               ),
             owned,
           );
+        }),
+      );
+    },
+
+    /**
+     * What `edit` would do with the same input, checked and not made: the title and body it would store,
+     * what the sanitiser removes, the protected links' verdict (the decider's own, `editVerdict`, for
+     * the call's origin: refused links are in the answer, not thrown), whether it would make a revision,
+     * and the body's word diff against the current revision. No revision, no event, not counted against
+     * the edit limit; a read-only grant may preview. Refused as the edit is for an unknown or another
+     * account's article (`not_found`), a stale expected revision (`revision_mismatch`) and a title or body
+     * the rules refuse. `reason` is not part of a preview (the faces accept it and leave it out).
+     */
+    preview(
+      call: Call,
+      input: {
+        articleId: string;
+        title?: string | undefined;
+        body?: string | undefined;
+        expectedRevision?: number | undefined;
+      },
+    ): Promise<Outcome<EditPreview>> {
+      const { articleId } = input;
+      return inUseCase('articles.preview', call, () =>
+        outcomeOf({ articleId }, async (note) => {
+          // Tenancy, and the API key confirmed unrevoked, in one statement.
+          await writer.own(call, note, articleId);
+          const { principal } = call;
+          const { article, verdict, wordCount } = await commands.previewEdit(
+            principal.accountId,
+            articleId,
+            { title: input.title, body: input.body, expectedRevision: input.expectedRevision },
+            principal,
+          );
+          const bodyDiff = await diff(article.body, verdict.body, ALL_WORDS);
+          const errors = verdict.protected.ok ? [] : verdict.protected.errors;
+          return {
+            preview: {
+              article_id: articleId,
+              base_revision: article.revision,
+              would_change: verdict.wouldChange,
+              title: verdict.title,
+              body: verdict.body,
+              word_count: wordCount,
+              sanitized: verdict.sanitized,
+              protected_links: { ok: verdict.protected.ok, errors },
+              diff: bodyDiff === null || bodyDiff === 'busy' ? null : diffChanges(bodyDiff),
+            },
+            diff: bodyDiff,
+          };
         }),
       );
     },

@@ -191,3 +191,20 @@ export function rfc3339(date: Date): string {
 
 /** The JSON text of a wire object of type `T`, as `JSON.stringify` writes it. */
 export type JsonOf<T> = string & { readonly __jsonOf?: T };
+
+/**
+ * One stretch of a word diff on the wire (an edit's preview, the comparison of two revisions): what
+ * `diffChanges` (domain/html/word-diff.ts) makes of a whole word diff.
+ */
+export const DiffChange = z
+  .object({
+    op: z.enum(['equal', 'insert', 'delete']),
+    text: z.string(),
+  })
+  .meta({
+    id: 'DiffChange',
+    description:
+      'One stretch of a word diff of the visible text, in order: `equal` (in both), `insert` (only after) or ' +
+      '`delete` (only before). A protected link is one unit: its text is kept, added or removed whole.',
+    example: { op: 'insert', text: 'condensing ' },
+  });

@@ -10,6 +10,7 @@ import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { WireFeaturedImage } from './articles.ts';
 import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
 import {
+  DiffChange,
   idParam,
   reasonField,
   revisionNumber,
@@ -60,20 +61,6 @@ export const RevisionContent = Revision.extend({
   id: 'RevisionContent',
   description: 'The article as it was at this revision, obtained by replaying its history.',
 });
-
-/** One stretch of a word diff: kept (`equal`), added (`insert`) or removed (`delete`), and its text. */
-export const DiffChange = z
-  .object({
-    op: z.enum(['equal', 'insert', 'delete']),
-    text: z.string(),
-  })
-  .meta({
-    id: 'DiffChange',
-    description:
-      'One stretch of a word diff of the visible text, in order: `equal` (in both), `insert` (only after) or ' +
-      '`delete` (only before). A protected link is one unit: its text is kept, added or removed whole.',
-    example: { op: 'insert', text: 'condensing ' },
-  });
 
 /** Two revisions of an article compared: their titles and the whole word diff of their text. */
 export const RevisionComparison = z

@@ -211,9 +211,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     editLimit: deps.editLimit ?? defaultEditLimit(app, limits.editsPerDay),
     media,
     fetchImage: deps.fetchImage ?? defaultImageFetcher(deps.config),
+    diff: deps.runtime.diff,
     ...(deps.jobSink ? { jobs: deps.jobSink } : {}),
     allowOutbound: allowNetworks(deps.config.OUTBOUND_ALLOW_NETWORKS ?? []),
-    diff: deps.runtime.diff,
     log: app.log,
   });
   // The activity records every face started are stored before the app closes: within half the

@@ -218,10 +218,73 @@ function checkProtected(current: string, next: string, origin: Origin, memory?: 
   refuseProtectedChanges(checkProtectedBlocks(current, next, memory), origin);
 }
 
-function refuseProtectedChanges(check: ProtectedCheck, origin: Origin): void {
-  if (check.ok) return;
+/** The check as the origin is held to it: from `rewrite`, a new protected block is no error. */
+function protectedFor(check: ProtectedCheck, origin: Origin): ProtectedCheck {
+  if (check.ok) return check;
   const errors = origin === 'rewrite' ? check.errors.filter((e) => e.change !== 'forged') : check.errors;
-  if (errors.length > 0) throw new DomainError('protected_links_modified', check.summary, errors);
+  return errors.length > 0 ? { ...check, errors } : { ok: true };
+}
+
+function refuseProtectedChanges(check: ProtectedCheck, origin: Origin): void {
+  const held = protectedFor(check, origin);
+  if (!held.ok) throw new DomainError('protected_links_modified', held.summary, held.errors);
+}
+
+/**
+ * What an edit of title and/or body would do to the article, judged and not made: the title and body
+ * it would store (the body sanitised), what the sanitiser removes, the protected blocks' verdict for
+ * the edit's origin, and whether anything would change.
+ */
+export type EditVerdict = {
+  /** The title and body the article would have after the edit (the current ones where unchanged). */
+  readonly title: string;
+  readonly body: string;
+  /** What sanitising the submitted body removed (none without a body). */
+  readonly sanitized: SanitizedItem[];
+  /** The protected blocks' verdict, with the errors the edit's origin is refused for. */
+  readonly protected: ProtectedCheck;
+  /** The title, the body, as they differ from the current ones (undefined: unchanged). */
+  readonly titleChange: string | undefined;
+  readonly bodyChange: string | undefined;
+  /** True when the edit would make a revision: the protected check passes and title or body differ. */
+  readonly wouldChange: boolean;
+};
+
+/**
+ * The one judgement of an edit: `decide` makes its `EditArticle` events from it (refusing a failed
+ * protected check), the preview (apps/application/articles.ts `preview`) answers with it, so the two
+ * cannot disagree. Throws what the edit throws before its protected check: `invalid_request` for
+ * neither a title nor a body and for a title or body the rules refuse, `revision_mismatch` for a
+ * stale expected revision. `memory` as for `decide`.
+ */
+export function editVerdict(article: Article, d: EditArticle['data'], memory?: HtmlMemory): EditVerdict {
+  if (d.title === undefined && d.body === undefined) {
+    throw invalidField('Give a title, a body, or both', 'title', 'title or body is required');
+  }
+  checkExpectation(article, d.expectedRevision);
+  if (d.title !== undefined) checkTitle(d.title);
+  let body: string | undefined;
+  let sanitized: SanitizedItem[] = [];
+  let check: ProtectedCheck = { ok: true };
+  if (d.body !== undefined) {
+    checkBodySize(d.body);
+    const result = sanitizeHtml(d.body, memory);
+    checkSanitizedSize(result.html);
+    check = protectedFor(checkProtectedBlocks(article.body, result.html, memory), d.origin);
+    body = result.html;
+    sanitized = result.removed;
+  }
+  const titleChange = d.title !== undefined && d.title !== article.title ? d.title : undefined;
+  const bodyChange = body !== undefined && body !== article.body ? body : undefined;
+  return {
+    title: titleChange ?? article.title,
+    body: bodyChange ?? article.body,
+    sanitized,
+    protected: check,
+    titleChange,
+    bodyChange,
+    wouldChange: check.ok && (titleChange !== undefined || bodyChange !== undefined),
+  };
 }
 
 /** The fields every revision event carries: the next revision number and who made it, from where, why. */
@@ -265,24 +328,16 @@ export function decide(command: ArticleCommand, state: ArticleState, memory?: Ht
     case 'EditArticle': {
       const d = command.data;
       const article = requireArticle(state, d.articleId);
-      if (d.title === undefined && d.body === undefined) {
-        throw invalidField('Give a title, a body, or both', 'title', 'title or body is required');
+      const verdict = editVerdict(article, d, memory);
+      if (!verdict.protected.ok) {
+        throw new DomainError(
+          'protected_links_modified',
+          verdict.protected.summary,
+          verdict.protected.errors,
+        );
       }
-      checkExpectation(article, d.expectedRevision);
-      if (d.title !== undefined) checkTitle(d.title);
-      let body: string | undefined;
-      let sanitized: SanitizedItem[] = [];
-      if (d.body !== undefined) {
-        checkBodySize(d.body);
-        const result = sanitizeHtml(d.body, memory);
-        checkSanitizedSize(result.html);
-        checkProtected(article.body, result.html, d.origin, memory);
-        body = result.html;
-        sanitized = result.removed;
-      }
-      const title = d.title !== undefined && d.title !== article.title ? d.title : undefined;
-      if (body === article.body) body = undefined;
-      if (title === undefined && body === undefined) return [];
+      const { titleChange: title, bodyChange: body, sanitized } = verdict;
+      if (!verdict.wouldChange) return [];
       return [
         {
           type: 'ArticleEdited',

@@ -21,6 +21,7 @@ const ALL_TOOLS = [
   'list_backlinks',
   'get_stats',
   'update_article',
+  'preview_article_edit',
   'replace_featured_image',
   'list_revisions',
   'get_revision',
@@ -142,6 +143,7 @@ describe('/mcp in both protocol eras', () => {
         ['list_revisions', { article_id: articleId }],
         ['get_revision', { article_id: articleId, revision: 1 }],
         ['compare_revisions', { article_id: articleId, from: 1, to: 1 }],
+        ['preview_article_edit', { article_id: articleId, title: 'Only a look' }],
       ];
       for (const [name, args] of reads) {
         const [m, l2, l1] = await Promise.all([
@@ -320,7 +322,10 @@ describe('/mcp in both protocol eras', () => {
         source: 'mcp',
       });
       const ops = records.rows.map((r) => r.operation);
-      for (const name of ALL_TOOLS) expect(ops, name).toContain(name);
+      // A preview is recorded as its operation, articles.preview, whichever face asks for it.
+      const operationOf = (name: string): string =>
+        name === 'preview_article_edit' ? 'articles.preview' : name;
+      for (const name of ALL_TOOLS) expect(ops, name).toContain(operationOf(name));
       for (const row of records.rows) {
         expect(row.actor).toEqual({ type: 'oauth_client', id: t.client.id, name: t.client.name });
       }

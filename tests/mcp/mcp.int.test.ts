@@ -30,6 +30,7 @@ const ALL_TOOLS = [
   'list_backlinks',
   'get_stats',
   'update_article',
+  'preview_article_edit',
   'replace_featured_image',
   'list_revisions',
   'get_revision',

@@ -197,3 +197,19 @@ export async function articleWithTwoRevisions(web: WebApp, siteId: string, title
   expect(edit.status).toBe(200);
   return articleId;
 }
+
+/** The demo account's articles that have protected links, as GET article answers them, site by site. */
+export async function articlesWithProtectedLinks<A extends { protected_links: unknown[] }>(
+  web: WebApp,
+): Promise<A[]> {
+  const found: A[] = [];
+  for (const site of web.demo.sites) {
+    const res = await web.api(`/sites/${site.id}/articles?per_page=100`);
+    const { data } = (await res.json()) as { data: { id: string }[] };
+    for (const item of data) {
+      const full = (await (await web.api(`/articles/${item.id}`)).json()) as A;
+      if (full.protected_links.length > 0) found.push(full);
+    }
+  }
+  return found;
+}

@@ -2,7 +2,13 @@ import { connect } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible, noPageScripts } from '../support/axe.ts';
-import { expectLabelled, screenshot, startWebApp, type WebApp } from '../support/web.ts';
+import {
+  articlesWithProtectedLinks,
+  expectLabelled,
+  screenshot,
+  startWebApp,
+  type WebApp,
+} from '../support/web.ts';
 
 /*
  * The editor without JavaScript (`/articles/{id}/edit`) through a real server in headless Chromium:
@@ -82,15 +88,7 @@ describe('the editor, JavaScript off', () => {
 
   beforeAll(async () => {
     web = await startWebApp({ articles: 8 });
-    articles = [];
-    for (const site of web.demo.sites) {
-      const res = await web.api(`/sites/${site.id}/articles?per_page=100`);
-      const { data } = (await res.json()) as { data: { id: string }[] };
-      for (const item of data) {
-        const full = await article(item.id);
-        if (full.protected_links.length > 0) articles.push(full);
-      }
-    }
+    articles = await articlesWithProtectedLinks<Article>(web);
     expect(articles.length).toBeGreaterThanOrEqual(6);
   });
   afterAll(async () => {

@@ -153,6 +153,7 @@ const STAFF_PAGES = (): string[] => [
 /** Every form of an account holder, each with `{v}` where a hostile value goes. */
 const HOLDER_FORMS = (): string[] => [
   '/articles/{v}/edit',
+  '/articles/{v}/preview',
   '/articles/{v}/featured-image',
   '/articles/{v}/revisions/1/restore',
   `/articles/${articleId}/revisions/{v}/restore`,
@@ -204,6 +205,7 @@ describe('hostile input on the web pages', () => {
   it("an account holder's forms answer NUL and other control characters in every field with a page", async () => {
     const fields: Record<string, string[]> = {
       [`/articles/${articleId}/edit`]: ['title', 'body', 'reason', 'expected_revision'],
+      [`/articles/${articleId}/preview`]: ['title', 'body', 'reason', 'expected_revision'],
       [`/articles/${articleId}/revisions/1/restore`]: ['reason', 'expected_revision'],
       '/account/password': ['current', 'password', 'repeat'],
       '/connect/keys': ['name', 'scope'],

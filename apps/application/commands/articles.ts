@@ -4,6 +4,8 @@ import {
   type ArticleState,
   type CreateArticle,
   decide,
+  type EditVerdict,
+  editVerdict,
   evolve,
   initialState,
 } from '../../../domain/article/decider.ts';
@@ -15,6 +17,7 @@ import {
 } from '../../../domain/article/events.ts';
 import { DomainError } from '../../../domain/errors.ts';
 import type { Actor, Origin } from '../../../domain/event.ts';
+import { wordCount } from '../../../domain/html/facts.ts';
 import type { SanitizedItem } from '../../../domain/html/sanitized-item.ts';
 import { type AnswerKey, keepAnswer } from '../../../infra/idempotency.ts';
 import { newId } from '../../../infra/ids.ts';
@@ -155,6 +158,19 @@ export function articleCommands(deps: CommandContext) {
     return { article, changed, revision: article.revision, sanitized };
   }
 
+  /** The article of the account as it is now: its snapshot read (not remembered), the events after it folded. */
+  async function currentArticle(accountId: string, articleId: string): Promise<Article> {
+    const start = await readArticleSnapshot(db, articleId, deps.snapshots);
+    const history =
+      start !== undefined && start.streamVersion === start.version
+        ? []
+        : await store.readStream<ArticleEvent>(articleStream(articleId), { from: (start?.version ?? 0) + 1 });
+    const state = history.reduce((s, e) => evolve(s, e), start?.state ?? initialState);
+    if (!state.exists || state.accountId !== accountId)
+      throw new DomainError('not_found', `No article ${articleId}`);
+    return state;
+  }
+
   /** The article as it was at revision n, by replaying its stream up to n. */
   async function articleAt(accountId: string, articleId: string, revision: number): Promise<ArticleState> {
     const missing = new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
@@ -290,6 +306,27 @@ export function articleCommands(deps: CommandContext) {
         },
         metadata: meta(caller),
       }));
+    },
+
+    /**
+     * What `editArticle` would decide, without deciding it: the article as a change would start from
+     * it (its snapshot read, the events after it folded), and the edit's verdict on it for the caller's
+     * origin (`editVerdict`, the decider's own judgement). Appends nothing; throws what the edit throws
+     * before its protected check (`not_found`, a stale expected revision, the title and body rules).
+     */
+    async previewEdit(
+      accountId: string,
+      articleId: string,
+      input: ChangeInput & { title?: string | undefined; body?: string | undefined },
+      caller: Pick<Caller, 'origin' | 'actor'>,
+    ): Promise<{ article: Article; verdict: EditVerdict; wordCount: number }> {
+      const [article] = await Promise.all([
+        currentArticle(accountId, articleId),
+        input.body !== undefined ? deps.sanitizeAhead?.(input.body) : undefined,
+      ]);
+      const data = { ...changeOf(articleId, input, { ...caller }), title: input.title, body: input.body };
+      const verdict = editVerdict(article, data, deps.html);
+      return { article, verdict, wordCount: wordCount(verdict.body, deps.html) };
     },
 
     articleAt,

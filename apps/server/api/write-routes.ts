@@ -5,6 +5,7 @@ import { DomainError } from '../../../domain/errors.ts';
 import { createJsonTexts } from '../../../infra/json-texts.ts';
 import {
   ArticleChange,
+  ArticlePreview,
   EditArticleBody,
   FeaturedImageJsonBody,
   type ImageInput,
@@ -86,6 +87,46 @@ export const writeRoutes: FastifyPluginAsyncZod<WriteRouteDeps> = async (app, { 
         ),
         jsonTexts,
       );
+    },
+  );
+
+  app.post(
+    '/articles/:id/preview',
+    {
+      // Changes nothing: a read-only key may preview. The key is confirmed by the ownership check's statement.
+      config: { operation: 'articles.preview', subject: 'article', keyCheck: 'statement' },
+      schema: {
+        tags: ['articles'],
+        summary: 'Preview an edit: what it would store, checked and not made',
+        description:
+          'Takes the body of `PUT /articles/{id}` (`reason` is accepted and ignored) and answers what that edit would ' +
+          'do now: the title and sanitised body it would store, their word count, what the sanitiser would remove, ' +
+          "the protected links' verdict (`ok: false` with the `errors` a PUT would be refused with, 422 " +
+          '`protected_links_modified`), whether it would make a revision (`would_change`), the revision it is based ' +
+          'on, and a word diff of the body against the current revision (`null` when too long or different to ' +
+          'compare). No revision and no event are made; it is not an edit for the daily limit (it is a request). ' +
+          'A stale `If-Match` is a 412, and the title and body rules give the 400s the PUT gives. A read-only key ' +
+          'may preview.',
+        params: ArticleParams,
+        headers: WriteHeaders.pick({ 'if-match': true }),
+        body: EditArticleBody,
+        response: { 200: ArticlePreview, ...readErrors, 412: Problem },
+      },
+    },
+    async (req, reply) => {
+      const expectedRevision = parseIfMatch(req.headers['if-match']);
+      const { title, body } = req.body;
+      const { preview } = settled(
+        req,
+        reply,
+        await application.articles.preview(apiCall(req), {
+          articleId: req.params.id,
+          title,
+          body,
+          expectedRevision,
+        }),
+      );
+      return preview;
     },
   );
 

@@ -215,7 +215,7 @@ export function createMcpServer(
         accountId: principal.accountId,
         source: 'mcp',
         actor: principal.actor,
-        operation: tool.name,
+        operation: tool.operation ?? tool.name,
         subject,
         status,
         requestId: request.requestId,

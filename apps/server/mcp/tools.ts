@@ -8,8 +8,10 @@ import {
   Article,
   ArticleChange,
   ArticleListItem,
+  ArticlePreview,
   GetArticleInput,
   ListArticlesInput,
+  PreviewArticleEditInput,
   ReplaceFeaturedImageInput,
   UpdateArticleInput,
 } from '../../application/articles.ts';
@@ -86,6 +88,8 @@ export type McpTool = {
   scope: KeyScope;
   /** A call counts against the account's daily edit limit (its listing says so, with the limit). */
   countsAsEdit?: true;
+  /** The operation its calls are recorded as in the activity log, when not the tool's name. */
+  operation?: string;
   annotations: Hints;
   input: z.ZodType;
   output: z.ZodType;
@@ -99,6 +103,7 @@ function defineTool<I extends z.ZodType, O extends z.ZodType<Record<string, unkn
   description: string;
   scope: KeyScope;
   countsAsEdit?: true;
+  operation?: string;
   annotations: Hints;
   input: I;
   output: O;
@@ -240,7 +245,9 @@ const updateArticleTool = defineTool({
     '(protected_links_modified) and nothing changes. The body is sanitised as the web editor does: scripts, ' +
     'iframes, event handlers and javascript: links are removed and listed in `sanitized`. An accepted change ' +
     'is a new revision (history is kept; restore_revision brings an earlier one back); an edit that changes ' +
-    `nothing creates none (changed: false). Give expected_revision to be safe against concurrent edits.`,
+    'nothing creates none (changed: false). Give expected_revision to be safe against concurrent edits. When ' +
+    'unsure whether an edit keeps the protected links or what the sanitiser will remove, call preview_article_edit ' +
+    'with the same arguments first: it answers the same verdict and changes nothing.',
   scope: 'write',
   countsAsEdit: true,
   // Destructive: no, every change is a new revision and the previous text stays restorable. Idempotent:
@@ -260,6 +267,31 @@ const updateArticleTool = defineTool({
     return write.change;
   },
   render: (out) => renderChange(out, 'Saved'),
+});
+
+const previewArticleEditTool = defineTool({
+  name: 'preview_article_edit',
+  title: 'Preview an edit of an article',
+  description:
+    'Check an edit before making it: takes update_article’s title and/or body (and expected_revision) and ' +
+    'answers what update_article would do now, changing nothing: the title and sanitised body it would store, ' +
+    'word_count, what the sanitiser would remove (sanitized), the protected links’ verdict (protected_links: ' +
+    '{ok, errors: [{id, change: removed|rewritten|forged}]}; not ok means update_article would be refused with ' +
+    'protected_links_modified and these errors), would_change (false: nothing to save, or refused), ' +
+    'base_revision (the revision judged against) and a word diff of the body’s text against it (diff: [{op: ' +
+    'equal|insert|delete, text}], null when too long to compare). No revision, not an edit for the daily limit.',
+  scope: 'read',
+  operation: 'articles.preview',
+  annotations: READ,
+  input: PreviewArticleEditInput,
+  output: ArticlePreview,
+  run: async (ctx, input) => {
+    const { article_id: articleId, title, body, expected_revision: expectedRevision } = input;
+    return ctx.settle(
+      await ctx.application.articles.preview(ctx.call, { articleId, title, body, expectedRevision }),
+    ).preview;
+  },
+  render: (out) => renderPreview(out),
 });
 
 const replaceFeaturedImageTool = defineTool({
@@ -381,8 +413,9 @@ const listActivityTool = defineTool({
   title: 'The account’s activity log',
   description:
     'Every call made through the API and by assistants (refused ones included) and the changes the content ' +
-    'pipeline made, newest first: time, source, actor, operation (the tool names), site, article, status ' +
-    `(an HTTP status; 200 is success). Filter by date, source, site_id and article_id. ${DATES} ${PAGING}`,
+    'pipeline made, newest first: time, source, actor, operation (the tool names; articles.preview for a ' +
+    'preview of an edit), site, article, status (an HTTP status; 200 is success).' +
+    ` Filter by date, source, site_id and article_id. ${DATES} ${PAGING}`,
   scope: 'read',
   annotations: READ,
   input: ListActivityInput,
@@ -399,6 +432,7 @@ export const mcpTools: readonly McpTool[] = [
   listBacklinksTool,
   getStatsTool,
   updateArticleTool,
+  previewArticleEditTool,
   replaceFeaturedImageTool,
   listRevisionsTool,
   getRevisionTool,
@@ -516,6 +550,43 @@ function renderChange(c: z.infer<typeof ArticleChange>, what: string): string {
   if (c.featured_image && what.startsWith('Featured image')) {
     lines.push(
       `Featured image: ${c.featured_image.url} (${c.featured_image.width ?? '?'}x${c.featured_image.height ?? '?'} px).`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** A preview's verdict in words: would it change, refused for which links, what is removed. */
+function renderPreview(p: z.infer<typeof ArticlePreview>): string {
+  const lines: string[] = [];
+  if (!p.protected_links.ok) {
+    lines.push(
+      `Would be refused (protected_links_modified): this edit of article ${p.article_id} changes protected links; nothing was changed.`,
+      ...p.protected_links.errors.map((e) => `- ${e.id}: ${e.change}`),
+      'Copy each protected element from get_article’s body verbatim (it may be moved) and preview again.',
+    );
+  } else if (p.would_change) {
+    lines.push(
+      `Would be saved: article ${p.article_id} would go from revision ${p.base_revision} to ${p.base_revision + 1} ` +
+        `(${quote(p.title)}, ${p.word_count} words). Nothing was changed yet: call update_article to save.`,
+    );
+  } else {
+    lines.push(
+      `Would change nothing: the title and body are those of revision ${p.base_revision} of article ${p.article_id}.`,
+    );
+  }
+  if (p.sanitized.length > 0) {
+    lines.push(
+      'The sanitiser would remove from the body:',
+      ...p.sanitized.map((s) => `- ${s.path}: ${s.removed} (${s.reason})`),
+    );
+  }
+  if (p.diff === null)
+    lines.push('The word diff is not shown: the texts are too long or too different to compare.');
+  else {
+    const inserted = p.diff.filter((d) => d.op === 'insert').length;
+    const deleted = p.diff.filter((d) => d.op === 'delete').length;
+    lines.push(
+      `Word diff of the body: ${inserted} insertions, ${deleted} deletions (structuredContent.diff).`,
     );
   }
   return lines.join('\n');

@@ -122,9 +122,9 @@ export function statusLabel(status: number): string {
   return `${status} ${STATUSES[status] ?? ''}`.trimEnd();
 }
 
-/** `update_article` as "Update article". */
+/** `update_article` as "Update article", `articles.preview` as "Articles preview". */
 export function operationLabel(operation: string): string {
-  const words = operation.replaceAll('_', ' ');
+  const words = operation.replaceAll(/[_.]/g, ' ');
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 

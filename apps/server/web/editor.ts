@@ -3,9 +3,10 @@ import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../do
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import { restoreProtectedBlocks } from '../../../domain/html/protected-repair.ts';
 import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
+import { diffChanges } from '../../../domain/html/word-diff.ts';
 import { ID_PATTERN } from '../../../domain/input.ts';
 import type { ArticleWrite } from '../../application/article-write.ts';
-import type { ArticleOut } from '../../application/articles.ts';
+import type { ArticleOut, EditPreview } from '../../application/articles.ts';
 import { unwrap } from '../../application/call.ts';
 import { revisionOf } from '../../application/contract.ts';
 import type { RevisionContentOut } from '../../application/revisions.ts';
@@ -18,7 +19,7 @@ import type { PagesDeps } from './pages.ts';
 import { sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
 import { articleCrumbs } from './sites.ts';
-import { renderBodyDiff } from './word-diff.ts';
+import { DIFF_LEGEND, renderBodyDiff, shownDiff } from './word-diff.ts';
 
 /*
  * The editor without JavaScript (`/articles/{id}/edit`): a form with the title, the body's HTML in a
@@ -32,6 +33,11 @@ import { renderBodyDiff } from './word-diff.ts';
  *   shows what changed since the revision the person started from, and offers to save on top of the
  *   current one; a save refused for its protected links offers to put them back (`action=repair`:
  *   `restoreProtectedBlocks`, the form again with the repaired body, nothing saved).
+ * - checked (`Check changes`, the form sent to `/articles/{id}/preview`, JavaScript or not): the form
+ *   again with the person's text and, above it, what saving it would do, from `articles.preview` (the
+ *   decider's own verdict): what the sanitiser would remove, protected links it would be refused for,
+ *   whether it would make a revision, and the word diff against the current revision. Nothing is saved;
+ *   refused as Save is (a stale revision shows what changed since).
  * Enter in a field does not send the form: its first submit button, the one implicit submission
  * clicks, is disabled (and hidden); the form is sent by its Save button (or Ctrl/Cmd+S, with JavaScript).
  */
@@ -70,11 +76,27 @@ function shorten(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
 
-/** What the sanitiser removed, as a table; nothing when it removed nothing. */
-export function removedList(items: readonly { path: string; removed: string; reason: string }[]): Html {
+/** What the sanitiser removed (or, `would`, would remove on saving), as a table; nothing when nothing. */
+export function removedList(
+  items: readonly { path: string; removed: string; reason: string }[],
+  opts: { would?: boolean } = {},
+): Html {
   if (items.length === 0) return html``;
-  return html`<h2 id="removed-heading">Removed when saving</h2>
-<p>These are not allowed in an article's HTML and were taken out of what you sent:</p>
+  const [heading, intro] = opts.would
+    ? [
+        'Would be removed when saving',
+        'These are not allowed in an article’s HTML and would be taken out of your text:',
+      ]
+    : [
+        'Removed when saving',
+        "These are not allowed in an article's HTML and were taken out of what you sent:",
+      ];
+  // Within a check's section its heading is one level down.
+  const title = opts.would
+    ? html`<h3 id="removed-heading">${heading}</h3>`
+    : html`<h2 id="removed-heading">${heading}</h2>`;
+  return html`${title}
+<p>${intro}</p>
 <div class="table-scroll"><table id="removed" aria-labelledby="removed-heading"><thead><tr><th>Removed</th><th>Why</th><th>Where</th></tr></thead><tbody>
 ${items.map(
   (item) =>
@@ -162,6 +184,8 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
       notice?: Html;
       error?: Html;
       stale?: Html;
+      /** What saving the draft would do (Check changes), above the form. */
+      check?: Html;
       refused?: Set<string>;
     } = {},
   ): Promise<FastifyReply> {
@@ -180,6 +204,7 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
 ${opts.notice ?? ''}
 ${opts.error ?? ''}
 ${opts.stale ?? ''}
+${opts.check ?? ''}
 <form method="post" action="${path}/edit" class="editor-form" id="editor-form">
 ${kit.csrfField(request, reply, session)}
 <button type="submit" disabled hidden aria-hidden="true" tabindex="-1">Save</button>
@@ -204,7 +229,8 @@ ${
 }
 <label for="reason">Reason for the change <span class="muted">(optional, shown in the history)</span></label>
 <input type="text" id="reason" name="reason" maxlength="${REASON_MAX}" value="${draft.reason}">
-<div class="actions"><button class="primary" type="submit">${opts.stale ? `Save on top of revision ${draft.expectedRevision}` : 'Save'}</button><a class="cancel" href="${path}">Cancel</a></div>
+<div class="actions"><button class="primary" type="submit">${opts.stale ? `Save on top of revision ${draft.expectedRevision}` : 'Save'}</button><button type="submit" name="intent" value="check" formaction="${path}/preview" aria-describedby="check-help">Check changes</button><a class="cancel" href="${path}">Cancel</a></div>
+<p class="muted" id="check-help">Check changes shows what saving would do (what would be removed, protected links, the changed words) without saving.</p>
 </form>
 </div>
 <aside class="card protected-links" aria-labelledby="protected-heading">
@@ -230,7 +256,7 @@ ${links.map(
     reply.header('content-security-policy', SCRIPT_PAGE_CSP);
     return kit.send(reply, {
       status: opts.status ?? 200,
-      title: `Edit ${article.title}`,
+      title: opts.check ? `Checked changes to ${article.title}` : `Edit ${article.title}`,
       body,
       session,
       request,
@@ -243,17 +269,66 @@ ${links.map(
     const changes = (error.errors ?? []).flatMap((e) =>
       'change' in e && 'id' in e ? [{ id: e.id, change: e.change }] : [],
     );
-    const byId = new Map(article.protected_links.map((l) => [l.id, l]));
-    const words = { removed: 'removed', rewritten: 'changed', forged: 'added (only the service adds them)' };
     return {
       refused: new Set(changes.map((c) => c.id)),
       error: html`<div class="error" role="alert" id="editor-error">
 <p><strong>Not saved: protected links must stay as they are.</strong> Put these back exactly as they were (you may move them), or use “Put the protected links back” below; your text is kept below.</p>
-<ul>${changes.map((c) => {
-        const link = byId.get(c.id);
-        return html`<li>${link ? html`“${link.text}” ` : ''}<code>${c.id}</code>: ${words[c.change]}${link ? html` (<code>${link.href}</code>)` : ''}</li>`;
-      })}</ul></div>`,
+${protectedChanges(changes, article)}</div>`,
     };
+  }
+
+  /** What a check of the draft found (`articles.preview`): the verdict in words, what would be removed, the diff. */
+  function checkView(article: ArticleOut, checked: EditPreview): { check: Html; refused: Set<string> } {
+    const { preview, diff: whole } = checked;
+    // The preview's diff is whole (as the API gives it); the page shortens its unchanged stretches.
+    const bodyDiff = whole === null || whole === 'busy' ? whole : shownDiff(diffChanges(whole), whole.byLine);
+    const { errors } = preview.protected_links;
+    const verdict = !preview.protected_links.ok
+      ? html`<strong>Saving this would be refused:</strong> protected links must stay as they are. Put these back exactly as they were (you may move them), or use “Put the protected links back”.`
+      : preview.would_change
+        ? html`<strong>Saving this would make revision ${preview.base_revision + 1}</strong> (${preview.word_count} words). Nothing is saved yet.`
+        : html`<strong>Saving this would change nothing:</strong> the title and body are those of revision ${preview.base_revision}.`;
+    const path = articlePath(article.id);
+    return {
+      refused: new Set(errors.map((e) => e.id)),
+      check: html`<section class="edit-check" id="check" aria-labelledby="check-heading">
+<h2 id="check-heading">Check of your changes</h2>
+<p role="status" id="check-verdict">${verdict}</p>
+${errors.length > 0 ? html`<div class="error" id="check-protected">${protectedChanges(errors, article)}</div>` : ''}
+${removedList(preview.sanitized, { would: true })}
+<h3>Title</h3>
+${
+  preview.title === article.title
+    ? html`<p class="muted" id="check-title">The title stays “${article.title}”.</p>`
+    : html`<p id="check-title"><del>${article.title}</del> → <ins>${preview.title}</ins></p>`
+}
+<h3>Text of the body</h3>
+${
+  preview.body === article.body
+    ? html`<p class="muted" id="check-body">The body is the same as revision ${article.revision}.</p>`
+    : bodyDiff !== null && bodyDiff !== 'busy' && bodyDiff.added === 0 && bodyDiff.removed === 0
+      ? html`<p class="muted" id="check-body">The words are the same; only the markup differs (links, emphasis or layout).</p>`
+      : html`${DIFF_LEGEND}
+${renderBodyDiff(bodyDiff, {
+  before: { label: `revision ${article.revision}`, href: `${path}/revisions/${article.revision}#content` },
+  after: { label: 'your text below', href: '#body' },
+})}`
+}
+</section>`,
+    };
+  }
+
+  /** Protected blocks an edit removed, rewrote or forged, named with their text and address. */
+  function protectedChanges(
+    changes: readonly { id: string; change: 'removed' | 'rewritten' | 'forged' }[],
+    article: ArticleOut,
+  ): Html {
+    const byId = new Map(article.protected_links.map((l) => [l.id, l]));
+    const words = { removed: 'removed', rewritten: 'changed', forged: 'added (only the service adds them)' };
+    return html`<ul>${changes.map((c) => {
+      const link = byId.get(c.id);
+      return html`<li>${link ? html`“${link.text}” ` : ''}<code>${c.id}</code>: ${words[c.change]}${link ? html` (<code>${link.href}</code>)` : ''}</li>`;
+    })}</ul>`;
   }
 
   /** What changed between the revision the person started from and the current one. */
@@ -302,6 +377,45 @@ ${renderBodyDiff(changes, {
 </section>`;
   }
 
+  /**
+   * A save or check refused: a refusal page (not found, another account's, not a domain refusal), or
+   * the form again with the person's text, the API's status and what went wrong.
+   */
+  async function refusedForm(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: WebSession,
+    id: string,
+    draft: Draft,
+    error: unknown,
+  ): Promise<FastifyReply> {
+    if (!isDomainError(error) || error.code === 'not_found') {
+      return sendRefusal(kit, request, reply, session, error);
+    }
+    // Every other refusal: the form again with the person's text and the API's status.
+    const latest = await load(request, reply, session, id);
+    if (!latest) return reply;
+    const status = statusOf[error.code];
+    if (error.code === 'revision_mismatch') {
+      const stale = await staleView(request, session, latest, draft.expectedRevision);
+      return editorPage(request, reply, session, latest, {
+        status,
+        draft: { ...draft, expectedRevision: latest.revision },
+        stale,
+        error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> the article changed since you opened it. Nothing was overwritten.</p>`,
+      });
+    }
+    if (error.code === 'protected_links_modified') {
+      const named = protectedError(error, latest);
+      return editorPage(request, reply, session, latest, { status, draft, ...named });
+    }
+    return editorPage(request, reply, session, latest, {
+      status,
+      draft,
+      error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> ${error.message}.</p>`,
+    });
+  }
+
   app.get<{ Params: { id: string } }>(
     '/articles/:id/edit',
     { schema: { hide: true } },
@@ -314,91 +428,103 @@ ${renderBodyDiff(changes, {
     },
   );
 
-  app.post<{ Params: { id: string } }>(
-    '/articles/:id/edit',
-    {
-      schema: { hide: true },
-      config: {
-        form: { from: 'account' },
-        operation: 'update_article',
-        subject: 'article',
-        source: 'editor',
+  /**
+   * A POST of the editor form to `/articles/{id}/<action>`, recorded as `operation` (source `editor`):
+   * the person signed in, the form checked, the article theirs; `handle` gets it and the person's draft.
+   */
+  function formRoute(
+    action: string,
+    operation: string,
+    handle: (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      session: WebSession,
+      article: ArticleOut,
+      draft: Draft,
+    ) => Promise<FastifyReply>,
+  ): void {
+    app.post<{ Params: { id: string } }>(
+      `/articles/:id/${action}`,
+      {
+        schema: { hide: true },
+        config: { form: { from: 'account' }, operation, subject: 'article', source: 'editor' },
       },
-    },
-    async (request, reply) => {
-      const id = request.params.id;
-      const session = await kit.signedIn(request, reply, `${articlePath(id)}/edit`);
-      if (!session || !kit.checkForm(request, reply, session)) return reply;
-      const article = await load(request, reply, session, id);
-      if (!article) return reply;
-      const draft = draftOf(request.body, article.revision);
-      if ((request.body as Record<string, unknown> | undefined)?.action === 'repair') {
-        return editorPage(request, reply, session, article, {
-          draft: { ...draft, body: restoreProtectedBlocks(article.body, draft.body) },
-          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were</strong> (one you had removed is back where the words around it still are, or else at the end of the body: check where it stands). The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
-        });
-      }
-      let saved: ArticleWrite;
-      try {
-        saved = settled(
-          request,
-          reply,
-          await application.articles.edit(webCall(request, session), {
-            articleId: id,
-            title: draft.title,
-            body: draft.body,
-            reason: draft.reason.trim() === '' ? null : draft.reason,
-            expectedRevision: draft.expectedRevision,
-          }),
-        );
-      } catch (error) {
-        if (!isDomainError(error) || error.code === 'not_found') {
-          return sendRefusal(kit, request, reply, session, error);
-        }
-        // Every other refusal: the form again with the person's text and the API's status.
-        const latest = await load(request, reply, session, id);
-        if (!latest) return reply;
-        const status = statusOf[error.code];
-        if (error.code === 'revision_mismatch') {
-          const stale = await staleView(request, session, latest, draft.expectedRevision);
-          return editorPage(request, reply, session, latest, {
-            status,
-            draft: { ...draft, expectedRevision: latest.revision },
-            stale,
-            error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> the article changed since you opened it. Nothing was overwritten.</p>`,
-          });
-        }
-        if (error.code === 'protected_links_modified') {
-          const named = protectedError(error, latest);
-          return editorPage(request, reply, session, latest, { status, draft, ...named });
-        }
-        return editorPage(request, reply, session, latest, {
-          status,
-          draft,
-          error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> ${error.message}.</p>`,
-        });
-      }
-      const { change } = saved;
-      if (!change.changed) {
-        return editorPage(request, reply, session, change, {
-          notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>Nothing changed:</strong> the title and body are the same as revision ${change.revision}, so no new revision was made.</p>${removedList(change.sanitized)}</div>`,
-        });
-      }
-      if (change.sanitized.length === 0) {
-        return reply.redirect(`${articlePath(id)}?saved=${change.revision}`, 303);
-      }
-      return kit.send(reply, {
-        title: `Saved ${change.title}`,
-        session,
+      async (request, reply) => {
+        const id = request.params.id;
+        const session = await kit.signedIn(request, reply, `${articlePath(id)}/edit`);
+        if (!session || !kit.checkForm(request, reply, session)) return reply;
+        const article = await load(request, reply, session, id);
+        if (!article) return reply;
+        return handle(request, reply, session, article, draftOf(request.body, article.revision));
+      },
+    );
+  }
+
+  formRoute('edit', 'update_article', async (request, reply, session, article, draft) => {
+    const id = article.id;
+    if ((request.body as Record<string, unknown> | undefined)?.action === 'repair') {
+      return editorPage(request, reply, session, article, {
+        draft: { ...draft, body: restoreProtectedBlocks(article.body, draft.body) },
+        notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were</strong> (one you had removed is back where the words around it still are, or else at the end of the body: check where it stands). The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
+      });
+    }
+    let saved: ArticleWrite;
+    try {
+      saved = settled(
         request,
-        wide: true,
-        body: html`<div class="card saved">
+        reply,
+        await application.articles.edit(webCall(request, session), {
+          articleId: id,
+          title: draft.title,
+          body: draft.body,
+          reason: draft.reason.trim() === '' ? null : draft.reason,
+          expectedRevision: draft.expectedRevision,
+        }),
+      );
+    } catch (error) {
+      return refusedForm(request, reply, session, id, draft, error);
+    }
+    const { change } = saved;
+    if (!change.changed) {
+      return editorPage(request, reply, session, change, {
+        notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>Nothing changed:</strong> the title and body are the same as revision ${change.revision}, so no new revision was made.</p>${removedList(change.sanitized)}</div>`,
+      });
+    }
+    if (change.sanitized.length === 0) {
+      return reply.redirect(`${articlePath(id)}?saved=${change.revision}`, 303);
+    }
+    return kit.send(reply, {
+      title: `Saved ${change.title}`,
+      session,
+      request,
+      wide: true,
+      body: html`<div class="card saved">
 <h1>Saved “${change.title}”</h1>
 <p class="notice" role="status" id="editor-notice">Saved as revision ${change.revision}, with some of what you sent removed.</p>
 ${removedList(change.sanitized)}
 <div class="actions"><a href="${articlePath(id)}">Open the article</a><a href="${articlePath(id)}/edit">Edit again</a></div>
 </div>`,
-      });
-    },
-  );
+    });
+  });
+
+  // Check changes: the editor form sent here (its second submit button's formaction), nothing saved.
+  formRoute('preview', 'articles.preview', async (request, reply, session, article, draft) => {
+    const id = article.id;
+    let checked: EditPreview;
+    try {
+      checked = settled(
+        request,
+        reply,
+        await application.articles.preview(webCall(request, session), {
+          articleId: id,
+          title: draft.title,
+          body: draft.body,
+          expectedRevision: draft.expectedRevision,
+        }),
+      );
+    } catch (error) {
+      return refusedForm(request, reply, session, id, draft, error);
+    }
+    return editorPage(request, reply, session, article, { draft, ...checkView(article, checked) });
+  });
 };

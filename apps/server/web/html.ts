@@ -152,9 +152,10 @@ form.timeline-filters .check label { font-weight: 400; }
 .protected-links li.refused { border-left: 3px solid var(--danger); padding-left: .6rem; }
 .protected-links .link-text { font-weight: 600; }
 .protected-links .refused-mark { color: var(--danger); font-size: .92rem; }
-.protected-links h2, .stale h2, .saved h2 { font-size: 1.15rem; margin: 0 0 .75rem; }
-.stale { border: 1px solid var(--line); border-radius: .35rem; padding: .75rem 1rem; margin: 1rem 0; }
-.stale h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
+.protected-links h2, .stale h2, .saved h2, .edit-check h2 { font-size: 1.15rem; margin: 0 0 .75rem; }
+.stale, .edit-check { border: 1px solid var(--line); border-radius: .35rem; padding: .75rem 1rem; margin: 1rem 0; }
+.stale h3, .edit-check h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
+.edit-check .diff { max-height: none; }
 .error ul { margin: .25rem 0 0; padding-left: 1.2rem; }
 .error p { margin: 0; }
 .notice-box { color: var(--ok); border: 1px solid currentColor; border-radius: .35rem; padding: .5rem .75rem; margin-bottom: 1rem; }

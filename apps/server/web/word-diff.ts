@@ -10,10 +10,11 @@ import type { BodyDiff } from '../../../infra/sanitize-pool.ts';
 import { type Html, html } from '../http/html.ts';
 
 /*
- * Word diffs on the revision, restore, staff and stale-editor pages: computed on the worker pool
- * (Runtime.diff: domain/html/word-diff.ts within its budget), rendered here as <ins>/<del> (underlined
- * and struck through, not colour alone). A diff over the budget, or one the busy workers could not
- * take, is a note with links to both versions whole: the person can always read them.
+ * Word diffs on the revision, restore, staff and stale-editor pages and the editor's Check changes:
+ * computed on the worker pool (Runtime.diff: domain/html/word-diff.ts within its budget), rendered
+ * here as <ins>/<del> (underlined and struck through, not colour alone). A diff over the budget, or
+ * one the busy workers could not take, is a note with links to both versions whole: the person can
+ * always read them.
  */
 
 /** A diff as markup: <ins> for added text, <del> for removed, a marked gap for words left out. */
