@@ -211,6 +211,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
         'list_sites',
         'replace_featured_image',
         'restore_revision',
+        'search_articles',
         'update_article',
       ].sort(),
     );
@@ -227,6 +228,10 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
       revision: number;
     };
     expect(article.body).toContain('data-service-protected');
+    const found = (await call('search_articles', { q: 'homeowners' })).structuredContent as {
+      data: { site_id: string }[];
+    };
+    expect(found.data.every((hit) => person.sites.some((s) => s.id === hit.site_id))).toBe(true);
     const backlinks = (await call('list_backlinks', { site_id: siteId })).structuredContent as {
       meta: { total: number };
     };
