@@ -137,6 +137,7 @@ describe('/mcp in both protocol eras', () => {
         ['list_sites', {}],
         ['list_articles', { site_id: t.a.siteId, per_page: 5 }],
         ['get_article', { article_id: articleId }],
+        ['search_articles', { q: 'partner', per_page: 5 }],
         ['list_backlinks', { site_id: t.a.siteId }],
         ['get_stats', { site_id: t.a.siteId, period: 'last_30_days' }],
         ['list_revisions', { article_id: articleId }],
