@@ -95,6 +95,6 @@ describe('search_articles through the SDK client', () => {
     expect(info.code).toBe('invalid_request');
     expect(info.errors).toEqual([expect.objectContaining({ in: 'arguments', name: 'q' })]);
     const foreign = await search(write, { q: 'partner', site_id: t.b.siteId });
-    expect((foreign._meta?.[ERROR_META_KEY] as ErrorInfo).code).toBe('not_found');
+    expect((foreign._meta?.[ERROR_META_KEY] as ErrorInfo | undefined)?.code).toBe('not_found');
   });
 });
