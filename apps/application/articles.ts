@@ -84,6 +84,21 @@ export const WireFeaturedImage = z
     description: 'The image shown with the article; width and height in pixels when known.',
   });
 
+/** An article list item, as the documents show one. */
+const LIST_ITEM_EXAMPLE = {
+  id: 'art_06h014k2g711vw3tv0g528qpw8',
+  site_id: 'site_06h014k26k323kar2chmr6p5jr',
+  title: 'How to choose a boiler',
+  url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
+  status: 'published',
+  published_at: '2026-11-02T09:30:00Z',
+  target_keyword: 'boiler',
+  word_count: 812,
+  featured_image: { url: 'https://images.example/boiler.jpg', alt: 'A boiler', width: 1200, height: 630 },
+  revision: 3,
+  updated_at: '2026-11-05T14:00:00Z',
+} as const;
+
 export const ArticleListItem = z
   .object({
     id,
@@ -107,19 +122,7 @@ export const ArticleListItem = z
   .meta({
     id: 'ArticleListItem',
     description: 'An article as lists show it (without its body).',
-    example: {
-      id: 'art_06h014k2g711vw3tv0g528qpw8',
-      site_id: 'site_06h014k26k323kar2chmr6p5jr',
-      title: 'How to choose a boiler',
-      url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
-      status: 'published',
-      published_at: '2026-11-02T09:30:00Z',
-      target_keyword: 'boiler',
-      word_count: 812,
-      featured_image: { url: 'https://images.example/boiler.jpg', alt: 'A boiler', width: 1200, height: 630 },
-      revision: 3,
-      updated_at: '2026-11-05T14:00:00Z',
-    },
+    example: LIST_ITEM_EXAMPLE,
   });
 
 /** A highlight's two ends: where it starts and where it stops. */
@@ -146,23 +149,14 @@ export const ArticleSearchHit = ArticleListItem.extend({ match: SearchMatch }).m
   id: 'ArticleSearchHit',
   description: 'An article a search found (as lists show it) and how it matched.',
   example: {
-    id: 'art_06h014k2g711vw3tv0g528qpw8',
-    site_id: 'site_06h014k26k323kar2chmr6p5jr',
-    title: 'How to choose a boiler',
-    url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
-    status: 'published',
-    published_at: '2026-11-02T09:30:00Z',
-    target_keyword: 'boiler',
-    word_count: 812,
+    ...LIST_ITEM_EXAMPLE,
     featured_image: null,
-    revision: 3,
-    updated_at: '2026-11-05T14:00:00Z',
     match: {
       score: 0.6079271,
       snippet: 'A combi boiler heats water on demand … ask for the boiler pressure at the first service',
       highlights: [
         [8, 14],
-        [57, 63],
+        [51, 57],
       ],
     },
   },
