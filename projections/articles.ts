@@ -731,7 +731,12 @@ const HEADLINE_OPTIONS = `StartSel=${MARK_START}, StopSel=${MARK_END}, MaxFragme
  */
 export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<ArticleSearchResult> {
   const tsquery = sql`websearch_to_tsquery(${q.language}::regconfig, ${q.text})`;
-  const filters = [sql`a.account_id = ${q.accountId}`, sql`b.search @@ ${tsquery}`];
+  // A text of only common words makes an empty query, which matches nothing: not even looked for.
+  const filters = [
+    sql`numnode(${tsquery}) > 0`,
+    sql`a.account_id = ${q.accountId}`,
+    sql`b.search @@ ${tsquery}`,
+  ];
   if (q.siteId !== undefined) filters.push(sql`a.site_id = ${q.siteId}`);
   if (q.status !== undefined) filters.push(sql`a.status = ${q.status}`);
   if (q.from) filters.push(sql`a.published_at >= ${q.from}::date::timestamptz`);
