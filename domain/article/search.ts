@@ -18,6 +18,9 @@ export const MARK_END = '\u0002';
 /** The text search configuration when none is configured (SEARCH_LANGUAGE). */
 export const SEARCH_LANGUAGE_DEFAULT = 'english';
 
+/** Punctuation that follows a word without a space. */
+const CLOSING = /^[.,;:!?)\]]$/;
+
 /** An excerpt of a body with the matched words as `[start, end)` ranges into it. */
 export type Snippet = { snippet: string; highlights: [number, number][] };
 
@@ -44,7 +47,8 @@ function decodeEntity(entity: string, name: string): string {
 
 /**
  * The plain-text snippet of a headline `ts_headline` made from an HTML body with `MARK_START` and
- * `MARK_END` around matched words: character references decoded, whitespace collapsed, the marks
+ * `MARK_END` around matched words (its tags replaced by spaces): character references decoded,
+ * whitespace collapsed (none left before a point, comma or closing bracket), the marks
  * taken out and their places kept as ranges, cut to `SNIPPET_MAX` characters (an ellipsis at the end
  * when cut) without splitting a surrogate pair; a range the cut crosses ends at the cut.
  */
@@ -65,7 +69,8 @@ export function snippetOf(headline: string): Snippet {
     } else if (/\s/.test(char)) {
       space = true;
     } else {
-      if (space && text !== '') text += ' ';
+      // A tag before a point or comma (`<a>services</a>.`) leaves a space no reader wrote.
+      if (space && text !== '' && !CLOSING.test(char)) text += ' ';
       space = false;
       text += char;
     }

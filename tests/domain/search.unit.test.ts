@@ -17,6 +17,13 @@ describe('snippetOf', () => {
     });
   });
 
+  it('leaves no space a tag made before a point or a comma', () => {
+    expect(snippetOf(`our  ${marked('services')} . Most , all`)).toEqual({
+      snippet: 'our services. Most, all',
+      highlights: [[4, 12]],
+    });
+  });
+
   it('decodes character references of the stored HTML, the ranges counted after', () => {
     const out = snippetOf(`Tom &amp; Jerry&nbsp;&lt;3 &#233;t&#xE9; ${marked('caf&#233;')} &bogus;`);
     expect(out.snippet).toBe('Tom & Jerry <3 été café &bogus;');
