@@ -396,7 +396,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
       expect(client2.getProtocolEra()).toBe('modern');
       expect(client2.getNegotiatedProtocolVersion()).toBe('2026-07-28');
       const { tools } = await client2.listTools();
-      expect(tools).toHaveLength(11);
+      expect(tools).toHaveLength(12);
       const call2 = async (tool: string, args: Record<string, unknown> = {}) =>
         (await client2.callTool({ name: tool, arguments: args })) as ToolResult;
       const sites = (await call2('list_sites')).structuredContent as { data: { id: string }[] };
