@@ -35,10 +35,11 @@ describe('searching articles through the API', () => {
   let a: Seed;
   let b: Seed;
   let client: ReturnType<typeof recordingClient>;
+  let env: Record<string, string>;
 
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
-    const env = { DATABASE_URL: db.databaseUrl as string };
+    env = { DATABASE_URL: db.databaseUrl as string };
     const seed = async (n: string): Promise<Seed> => {
       const r = await cli(
         ['seed-demo', '--json', '--sites', '2', '--articles', '6', '--backlinks', '1', '--seed', n],
@@ -128,6 +129,21 @@ describe('searching articles through the API', () => {
     expect((foreign.body as Problem).code).toBe('not_found');
     const own = await client.get(`/api/v1/articles?q=homeowners&site_id=${a.sites[1]?.id}`, a.api_key);
     expect((own.body as List<Hit>).data.every((h) => h.site_id === a.sites[1]?.id)).toBe(true);
+  });
+
+  it('refuses a key revoked after the server knew it, whether the search finds anything or not', async () => {
+    for (const path of ['/api/v1/articles?q=homeowners', '/api/v1/articles?q=zebrafish']) {
+      const k = JSON.parse(
+        (await cli(['keys', 'create', '--account', a.account_id, '--name', 'Seen, then revoked'], env))
+          .stdout,
+      ) as { key_id: string; api_key: string };
+      expect((await client.get(path, k.api_key)).status).toBe(200);
+      const revoked = await cli(['keys', 'revoke', '--account', a.account_id, '--key', k.key_id], env);
+      expect(revoked.code).toBe(0);
+      const r = await client.get(path, k.api_key);
+      expect(r.status).toBe(401);
+      expect((r.body as Problem).code).toBe('unauthenticated');
+    }
   });
 
   it('records every search in the activity log as search_articles', async () => {
