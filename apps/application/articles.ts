@@ -311,17 +311,19 @@ export type ArticleListQuery = z.output<typeof ArticleQuery>;
 
 /* The tools' inputs: the same fields, described for a model. */
 
+/** What a tool's list of articles is filtered and paged by: list_articles's and search_articles's. */
+const articleFilterInputs = {
+  from: toolFields.from('Only articles published'),
+  to: toolFields.to('Only articles published'),
+  status: ArticleQuery.shape.status.meta({
+    description: 'Only articles with this status: draft, scheduled, published or archived.',
+  }),
+  page: toolFields.page,
+  per_page: toolFields.perPage,
+};
+
 export const ListArticlesInput = z
-  .strictObject({
-    site_id: toolFields.siteId,
-    from: toolFields.from('Only articles published'),
-    to: toolFields.to('Only articles published'),
-    status: ArticleQuery.shape.status.meta({
-      description: 'Only articles with this status: draft, scheduled, published or archived.',
-    }),
-    page: toolFields.page,
-    per_page: toolFields.perPage,
-  })
+  .strictObject({ site_id: toolFields.siteId, ...articleFilterInputs })
   .superRefine(dateRange);
 
 export const GetArticleInput = z.strictObject({ article_id: toolFields.articleId });
@@ -337,13 +339,7 @@ export const SearchArticlesInput = z
     site_id: toolFields.siteId
       .optional()
       .meta({ description: "Optional: only this site's articles (list_sites gives ids)." }),
-    from: toolFields.from('Only articles published'),
-    to: toolFields.to('Only articles published'),
-    status: ArticleQuery.shape.status.meta({
-      description: 'Only articles with this status: draft, scheduled, published or archived.',
-    }),
-    page: toolFields.page,
-    per_page: toolFields.perPage,
+    ...articleFilterInputs,
   })
   .superRefine(dateRange);
 
