@@ -1,3 +1,4 @@
+import { SEARCH_LANGUAGE_DEFAULT } from '../domain/article/search.ts';
 import { validateEvent } from '../domain/events.ts';
 import type { Config } from '../infra/config.ts';
 import { orExit } from '../infra/config-error.ts';
@@ -30,6 +31,8 @@ export type Runtime = {
    * around each change (default CONTEXT_WORDS; ALL_WORDS: every one, for a diff that gives both texts back).
    */
   diff(before: string, after: string, context?: number): Promise<BodyDiff>;
+  /** The text search configuration its article projector writes search vectors with, and searches use (SEARCH_LANGUAGE). */
+  searchLanguage: string;
   close(): Promise<void>;
 };
 
@@ -57,13 +60,16 @@ export function createRuntime(
     metrics?: Metrics;
     /** Activity records held while the database is away before calls are refused (ACTIVITY_SPOOL_MAX). */
     activitySpoolMax?: number;
+    /** SEARCH_LANGUAGE (default english). */
+    searchLanguage?: string;
   } = {},
 ): Runtime {
   // The snapshot memory is the runtime's: its commands fill it, its snapshot projector reads it.
   const snapshots = createSnapshotMemory(SNAPSHOT_MEMORY);
   // So is the html memory: its pool and commands fill it, its commands and projectors read it.
   const html = createHtmlMemory(opts.htmlMemoryBytes ? { maxBytes: opts.htmlMemoryBytes } : {});
-  const projectors = createProjectors({ snapshots, html });
+  const searchLanguage = opts.searchLanguage ?? SEARCH_LANGUAGE_DEFAULT;
+  const projectors = createProjectors({ snapshots, html, searchLanguage });
   const store = createEventStore({
     db: handle.db,
     handle,
@@ -91,6 +97,7 @@ export function createRuntime(
     snapshots,
     html,
     diff: sanitizer ? sanitizer.diff : diffInThread,
+    searchLanguage,
     async close() {
       await sanitizer?.close();
       await handle.close();
@@ -107,6 +114,8 @@ type OpenRuntimeOptions = {
   holder?: string;
   /** The process's metrics, for its command handlers (edits, the activity batch). */
   metrics?: Metrics;
+  /** SEARCH_LANGUAGE (default english). */
+  searchLanguage?: string;
 };
 
 export async function openRuntime(
@@ -129,7 +138,7 @@ export async function openRuntime(
  */
 export async function runtimeOn(
   opening: Promise<DbHandle>,
-  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics' | 'logger'> & {
+  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics' | 'logger' | 'searchLanguage'> & {
     activitySpoolMax?: number;
   } = {},
 ): Promise<Runtime> {
@@ -147,6 +156,7 @@ export async function runtimeOn(
     ...(opts.sanitizeThreads ? { sanitizeThreads: opts.sanitizeThreads } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.activitySpoolMax ? { activitySpoolMax: opts.activitySpoolMax } : {}),
+    ...(opts.searchLanguage ? { searchLanguage: opts.searchLanguage } : {}),
   });
 }
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { SEARCH_LANGUAGE_DEFAULT } from '../domain/article/search.ts';
 import {
   EDIT_LIMIT_PER_DAY,
   REQUESTS_PER_MINUTE,
@@ -42,6 +43,17 @@ export const PAGE_VIEWS_PER_MINUTE = 600;
 export const HEAVY_WAITING_PER_ACCOUNT = 4;
 /** REQUEST_BODY_TIMEOUT_SECONDS's default: how long a request may take to arrive, headers and body. */
 export const REQUEST_ARRIVAL_SECONDS = 30;
+
+/**
+ * The text search configurations PostgreSQL has built in (`pg_ts_config`), those of every version the
+ * service runs on (PostgreSQL 15 and later, PGlite): what SEARCH_LANGUAGE may name.
+ */
+export const SEARCH_LANGUAGES = [
+  ...['simple', 'arabic', 'armenian', 'basque', 'catalan', 'danish', 'dutch', 'english', 'finnish'],
+  ...['french', 'german', 'greek', 'hindi', 'hungarian', 'indonesian', 'irish', 'italian', 'lithuanian'],
+  ...['nepali', 'norwegian', 'portuguese', 'romanian', 'russian', 'serbian', 'spanish', 'swedish'],
+  ...['tamil', 'turkish', 'yiddish'],
+] as const;
 
 /** The environment of CONTRACT "Configuration", validated once at start. */
 export const ConfigSchema = z.object({
@@ -291,6 +303,16 @@ export const ConfigSchema = z.object({
    * the server's thread goes on with other requests meanwhile; 0: sanitise in the request's thread.
    */
   SANITIZE_THREADS: z.coerce.number().int('expected a whole number').min(0).max(64).default(1),
+  /**
+   * The text search configuration of article search (CONTRACT "Search"): how words are split and
+   * stemmed and which are stop words. The articles' search vectors are made with it when they are
+   * written: after a change, `npm run cli -- projections rebuild articles` makes them again.
+   */
+  SEARCH_LANGUAGE: z
+    .enum(SEARCH_LANGUAGES, {
+      message: `expected a PostgreSQL text search configuration: ${SEARCH_LANGUAGES.join(', ')}`,
+    })
+    .default(SEARCH_LANGUAGE_DEFAULT),
 });
 
 export type Config = Omit<z.infer<typeof ConfigSchema>, 'PUBLIC_URL' | 'MEDIA_DIR'> & {

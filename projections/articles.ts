@@ -1,4 +1,4 @@
-import { type Expression, type Selectable, type SqlBool, sql } from 'kysely';
+import { type Expression, type RawBuilder, type Selectable, type SqlBool, sql } from 'kysely';
 import { type Article, evolve, initialState } from '../domain/article/decider.ts';
 import {
   type ArticleEdited,
@@ -7,6 +7,7 @@ import {
   articleEventTypes,
   type FeaturedImageReplaced,
 } from '../domain/article/events.ts';
+import { MARK_END, MARK_START, SEARCH_LANGUAGE_DEFAULT } from '../domain/article/search.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { ArticleBodiesTable, ArticlesTable } from '../infra/db/read-model-tables.ts';
@@ -32,7 +33,11 @@ import { inScope, type SiteScope, siteOwner } from './sites.ts';
  * before it, which makes replays idempotent. With the runtime's html memory, the word count and
  * protected links of a body the decider just sanitised are read from it rather than parsed again.
  */
-export function createArticlesProjector(memory?: HtmlMemory) {
+export function createArticlesProjector(
+  memory?: HtmlMemory,
+  /** The text search configuration of the search vectors (SEARCH_LANGUAGE). */
+  language: string = SEARCH_LANGUAGE_DEFAULT,
+) {
   return inlineProjector({
     name: 'articles@1',
     mode: 'inline',
@@ -45,14 +50,14 @@ export function createArticlesProjector(memory?: HtmlMemory) {
      * where the batch is projected event by event and the per-site counts written once, at the end.
      */
     project(events, at) {
-      if (at.trx !== undefined) return projectInTransaction(events, at.trx, memory);
+      if (at.trx !== undefined) return projectInTransaction(events, at.trx, memory, language);
       const runs = runsOf(events);
       const revisionRuns = runs.map((run) => run.filter(isRevisionEvent));
       if (!revisionRuns.every((run, index) => run.length === runs[index]?.length)) return IN_TRANSACTION;
       const [only] = revisionRuns;
       return only !== undefined && revisionRuns.length === 1
-        ? revisionStatements(only, at.appended(streamOf(only)), memory)
-        : groupRevisionStatements(revisionRuns, at.appended(ROW_STREAM), memory);
+        ? revisionStatements(only, at.appended(streamOf(only)), memory, language)
+        : groupRevisionStatements(revisionRuns, at.appended(ROW_STREAM), memory, language);
     },
   });
 }
@@ -62,9 +67,10 @@ async function projectInTransaction(
   events: readonly Pending<ArticleEvent>[],
   trx: Trx,
   memory: HtmlMemory | undefined,
+  language: string,
 ): Promise<readonly Statement[]> {
   const counts: CountChanges = new Map();
-  for (const event of events) await project(event, trx, counts, memory);
+  for (const event of events) await project(event, trx, counts, memory, language);
   await writeCounts(trx, counts);
   return [];
 }
@@ -91,16 +97,53 @@ function isRevisionEvent(
 export const articlesProjector = createArticlesProjector();
 
 /**
+ * The search vector of an article (`article_bodies.search`): its body's words (weight C; PostgreSQL's
+ * parser skips tags and character references), then its title's (A) and target keyword's (B), in the
+ * configuration `language`. The body comes first so that a new title alone keeps the body's part as
+ * it is (`retitledVector`) rather than reading and parsing the body again.
+ */
+function searchVector(
+  language: string,
+  body: Expression<string>,
+  title: Expression<string>,
+  keyword: Expression<string | null>,
+): RawBuilder<string> {
+  return sql<string>`setweight(to_tsvector(${language}::regconfig, ${body}), 'C')
+    || ${titleVector(language, title, keyword)}`;
+}
+
+/** `searchVector` of a vector made by it, with another title: the body's part (weight C) kept. */
+function retitledVector(
+  language: string,
+  vector: Expression<string>,
+  title: Expression<string>,
+  keyword: Expression<string | null>,
+): RawBuilder<string> {
+  return sql<string>`ts_filter(${vector}, '{c}') || ${titleVector(language, title, keyword)}`;
+}
+
+function titleVector(
+  language: string,
+  title: Expression<string>,
+  keyword: Expression<string | null>,
+): RawBuilder<string> {
+  return sql<string>`setweight(to_tsvector(${language}::regconfig, ${title}), 'A')
+    || setweight(to_tsvector(${language}::regconfig, coalesce(${keyword}, '')), 'B')`;
+}
+
+/**
  * Edits, restores and new featured images, consecutive revisions of one article: the list row moves
  * to the last one's revision, each column to the last value the run gives it, and the body row takes
- * the last new body, if any; both only when the row is at the revision before the run (a replay
- * changes nothing). Two statements that read the row as it was, run as one (`runTogether`, or the
- * append's own statement): what each event applied in turn would leave.
+ * the last new body, if any, and the search vector of the new body or title; both only when the row
+ * is at the revision before the run (a replay changes nothing). Statements that read the rows as they
+ * were, run as one (`runTogether`, or the append's own statement): what each event applied in turn
+ * would leave.
  */
 function revisionStatements(
   run: readonly Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>[],
   when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
+  language: string,
 ): Statement[] {
   const { articleId, before, revision, at, title, body, featuredImage } = runChange(run);
   // SQL text rather than kysely's builder: these run on every edit, and the builder's tree is the
@@ -111,11 +154,23 @@ function revisionStatements(
   if (featuredImage !== undefined) sets.push(sql`featured_image = ${featuredImage}`);
   const row = sql`update articles set ${sql.join(sets)}
     where id = ${articleId} and revision = ${before} and ${when}`;
-  if (body === undefined) return [row];
-  const bodyRow = sql`update article_bodies
-    set body = ${body}, protected_links = ${JSON.stringify(extractProtectedLinks(body, memory))}
-    where article_id = ${articleId}
-      and exists (select from articles where id = ${articleId} and revision = ${before}) and ${when}`;
+  const newTitle = title === undefined ? sql<string>`a.title` : sql<string>`${title}`;
+  const keyword = sql<string | null>`a.target_keyword`;
+  if (body === undefined) {
+    if (title === undefined) return [row];
+    // The title's words change; the body's are kept from the vector.
+    const retitled = sql`update article_bodies b
+      set search = ${retitledVector(language, sql`b.search`, newTitle, keyword)}
+      from articles a
+      where b.article_id = ${articleId} and a.id = ${articleId} and a.revision = ${before} and ${when}`;
+    return [row, retitled];
+  }
+  // The body once as a parameter, for the row and its vector.
+  const bodyRow = sql`update article_bodies b
+    set body = v.body, protected_links = ${JSON.stringify(extractProtectedLinks(body, memory))},
+      search = ${searchVector(language, sql`v.body`, newTitle, keyword)}
+    from articles a, (select ${body}::text as body) v
+    where b.article_id = ${articleId} and a.id = ${articleId} and a.revision = ${before} and ${when}`;
   return [row, bodyRow];
 }
 
@@ -159,6 +214,7 @@ function groupRevisionStatements(
   runs: readonly (readonly Pending<ArticleEdited | ArticleRestored | FeaturedImageReplaced>[])[],
   when: Expression<SqlBool>,
   memory: HtmlMemory | undefined,
+  language: string,
 ): Statement[] {
   const changes = runs.filter((run) => run.length > 0).map(runChange);
   const rows = changes.map((c) => ({
@@ -194,15 +250,30 @@ function groupRevisionStatements(
             before: c.before,
             body: c.body,
             protected_links: JSON.stringify(extractProtectedLinks(c.body, memory)),
+            title: c.title ?? null,
           },
         ],
   );
+  const newTitle = sql<string>`coalesce(r.title, a.title)`;
+  const keyword = sql<string | null>`a.target_keyword`;
   if (bodies.length > 0) {
-    statements.push(sql`update article_bodies b set body = r.body, protected_links = r.protected_links::jsonb
+    statements.push(sql`update article_bodies b set body = r.body, protected_links = r.protected_links::jsonb,
+        search = ${searchVector(language, sql`r.body`, newTitle, keyword)}
       from jsonb_to_recordset(${JSON.stringify(bodies)}::jsonb) as r (stream_id text, id text, before integer,
-        body text, protected_links text)
-      where b.article_id = r.id and ${when}
-        and exists (select from articles where id = r.id and revision = r.before)`);
+        body text, protected_links text, title text), articles a
+      where b.article_id = r.id and a.id = r.id and a.revision = r.before and ${when}`);
+  }
+  const titles = changes.flatMap((c) =>
+    c.body === undefined && c.title !== undefined
+      ? [{ stream_id: c.streamId, id: c.articleId, before: c.before, title: c.title }]
+      : [],
+  );
+  if (titles.length > 0) {
+    statements.push(sql`update article_bodies b
+        set search = ${retitledVector(language, sql`b.search`, newTitle, keyword)}
+      from jsonb_to_recordset(${JSON.stringify(titles)}::jsonb) as r (stream_id text, id text, before integer,
+        title text), articles a
+      where b.article_id = r.id and a.id = r.id and a.revision = r.before and ${when}`);
   }
   return statements;
 }
@@ -246,6 +317,7 @@ async function project(
   trx: Trx,
   counts: CountChanges,
   memory: HtmlMemory | undefined,
+  language: string,
 ): Promise<void> {
   const at = event.metadata.at;
   switch (event.type) {
@@ -265,21 +337,18 @@ async function project(
         .onConflict((oc) => oc.column('id').doNothing())
         .executeTakeFirst();
       if ((inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) count(counts, d.siteId, d.status, 1);
-      await trx
-        .insertInto('article_bodies')
-        .values({
-          article_id: d.articleId,
-          body: d.body,
-          protected_links: JSON.stringify(extractProtectedLinks(d.body, memory)),
-        })
-        .onConflict((oc) => oc.column('article_id').doNothing())
-        .execute();
+      // The body once as a parameter, for the row and its search vector.
+      await sql`insert into article_bodies (article_id, body, protected_links, search)
+        select ${d.articleId}, v.body, ${JSON.stringify(extractProtectedLinks(d.body, memory))}::jsonb,
+          ${searchVector(language, sql`v.body`, sql`${d.title}`, sql`${d.targetKeyword}`)}
+        from (select ${d.body}::text as body) v
+        on conflict (article_id) do nothing`.execute(trx);
       return;
     }
     case 'ArticleEdited':
     case 'ArticleRestored':
     case 'FeaturedImageReplaced':
-      await runTogether(trx, revisionStatements([event], ALWAYS, memory));
+      await runTogether(trx, revisionStatements([event], ALWAYS, memory, language));
       return;
     case 'ArticleStatusChanged': {
       const before = await trx
@@ -618,4 +687,97 @@ export function findArticlePublication(
     .select(['account_id', 'status', 'published_at', 'revision'])
     .where('id', '=', articleId)
     .executeTakeFirst();
+}
+
+/** A full-text search of the account's articles (`searchArticles`). */
+export type ArticleSearchQuery = PageQuery & {
+  accountId: string;
+  /** The API key to confirm unrevoked in the same statement, if any. */
+  liveKey?: string | undefined;
+  /** The search in web-search syntax (`websearch_to_tsquery`). */
+  text: string;
+  /** The text search configuration the vectors were made with (SEARCH_LANGUAGE). */
+  language: string;
+  siteId?: string | undefined;
+  status?: ArticleRow['status'] | undefined;
+  /** Inclusive UTC calendar dates on published_at. */
+  from?: string | undefined;
+  to?: string | undefined;
+};
+
+/** An article a search found: its list row, its relevance and `ts_headline`'s excerpt of its body (`MARK_START`/`MARK_END` around matches). */
+export type ArticleSearchRow = ArticleRow & { score: number; headline: string };
+
+/**
+ * What a search found: a page of articles; or `nothing_searchable` when the text has no word to
+ * search for (only stop words or signs); or `not_own_site` when the site it is limited to is not the
+ * account's (unknown or another account's alike).
+ */
+export type ArticleSearchResult =
+  | { kind: 'page'; page: Page<ArticleSearchRow> }
+  | { kind: 'nothing_searchable' }
+  | { kind: 'not_own_site' };
+
+/** How `ts_headline` cuts an excerpt: up to two fragments around matches, marked with control characters. */
+const HEADLINE_OPTIONS = `StartSel=${MARK_START}, StopSel=${MARK_END}, MaxFragments=2, MaxWords=15, MinWords=5, ShortWord=2, FragmentDelimiter=" … "`;
+
+/**
+ * The account's articles that match a search, most relevant first (`ts_rank` over the weighted
+ * vector: a title's words count most, then the target keyword's, then the body's), then newest
+ * published, then by id. One statement ranks the matches and keeps the page; only the page's bodies
+ * are excerpted (`ts_headline` reads the whole body). The statement also confirms the API key and,
+ * with a site, whose it is; when it finds nothing on the page, a second one says whether the text had
+ * anything to search for, how many matched, and the same.
+ */
+export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<ArticleSearchResult> {
+  const tsquery = sql`websearch_to_tsquery(${q.language}::regconfig, ${q.text})`;
+  // A text of only common words makes an empty query, which matches nothing: not even looked for.
+  const filters = [
+    sql`numnode(${tsquery}) > 0`,
+    sql`a.account_id = ${q.accountId}`,
+    sql`b.search @@ ${tsquery}`,
+  ];
+  if (q.siteId !== undefined) filters.push(sql`a.site_id = ${q.siteId}`);
+  if (q.status !== undefined) filters.push(sql`a.status = ${q.status}`);
+  if (q.from) filters.push(sql`a.published_at >= ${q.from}::date::timestamptz`);
+  if (q.to) filters.push(sql`a.published_at < (${q.to}::date + 1)::timestamptz`);
+  const matching = sql`article_bodies b join articles a on a.id = b.article_id where ${sql.join(filters, sql` and `)}`;
+  const scope = q.siteId === undefined ? undefined : { accountId: q.accountId, siteId: q.siteId };
+  const owner = scope === undefined ? sql`null::text as site_owner` : siteOwner(scope);
+  const rows = await sql<ArticleSearchRow & { total: string; key_live: boolean; site_owner: string | null }>`
+    with hits as (
+      select a.id, a.published_at, ts_rank(b.search, ${tsquery}) as score, count(*) over () as total
+      from ${matching}
+      order by score desc, a.published_at desc nulls last, a.id desc
+      limit ${q.perPage} offset ${offsetOf(q)}
+    )
+    select ${sql.join(listColumns.map((c) => sql.ref(c)))}, h.score, h.total,
+      ts_headline(${q.language}::regconfig, b.body, ${tsquery}, ${HEADLINE_OPTIONS}) as headline,
+      ${keyLive(q.liveKey)}, ${owner}
+    from hits h join articles a on a.id = h.id join article_bodies b on b.article_id = h.id
+    order by h.score desc, h.published_at desc nulls last, h.id desc`.execute(db);
+  const [first] = rows.rows;
+  if (first !== undefined) {
+    if (!first.key_live) throw invalidKeyError();
+    if (scope !== undefined && first.site_owner !== q.accountId) return { kind: 'not_own_site' };
+    return {
+      kind: 'page',
+      page: {
+        rows: rows.rows.map(({ total: _, key_live: __, site_owner: ___, ...row }) => ({
+          ...row,
+          score: Number(row.score),
+        })),
+        total: Number(first.total),
+      },
+    };
+  }
+  const said = await sql<{ terms: number; total: string; key_live: boolean; site_owner: string | null }>`
+    select numnode(${tsquery}) as terms,
+      case when numnode(${tsquery}) > 0 then (select count(*) from ${matching}) else 0 end as total,
+      ${keyLive(q.liveKey)}, ${owner}`.execute(db);
+  const [answer] = said.rows;
+  if (answer === undefined || !answer.key_live) throw invalidKeyError();
+  if (scope !== undefined && answer.site_owner !== q.accountId) return { kind: 'not_own_site' };
+  if (answer.terms === 0) return { kind: 'nothing_searchable' };
+  return { kind: 'page', page: { rows: [], total: Number(answer.total) } };
 }

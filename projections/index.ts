@@ -16,12 +16,17 @@ import { staffSearchesProjector } from './staff-searches.ts';
  * memory (the article and revision projectors read the facts of the bodies its decider sanitised).
  */
 export function createProjectors(
-  deps: { snapshots?: SnapshotMemory; html?: HtmlMemory } = {},
+  deps: {
+    snapshots?: SnapshotMemory;
+    html?: HtmlMemory;
+    /** The text search configuration of the articles' search vectors (SEARCH_LANGUAGE; default english). */
+    searchLanguage?: string;
+  } = {},
 ): readonly Projector[] {
   return [
     accountsProjector,
     sitesProjector,
-    createArticlesProjector(deps.html),
+    createArticlesProjector(deps.html, deps.searchLanguage),
     createArticleSnapshotsProjector(deps.snapshots),
     createRevisionsProjector(deps.html),
     backlinksProjector,
@@ -31,7 +36,10 @@ export function createProjectors(
   ];
 }
 
-/** Every read model, without a snapshot memory: for rebuilds, status and the async runner. */
+/**
+ * Every read model, without a snapshot memory: for status and the async runner, and, with the default
+ * SEARCH_LANGUAGE, for rebuilds (the CLI makes its own with the configured one: `createProjectors`).
+ */
 export const projectors: readonly Projector[] = createProjectors();
 export const asyncProjectors = projectors.filter((p) => p.mode === 'async');
 

@@ -10,6 +10,12 @@ import {
   REASON_MAX,
   TITLE_MAX,
 } from '../../domain/article/events.ts';
+import {
+  SEARCH_LANGUAGE_DEFAULT,
+  SEARCH_QUERY_MAX,
+  SNIPPET_MAX,
+  snippetOf,
+} from '../../domain/article/search.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { extractProtectedLinks } from '../../domain/html/facts.ts';
 import { REMOVED_LISTED_MAX } from '../../domain/html/sanitize.ts';
@@ -21,13 +27,19 @@ import type { Db } from '../../infra/db/schema.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
 import { type BodyDiff, diffInThread } from '../../infra/sanitize-pool.ts';
-import type { ArticleDetailRow, ArticleJsonRow, ArticleRow } from '../../projections/articles.ts';
+import type {
+  ArticleDetailRow,
+  ArticleJsonRow,
+  ArticleRow,
+  ArticleSearchRow,
+} from '../../projections/articles.ts';
 import {
   findArticle,
   findArticleHead,
   findArticleJson,
   findArticleRevision,
   listArticles,
+  searchArticles,
 } from '../../projections/articles.ts';
 import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
@@ -40,8 +52,10 @@ import {
   dateRange,
   fromParam,
   wireId as id,
+  idParam,
   type JsonOf,
   pageParam,
+  parameterError,
   perPageParam,
   reasonField,
   rfc3339,
@@ -73,6 +87,21 @@ export const WireFeaturedImage = z
     description: 'The image shown with the article; width and height in pixels when known.',
   });
 
+/** An article list item, as the documents show one. */
+const LIST_ITEM_EXAMPLE = {
+  id: 'art_06h014k2g711vw3tv0g528qpw8',
+  site_id: 'site_06h014k26k323kar2chmr6p5jr',
+  title: 'How to choose a boiler',
+  url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
+  status: 'published',
+  published_at: '2026-11-02T09:30:00Z',
+  target_keyword: 'boiler',
+  word_count: 812,
+  featured_image: { url: 'https://images.example/boiler.jpg', alt: 'A boiler', width: 1200, height: 630 },
+  revision: 3,
+  updated_at: '2026-11-05T14:00:00Z',
+} as const;
+
 export const ArticleListItem = z
   .object({
     id,
@@ -96,20 +125,45 @@ export const ArticleListItem = z
   .meta({
     id: 'ArticleListItem',
     description: 'An article as lists show it (without its body).',
-    example: {
-      id: 'art_06h014k2g711vw3tv0g528qpw8',
-      site_id: 'site_06h014k26k323kar2chmr6p5jr',
-      title: 'How to choose a boiler',
-      url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
-      status: 'published',
-      published_at: '2026-11-02T09:30:00Z',
-      target_keyword: 'boiler',
-      word_count: 812,
-      featured_image: { url: 'https://images.example/boiler.jpg', alt: 'A boiler', width: 1200, height: 630 },
-      revision: 3,
-      updated_at: '2026-11-05T14:00:00Z',
-    },
+    example: LIST_ITEM_EXAMPLE,
   });
+
+/** A highlight's two ends: where it starts and where it stops. */
+const RANGE_ENDS = 2;
+
+/** How a search hit matched: its relevance and an excerpt of its body with the matched words. */
+const SearchMatch = z
+  .object({
+    score: z.number().min(0).meta({
+      description:
+        'Relevance (PostgreSQL `ts_rank`): higher is better; words in the title count most, then the target keyword, then the body.',
+    }),
+    snippet: z.string().meta({
+      description: `Plain text from the body around the matched words, at most ${SNIPPET_MAX} characters (an ellipsis ends a cut one).`,
+    }),
+    highlights: z.array(z.array(z.number().int().min(0)).length(RANGE_ENDS)).meta({
+      description:
+        'The matched words in `snippet`, as `[start, end]` character ranges (UTF-16 code units, end exclusive), in order.',
+    }),
+  })
+  .meta({ id: 'SearchMatch' });
+
+export const ArticleSearchHit = ArticleListItem.extend({ match: SearchMatch }).meta({
+  id: 'ArticleSearchHit',
+  description: 'An article a search found (as lists show it) and how it matched.',
+  example: {
+    ...LIST_ITEM_EXAMPLE,
+    featured_image: null,
+    match: {
+      score: 0.6079271,
+      snippet: 'A combi boiler heats water on demand … ask for the boiler pressure at the first service',
+      highlights: [
+        [8, 14],
+        [51, 57],
+      ],
+    },
+  },
+});
 
 const ProtectedLink = z
   .object({
@@ -250,6 +304,33 @@ export const ArticleQuery = z
     per_page: perPageParam,
   })
   .superRefine(dateRange);
+/** The words of a search (the API's `q`, the tool's `q`, the search page's field). */
+export const searchText = cleanText(
+  z
+    .string({ message: 'give the words to search for' })
+    .min(1, 'must not be empty')
+    .max(SEARCH_QUERY_MAX, atMost(SEARCH_QUERY_MAX)),
+  { lines: false },
+);
+
+export const SearchQuery = z
+  .strictObject({
+    q: searchText.meta({
+      description:
+        `What to search for, 1 to ${SEARCH_QUERY_MAX} characters, in web-search syntax: words (all must match), ` +
+        '`"a phrase"`, `-word` (must not match), `or` between alternatives.',
+      examples: ['boiler pressure'],
+    }),
+    site_id: idParam.optional().meta({ description: 'Only articles of this site.' }),
+    from: fromParam,
+    to: toParam,
+    status: ArticleStatus.optional().meta({ description: 'Only articles with this status.' }),
+    page: pageParam,
+    per_page: perPageParam,
+  })
+  .superRefine(dateRange);
+export type ArticleSearchQuery = z.output<typeof SearchQuery>;
+
 /** An edit names a title, a body, or both: the API's body and the tool's input refuse one that names neither. */
 function titleOrBody(b: { title?: string | undefined; body?: string | undefined }): boolean {
   return b.title !== undefined || b.body !== undefined;
@@ -295,20 +376,37 @@ export type ArticleListQuery = z.output<typeof ArticleQuery>;
 
 /* The tools' inputs: the same fields, described for a model. */
 
+/** What a tool's list of articles is filtered and paged by: list_articles's and search_articles's. */
+const articleFilterInputs = {
+  from: toolFields.from('Only articles published'),
+  to: toolFields.to('Only articles published'),
+  status: ArticleQuery.shape.status.meta({
+    description: 'Only articles with this status: draft, scheduled, published or archived.',
+  }),
+  page: toolFields.page,
+  per_page: toolFields.perPage,
+};
+
 export const ListArticlesInput = z
-  .strictObject({
-    site_id: toolFields.siteId,
-    from: toolFields.from('Only articles published'),
-    to: toolFields.to('Only articles published'),
-    status: ArticleQuery.shape.status.meta({
-      description: 'Only articles with this status: draft, scheduled, published or archived.',
-    }),
-    page: toolFields.page,
-    per_page: toolFields.perPage,
-  })
+  .strictObject({ site_id: toolFields.siteId, ...articleFilterInputs })
   .superRefine(dateRange);
 
 export const GetArticleInput = z.strictObject({ article_id: toolFields.articleId });
+
+export const SearchArticlesInput = z
+  .strictObject({
+    q: SearchQuery.shape.q.meta({
+      description:
+        `The words to find, 1 to ${SEARCH_QUERY_MAX} characters, web-search syntax: plain words must all appear ` +
+        '(any form: "boilers" finds "boiler"), "a quoted phrase" in that order, -word excludes, `or` between ' +
+        'alternatives. Common words like "the" are ignored.',
+    }),
+    site_id: toolFields.siteId
+      .optional()
+      .meta({ description: "Optional: only this site's articles (list_sites gives ids)." }),
+    ...articleFilterInputs,
+  })
+  .superRefine(dateRange);
 
 export const UpdateArticleInput = z
   .strictObject({
@@ -370,6 +468,12 @@ export function articleListItemOut(row: ArticleRow): ArticleListItemOut {
     revision: row.revision,
     updated_at: rfc3339(row.updated_at),
   };
+}
+
+export type ArticleSearchHitOut = z.infer<typeof ArticleSearchHit>;
+
+export function searchHitOut(row: ArticleSearchRow): ArticleSearchHitOut {
+  return { ...articleListItemOut(row), match: { score: row.score, ...snippetOf(row.headline) } };
 }
 
 export function articleOut(row: ArticleDetailRow): ArticleOut {
@@ -434,7 +538,10 @@ export type Articles = ReturnType<typeof createArticles>;
 
 /** Articles: read one or a site's list, edit title and body, replace the featured image. */
 export function createArticles(
-  deps: Pick<ApplicationDeps, 'db' | 'reads' | 'commands' | 'media' | 'fetchImage' | 'publicUrl' | 'diff'>,
+  deps: Pick<
+    ApplicationDeps,
+    'db' | 'reads' | 'commands' | 'media' | 'fetchImage' | 'publicUrl' | 'diff' | 'searchLanguage'
+  >,
   writer: ArticleWriter,
 ) {
   const { db, commands } = deps;
@@ -480,6 +587,39 @@ export function createArticles(
           ofOwnSite(scope, listArticles(on, scope, { ...pageOf(query), from, to, status })),
         );
         return listed(page, query, articleListItemOut);
+      });
+    },
+
+    /**
+     * A full-text search of the account's articles (title, target keyword, body text), most relevant
+     * first, then newest published, then by id; limited to a site (`not_found` when it is not the
+     * account's), a status and dates. A text with nothing to search for (only common words) is
+     * refused, naming `q`.
+     */
+    search(call: Call, query: ArticleSearchQuery): Promise<Outcome<Listed<ArticleSearchHitOut>>> {
+      return outcomeOf(query.site_id === undefined ? {} : { siteId: query.site_id }, async () => {
+        const { principal } = call;
+        const found = await reads.read(principal.accountId, (on) =>
+          searchArticles(on, {
+            ...pageOf(query),
+            accountId: principal.accountId,
+            liveKey: principal.liveKey,
+            text: query.q,
+            language: deps.searchLanguage ?? SEARCH_LANGUAGE_DEFAULT,
+            siteId: query.site_id,
+            status: query.status,
+            from: query.from,
+            to: query.to,
+          }),
+        );
+        if (found.kind === 'not_own_site') throw new DomainError('not_found', `No site ${query.site_id}`);
+        if (found.kind === 'nothing_searchable') {
+          const message = 'has no word to search for (only common words or signs)';
+          throw parameterError(`The search ${JSON.stringify(query.q)} ${message}`, [
+            { in: principal.origin === 'mcp' ? 'arguments' : 'query', name: 'q', message },
+          ]);
+        }
+        return listed(found.page, query, searchHitOut);
       });
     },
 

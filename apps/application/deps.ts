@@ -19,6 +19,8 @@ export type ApplicationDeps = {
    */
   reads?: Reads;
   commands: Commands;
+  /** The text search configuration of article search, the one the search vectors are made with (SEARCH_LANGUAGE; default english). */
+  searchLanguage?: string;
   /** The service's public address: stored images are referred to under it. */
   publicUrl: string;
   /** The clock of periods such as this_month. */

@@ -17,10 +17,21 @@ const wire: Wiring = (config, holder) => {
     services: {
       async open(opts = { migrate: true, poolSize: 4 }) {
         const { openRuntime } = await import('../runtime.ts');
-        runtime = await openRuntime(config, { ...opts, holder });
+        runtime = await openRuntime(config, { ...opts, holder, searchLanguage: config.SEARCH_LANGUAGE });
         return runtime;
       },
-      readModels: () => import('../../projections/index.ts'),
+      async readModels() {
+        // The read models with the configured search language: a rebuild or an import writes the
+        // articles' search vectors with it, as the server does.
+        const { createProjectors } = await import('../../projections/index.ts');
+        const projectors = createProjectors({ searchLanguage: config.SEARCH_LANGUAGE });
+        return {
+          projectors,
+          asyncProjectors: projectors.filter((p) => p.mode === 'async'),
+          findProjector: (name: string) =>
+            projectors.find((p) => p.name === name || p.name.split('@')[0] === name),
+        };
+      },
       async openQueues() {
         const { openJobs } = await import('../worker/background.ts');
         return openJobs(config, [], quietJobsLog);

@@ -206,6 +206,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     db,
     ...(deps.reads ? { reads: deps.reads } : {}),
     commands: deps.runtime.commands,
+    searchLanguage: deps.runtime.searchLanguage,
     publicUrl,
     now,
     editLimit: deps.editLimit ?? defaultEditLimit(app, limits.editsPerDay),

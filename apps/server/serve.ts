@@ -59,6 +59,7 @@ const runtime = await orExit(
     logger: databaseLog,
     sanitizeThreads: config.SANITIZE_THREADS,
     activitySpoolMax: config.ACTIVITY_SPOOL_MAX,
+    searchLanguage: config.SEARCH_LANGUAGE,
     ...(metrics ? { metrics } : {}),
   }),
 );

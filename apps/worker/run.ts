@@ -36,6 +36,7 @@ const runtime = await openRuntimeOrExit(config, {
   migrate: true,
   logger: log,
   holder: 'the worker (npm run worker)',
+  searchLanguage: config.SEARCH_LANGUAGE,
   ...(metrics ? { metrics } : {}),
 });
 const workers = startAsyncProjections({ handle: runtime.handle, projectors, logger: log });

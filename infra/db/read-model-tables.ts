@@ -73,6 +73,11 @@ export interface ArticleBodiesTable {
   protected_links: ColumnType<ProtectedLinkJson[] | null, string | null | undefined, string | null>;
   /** The body's JSON text (a quoted, escaped string), made by PostgreSQL from `body` (a generated column). */
   body_json: ColumnType<string, never, never>;
+  /**
+   * The article's words for full-text search: body text (weight C), title (A), target keyword (B),
+   * made with the configured SEARCH_LANGUAGE (projections/articles.ts).
+   */
+  search: ColumnType<string, never, never>;
 }
 export interface RevisionsTable {
   article_id: string;

@@ -36,6 +36,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ SHUTDOWN_DRAIN_SECONDS: '-1' })).toThrow(/expected 0 to 300/);
   });
 
+  it("reads SEARCH_LANGUAGE as one of PostgreSQL's text search configurations, english by default", () => {
+    expect(loadConfig({}).SEARCH_LANGUAGE).toBe('english');
+    expect(loadConfig({ SEARCH_LANGUAGE: 'german' }).SEARCH_LANGUAGE).toBe('german');
+    expect(() => loadConfig({ SEARCH_LANGUAGE: 'klingon' })).toThrow(
+      /SEARCH_LANGUAGE="klingon": expected a PostgreSQL text search configuration: simple, arabic/,
+    );
+  });
+
   it('reads REQUEST_BODY_TIMEOUT_SECONDS in whole seconds', () => {
     expect(loadConfig({ REQUEST_BODY_TIMEOUT_SECONDS: '2' }).REQUEST_BODY_TIMEOUT_SECONDS).toBe(2);
   });

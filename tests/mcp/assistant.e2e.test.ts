@@ -213,6 +213,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
         'preview_article_edit',
         'replace_featured_image',
         'restore_revision',
+        'search_articles',
         'update_article',
       ].sort(),
     );
@@ -229,6 +230,10 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
       revision: number;
     };
     expect(article.body).toContain('data-service-protected');
+    const found = (await call('search_articles', { q: 'homeowners' })).structuredContent as {
+      data: { site_id: string }[];
+    };
+    expect(found.data.every((hit) => person.sites.some((s) => s.id === hit.site_id))).toBe(true);
     const backlinks = (await call('list_backlinks', { site_id: siteId })).structuredContent as {
       meta: { total: number };
     };
@@ -401,7 +406,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
       expect(client2.getProtocolEra()).toBe('modern');
       expect(client2.getNegotiatedProtocolVersion()).toBe('2026-07-28');
       const { tools } = await client2.listTools();
-      expect(tools).toHaveLength(13);
+      expect(tools).toHaveLength(14);
       const call2 = async (tool: string, args: Record<string, unknown> = {}) =>
         (await client2.callTool({ name: tool, arguments: args })) as ToolResult;
       const sites = (await call2('list_sites')).structuredContent as { data: { id: string }[] };

@@ -27,6 +27,7 @@ const ALL_TOOLS = [
   'list_sites',
   'list_articles',
   'get_article',
+  'search_articles',
   'list_backlinks',
   'get_stats',
   'update_article',

@@ -104,6 +104,7 @@ describe('accessibility (axe-core)', () => {
           `/articles/${articleId}/edit`,
           `/articles/${articleId}/featured-image`,
           '/activity',
+          '/search?q=homeowners',
           '/connect',
           '/account/password',
         ],

@@ -194,6 +194,8 @@ describe(`every page at ${WIDTH} px`, () => {
     [`/articles/${articleId}/revisions/1/restore`, 200],
     [`/articles/${articleId}/revisions/compare?from=1&to=1`, 200],
     ['/activity', 200],
+    ['/search?q=homeowners', 200],
+    ['/search?q=the', 400],
     ['/connect', 200],
     [`/connect/webhooks/${webhookId}`, 200],
     ['/account/password', 200],

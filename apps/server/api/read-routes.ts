@@ -1,7 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ActivityQuery, ActivityRecord } from '../../application/activity.ts';
-import { Article, ArticleListItem, ArticleQuery } from '../../application/articles.ts';
+import {
+  Article,
+  ArticleListItem,
+  ArticleQuery,
+  ArticleSearchHit,
+  SearchQuery,
+} from '../../application/articles.ts';
 import { ArticleParams, PageQuery, SiteParams } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
 import { Backlink, BacklinkQuery, Site, Stats, StatsQuery } from '../../application/sites.ts';
@@ -22,6 +28,10 @@ const SiteList = listOf(Site, 'SiteList', { of: 'sites', examplePath: '/api/v1/s
 const ArticleList = listOf(ArticleListItem, 'ArticleList', {
   of: 'articles',
   examplePath: `/api/v1/sites/${exampleSite}/articles`,
+});
+const SearchHitList = listOf(ArticleSearchHit, 'ArticleSearchHitList', {
+  of: 'articles found',
+  examplePath: '/api/v1/articles?q=boiler',
 });
 const BacklinkList = listOf(Backlink, 'BacklinkList', {
   of: 'backlinks',
@@ -81,6 +91,32 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       );
       const path = `/api/v1/sites/${encodeURIComponent(req.params.id)}/articles`;
       return sendList(reply, { publicUrl, path, query: req.query }, result);
+    },
+  );
+
+  app.get(
+    '/articles',
+    {
+      config: { operation: 'search_articles', keyCheck: 'statement' },
+      schema: {
+        tags: ['articles'],
+        summary: "Search the account's articles",
+        description:
+          'Full-text search over the title, target keyword and body text of every article of the account ' +
+          '(or of one site with `site_id`), in web-search syntax: `boiler pressure` (both words, any form), ' +
+          '`"combi boiler"` (the phrase), `boiler -gas` (not gas), `boiler or furnace`. Most relevant first ' +
+          '(`match.score`; title words count most, then the target keyword, then the body), then newest ' +
+          '`published_at`, ties by id. `match.snippet` is plain text from the body, `match.highlights` the ' +
+          "matched words' character ranges in it. `q` is required: a site's articles without a search are at " +
+          '`/sites/{id}/articles`. An empty `q`, or one of only common words (`the`), is a 400 naming `q`; a ' +
+          "`site_id` that is not the account's is a 404.",
+        querystring: SearchQuery,
+        response: { 200: SearchHitList, ...readErrors },
+      },
+    },
+    async (req, reply) => {
+      const result = settled(req, reply, await application.articles.search(apiCall(req), req.query));
+      return sendList(reply, { publicUrl, path: '/api/v1/articles', query: req.query }, result);
     },
   );
 

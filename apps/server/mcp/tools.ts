@@ -9,10 +9,12 @@ import {
   ArticleChange,
   ArticleListItem,
   ArticlePreview,
+  ArticleSearchHit,
   GetArticleInput,
   ListArticlesInput,
   PreviewArticleEditInput,
   ReplaceFeaturedImageInput,
+  SearchArticlesInput,
   UpdateArticleInput,
 } from '../../application/articles.ts';
 import type { Call, Idempotency, Outcome } from '../../application/call.ts';
@@ -64,6 +66,7 @@ function pageOf<T extends z.ZodType>(item: T) {
 
 const SiteList = pageOf(Site);
 const ArticleList = pageOf(ArticleListItem);
+const SearchHitList = pageOf(ArticleSearchHit);
 const BacklinkList = pageOf(Backlink);
 const RevisionList = pageOf(Revision);
 const ActivityList = pageOf(ActivityRecord);
@@ -185,6 +188,27 @@ const getArticleTool = defineTool({
   output: Article,
   run: async (ctx, input) => ctx.settle(await ctx.application.articles.get(ctx.call, input.article_id)),
   render: (out) => renderArticle(out),
+});
+
+const searchArticlesTool = defineTool({
+  name: 'search_articles',
+  title: 'Search articles by words',
+  description:
+    'Find articles by the words in them: use this to find an article when you know what it is about or some of ' +
+    'its words but not its id. Searches the title, target keyword and body text of every article on the account ' +
+    '(or of one site with site_id). q is web-search syntax: plain words must all appear (in any form: ' +
+    '"boilers" finds "boiler"), "a quoted phrase" matches in that order, -word excludes, and `or` between words ' +
+    'allows either; common words such as "the" are ignored (a q of only those is refused). Most relevant first ' +
+    '(title words count most), then newest published. Each hit is the article as list_articles gives it (with ' +
+    'article_id for get_article) plus match: score, snippet (plain text from the body) and highlights ([start, ' +
+    `end] character ranges of the matched words in the snippet). Filter by status and publication date with ` +
+    `from/to. ${DATES} ${PAGING}`,
+  scope: 'read',
+  annotations: READ,
+  input: SearchArticlesInput,
+  output: SearchHitList,
+  run: async (ctx, input) => withNext(ctx.settle(await ctx.application.articles.search(ctx.call, input))),
+  render: (out, input) => renderSearch(out, input.q),
 });
 
 const listBacklinksTool = defineTool({
@@ -429,6 +453,7 @@ export const mcpTools: readonly McpTool[] = [
   listSitesTool,
   listArticlesTool,
   getArticleTool,
+  searchArticlesTool,
   listBacklinksTool,
   getStatsTool,
   updateArticleTool,
@@ -490,6 +515,29 @@ function renderArticles(out: z.infer<typeof ArticleList>, siteId: string): strin
         `${a.word_count} words${a.target_keyword ? `, keyword ${quote(a.target_keyword)}` : ''}, revision ${a.revision} — article_id ${a.id}`,
     ),
     pageFooter('list_articles', out.meta, out.next_page, 'articles'),
+  );
+}
+
+/** A snippet with its matched words in [brackets]. */
+function marked(snippet: string, highlights: readonly (readonly number[])[]): string {
+  let text = '';
+  let at = 0;
+  for (const [start = 0, end = start] of highlights) {
+    text += `${snippet.slice(at, start)}[${snippet.slice(start, end)}]`;
+    at = end;
+  }
+  return text + snippet.slice(at);
+}
+
+function renderSearch(out: z.infer<typeof SearchHitList>, q: string): string {
+  return list(
+    `Articles matching ${quote(q)}, most relevant first (matched words in [brackets]):`,
+    out.data.map(
+      (a) =>
+        `${quote(a.title)} — ${publication(a.status, a.published_at)}, site ${a.site_id}, revision ${a.revision} — ` +
+        `article_id ${a.id} — score ${a.match.score.toFixed(3)} — ${quote(marked(a.match.snippet, a.match.highlights))}`,
+    ),
+    pageFooter('search_articles', out.meta, out.next_page, 'matching articles'),
   );
 }
 

@@ -245,6 +245,19 @@ table.site-table { width: 100%; border-collapse: collapse; font-size: .95rem; }
   .report-numbers:not([open]) { display: none; }
 }
 
+/* The search box of every account page's header, and the search page (/search). */
+header.top form.search-box { gap: .4rem; flex: 1 1 16rem; max-width: 26rem; min-width: 0; }
+header.top form.search-box label { margin: 0; font-weight: 600; white-space: nowrap; }
+header.top form.search-box input { flex: 1 1 6rem; width: 6rem; min-width: 0; min-height: 2.5rem; padding: .4rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+header.top form.search-box button { min-height: 2.5rem; padding: .4rem .8rem; }
+form.search-filters .search-words { grid-column: 1 / -1; }
+ol.search-results { list-style: none; margin: 0; padding: 0; }
+ol.search-results li { padding: .75rem 0; border-bottom: 1px solid var(--line); }
+ol.search-results h3 { font-size: 1.05rem; margin: 0 0 .2rem; }
+ol.search-results a { color: var(--accent); }
+ol.search-results p { margin: .2rem 0; overflow-wrap: anywhere; }
+.snippet mark { background: #ffe58a; color: #1d1f23; border-radius: .15rem; padding: 0 .1rem; }
+@media (max-width: 40rem) { header.top form.search-box { max-width: none; flex-basis: 100%; } }
 /* The activity log (/activity): its filters, its table (stacked on a phone), its pages. */
 form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: 0 1rem; align-items: start; }
 form.filters label { margin-top: .5rem; }

@@ -147,7 +147,20 @@ function navigation(url: string, account: Html): Html {
       path === href || path.startsWith(`${href}/`) || (href === '/sites' && path.startsWith('/articles/'));
     return html`<a href="${href}"${current ? raw(' aria-current="page"') : ''}>${label}</a>`;
   });
-  return html`<nav class="site" aria-label="Main">${links}</nav>${account}`;
+  return html`<nav class="site" aria-label="Main">${links}</nav>${searchBox(url)}${account}`;
+}
+
+/**
+ * The search box of every signed-in account page: a GET form to `/search` (web/search.ts), its
+ * words kept on the search page itself.
+ */
+function searchBox(url: string): Html {
+  const [path, query] = url.split('?');
+  const words = path === '/search' ? (new URLSearchParams(query ?? '').get('q') ?? '') : '';
+  return html`<form class="search-box" role="search" method="get" action="/search" aria-label="Articles">
+<label for="header-search">Search articles</label>
+<input type="search" id="header-search" name="q" value="${words}" enterkeyhint="search" autocomplete="off" placeholder="Words in a title or text">
+<button type="submit">Search</button></form>`;
 }
 
 export function createWebKit(deps: WebDeps): WebKit {

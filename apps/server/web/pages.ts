@@ -11,6 +11,7 @@ import { installPageLimit } from './page-limit.ts';
 import { installPageErrors } from './refusal.ts';
 import { reportPages } from './report.ts';
 import { webScripts } from './scripts.ts';
+import { searchPage } from './search.ts';
 import { sitePages } from './sites.ts';
 import { staffPages } from './staff.ts';
 
@@ -53,4 +54,5 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   await app.register(sitePages, deps);
   await app.register(reportPages, deps);
   await app.register(activityPage, { kit: deps.kit, application: deps.application });
+  await app.register(searchPage, { kit: deps.kit, application: deps.application });
 };

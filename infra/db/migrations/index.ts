@@ -16,6 +16,7 @@ import * as staff from './2026-11-23-014-staff.ts';
 import * as webhooks from './2026-11-24-015-webhooks.ts';
 import * as requestIdsAndStaffSearches from './2026-11-26-016-request-ids-and-staff-searches.ts';
 import * as bodyJson from './2026-11-27-017-body-json.ts';
+import * as articleSearch from './2026-11-29-018-article-search.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -40,6 +41,7 @@ const all: Record<string, Migration> = {
   '2026-11-24-015-webhooks': webhooks,
   '2026-11-26-016-request-ids-and-staff-searches': requestIdsAndStaffSearches,
   '2026-11-27-017-body-json': bodyJson,
+  '2026-11-29-018-article-search': articleSearch,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(

@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callOf, type Outcome, type Principal, unwrap } from '../../apps/application/call.ts';
+import { type Application, createApplication } from '../../apps/application/index.ts';
+import type { Runtime } from '../../apps/runtime.ts';
+import { MARK_END, MARK_START, SNIPPET_MAX } from '../../domain/article/search.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { createDirectoryMediaStore } from '../../infra/media/store.ts';
+import { rebuild } from '../../infra/projection-runner.ts';
+import { createArticlesProjector } from '../../projections/articles.ts';
+import { backends } from '../support/db.ts';
+import { refusal } from '../support/errors.ts';
+import {
+  apiKeyActor,
+  createTestRuntime,
+  pipelineActor,
+  setUpAccount,
+  snapshotTables,
+} from '../support/runtime.ts';
+
+/*
+ * Full-text search of an account's articles (`articles.search`) on both backends: what matches, in
+ * which order, with which snippet, and never another account's article.
+ */
+
+describe.each(backends)('searching articles (%s)', (backend) => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  let app: Application;
+  let mine: { accountId: string; siteId: string; otherSiteId: string };
+  let theirs: { accountId: string; siteId: string; otherSiteId: string };
+  const ids: Record<string, string> = {};
+  const principal = (accountId: string): Principal => ({
+    accountId,
+    actor: apiKeyActor,
+    origin: 'api',
+    scope: 'write',
+  });
+  const search = (q: string, more: Record<string, unknown> = {}, accountId = mine.accountId) =>
+    app.articles.search(callOf(principal(accountId)), { q, page: 1, per_page: 20, ...more });
+  const found = async (q: string, more: Record<string, unknown> = {}): Promise<string[]> =>
+    unwrap(await search(q, more)).data.map((hit) => hit.id);
+  const nameOf = (id: string): string | undefined => Object.entries(ids).find(([, v]) => v === id)?.[0];
+  const names = async (q: string, more: Record<string, unknown> = {}): Promise<(string | undefined)[]> =>
+    (await found(q, more)).map(nameOf);
+
+  const longBody =
+    `<p>${'Pipes and fittings are covered in the first part of this guide. '.repeat(12)}</p>` +
+    '<p>When the <strong>pressure</strong> gauge drops below one bar, top up the system.</p>' +
+    `<p>${'Radiators come last, with a word on &amp; valves. '.repeat(12)}</p>`;
+
+  async function article(
+    name: string,
+    accountId: string,
+    siteId: string,
+    data: {
+      title: string;
+      body: string;
+      targetKeyword?: string;
+      status?: 'published' | 'draft';
+      at?: string;
+    },
+  ): Promise<void> {
+    const { articleId } = await runtime.commands.createArticle(
+      accountId,
+      {
+        siteId,
+        title: data.title,
+        body: data.body,
+        url: `https://northside.example/blog/${name}`,
+        status: data.status ?? 'published',
+        publishedAt: data.status === 'draft' ? null : (data.at ?? '2026-10-01T09:00:00Z'),
+        targetKeyword: data.targetKeyword ?? null,
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: pipelineActor },
+    );
+    ids[name] = articleId;
+  }
+
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime(backend));
+    app = createApplication({
+      db: runtime.db,
+      commands: runtime.commands,
+      searchLanguage: runtime.searchLanguage,
+      publicUrl: 'https://content.example',
+      now: () => new Date(),
+      editLimit: {
+        take: async () => ({
+          policy: { name: 'edits', quota: 1000, window: 'utc-day' },
+          allowed: true,
+          remaining: 999,
+          resetSeconds: 3600,
+        }),
+      },
+      media: createDirectoryMediaStore('/nonexistent-media'),
+      fetchImage: async () => {
+        throw new Error('no images here');
+      },
+    });
+    mine = await setUpAccount(runtime);
+    theirs = await setUpAccount(runtime, 'Rival Ltd');
+    await article('titled', mine.accountId, mine.siteId, {
+      title: 'Boiler pressure explained',
+      body: '<p>Why the gauge drops and what to do about it.</p>',
+      at: '2026-09-01T09:00:00Z',
+    });
+    await article('mentioned', mine.accountId, mine.siteId, {
+      title: 'Garden design for small yards',
+      body: '<p>Keep the shed away from the boiler flue, and plan the beds first.</p>',
+      at: '2026-10-01T09:00:00Z',
+    });
+    await article('combi', mine.accountId, mine.otherSiteId, {
+      title: 'Radiators in winter',
+      body: '<p>A combi boiler heats water on demand; a gas supply is needed.</p>',
+      at: '2026-10-02T09:00:00Z',
+    });
+    await article('keyword', mine.accountId, mine.siteId, {
+      title: 'Heating questions',
+      body: '<p>Answers to what customers ask most.</p>',
+      targetKeyword: 'underfloor heating',
+      status: 'draft',
+    });
+    await article('long', mine.accountId, mine.siteId, { title: 'A long guide', body: longBody });
+    await article('foreign', theirs.accountId, theirs.siteId, {
+      title: 'Boiler pressure for rivals',
+      body: '<p>The boiler of another account, combi boiler and all.</p>',
+    });
+  });
+
+  afterAll(async () => {
+    await drop?.();
+  });
+
+  it('ranks a match in the title above matches in the body, then newest published first', async () => {
+    expect(await names('boiler')).toEqual(['titled', 'combi', 'mentioned']);
+    const [first] = unwrap(await search('boiler')).data;
+    expect(first?.match.score).toBeGreaterThan(0);
+    // Words in any form: "boilers" is "boiler".
+    expect(await names('boilers')).toEqual(['titled', 'combi', 'mentioned']);
+  });
+
+  it('finds a phrase only in its order, leaves out -excluded words, and takes either side of `or`', async () => {
+    expect(await names('"combi boiler"')).toEqual(['combi']);
+    expect(await names('"boiler combi"')).toEqual([]);
+    expect((await names('boiler -gas')).sort()).toEqual(['mentioned', 'titled']);
+    expect((await names('shed or winter')).sort()).toEqual(['combi', 'mentioned']);
+    expect(await names('underfloor')).toEqual(['keyword']);
+  });
+
+  it('refuses a search of only common words, or of nothing, naming q', async () => {
+    for (const q of ['the and of', '   ', '!!']) {
+      const outcome = await search(q);
+      expect(outcome.ok).toBe(false);
+      const error = (outcome as Extract<Outcome<unknown>, { ok: false }>).error as DomainError;
+      expect(error).toBeInstanceOf(DomainError);
+      expect(error.code).toBe('invalid_request');
+      expect(error.errors).toEqual([{ in: 'query', name: 'q', message: expect.any(String) }]);
+    }
+  });
+
+  it("never finds another account's articles, and answers another account's site as a missing one", async () => {
+    const all = await found('boiler pressure rivals');
+    expect(all).toEqual([]);
+    expect(await found('boiler')).not.toContain(ids.foreign);
+    expect(await refusal(search('boiler', { site_id: theirs.siteId }))).toBe('not_found');
+    expect(await refusal(search('boiler', { site_id: 'site_missing' }))).toBe('not_found');
+    const theirsFound = unwrap(await search('boiler', {}, theirs.accountId)).data.map((h) => h.id);
+    expect(theirsFound).toEqual([ids.foreign]);
+  });
+
+  it('filters by site, status and publication dates, and pages with the total', async () => {
+    expect(await names('boiler', { site_id: mine.otherSiteId })).toEqual(['combi']);
+    expect(await names('heating', { status: 'draft' })).toEqual(['keyword']);
+    expect(await names('boiler', { from: '2026-10-01', to: '2026-10-01' })).toEqual(['mentioned']);
+    const page = unwrap(await search('boiler', { per_page: 2, page: 2 }));
+    expect(page.data.map((h) => nameOf(h.id))).toEqual(['mentioned']);
+    expect(page.meta).toEqual({ page: 2, per_page: 2, total: 3, total_pages: 2 });
+    const past = unwrap(await search('boiler', { per_page: 2, page: 5 }));
+    expect(past.data).toEqual([]);
+    expect(past.meta.total).toBe(3);
+  });
+
+  it('gives a plain-text snippet of at most SNIPPET_MAX characters whose highlights are the matched words', async () => {
+    const [hit] = unwrap(await search('pressure gauge', { site_id: mine.siteId })).data.filter(
+      (h) => h.id === ids.long,
+    );
+    expect(hit).toBeDefined();
+    if (!hit) return;
+    const { snippet, highlights } = hit.match;
+    expect(snippet.length).toBeLessThanOrEqual(SNIPPET_MAX);
+    expect(snippet).not.toMatch(/[<>]/);
+    expect([...snippet].some((c) => c === MARK_START || c === MARK_END)).toBe(false);
+    expect(highlights.length).toBeGreaterThan(0);
+    for (const [start, end] of highlights) {
+      expect(['pressure', 'gauge']).toContain(snippet.slice(start, end).toLowerCase());
+    }
+    const amp = unwrap(await search('valves')).data.find((h) => h.id === ids.long);
+    expect(amp?.match.snippet).toContain('& valves');
+  });
+
+  it('finds an edit by its new words as soon as the edit is answered, title alone or body', async () => {
+    const call = callOf(principal(mine.accountId));
+    unwrap(
+      await app.articles.edit(call, { articleId: ids.mentioned as string, title: 'Patio paving ideas' }),
+    );
+    expect(await names('patio')).toEqual(['mentioned']);
+    // A new title keeps the body's words.
+    expect(await names('shed')).toEqual(['mentioned']);
+    expect(await names('garden')).toEqual([]);
+    unwrap(
+      await app.articles.edit(call, {
+        articleId: ids.mentioned as string,
+        body: '<p>Lay the slabs on a bed of sharp sand.</p>',
+      }),
+    );
+    expect(await names('slabs sand')).toEqual(['mentioned']);
+    expect(await names('shed')).toEqual([]);
+    expect(await names('patio')).toEqual(['mentioned']);
+  });
+
+  it('rebuilds the search vectors as the edits left them', async () => {
+    const before = await snapshotTables(runtime.db, ['article_bodies']);
+    await rebuild(runtime.db, createArticlesProjector(undefined, runtime.searchLanguage));
+    expect(await snapshotTables(runtime.db, ['article_bodies'])).toEqual(before);
+    expect(await names('patio')).toEqual(['mentioned']);
+  });
+});
