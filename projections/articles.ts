@@ -7,7 +7,12 @@ import {
   articleEventTypes,
   type FeaturedImageReplaced,
 } from '../domain/article/events.ts';
-import { MARK_END, MARK_START, SEARCH_LANGUAGE_DEFAULT } from '../domain/article/search.ts';
+import {
+  MARK_END,
+  MARK_START,
+  SEARCH_LANGUAGE_DEFAULT,
+  SEARCH_RANKED_MAX,
+} from '../domain/article/search.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { ArticleBodiesTable, ArticlesTable } from '../infra/db/read-model-tables.ts';
@@ -724,7 +729,10 @@ const HEADLINE_OPTIONS = `StartSel=${MARK_START}, StopSel=${MARK_END}, MaxFragme
 /**
  * The account's articles that match a search, most relevant first (`ts_rank` over the weighted
  * vector: a title's words count most, then the target keyword's, then the body's), then newest
- * published, then by id. One statement ranks the matches and keeps the page; only the page's bodies
+ * published, then by id. Of more than SEARCH_RANKED_MAX matches, the newest that many are ranked and
+ * counted (read newest first from `articles_account_published` when the words are common, found by the
+ * GIN index when they are rare: the planner knows which from the vectors' statistics), so that a search
+ * of common words costs what a search of rare ones does. One statement ranks the matches and keeps the page; only the page's bodies
  * are excerpted (`ts_headline` reads the whole body). The statement also confirms the API key and,
  * with a site, whose it is; when it finds nothing on the page, a second one says whether the text had
  * anything to search for, how many matched, and the same.
@@ -745,10 +753,15 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
   const scope = q.siteId === undefined ? undefined : { accountId: q.accountId, siteId: q.siteId };
   const owner = scope === undefined ? sql`null::text as site_owner` : siteOwner(scope);
   const rows = await sql<ArticleSearchRow & { total: string; key_live: boolean; site_owner: string | null }>`
-    with hits as (
-      select a.id, a.published_at, ts_rank(b.search, ${tsquery}) as score, count(*) over () as total
+    with candidates as materialized (
+      select a.id, a.published_at, b.search
       from ${matching}
-      order by score desc, a.published_at desc nulls last, a.id desc
+      order by a.published_at desc nulls last, a.id desc
+      limit ${SEARCH_RANKED_MAX}
+    ), hits as (
+      select id, published_at, ts_rank(search, ${tsquery}) as score, count(*) over () as total
+      from candidates
+      order by score desc, published_at desc nulls last, id desc
       limit ${q.perPage} offset ${offsetOf(q)}
     )
     select ${sql.join(listColumns.map((c) => sql.ref(c)))}, h.score, h.total,
@@ -773,7 +786,8 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
   }
   const said = await sql<{ terms: number; total: string; key_live: boolean; site_owner: string | null }>`
     select numnode(${tsquery}) as terms,
-      case when numnode(${tsquery}) > 0 then (select count(*) from ${matching}) else 0 end as total,
+      case when numnode(${tsquery}) > 0
+        then (select count(*) from (select 1 from ${matching} limit ${SEARCH_RANKED_MAX}) m) else 0 end as total,
       ${keyLive(q.liveKey)}, ${owner}`.execute(db);
   const [answer] = said.rows;
   if (answer === undefined || !answer.key_live) throw invalidKeyError();

@@ -8,6 +8,13 @@
 /** The longest search text, in characters. */
 export const SEARCH_QUERY_MAX = 200;
 
+/**
+ * The most matches a search ranks: of more, the newest this many (by publication, then id) are ranked
+ * and counted. A search that matches more than this is not telling articles apart; more words, a site,
+ * a status or dates narrow it.
+ */
+export const SEARCH_RANKED_MAX = 1000;
+
 /** The longest snippet a match shows, in characters (UTF-16 code units, never splitting a pair). */
 export const SNIPPET_MAX = 200;
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOf, type Outcome, type Principal, unwrap } from '../../apps/application/call.ts';
 import { type Application, createApplication } from '../../apps/application/index.ts';
 import type { Runtime } from '../../apps/runtime.ts';
-import { MARK_END, MARK_START, SNIPPET_MAX } from '../../domain/article/search.ts';
+import { MARK_END, MARK_START, SEARCH_RANKED_MAX, SNIPPET_MAX } from '../../domain/article/search.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { rebuild } from '../../infra/projection-runner.ts';
@@ -225,4 +225,31 @@ describe.each(backends)('searching articles (%s)', (backend) => {
     expect(await snapshotTables(runtime.db, ['article_bodies'])).toEqual(before);
     expect(await names('patio')).toEqual(['mentioned']);
   });
+
+  it.skipIf(backend !== 'postgres')(
+    'ranks and counts the newest SEARCH_RANKED_MAX of a search that matches more, and still finds an older one by a rarer word',
+    async () => {
+      const many = await setUpAccount(runtime, 'Lighthouse Ltd');
+      const extra = 3;
+      const day = (i: number) => new Date(Date.UTC(2020, 0, 1) + i * 3_600_000).toISOString();
+      for (let start = 0; start < SEARCH_RANKED_MAX + extra; start += 50) {
+        await Promise.all(
+          Array.from({ length: Math.min(50, SEARCH_RANKED_MAX + extra - start) }, (_, k) =>
+            article(`lamp-${start + k}`, many.accountId, many.siteId, {
+              title: start + k === 0 ? 'The oldest keeper' : `Keeper ${start + k}`,
+              body: '<p>The lighthouse lamp turns all night.</p>',
+              at: day(start + k),
+            }),
+          ),
+        );
+      }
+      const page = unwrap(await search('lighthouse lamp', { per_page: 100 }, many.accountId));
+      expect(page.meta.total).toBe(SEARCH_RANKED_MAX);
+      // The newest first among equals: the oldest `extra` are past the ranked ones.
+      expect(page.data[0]?.id).toBe(ids[`lamp-${SEARCH_RANKED_MAX + extra - 1}`]);
+      const older = unwrap(await search('lighthouse oldest', {}, many.accountId));
+      expect(older.data.map((hit) => hit.id)).toEqual([ids['lamp-0']]);
+    },
+    120_000,
+  );
 });

@@ -9,7 +9,8 @@ type AnyDb = Kysely<any>;
  * the append's statement with the configured SEARCH_LANGUAGE (a generated column could only have a
  * language fixed here). The rows already there are filled with the default, `english`: another
  * SEARCH_LANGUAGE takes a `projections rebuild articles`. PostgreSQL's parser skips the body's tags and
- * character references, so the vector is the body's text without extracting it.
+ * character references, so the vector is the body's text without extracting it. The account's articles
+ * newest first (`articles_account_published`): where a search that matches many reads its candidates.
  */
 export async function up(db: AnyDb): Promise<void> {
   await sql`alter table article_bodies add column search tsvector not null default ''`.execute(db);
@@ -19,9 +20,14 @@ export async function up(db: AnyDb): Promise<void> {
       || setweight(to_tsvector('english', coalesce(a.target_keyword, '')), 'B')
     from articles a where a.id = b.article_id`.execute(db);
   await sql`create index article_bodies_search on article_bodies using gin (search)`.execute(db);
+  // A search that matches many articles ranks the newest SEARCH_RANKED_MAX: read in this order.
+  await sql`create index articles_account_published on articles (account_id, published_at desc nulls last, id desc)`.execute(
+    db,
+  );
 }
 
 export async function down(db: AnyDb): Promise<void> {
+  await sql`drop index articles_account_published`.execute(db);
   await sql`drop index article_bodies_search`.execute(db);
   await sql`alter table article_bodies drop column search`.execute(db);
 }
