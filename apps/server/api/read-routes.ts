@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { SEARCH_RANKED_MAX } from '../../../domain/article/search.ts';
 import { ActivityQuery, ActivityRecord } from '../../application/activity.ts';
 import {
   Article,
@@ -106,7 +107,8 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
           '(or of one site with `site_id`), in web-search syntax: `boiler pressure` (both words, any form), ' +
           '`"combi boiler"` (the phrase), `boiler -gas` (not gas), `boiler or furnace`. Most relevant first ' +
           '(`match.score`; title words count most, then the target keyword, then the body), then newest ' +
-          '`published_at`, ties by id. `match.snippet` is plain text from the body, `match.highlights` the ' +
+          `\`published_at\`, ties by id; of more than ${SEARCH_RANKED_MAX} matches, the newest ${SEARCH_RANKED_MAX} are ranked and counted. ` +
+          '`match.snippet` is plain text from the body, `match.highlights` the ' +
           "matched words' character ranges in it. `q` is required: a site's articles without a search are at " +
           '`/sites/{id}/articles`. An empty `q`, or one of only common words (`the`), is a 400 naming `q`; a ' +
           "`site_id` that is not the account's is a 404.",

@@ -2,6 +2,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { KeyScope } from '../../../domain/account/events.ts';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../../domain/article/events.ts';
+import { SEARCH_RANKED_MAX } from '../../../domain/article/search.ts';
 import { countWords } from '../../../domain/html/text.ts';
 import { ActivityRecord, ListActivityInput } from '../../application/activity.ts';
 import {
@@ -199,7 +200,8 @@ const searchArticlesTool = defineTool({
     '(or of one site with site_id). q is web-search syntax: plain words must all appear (in any form: ' +
     '"boilers" finds "boiler"), "a quoted phrase" matches in that order, -word excludes, and `or` between words ' +
     'allows either; common words such as "the" are ignored (a q of only those is refused). Most relevant first ' +
-    '(title words count most), then newest published. Each hit is the article as list_articles gives it (with ' +
+    `(title words count most), then newest published; of more than ${SEARCH_RANKED_MAX} matches only the newest ${SEARCH_RANKED_MAX} are ranked (add words to narrow it). ` +
+    'Each hit is the article as list_articles gives it (with ' +
     'article_id for get_article) plus match: score, snippet (plain text from the body) and highlights ([start, ' +
     `end] character ranges of the matched words in the snippet). Filter by status and publication date with ` +
     `from/to. ${DATES} ${PAGING}`,
