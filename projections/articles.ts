@@ -17,7 +17,7 @@ import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { ArticleBodiesTable, ArticlesTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
-import { prepared } from '../infra/db/statement-cache.ts';
+import { NEVER_NAMED, prepared } from '../infra/db/statement-cache.ts';
 import {
   ALWAYS,
   IN_TRANSACTION,
@@ -752,7 +752,11 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
   const matching = sql`article_bodies b join articles a on a.id = b.article_id where ${sql.join(filters, sql` and `)}`;
   const scope = q.siteId === undefined ? undefined : { accountId: q.accountId, siteId: q.siteId };
   const owner = scope === undefined ? sql`null::text as site_owner` : siteOwner(scope);
-  const rows = await sql<ArticleSearchRow & { total: string; key_live: boolean; site_owner: string | null }>`
+  // Planned for its words each time (NEVER_NAMED): a generic plan cannot know whether they match one
+  // article (found by the GIN index) or nearly all (read newest first, up to SEARCH_RANKED_MAX).
+  const rows = await sql<
+    ArticleSearchRow & { total: string; key_live: boolean; site_owner: string | null }
+  >`${sql.raw(NEVER_NAMED)}
     with candidates as materialized (
       select a.id, a.published_at, b.search
       from ${matching}
@@ -784,7 +788,12 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
       },
     };
   }
-  const said = await sql<{ terms: number; total: string; key_live: boolean; site_owner: string | null }>`
+  const said = await sql<{
+    terms: number;
+    total: string;
+    key_live: boolean;
+    site_owner: string | null;
+  }>`${sql.raw(NEVER_NAMED)}
     select numnode(${tsquery}) as terms,
       case when numnode(${tsquery}) > 0
         then (select count(*) from (select 1 from ${matching} limit ${SEARCH_RANKED_MAX}) m) else 0 end as total,

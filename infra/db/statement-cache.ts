@@ -14,7 +14,8 @@ import type { Db } from './schema.ts';
  *    the first `MAX_NAMED` (bounding what each server connection holds) and texts over
  *    `MAX_NAMED_LENGTH`, which are never remembered: multi-row inserts have a text per row count, and
  *    keeping them grew the heap (docs/reliability.md, soak). A text that begins with `ALWAYS_NAMED` is
- *    named whatever its length: the event store's group appends, of which there are few texts.
+ *    named whatever its length: the event store's group appends, of which there are few texts. One
+ *    that begins with `NEVER_NAMED` is never named: planned for its values each time (the search).
  * 2. Compiled queries (`prepared`): a hot kysely query built and compiled to SQL once.
  *
  * What this relies on in `pg` (8.x), pinned by tests/infra/statement-cache.int.test.ts: pg-pool builds
@@ -34,6 +35,12 @@ export const MAX_NAMED_LENGTH = 4_096;
  * long each is (a group of appends, whose text depends only on how many go together and their shape).
  */
 export const ALWAYS_NAMED = '/* named */';
+/**
+ * What begins a text that is never named, so planned for its values on every execution: a statement
+ * whose best plan depends on them more than a generic plan can know (a full-text search, whose words
+ * may match one article or all of them).
+ */
+export const NEVER_NAMED = '/* planned each time */';
 /** At most this many of the texts named are longer than MAX_NAMED_LENGTH (their plans are larger too). */
 const MAX_NAMED_LONG = 16;
 
@@ -101,6 +108,7 @@ export function createStatementNames(maxNamed = MAX_NAMED, maxNamedLong = MAX_NA
   let namedLong = 0;
   return {
     nameOf(text) {
+      if (text.startsWith(NEVER_NAMED)) return undefined;
       const long = text.length > MAX_NAMED_LENGTH;
       if (long && !text.startsWith(ALWAYS_NAMED)) return undefined;
       const known = names.get(text);

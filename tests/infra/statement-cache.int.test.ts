@@ -6,6 +6,7 @@ import {
   ALWAYS_NAMED,
   createStatementNames,
   MAX_NAMED_LENGTH,
+  NEVER_NAMED,
   namingClient,
   prepared,
   StatementNamingClient,
@@ -41,6 +42,15 @@ describe('statement names', () => {
     // A short one is named as ever.
     names.nameOf(rows(2));
     expect(names.nameOf(rows(2))).toMatch(/^cs_\d+$/);
+  });
+
+  it('never names a text that begins with NEVER_NAMED (planned for its values each time)', () => {
+    const names = createStatementNames();
+    const search = `${NEVER_NAMED} select $1::text`;
+    for (let i = 0; i < 3; i++) expect(names.nameOf(search)).toBeUndefined();
+    expect(names.named).toBe(0);
+    names.nameOf('select $1::text');
+    expect(names.nameOf('select $1::text')).toMatch(/^cs_\d+$/);
   });
 
   it('names a long text that begins with ALWAYS_NAMED (a group of appends), up to its own limit', () => {
