@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ArticleStatus } from '../../../domain/article/events.ts';
+import { SEARCH_RANKED_MAX } from '../../../domain/article/search.ts';
 import { isDomainError } from '../../../domain/errors.ts';
 import { PER_PAGE_MAX } from '../../../domain/vocabulary.ts';
 import {
@@ -161,7 +162,7 @@ export const searchPage: FastifyPluginAsync<{ kit: WebKit; application: Applicat
               ? 'No article matches this search.'
               : html`There are no results on this page. <a href="${searchUrl(form, 1)}">Go to the first page</a>.`
           }</p>`
-        : html`<p class="muted" id="results-count">${list.meta.total} ${list.meta.total === 1 ? 'article matches' : 'articles match'}, most relevant first.</p>
+        : html`<p class="muted" id="results-count">${resultsCount(list.meta.total)}</p>
 <ol class="search-results" start="${(list.meta.page - 1) * list.meta.per_page + 1}">
 ${list.data.map((hit) => hitItem(hit, siteNames))}
 </ol>
@@ -196,3 +197,15 @@ ${results}
     });
   });
 };
+
+/**
+ * How many articles a search found, in words. A search ranks and counts at most SEARCH_RANKED_MAX
+ * matches (the newest), so a total of that many means "at least": the page says so, and how to narrow it.
+ */
+export function resultsCount(total: number): string {
+  if (total >= SEARCH_RANKED_MAX) {
+    const most = SEARCH_RANKED_MAX.toLocaleString('en');
+    return `${most} or more articles match: the newest ${most} are ranked, most relevant first. Add words, a site or a status to narrow the search.`;
+  }
+  return `${total} ${total === 1 ? 'article matches' : 'articles match'}, most relevant first.`;
+}
