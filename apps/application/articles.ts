@@ -187,17 +187,9 @@ export const Article = ArticleListItem.extend({
   id: 'Article',
   description: 'An article with its full HTML body and the protected links read from it.',
   example: {
-    id: 'art_06h014k2g711vw3tv0g528qpw8',
-    site_id: 'site_06h014k26k323kar2chmr6p5jr',
-    title: 'How to choose a boiler',
-    url: 'https://northside-plumbing.example/blog/how-to-choose-a-boiler',
-    status: 'published',
-    published_at: '2026-11-02T09:30:00Z',
-    target_keyword: 'boiler',
+    ...LIST_ITEM_EXAMPLE,
     word_count: 9,
     featured_image: null,
-    revision: 3,
-    updated_at: '2026-11-05T14:00:00Z',
     body: '<p>Read our <a href="https://northside-plumbing.example/services" data-service-protected="internal" data-service-id="il_1">boiler services</a> first.</p>',
     protected_links: [
       {
