@@ -12,6 +12,7 @@ import {
   MARK_START,
   SEARCH_LANGUAGE_DEFAULT,
   SEARCH_RANKED_MAX,
+  SNIPPET_SEARCHED_FIRST,
 } from '../domain/article/search.ts';
 import { extractProtectedLinks, wordCount } from '../domain/html/facts.ts';
 import type { HtmlMemory } from '../domain/html/memory.ts';
@@ -47,7 +48,7 @@ export function createArticlesProjector(
     name: 'articles@1',
     mode: 'inline',
     handles: articleEventTypes,
-    tables: ['articles', 'article_bodies', 'article_counts'],
+    tables: ['articles', 'article_bodies', 'article_title_search', 'article_counts'],
     /**
      * Edits, restores and new featured images, of one article or of several (a commit group's), as
      * statements. A new article counts towards its site's status (only when its row is inserted), and a
@@ -102,31 +103,17 @@ function isRevisionEvent(
 export const articlesProjector = createArticlesProjector();
 
 /**
- * The search vector of an article (`article_bodies.search`): its body's words (weight C; PostgreSQL's
- * parser skips tags and character references), then its title's (A) and target keyword's (B), in the
- * configuration `language`. The body comes first so that a new title alone keeps the body's part as
- * it is (`retitledVector`) rather than reading and parsing the body again.
+ * The search words of a body (`article_bodies.search`, weight C), in the configuration `language`:
+ * PostgreSQL's parser skips its tags and character references.
  */
-function searchVector(
-  language: string,
-  body: Expression<string>,
-  title: Expression<string>,
-  keyword: Expression<string | null>,
-): RawBuilder<string> {
-  return sql<string>`setweight(to_tsvector(${language}::regconfig, ${body}), 'C')
-    || ${titleVector(language, title, keyword)}`;
+function bodyVector(language: string, body: Expression<string>): RawBuilder<string> {
+  return sql<string>`setweight(to_tsvector(${language}::regconfig, ${body}), 'C')`;
 }
 
-/** `searchVector` of a vector made by it, with another title: the body's part (weight C) kept. */
-function retitledVector(
-  language: string,
-  vector: Expression<string>,
-  title: Expression<string>,
-  keyword: Expression<string | null>,
-): RawBuilder<string> {
-  return sql<string>`ts_filter(${vector}, '{c}') || ${titleVector(language, title, keyword)}`;
-}
-
+/**
+ * The search words of a title and target keyword (`article_title_search.search`, weights A and B):
+ * a row of their own, so that a new title writes a few words, never the body's again.
+ */
 function titleVector(
   language: string,
   title: Expression<string>,
@@ -138,9 +125,9 @@ function titleVector(
 
 /**
  * Edits, restores and new featured images, consecutive revisions of one article: the list row moves
- * to the last one's revision, each column to the last value the run gives it, and the body row takes
- * the last new body, if any, and the search vector of the new body or title; both only when the row
- * is at the revision before the run (a replay changes nothing). Statements that read the rows as they
+ * to the last one's revision, each column to the last value the run gives it, the body row to the
+ * last new body and its words, if any, and the title's words to the last new title, if any; all only
+ * when the row is at the revision before the run (a replay changes nothing). Statements that read the rows as they
  * were, run as one (`runTogether`, or the append's own statement): what each event applied in turn
  * would leave.
  */
@@ -159,24 +146,23 @@ function revisionStatements(
   if (featuredImage !== undefined) sets.push(sql`featured_image = ${featuredImage}`);
   const row = sql`update articles set ${sql.join(sets)}
     where id = ${articleId} and revision = ${before} and ${when}`;
-  const newTitle = title === undefined ? sql<string>`a.title` : sql<string>`${title}`;
-  const keyword = sql<string | null>`a.target_keyword`;
-  if (body === undefined) {
-    if (title === undefined) return [row];
-    // The title's words change; the body's are kept from the vector.
-    const retitled = sql`update article_bodies b
-      set search = ${retitledVector(language, sql`b.search`, newTitle, keyword)}
+  const statements = [row];
+  if (title !== undefined) {
+    // The title's words; the body's stay as they are.
+    statements.push(sql`update article_title_search t
+      set search = ${titleVector(language, sql`${title}`, sql`a.target_keyword`)}
       from articles a
-      where b.article_id = ${articleId} and a.id = ${articleId} and a.revision = ${before} and ${when}`;
-    return [row, retitled];
+      where t.article_id = ${articleId} and a.id = ${articleId} and a.revision = ${before} and ${when}`);
   }
-  // The body once as a parameter, for the row and its vector.
-  const bodyRow = sql`update article_bodies b
-    set body = v.body, protected_links = ${JSON.stringify(extractProtectedLinks(body, memory))},
-      search = ${searchVector(language, sql`v.body`, newTitle, keyword)}
-    from articles a, (select ${body}::text as body) v
-    where b.article_id = ${articleId} and a.id = ${articleId} and a.revision = ${before} and ${when}`;
-  return [row, bodyRow];
+  if (body !== undefined) {
+    // The body once as a parameter, for the row and its vector.
+    statements.push(sql`update article_bodies b
+      set body = v.body, protected_links = ${JSON.stringify(extractProtectedLinks(body, memory))},
+        search = ${bodyVector(language, sql`v.body`)}
+      from articles a, (select ${body}::text as body) v
+      where b.article_id = ${articleId} and a.id = ${articleId} and a.revision = ${before} and ${when}`);
+  }
+  return statements;
 }
 
 /**
@@ -255,30 +241,27 @@ function groupRevisionStatements(
             before: c.before,
             body: c.body,
             protected_links: JSON.stringify(extractProtectedLinks(c.body, memory)),
-            title: c.title ?? null,
           },
         ],
   );
-  const newTitle = sql<string>`coalesce(r.title, a.title)`;
-  const keyword = sql<string | null>`a.target_keyword`;
   if (bodies.length > 0) {
     statements.push(sql`update article_bodies b set body = r.body, protected_links = r.protected_links::jsonb,
-        search = ${searchVector(language, sql`r.body`, newTitle, keyword)}
+        search = ${bodyVector(language, sql`r.body`)}
       from jsonb_to_recordset(${JSON.stringify(bodies)}::jsonb) as r (stream_id text, id text, before integer,
-        body text, protected_links text, title text), articles a
+        body text, protected_links text), articles a
       where b.article_id = r.id and a.id = r.id and a.revision = r.before and ${when}`);
   }
   const titles = changes.flatMap((c) =>
-    c.body === undefined && c.title !== undefined
-      ? [{ stream_id: c.streamId, id: c.articleId, before: c.before, title: c.title }]
-      : [],
+    c.title === undefined
+      ? []
+      : [{ stream_id: c.streamId, id: c.articleId, before: c.before, title: c.title }],
   );
   if (titles.length > 0) {
-    statements.push(sql`update article_bodies b
-        set search = ${retitledVector(language, sql`b.search`, newTitle, keyword)}
+    statements.push(sql`update article_title_search t
+        set search = ${titleVector(language, sql`r.title`, sql`a.target_keyword`)}
       from jsonb_to_recordset(${JSON.stringify(titles)}::jsonb) as r (stream_id text, id text, before integer,
         title text), articles a
-      where b.article_id = r.id and a.id = r.id and a.revision = r.before and ${when}`);
+      where t.article_id = r.id and a.id = r.id and a.revision = r.before and ${when}`);
   }
   return statements;
 }
@@ -345,8 +328,11 @@ async function project(
       // The body once as a parameter, for the row and its search vector.
       await sql`insert into article_bodies (article_id, body, protected_links, search)
         select ${d.articleId}, v.body, ${JSON.stringify(extractProtectedLinks(d.body, memory))}::jsonb,
-          ${searchVector(language, sql`v.body`, sql`${d.title}`, sql`${d.targetKeyword}`)}
+          ${bodyVector(language, sql`v.body`)}
         from (select ${d.body}::text as body) v
+        on conflict (article_id) do nothing`.execute(trx);
+      await sql`insert into article_title_search (article_id, search)
+        values (${d.articleId}, ${titleVector(language, sql`${d.title}`, sql`${d.targetKeyword}`)})
         on conflict (article_id) do nothing`.execute(trx);
       return;
     }
@@ -727,51 +713,93 @@ export type ArticleSearchResult =
 const HEADLINE_OPTIONS = `StartSel=${MARK_START}, StopSel=${MARK_END}, MaxFragments=2, MaxWords=15, MinWords=5, ShortWord=2, FragmentDelimiter=" … "`;
 
 /**
- * The account's articles that match a search, most relevant first (`ts_rank` over the weighted
- * vector: a title's words count most, then the target keyword's, then the body's), then newest
- * published, then by id. Of more than SEARCH_RANKED_MAX matches, the newest that many are ranked and
- * counted (read newest first from `articles_account_published` when the words are common, found by the
- * GIN index when they are rare: the planner knows which from the vectors' statistics), so that a search
- * of common words costs what a search of rare ones does. One statement ranks the matches and keeps the page; only the page's bodies
- * are excerpted (`ts_headline` reads the whole body). The statement also confirms the API key and,
- * with a site, whose it is; when it finds nothing on the page, a second one says whether the text had
- * anything to search for, how many matched, and the same.
+ * The first SNIPPET_SEARCHED_FIRST characters of a body, less a tag, character reference or word the
+ * cut goes through: where a snippet is looked for first (`searchArticles`).
  */
-export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<ArticleSearchResult> {
-  const tsquery = sql`websearch_to_tsquery(${q.language}::regconfig, ${q.text})`;
-  // A text of only common words makes an empty query, which matches nothing: not even looked for.
-  const filters = [
-    sql`numnode(${tsquery}) > 0`,
-    sql`a.account_id = ${q.accountId}`,
-    sql`b.search @@ ${tsquery}`,
-  ];
+function bodyStart(body: Expression<string>): RawBuilder<string> {
+  return sql<string>`case when length(${body}) <= ${SNIPPET_SEARCHED_FIRST} then ${body}
+    else regexp_replace(left(${body}, ${SNIPPET_SEARCHED_FIRST}), '(<[^>]*|&[#a-zA-Z0-9]*|[^[:space:]<>]+)$', '') end`;
+}
+
+/**
+ * The newest SEARCH_RANKED_MAX articles of the account that match a search (`searchArticles`), each
+ * with its relevance (`id, published_at, score`). Each side (the title and keyword's words, the
+ * body's) gives its newest that many matches, read newest first from `articles_account_published` when
+ * the words are common or found by the side's GIN index when they are rare (the planner knows which
+ * from the vectors' statistics); the newest that many of both are the newest of all, and an article
+ * on both sides adds up its two ranks. An excluded word (`-word`) is looked for on both sides: the
+ * side that matched is tested again beside the other's words (the title's first, as a phrase's words
+ * count positions). A text of only common words makes an empty query, which matches nothing: not even
+ * looked for.
+ */
+function searchCandidates(q: ArticleSearchQuery, tsquery: RawBuilder<unknown>): RawBuilder<unknown> {
+  const filters = [sql`numnode(${tsquery}) > 0`, sql`a.account_id = ${q.accountId}`];
   if (q.siteId !== undefined) filters.push(sql`a.site_id = ${q.siteId}`);
   if (q.status !== undefined) filters.push(sql`a.status = ${q.status}`);
   if (q.from) filters.push(sql`a.published_at >= ${q.from}::date::timestamptz`);
   if (q.to) filters.push(sql`a.published_at < (${q.to}::date + 1)::timestamptz`);
-  const matching = sql`article_bodies b join articles a on a.id = b.article_id where ${sql.join(filters, sql` and `)}`;
+  const excludes = q.text.includes('-');
+  const side = (table: 'article_title_search' | 'article_bodies', both: RawBuilder<unknown>) => {
+    const tests = [...filters, sql`s.search @@ ${tsquery}`];
+    if (excludes) tests.push(sql`${both} @@ ${tsquery}`);
+    return sql`(select a.id, a.published_at, ts_rank(s.search, ${tsquery}) as score
+      from ${sql.table(table)} s join articles a on a.id = s.article_id
+      where ${sql.join(tests, sql` and `)}
+      order by a.published_at desc nulls last, a.id desc
+      limit ${SEARCH_RANKED_MAX})`;
+  };
+  const title = side(
+    'article_title_search',
+    sql`s.search || (select o.search from article_bodies o where o.article_id = a.id)`,
+  );
+  const body = side(
+    'article_bodies',
+    sql`(select o.search from article_title_search o where o.article_id = a.id) || s.search`,
+  );
+  return sql`select id, published_at, sum(score) as score
+    from (${title} union all ${body}) m
+    group by id, published_at
+    order by published_at desc nulls last, id desc
+    limit ${SEARCH_RANKED_MAX}`;
+}
+
+/**
+ * The account's articles that match a search, most relevant first, then newest published, then by id
+ * (`searchCandidates`). An article matches when its title and target keyword, or its body, hold what
+ * the search asks for, and no word the search excludes is in any of them. Its relevance is `ts_rank`
+ * of each that matches, added up: a title's words count most (weight A), then the target keyword's
+ * (B), then the body's (C). Of more than SEARCH_RANKED_MAX matches, the newest that many are ranked
+ * and counted, so that a search of common words costs what a search of rare ones does. One statement
+ * ranks the matches and keeps the page; only the page's bodies are excerpted, each from its start
+ * (`bodyStart`) when a matched word is there or the body did not match (only the title did), else from
+ * the whole body (`ts_headline` parses all the text it is given). The statement also confirms the API key and, with a site, whose it is; when it finds
+ * nothing on the page, a second one says whether the text had anything to search for, how many
+ * matched, and the same.
+ */
+export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<ArticleSearchResult> {
+  const tsquery = sql`websearch_to_tsquery(${q.language}::regconfig, ${q.text})`;
+  const candidates = searchCandidates(q, tsquery);
   const scope = q.siteId === undefined ? undefined : { accountId: q.accountId, siteId: q.siteId };
   const owner = scope === undefined ? sql`null::text as site_owner` : siteOwner(scope);
   // Planned for its words each time (NEVER_NAMED): a generic plan cannot know whether they match one
-  // article (found by the GIN index) or nearly all (read newest first, up to SEARCH_RANKED_MAX).
+  // article (found by the GIN indexes) or nearly all (read newest first, up to SEARCH_RANKED_MAX).
   const rows = await sql<
     ArticleSearchRow & { total: string; key_live: boolean; site_owner: string | null }
   >`${sql.raw(NEVER_NAMED)}
-    with candidates as materialized (
-      select a.id, a.published_at, b.search
-      from ${matching}
-      order by a.published_at desc nulls last, a.id desc
-      limit ${SEARCH_RANKED_MAX}
-    ), hits as (
-      select id, published_at, ts_rank(search, ${tsquery}) as score, count(*) over () as total
+    with candidates as materialized (${candidates}), hits as (
+      select id, published_at, score, count(*) over () as total
       from candidates
       order by score desc, published_at desc nulls last, id desc
       limit ${q.perPage} offset ${offsetOf(q)}
     )
     select ${sql.join(listColumns.map((c) => sql.ref(c)))}, h.score, h.total,
-      ts_headline(${q.language}::regconfig, b.body, ${tsquery}, ${HEADLINE_OPTIONS}) as headline,
+      case when length(b.body) <= ${SNIPPET_SEARCHED_FIRST} or position(${MARK_START} in first.headline) > 0
+          or not b.search @@ ${tsquery}
+        then first.headline
+        else ts_headline(${q.language}::regconfig, b.body, ${tsquery}, ${HEADLINE_OPTIONS}) end as headline,
       ${keyLive(q.liveKey)}, ${owner}
-    from hits h join articles a on a.id = h.id join article_bodies b on b.article_id = h.id
+    from hits h join articles a on a.id = h.id join article_bodies b on b.article_id = h.id,
+      lateral (select ts_headline(${q.language}::regconfig, ${bodyStart(sql`b.body`)}, ${tsquery}, ${HEADLINE_OPTIONS}) as headline) first
     order by h.score desc, h.published_at desc nulls last, h.id desc`.execute(db);
   const [first] = rows.rows;
   if (first !== undefined) {
@@ -795,8 +823,7 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
     site_owner: string | null;
   }>`${sql.raw(NEVER_NAMED)}
     select numnode(${tsquery}) as terms,
-      case when numnode(${tsquery}) > 0
-        then (select count(*) from (select 1 from ${matching} limit ${SEARCH_RANKED_MAX}) m) else 0 end as total,
+      case when numnode(${tsquery}) > 0 then (select count(*) from (${candidates}) m) else 0 end as total,
       ${keyLive(q.liveKey)}, ${owner}`.execute(db);
   const [answer] = said.rows;
   if (answer === undefined || !answer.key_live) throw invalidKeyError();

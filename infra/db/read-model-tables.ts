@@ -73,10 +73,12 @@ export interface ArticleBodiesTable {
   protected_links: ColumnType<ProtectedLinkJson[] | null, string | null | undefined, string | null>;
   /** The body's JSON text (a quoted, escaped string), made by PostgreSQL from `body` (a generated column). */
   body_json: ColumnType<string, never, never>;
-  /**
-   * The article's words for full-text search: body text (weight C), title (A), target keyword (B),
-   * made with the configured SEARCH_LANGUAGE (projections/articles.ts).
-   */
+  /** The body's words for full-text search (weight C), made with SEARCH_LANGUAGE (projections/articles.ts). */
+  search: ColumnType<string, never, never>;
+}
+export interface ArticleTitleSearchTable {
+  article_id: string;
+  /** The title's (weight A) and target keyword's (B) words for full-text search, made with SEARCH_LANGUAGE. */
   search: ColumnType<string, never, never>;
 }
 export interface RevisionsTable {
@@ -181,6 +183,7 @@ export interface ReadModelTables {
   sites: SitesTable;
   articles: ArticlesTable;
   article_bodies: ArticleBodiesTable;
+  article_title_search: ArticleTitleSearchTable;
   revisions: RevisionsTable;
   backlinks: BacklinksTable;
   stats_buckets: StatsBucketsTable;

@@ -122,6 +122,10 @@ describe.each(backends)('searching articles (%s)', (backend) => {
       status: 'draft',
     });
     await article('long', mine.accountId, mine.siteId, { title: 'A long guide', body: longBody });
+    await article('late', mine.accountId, mine.otherSiteId, {
+      title: 'Low loss headers',
+      body: `<p>${'Balancing a system takes patience and a steady hand. '.repeat(30)}</p><p>Fit a hydraulic separator last.</p>`,
+    });
     await article('foreign', theirs.accountId, theirs.siteId, {
       title: 'Boiler pressure for rivals',
       body: '<p>The boiler of another account, combi boiler and all.</p>',
@@ -146,6 +150,16 @@ describe.each(backends)('searching articles (%s)', (backend) => {
     expect((await names('boiler -gas')).sort()).toEqual(['mentioned', 'titled']);
     expect((await names('shed or winter')).sort()).toEqual(['combi', 'mentioned']);
     expect(await names('underfloor')).toEqual(['keyword']);
+  });
+
+  it('matches the words in the title and keyword together or in the body, and excludes a word found in any of them', async () => {
+    // "pressure" is in one title, "drops" in that article's body: apart, they do not make a match.
+    expect(await names('pressure drops')).toEqual(['long']);
+    expect((await names('pressure')).sort()).toEqual(['long', 'titled']);
+    // "gauge" is in the body of both: excluded, whichever side held "pressure".
+    expect(await names('pressure -gauge')).toEqual([]);
+    expect(await names('boiler pressure -gauge')).toEqual([]);
+    expect(await names('heating underfloor')).toEqual(['keyword']);
   });
 
   it('refuses a search of only common words, or of nothing, naming q', async () => {
@@ -195,6 +209,14 @@ describe.each(backends)('searching articles (%s)', (backend) => {
     for (const [start, end] of highlights) {
       expect(['pressure', 'gauge']).toContain(snippet.slice(start, end).toLowerCase());
     }
+    // A word past the start of a long body is found and shown too.
+    const late = unwrap(await search('hydraulic separator')).data;
+    expect(late.map((h) => nameOf(h.id))).toEqual(['late']);
+    const lateHit = late[0]?.match;
+    expect(lateHit?.highlights.map(([start, end]) => lateHit.snippet.slice(start, end))).toEqual([
+      'hydraulic',
+      'separator',
+    ]);
     const amp = unwrap(await search('valves')).data.find((h) => h.id === ids.long);
     expect(amp?.match.snippet).toContain('& valves');
   });
@@ -220,9 +242,9 @@ describe.each(backends)('searching articles (%s)', (backend) => {
   });
 
   it('rebuilds the search vectors as the edits left them', async () => {
-    const before = await snapshotTables(runtime.db, ['article_bodies']);
+    const before = await snapshotTables(runtime.db, ['article_bodies', 'article_title_search']);
     await rebuild(runtime.db, createArticlesProjector(undefined, runtime.searchLanguage));
-    expect(await snapshotTables(runtime.db, ['article_bodies'])).toEqual(before);
+    expect(await snapshotTables(runtime.db, ['article_bodies', 'article_title_search'])).toEqual(before);
     expect(await names('patio')).toEqual(['mentioned']);
   });
 
@@ -247,7 +269,7 @@ describe.each(backends)('searching articles (%s)', (backend) => {
       expect(page.meta.total).toBe(SEARCH_RANKED_MAX);
       // The newest first among equals: the oldest `extra` are past the ranked ones.
       expect(page.data[0]?.id).toBe(ids[`lamp-${SEARCH_RANKED_MAX + extra - 1}`]);
-      const older = unwrap(await search('lighthouse oldest', {}, many.accountId));
+      const older = unwrap(await search('oldest keeper', {}, many.accountId));
       expect(older.data.map((hit) => hit.id)).toEqual([ids['lamp-0']]);
     },
     120_000,

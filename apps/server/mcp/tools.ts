@@ -197,7 +197,8 @@ const searchArticlesTool = defineTool({
   description:
     'Find articles by the words in them: use this to find an article when you know what it is about or some of ' +
     'its words but not its id. Searches the title, target keyword and body text of every article on the account ' +
-    '(or of one site with site_id). q is web-search syntax: plain words must all appear (in any form: ' +
+    '(or of one site with site_id). q is web-search syntax: plain words must all appear, in the title and ' +
+    'target keyword or in the body (in any form: ' +
     '"boilers" finds "boiler"), "a quoted phrase" matches in that order, -word excludes, and `or` between words ' +
     'allows either; common words such as "the" are ignored (a q of only those is refused). Most relevant first ' +
     `(title words count most), then newest published; of more than ${SEARCH_RANKED_MAX} matches only the newest ${SEARCH_RANKED_MAX} are ranked (add words to narrow it). ` +

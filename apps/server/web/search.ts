@@ -106,7 +106,7 @@ ${ArticleStatus.options.map((s) => html`<option value="${s}"${selected(form.stat
 ${form.per_page ? html`<input type="hidden" name="per_page" value="${form.per_page}">` : ''}
 <div class="actions"><button class="primary" type="submit">Search</button></div>
 </form>
-<p class="muted">All the words must appear (in any form: “boilers” finds “boiler”); “a quoted phrase” in that order; -word leaves out articles with it; or between words takes either.</p>`;
+<p class="muted">All the words must appear, in the title and target keyword or in the body (in any form: “boilers” finds “boiler”); “a quoted phrase” in that order; -word leaves out articles with it; or between words takes either.</p>`;
 }
 
 function pager(form: SearchForm, meta: Listed<ArticleSearchHitOut>['meta']): Html {

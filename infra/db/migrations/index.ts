@@ -17,6 +17,7 @@ import * as webhooks from './2026-11-24-015-webhooks.ts';
 import * as requestIdsAndStaffSearches from './2026-11-26-016-request-ids-and-staff-searches.ts';
 import * as bodyJson from './2026-11-27-017-body-json.ts';
 import * as articleSearch from './2026-11-29-018-article-search.ts';
+import * as titleSearch from './2026-11-29-019-title-search.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -42,6 +43,7 @@ const all: Record<string, Migration> = {
   '2026-11-26-016-request-ids-and-staff-searches': requestIdsAndStaffSearches,
   '2026-11-27-017-body-json': bodyJson,
   '2026-11-29-018-article-search': articleSearch,
+  '2026-11-29-019-title-search': titleSearch,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
