@@ -59,7 +59,9 @@ if (!long) throw new Error('the benchmark database has no long article');
 // map, hint bits) for the disk to write out while the edits are measured.
 log('vacuum analyze of the tables an edit rewrites, analyze of the append-only ones');
 const setup = performance.now();
-await sql`vacuum analyze streams, articles, article_bodies, article_snapshots, revisions`.execute(runtime.db);
+await sql`vacuum analyze streams, articles, article_bodies, article_title_search, article_snapshots, revisions`.execute(
+  runtime.db,
+);
 await sql`analyze events, activity`.execute(runtime.db);
 log(`  ${Math.round(performance.now() - setup)} ms`);
 log(`sanitiser + protected-block check on ${long.body.length} bytes`);
