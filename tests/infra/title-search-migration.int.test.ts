@@ -54,6 +54,10 @@ describe.each(backends)('title search words (migration 019) on %s', (backend) =>
 
     await migration.up(runtime.db);
     expect(await snapshotTables(runtime.db, tables)).toEqual(split);
+    // The body's vector is kept in its row (storage main): a search reads it with the row.
+    const storage = await sql<{ attstorage: string }>`select attstorage from pg_attribute
+      where attrelid = 'article_bodies'::regclass and attname = 'search'`.execute(runtime.db);
+    expect(storage.rows[0]?.attstorage).toBe('m');
     await rebuild(runtime.db, createArticlesProjector(undefined, runtime.searchLanguage));
     expect(await snapshotTables(runtime.db, tables)).toEqual(split);
   });

@@ -10,18 +10,24 @@ type AnyDb = Kysely<any>;
  * vector and its hundreds of entries again. The words move as they are, so the language they were made
  * in is kept; only their positions, which followed the body's, are counted from the title's start
  * again, as the projector makes them (a body of more than 16,383 words had capped them: those keep the
- * cap until a `projections rebuild articles`). The body's rows are kept whole up to a page
- * (`toast_tuple_target`), so that its vector is read with the row.
+ * cap until a `projections rebuild articles`). The body's vector is kept in its row, so that a search
+ * reads it with the row.
  */
 export async function up(db: AnyDb): Promise<void> {
   await sql`create table article_title_search (
     article_id text primary key,
     search tsvector not null
   )`.execute(db);
-  // A row is left whole up to the most a page holds: a body's vector (some 2 KB for a 4 KB body) is
-  // read from the row's page, where a search of common words tests hundreds of them (5 µs each, 19
-  // from the TOAST table). A larger row moves its largest values out as before.
-  await sql`alter table article_bodies set (toast_tuple_target = 8160)`.execute(db);
+  // A body's vector stays in its row (MAIN: the body and its JSON text leave the row first), compressed
+  // with lz4 when it does not fit as it is: a search of common words tests hundreds of vectors, about
+  // 6 µs each from the row's page against 19 from the TOAST table. Only a long body's vector is moved
+  // out. PGlite is built without lz4 and keeps pglz.
+  await sql`alter table article_bodies alter column search set storage main`.execute(db);
+  await sql`
+    do $$ begin
+      alter table article_bodies alter column search set compression lz4;
+    exception when feature_not_supported then null;
+    end $$`.execute(db);
   // The title's words as text (`'word':1A,4B`), each position less the body's last, read back.
   await sql`insert into article_title_search (article_id, search)
     select b.article_id, coalesce((
@@ -44,5 +50,6 @@ export async function down(db: AnyDb): Promise<void> {
   await sql`update article_bodies b set search = b.search || t.search
     from article_title_search t where t.article_id = b.article_id`.execute(db);
   await sql`drop table article_title_search`.execute(db);
-  await sql`alter table article_bodies reset (toast_tuple_target)`.execute(db);
+  await sql`alter table article_bodies alter column search set storage external`.execute(db);
+  await sql`alter table article_bodies alter column search set compression default`.execute(db);
 }
