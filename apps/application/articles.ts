@@ -309,8 +309,8 @@ export const SearchQuery = z
   .strictObject({
     q: searchText.meta({
       description:
-        `What to search for, 1 to ${SEARCH_QUERY_MAX} characters, in web-search syntax: words (all must match), ` +
-        '`"a phrase"`, `-word` (must not match), `or` between alternatives.',
+        `What to search for, 1 to ${SEARCH_QUERY_MAX} characters, in web-search syntax: words (all must match, ` +
+        'in the title and target keyword or in the body), `"a phrase"`, `-word` (must not match anywhere), `or` between alternatives.',
       examples: ['boiler pressure'],
     }),
     site_id: idParam.optional().meta({ description: 'Only articles of this site.' }),
@@ -389,8 +389,8 @@ export const SearchArticlesInput = z
   .strictObject({
     q: SearchQuery.shape.q.meta({
       description:
-        `The words to find, 1 to ${SEARCH_QUERY_MAX} characters, web-search syntax: plain words must all appear ` +
-        '(any form: "boilers" finds "boiler"), "a quoted phrase" in that order, -word excludes, `or` between ' +
+        `The words to find, 1 to ${SEARCH_QUERY_MAX} characters, web-search syntax: plain words must all appear, ` +
+        'in the title and target keyword or in the body (any form: "boilers" finds "boiler"), "a quoted phrase" in that order, -word excludes, `or` between ' +
         'alternatives. Common words like "the" are ignored.',
     }),
     site_id: toolFields.siteId

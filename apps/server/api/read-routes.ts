@@ -104,8 +104,9 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
         summary: "Search the account's articles",
         description:
           'Full-text search over the title, target keyword and body text of every article of the account ' +
-          '(or of one site with `site_id`), in web-search syntax: `boiler pressure` (both words, any form), ' +
-          '`"combi boiler"` (the phrase), `boiler -gas` (not gas), `boiler or furnace`. Most relevant first ' +
+          '(or of one site with `site_id`), in web-search syntax: `boiler pressure` (both words, any form, in the title and ' +
+          'target keyword or in the body), ' +
+          '`"combi boiler"` (the phrase), `boiler -gas` (gas nowhere), `boiler or furnace`. Most relevant first ' +
           '(`match.score`; title words count most, then the target keyword, then the body), then newest ' +
           `\`published_at\`, ties by id; of more than ${SEARCH_RANKED_MAX} matches, the newest ${SEARCH_RANKED_MAX} are ranked and counted. ` +
           '`match.snippet` is plain text from the body, `match.highlights` the ' +
