@@ -783,6 +783,8 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
   const owner = scope === undefined ? sql`null::text as site_owner` : siteOwner(scope);
   // Planned for its words each time (NEVER_NAMED): a generic plan cannot know whether they match one
   // article (found by the GIN indexes) or nearly all (read newest first, up to SEARCH_RANKED_MAX).
+  // `offset 0` keeps the start's excerpt a subquery of its own: pulled up, its `ts_headline` would be
+  // copied into each of the two places that read it and run twice.
   const rows = await sql<
     ArticleSearchRow & { total: string; key_live: boolean; site_owner: string | null }
   >`${sql.raw(NEVER_NAMED)}
@@ -799,7 +801,7 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
         else ts_headline(${q.language}::regconfig, b.body, ${tsquery}, ${HEADLINE_OPTIONS}) end as headline,
       ${keyLive(q.liveKey)}, ${owner}
     from hits h join articles a on a.id = h.id join article_bodies b on b.article_id = h.id,
-      lateral (select ts_headline(${q.language}::regconfig, ${bodyStart(sql`b.body`)}, ${tsquery}, ${HEADLINE_OPTIONS}) as headline) first
+      lateral (select ts_headline(${q.language}::regconfig, ${bodyStart(sql`b.body`)}, ${tsquery}, ${HEADLINE_OPTIONS}) as headline offset 0) first
     order by h.score desc, h.published_at desc nulls last, h.id desc`.execute(db);
   const [first] = rows.rows;
   if (first !== undefined) {

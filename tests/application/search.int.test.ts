@@ -124,7 +124,12 @@ describe.each(backends)('searching articles (%s)', (backend) => {
     await article('long', mine.accountId, mine.siteId, { title: 'A long guide', body: longBody });
     await article('late', mine.accountId, mine.otherSiteId, {
       title: 'Low loss headers',
-      body: `<p>${'Balancing a system takes patience and a steady hand. '.repeat(30)}</p><p>Fit a hydraulic separator last.</p>`,
+      // The searched words past the body's start, after a link; a word whose stem does not begin it
+      // ("happy", stem "happi") further on.
+      body:
+        `<p>${'Balancing a system takes patience and a steady hand. '.repeat(30)}</p>` +
+        `<p><a href="https://example.com/${'x'.repeat(150)}">The guide</a> says: fit a hydraulic separator last.</p>` +
+        `<p>${'Flush the circuit before filling it again. '.repeat(30)}Customers are happy with it.</p>`,
     });
     await article('foreign', theirs.accountId, theirs.siteId, {
       title: 'Boiler pressure for rivals',
@@ -217,6 +222,17 @@ describe.each(backends)('searching articles (%s)', (backend) => {
       'hydraulic',
       'separator',
     ]);
+    // The words around them, and none of the link's markup.
+    expect(lateHit?.snippet).toMatch(/The guide says: fit a hydraulic separator last\./);
+    expect(lateHit?.snippet).not.toMatch(/x{3}|href/);
+    // Another form of the word (stem "separ") is found where it is written.
+    const inflected = unwrap(await search('separators')).data.find((h) => h.id === ids.late)?.match;
+    expect(inflected?.highlights.map(([start, end]) => inflected.snippet.slice(start, end))).toEqual([
+      'separator',
+    ]);
+    // So is a word whose stem does not begin it.
+    const happy = unwrap(await search('happy')).data.find((h) => h.id === ids.late)?.match;
+    expect(happy?.highlights.map(([start, end]) => happy.snippet.slice(start, end))).toEqual(['happy']);
     const amp = unwrap(await search('valves')).data.find((h) => h.id === ids.long);
     expect(amp?.match.snippet).toContain('& valves');
   });
