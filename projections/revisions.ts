@@ -5,6 +5,7 @@ import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { RevisionsTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
 import { eachEvent, IN_TRANSACTION, type Pending, ROW_STREAM, runsOf } from '../infra/projection.ts';
+import { keyLive } from './accounts.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery } from './projector.ts';
 
 /**
@@ -187,4 +188,23 @@ export async function findRevision(
     .where('revision', '=', revision)
     .executeTakeFirst();
   return row;
+}
+
+/**
+ * The revision of an article current at `instant`: its newest whose time, to the second as the wire
+ * shows it, is not after it; null when it had none then (or no such article). The API key is
+ * confirmed unrevoked in the same statement. The caller checks the article is the account's.
+ */
+export async function revisionAsOf(
+  db: Db,
+  articleId: string,
+  instant: Date,
+  liveKey: string | undefined,
+): Promise<{ revision: number | null; keyLive: boolean }> {
+  const { rows } = await sql<{ revision: number | null; key_live: boolean }>`select
+      (select max(revision) from revisions
+        where article_id = ${articleId} and date_trunc('second', created_at) <= ${instant}::timestamptz) as revision,
+      ${keyLive(liveKey)}`.execute(db);
+  const [row] = rows;
+  return { revision: row?.revision ?? null, keyLive: row?.key_live ?? false };
 }

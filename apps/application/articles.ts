@@ -27,6 +27,7 @@ import type { Db } from '../../infra/db/schema.ts';
 import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
 import { type BodyDiff, diffInThread } from '../../infra/sanitize-pool.ts';
+import { invalidKeyError } from '../../projections/accounts.ts';
 import type {
   ArticleDetailRow,
   ArticleJsonRow,
@@ -34,6 +35,7 @@ import type {
   ArticleSearchRow,
 } from '../../projections/articles.ts';
 import {
+  detailOf,
   findArticle,
   findArticleHead,
   findArticleJson,
@@ -41,6 +43,7 @@ import {
   listArticles,
   searchArticles,
 } from '../../projections/articles.ts';
+import { revisionAsOf } from '../../projections/revisions.ts';
 import { ofOwnSite } from '../../projections/sites.ts';
 import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
@@ -201,6 +204,28 @@ export const Article = ArticleListItem.extend({
     ],
   },
 });
+
+/** An instant to read as of: RFC 3339 in UTC, not in the future (checked when read). */
+export const asOfParam = z.iso
+  .datetime({ message: 'must be a time in RFC 3339 UTC form, as 2026-11-01T09:00:00Z' })
+  .meta({
+    description:
+      'Read as it stood at this instant (RFC 3339, UTC; not in the future): the revision current then. ' +
+      'A revision counts from its `created_at`, to the second.',
+    example: '2026-11-01T09:00:00Z',
+  });
+
+export const ArticleAsOf = Article.extend({
+  as_of: timestamp.meta({
+    description: 'The instant asked for (`as_of`), to the second: the article as it stood then.',
+  }),
+}).meta({
+  id: 'ArticleAsOf',
+  description:
+    'An article as it stood at an instant: the revision current then, with its title, body, status and featured image.',
+});
+
+export const GetArticleQuery = z.strictObject({ as_of: asOfParam.optional() });
 
 /** The domain's sanitised item; its `reason` is documented as an open string, so a new reason breaks no client. */
 const SanitizedItem = SanitizedItemShape.extend({
@@ -383,7 +408,16 @@ export const ListArticlesInput = z
   .strictObject({ site_id: toolFields.siteId, ...articleFilterInputs })
   .superRefine(dateRange);
 
-export const GetArticleInput = z.strictObject({ article_id: toolFields.articleId });
+export const GetArticleInput = z.strictObject({
+  article_id: toolFields.articleId,
+  as_of: asOfParam.optional(),
+});
+
+/** What get_article answers: the article, as it stood at `as_of` when one was given. */
+export const ArticleRead = Article.extend({ as_of: ArticleAsOf.shape.as_of.optional() }).meta({
+  id: 'ArticleRead',
+  description: 'An article with its full HTML body; with `as_of`, as it stood at that instant.',
+});
 
 export const SearchArticlesInput = z
   .strictObject({
@@ -440,6 +474,7 @@ export const ReplaceFeaturedImageInput = z.strictObject({
 
 export type ArticleListItemOut = z.infer<typeof ArticleListItem>;
 export type ArticleOut = z.infer<typeof Article>;
+export type ArticleAsOfOut = z.infer<typeof ArticleAsOf>;
 export type ArticleChangeOut = z.infer<typeof ArticleChange>;
 export type ArticlePreviewOut = z.infer<typeof ArticlePreview>;
 
@@ -532,7 +567,7 @@ export type Articles = ReturnType<typeof createArticles>;
 export function createArticles(
   deps: Pick<
     ApplicationDeps,
-    'db' | 'reads' | 'commands' | 'media' | 'fetchImage' | 'publicUrl' | 'diff' | 'searchLanguage'
+    'db' | 'reads' | 'commands' | 'media' | 'fetchImage' | 'publicUrl' | 'diff' | 'searchLanguage' | 'now'
   >,
   writer: ArticleWriter,
 ) {
@@ -543,6 +578,35 @@ export function createArticles(
     /** One article of the account with its body and protected links; `not_found` otherwise. */
     get(call: Call, articleId: string): Promise<Outcome<ArticleOut>> {
       return outcomeOf({ articleId }, (note) => readArticle(call, note, articleId));
+    },
+
+    /**
+     * One article of the account as it stood at `asOf` (RFC 3339): the revision current then, replayed
+     * from its events; `not_found` when it did not exist then, an invalid request when `asOf` is in
+     * the future.
+     */
+    getAsOf(call: Call, articleId: string, asOf: string): Promise<Outcome<ArticleAsOfOut>> {
+      return outcomeOf({ articleId }, async (note) => {
+        const instant = new Date(asOf);
+        if (instant.getTime() > deps.now().getTime()) {
+          const message = 'must not be in the future';
+          throw parameterError(`as_of ${asOf} is in the future`, [
+            { in: call.principal.origin === 'mcp' ? 'arguments' : 'query', name: 'as_of', message },
+          ]);
+        }
+        const { principal } = call;
+        const found = await reads.read(principal.accountId, (on) =>
+          revisionAsOf(on, articleId, instant, principal.liveKey),
+        );
+        if (!found.keyLive) throw invalidKeyError();
+        if (found.revision === null) {
+          throw new DomainError('not_found', `No article ${articleId} at ${rfc3339(instant)}`);
+        }
+        const state = await commands.articleAt(principal.accountId, articleId, found.revision);
+        if (!state.exists) throw new DomainError('not_found', `No article ${articleId}`);
+        note.site(state.siteId);
+        return { ...articleOut(detailOf(state)), as_of: rfc3339(instant) };
+      });
     },
 
     /**

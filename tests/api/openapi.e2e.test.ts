@@ -23,7 +23,7 @@ const PUBLIC_URL = 'https://content.acme.test';
 const readPaths: [template: string, parameters: string[]][] = [
   ['/api/v1/sites', ['page', 'per_page']],
   ['/api/v1/sites/{id}/articles', ['id', 'from', 'to', 'status', 'page', 'per_page']],
-  ['/api/v1/articles/{id}', ['id', 'if-none-match']],
+  ['/api/v1/articles/{id}', ['id', 'as_of', 'if-none-match']],
   ['/api/v1/sites/{id}/backlinks', ['id', 'from', 'to', 'category', 'page', 'per_page']],
   ['/api/v1/sites/{id}/stats', ['id', 'period']],
   ['/api/v1/activity', ['from', 'to', 'source', 'site_id', 'article_id', 'page', 'per_page']],

@@ -370,6 +370,35 @@ describe('read API v1 through a real server', () => {
       expect(strip(theirs.text)).toEqual(strip(nobody.text));
     });
 
+    it("as_of: the article as it stood then with as_of echoed and that revision's ETag; 404 before it existed, 400 for a future or malformed instant", async () => {
+      const now = (await client.get(`/api/v1/articles/${articleA}`, a.api_key)).body as {
+        revision: number;
+        updated_at: string;
+        title: string;
+      };
+      const at = await client.get(`/api/v1/articles/${articleA}?as_of=${now.updated_at}`, a.api_key);
+      expect(at.status).toBe(200);
+      const past = at.body as { revision: number; title: string; as_of: string; body: string };
+      expect(at.headers.etag).toBe(`W/"${past.revision}"`);
+      expect(past).toMatchObject({ revision: now.revision, title: now.title, as_of: now.updated_at });
+      expect(past.body).toContain('data-service-protected');
+
+      const before = await client.get(`/api/v1/articles/${articleA}?as_of=2000-01-01T00:00:00Z`, a.api_key);
+      expect(before.status).toBe(404);
+      const theirs = await client.get(`/api/v1/articles/${articleB}?as_of=${now.updated_at}`, a.api_key);
+      expect(theirs.status).toBe(404);
+
+      const future = new Date(Date.now() + 3_600_000).toISOString();
+      const ahead = await client.get(`/api/v1/articles/${articleA}?as_of=${future}`, a.api_key);
+      expect(ahead.status).toBe(400);
+      expect(ahead.body).toMatchObject({ code: 'invalid_request', errors: [{ name: 'as_of', in: 'query' }] });
+      for (const bad of ['yesterday', '2026-11-01', '2026-11-01T09:00:00%2B01:00']) {
+        const r = await client.get(`/api/v1/articles/${articleA}?as_of=${bad}`, a.api_key);
+        expect(r.status, bad).toBe(400);
+        expect(r.body, bad).toMatchObject({ code: 'invalid_request', errors: [{ name: 'as_of' }] });
+      }
+    });
+
     it('a key the server knows, revoked, is refused with the current ETag too', async () => {
       const k = JSON.parse(
         (await cli(['keys', 'create', '--account', a.account_id, '--name', 'Cached copy'], env)).stdout,

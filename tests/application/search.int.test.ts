@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callOf, type Outcome, type Principal, unwrap } from '../../apps/application/call.ts';
-import { type Application, createApplication } from '../../apps/application/index.ts';
+import type { Application } from '../../apps/application/index.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { MARK_END, MARK_START, SEARCH_RANKED_MAX, SNIPPET_MAX } from '../../domain/article/search.ts';
 import { DomainError } from '../../domain/errors.ts';
-import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { rebuild } from '../../infra/projection-runner.ts';
 import { createArticlesProjector } from '../../projections/articles.ts';
 import { backends } from '../support/db.ts';
@@ -13,6 +12,7 @@ import {
   apiKeyActor,
   createTestRuntime,
   pipelineActor,
+  readingApplication,
   setUpAccount,
   snapshotTables,
 } from '../support/runtime.ts';
@@ -79,25 +79,7 @@ describe.each(backends)('searching articles (%s)', (backend) => {
 
   beforeAll(async () => {
     ({ runtime, drop } = await createTestRuntime(backend));
-    app = createApplication({
-      db: runtime.db,
-      commands: runtime.commands,
-      searchLanguage: runtime.searchLanguage,
-      publicUrl: 'https://content.example',
-      now: () => new Date(),
-      editLimit: {
-        take: async () => ({
-          policy: { name: 'edits', quota: 1000, window: 'utc-day' },
-          allowed: true,
-          remaining: 999,
-          resetSeconds: 3600,
-        }),
-      },
-      media: createDirectoryMediaStore('/nonexistent-media'),
-      fetchImage: async () => {
-        throw new Error('no images here');
-      },
-    });
+    app = readingApplication(runtime, () => new Date());
     mine = await setUpAccount(runtime);
     theirs = await setUpAccount(runtime, 'Rival Ltd');
     await article('titled', mine.accountId, mine.siteId, {

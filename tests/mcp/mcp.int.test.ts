@@ -233,6 +233,36 @@ describe('/mcp through the SDK client', () => {
       for (const link of out.protected_links) expect(text).toContain(link.id);
     });
 
+    it('get_article with as_of answers the API’s article as it stood then, and refuses a future instant', async () => {
+      const articleId = t.a.articleIds[3] as string;
+      const now = (await (await api(`/api/v1/articles/${articleId}`, t.a.apiKey)).json()) as {
+        updated_at: string;
+      };
+      const result = await call(write, 'get_article', { article_id: articleId, as_of: now.updated_at });
+      const out = structured<{ as_of: string; revision: number }>(result);
+      const fromApi = await (
+        await api(`/api/v1/articles/${articleId}?as_of=${now.updated_at}`, t.a.apiKey)
+      ).json();
+      expect(out).toEqual(fromApi);
+      expect(out.as_of).toBe(now.updated_at);
+      expect(textOf(result)).toContain(`as it stood at ${now.updated_at}`);
+      const before = await call(write, 'get_article', {
+        article_id: articleId,
+        as_of: '2000-01-01T00:00:00Z',
+      });
+      expect(errorOf(before).code).toBe('not_found');
+      const ahead = await call(write, 'get_article', {
+        article_id: articleId,
+        as_of: new Date(Date.now() + 3_600_000).toISOString(),
+      });
+      expect(errorOf(ahead)).toMatchObject({
+        code: 'invalid_request',
+        errors: [{ in: 'arguments', name: 'as_of', message: 'must not be in the future' }],
+      });
+      const malformed = await call(write, 'get_article', { article_id: articleId, as_of: 'last week' });
+      expect(errorOf(malformed).errors?.[0]).toMatchObject({ in: 'arguments', name: 'as_of' });
+    });
+
     it('list_backlinks, get_stats and list_activity answer the API’s shapes', async () => {
       const backlinks = structured<ListOut<{ category: string }>>(
         await call(write, 'list_backlinks', { site_id: t.a.siteId, category: 'local' }),

@@ -1,8 +1,10 @@
 import { sql } from 'kysely';
+import { type Application, createApplication } from '../../apps/application/index.ts';
 import { createRuntime, type Runtime } from '../../apps/runtime.ts';
 import type { Actor } from '../../domain/event.ts';
 import type { ReadModelTables } from '../../infra/db/read-model-tables.ts';
 import type { Db } from '../../infra/db/schema.ts';
+import { createDirectoryMediaStore } from '../../infra/media/store.ts';
 import { catchUp } from '../../infra/projection-runner.ts';
 import { asyncProjectors, projectors } from '../../projections/index.ts';
 import { type Backend, createTestDatabase } from './db.ts';
@@ -96,4 +98,30 @@ export async function addSiteWithArticle(
     { origin: 'rewrite', actor: pipelineActor },
   );
   return { siteId, articleId };
+}
+
+/**
+ * The application on a test runtime for use cases that neither store nor fetch images: every edit
+ * allowed (1,000 a day), no media.
+ */
+export function readingApplication(runtime: Runtime, now: () => Date): Application {
+  return createApplication({
+    db: runtime.db,
+    commands: runtime.commands,
+    searchLanguage: runtime.searchLanguage,
+    publicUrl: 'https://content.example',
+    now,
+    editLimit: {
+      take: async () => ({
+        policy: { name: 'edits', quota: 1000, window: 'utc-day' },
+        allowed: true,
+        remaining: 999,
+        resetSeconds: 3600,
+      }),
+    },
+    media: createDirectoryMediaStore('/nonexistent-media'),
+    fetchImage: async () => {
+      throw new Error('no images here');
+    },
+  });
 }

@@ -4,9 +4,11 @@ import { SEARCH_RANKED_MAX } from '../../../domain/article/search.ts';
 import { ActivityQuery, ActivityRecord } from '../../application/activity.ts';
 import {
   Article,
+  ArticleAsOf,
   ArticleListItem,
   ArticleQuery,
   ArticleSearchHit,
+  GetArticleQuery,
   SearchQuery,
 } from '../../application/articles.ts';
 import { ArticleParams, PageQuery, SiteParams } from '../../application/contract.ts';
@@ -132,11 +134,15 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
         summary: 'Get one article with its full HTML body',
         description:
           'Protected blocks (inserted backlink anchors and internal links) carry `data-service-protected` in the body ' +
-          'and are listed in `protected_links`. The weak `ETag` is the revision: send it as `If-Match` on an edit.',
+          'and are listed in `protected_links`. The weak `ETag` is the revision: send it as `If-Match` on an edit. ' +
+          'With `as_of`, the article as it stood at that instant (the revision current then, `as_of` echoed, the ' +
+          "`ETag` that revision's; `If-None-Match` is not looked at): 404 when it did not exist then, 400 for a " +
+          'future instant.',
         params: ArticleParams,
+        querystring: GetArticleQuery,
         headers: ArticleHeaders,
         response: {
-          200: Article,
+          200: z.union([Article, ArticleAsOf]),
           304: z.null().meta({ description: 'Not modified: the ETag sent in If-None-Match is current' }),
           ...readErrors,
         },
@@ -144,6 +150,15 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
       },
     },
     async (req, reply) => {
+      if (req.query.as_of !== undefined) {
+        const past = settled(
+          req,
+          reply,
+          await application.articles.getAsOf(apiCall(req), req.params.id, req.query.as_of),
+        );
+        reply.header('etag', weakEtag(past.revision));
+        return sendJson(reply, JSON.stringify(past));
+      }
       const held = heldRevision(req.headers['if-none-match']);
       const read = settled(
         req,

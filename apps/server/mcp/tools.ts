@@ -6,10 +6,10 @@ import { SEARCH_RANKED_MAX } from '../../../domain/article/search.ts';
 import { countWords } from '../../../domain/html/text.ts';
 import { ActivityRecord, ListActivityInput } from '../../application/activity.ts';
 import {
-  Article,
   ArticleChange,
   ArticleListItem,
   ArticlePreview,
+  ArticleRead,
   ArticleSearchHit,
   GetArticleInput,
   ListArticlesInput,
@@ -182,12 +182,18 @@ const getArticleTool = defineTool({
     'Get one article with its full HTML body, its current revision number and its protected_links: the ' +
     'inserted backlink anchors and internal links, marked in the body with data-service-protected. Read it ' +
     'before editing: update_article needs those elements kept exactly as they are, and takes the revision ' +
-    'as expected_revision.',
+    'as expected_revision. With as_of (RFC 3339, UTC), the article as it stood at that instant: the revision ' +
+    'current then (not found when it did not exist yet).',
   scope: 'read',
   annotations: READ,
   input: GetArticleInput,
-  output: Article,
-  run: async (ctx, input) => ctx.settle(await ctx.application.articles.get(ctx.call, input.article_id)),
+  output: ArticleRead,
+  run: async (ctx, input) =>
+    ctx.settle(
+      input.as_of === undefined
+        ? await ctx.application.articles.get(ctx.call, input.article_id)
+        : await ctx.application.articles.getAsOf(ctx.call, input.article_id, input.as_of),
+    ),
   render: (out) => renderArticle(out),
 });
 
@@ -544,9 +550,9 @@ function renderSearch(out: z.infer<typeof SearchHitList>, q: string): string {
   );
 }
 
-function renderArticle(a: z.infer<typeof Article>): string {
+function renderArticle(a: z.infer<typeof ArticleRead>): string {
   const lines = [
-    `Article ${a.id} on site ${a.site_id}, revision ${a.revision}: ${quote(a.title)}`,
+    `Article ${a.id} on site ${a.site_id}, revision ${a.revision}${a.as_of ? ` (as it stood at ${a.as_of})` : ''}: ${quote(a.title)}`,
     `Status ${a.status}${a.published_at ? `, published ${a.published_at}` : ''}; ${a.word_count} words; ` +
       `target keyword ${a.target_keyword ? quote(a.target_keyword) : 'none'}; ${a.url}`,
     a.featured_image
