@@ -116,6 +116,8 @@ type OpenRuntimeOptions = {
   metrics?: Metrics;
   /** SEARCH_LANGUAGE (default english). */
   searchLanguage?: string;
+  /** The commands' clock (the time events record); the system's by default. */
+  now?: () => Date;
 };
 
 export async function openRuntime(
@@ -138,7 +140,7 @@ export async function openRuntime(
  */
 export async function runtimeOn(
   opening: Promise<DbHandle>,
-  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics' | 'logger' | 'searchLanguage'> & {
+  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics' | 'logger' | 'searchLanguage' | 'now'> & {
     activitySpoolMax?: number;
   } = {},
 ): Promise<Runtime> {
@@ -157,6 +159,7 @@ export async function runtimeOn(
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.activitySpoolMax ? { activitySpoolMax: opts.activitySpoolMax } : {}),
     ...(opts.searchLanguage ? { searchLanguage: opts.searchLanguage } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
   });
 }
 

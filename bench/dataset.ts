@@ -458,7 +458,7 @@ async function createDatabaseIfMissing(databaseUrl: string): Promise<boolean> {
   });
 }
 
-async function recreateDatabase(databaseUrl: string): Promise<void> {
+export async function recreateDatabase(databaseUrl: string): Promise<void> {
   await withAdmin(databaseUrl, async (client, name) => {
     await client.query(`drop database if exists ${name} with (force)`);
     await client.query(`create database ${name}`);

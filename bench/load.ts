@@ -49,9 +49,15 @@ export type Measurement = {
 export async function measure(
   url: string,
   settings: LoadSettings,
-  opts: { headers?: Record<string, string>; databaseUrl?: string } = {},
+  opts: {
+    headers?: Record<string, string>;
+    databaseUrl?: string;
+    /** Paths each connection asks for in turn, again and again, instead of the URL's own. */
+    paths?: readonly string[];
+  } = {},
 ): Promise<Measurement> {
   const headers = opts.headers ?? {};
+  const requests = opts.paths?.map((path) => ({ method: 'GET' as const, path }));
   if (settings.warmupSeconds > 0) {
     await autocannon({
       url,
@@ -59,6 +65,7 @@ export async function measure(
       connections: settings.connections,
       duration: settings.warmupSeconds,
       workers: 1,
+      ...(requests ? { requests } : {}),
       ...(settings.rate ? { overallRate: settings.rate } : {}),
     });
   }
@@ -76,6 +83,7 @@ export async function measure(
     connections: settings.connections,
     duration: settings.durationSeconds,
     workers: 1,
+    ...(requests ? { requests } : {}),
     ...(settings.rate ? { overallRate: settings.rate } : {}),
   });
   const wall = (performance.now() - started) / 1000;
