@@ -140,7 +140,10 @@ export async function openRuntime(
  */
 export async function runtimeOn(
   opening: Promise<DbHandle>,
-  opts: Pick<OpenRuntimeOptions, 'migrate' | 'sanitizeThreads' | 'metrics' | 'logger' | 'searchLanguage' | 'now'> & {
+  opts: Pick<
+    OpenRuntimeOptions,
+    'migrate' | 'sanitizeThreads' | 'metrics' | 'logger' | 'searchLanguage' | 'now'
+  > & {
     activitySpoolMax?: number;
   } = {},
 ): Promise<Runtime> {

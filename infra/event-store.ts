@@ -16,6 +16,7 @@ import {
 import { createAppendGroup } from './event-store/group.ts';
 import {
   headPosition,
+  lastValueInStream,
   lockEventsForAppend,
   readAllEvents,
   readStreamKeepingLast,
@@ -136,6 +137,11 @@ export interface EventStore<E extends NewEvent = DomainEvent> {
     streamId: string,
     opts?: { from?: number; to?: number; onlyLast?: string },
   ): Promise<StoredEvent<S>[]>;
+  /**
+   * The value of a string property of the events' data (an article's `body`) in the stream's last
+   * event at or before version `atOrBefore` that holds it; null when none does. Read as text.
+   */
+  lastValue(streamId: string, property: string, atOrBefore: number): Promise<string | null>;
   /** Up to `limit` events after `after`, in (transaction_id, position) order; see readAllEvents. */
   readAll(after: LogPosition, limit: number, opts?: ReadAllOptions): Promise<StoredEvent<E>[]>;
   /** The newest position readAll can return now; START on an empty log. */
@@ -346,6 +352,10 @@ export function createEventStore<E extends NewEvent = DomainEvent>(deps: EventSt
       if (to !== undefined) query = query.where('version', '<=', to);
       const rows = await query.orderBy('version').execute();
       return rows.map((row) => toStoredEvent<S>(row));
+    },
+
+    lastValue(streamId, property, atOrBefore) {
+      return lastValueInStream(db, streamId, property, atOrBefore);
     },
 
     readAll(after, limit, opts = {}) {

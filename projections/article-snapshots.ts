@@ -35,7 +35,7 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
     name: 'article_snapshots@1',
     mode: 'inline',
     handles: articleEventTypes,
-    tables: ['article_snapshots'],
+    tables: ['article_snapshots', 'article_snapshot_history'],
     /**
      * Each article's run from the snapshot its command read, the snapshot after its last event written
      * once: one statement for one article or several (a commit group's). In a transaction, event by
@@ -44,6 +44,7 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
     project(events, at) {
       if (at.trx !== undefined) return projectInTransaction(events, at.trx);
       const rows: { stream_id: string; article_id: string; version: number; state: unknown }[] = [];
+      const kept: typeof rows = [];
       const runs = runsOf(events);
       for (const run of runs) {
         const [first] = run;
@@ -51,15 +52,23 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
         if (first === undefined || last === undefined) continue;
         const known = memory?.recall(first.data.articleId);
         if (known?.version !== first.version - 1) return IN_TRANSACTION;
-        if (runs.length === 1) return [upsert(run, known, at.appended(first.streamId))];
-        rows.push({
+        const state = stateAfter(run, known);
+        if (runs.length === 1) {
+          const when = at.appended(first.streamId);
+          const statements = [upsert(last, state, when)];
+          if (passesHistoryMark(first.version, last.version)) statements.push(keep(last, state, when));
+          return statements;
+        }
+        const row = {
           stream_id: first.streamId,
           article_id: last.data.articleId,
           version: last.version,
-          state: stateAfter(run, known),
-        });
+          state,
+        };
+        rows.push(row);
+        if (passesHistoryMark(first.version, last.version)) kept.push(row);
       }
-      return [
+      const statements = [
         sql`insert into article_snapshots (article_id, version, state)
           select r.article_id, r.version, r.state
             from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r (stream_id text, article_id text, version integer, state jsonb)
@@ -67,6 +76,14 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
            order by r.article_id
           on conflict (article_id) do update set version = excluded.version, state = excluded.state`,
       ];
+      if (kept.length > 0) {
+        statements.push(sql`insert into article_snapshot_history (article_id, version, state)
+          select r.article_id, r.version, r.state
+            from jsonb_to_recordset(${JSON.stringify(kept)}::jsonb) as r (stream_id text, article_id text, version integer, state jsonb)
+           where ${at.appended(ROW_STREAM)}
+          on conflict (article_id, version) do nothing`);
+      }
+      return statements;
     },
   });
 
@@ -87,25 +104,38 @@ export function createArticleSnapshotsProjector(memory?: SnapshotMemory): Inline
               .where('article_id', '=', articleId)
               .executeTakeFirst();
       if (previous && previous.version >= event.version) continue;
-      await upsert([event], previous, ALWAYS).execute(trx);
+      const state = stateAfter([event], previous);
+      await upsert(event, state, ALWAYS).execute(trx);
+      if (passesHistoryMark(event.version, event.version)) await keep(event, state, ALWAYS).execute(trx);
     }
     return [];
   }
 }
 
-/** The snapshot after a run of events, from the one before the first (none: the initial state). */
-function upsert(
-  events: readonly Pending<ArticleEvent>[],
-  previous: { version: number; state: unknown } | undefined,
-  when: Expression<SqlBool>,
-): RawBuilder<unknown> {
-  const last = events.at(-1);
-  if (last === undefined) throw new Error('a run of article events is never empty');
-  const state = JSON.stringify(stateAfter(events, previous));
+/**
+ * Every this many versions an article's state is also kept in `article_snapshot_history`: the article
+ * at a past revision folds at most about this many events from the nearest one (`readSnapshotAtOrBefore`).
+ */
+export const SNAPSHOT_HISTORY_EVERY = 50;
+
+/** Whether a run of versions from `first` to `last` reaches a multiple of SNAPSHOT_HISTORY_EVERY. */
+function passesHistoryMark(first: number, last: number): boolean {
+  return Math.floor(last / SNAPSHOT_HISTORY_EVERY) > Math.floor((first - 1) / SNAPSHOT_HISTORY_EVERY);
+}
+
+/** The snapshot at `last`, the run's last event: `state` is the state after it, as stored. */
+function upsert(last: Pending<ArticleEvent>, state: unknown, when: Expression<SqlBool>): RawBuilder<unknown> {
   // SQL text rather than kysely's builder: this runs on every edit (see articles.ts).
   return sql`insert into article_snapshots (article_id, version, state)
-    select ${last.data.articleId}::text, ${last.version}::integer, ${state}::jsonb where ${when}
+    select ${last.data.articleId}::text, ${last.version}::integer, ${JSON.stringify(state)}::jsonb where ${when}
     on conflict (article_id) do update set version = excluded.version, state = excluded.state`;
+}
+
+/** The same state kept in the history, at a run that reached a multiple of SNAPSHOT_HISTORY_EVERY. */
+function keep(last: Pending<ArticleEvent>, state: unknown, when: Expression<SqlBool>): RawBuilder<unknown> {
+  return sql`insert into article_snapshot_history (article_id, version, state)
+    select ${last.data.articleId}::text, ${last.version}::integer, ${JSON.stringify(state)}::jsonb where ${when}
+    on conflict (article_id, version) do nothing`;
 }
 
 /** The state after a run of events, from the snapshot before the first (none: the initial state), as stored. */
@@ -234,4 +264,23 @@ export async function readArticleSnapshot(
   const state: ArticleState = stored.exists ? { ...stored, body: row.body } : stored;
   memory?.remember(articleId, { version: row.version, state });
   return { version: row.version, state, streamVersion: row.stream_version };
+}
+
+/**
+ * The newest kept state of an article at or before `version` (`article_snapshot_history`, without its
+ * body), or undefined when none is: the start of a fold to a past revision.
+ */
+export async function readSnapshotAtOrBefore(
+  db: Db,
+  articleId: string,
+  version: number,
+): Promise<StoredSnapshot | undefined> {
+  return db
+    .selectFrom('article_snapshot_history')
+    .select(['version', 'state'])
+    .where('article_id', '=', articleId)
+    .where('version', '<=', version)
+    .orderBy('version', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }

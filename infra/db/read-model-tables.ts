@@ -160,6 +160,13 @@ export interface ArticleSnapshotsTable {
   state: ColumnType<unknown, string, string>;
 }
 
+/** The article's state every SNAPSHOT_HISTORY_EVERY versions (without its body), for past revisions. */
+export interface ArticleSnapshotHistoryTable {
+  article_id: string;
+  version: number;
+  state: ColumnType<unknown, string, string>;
+}
+
 /** Support staff's searches for accounts (inline, from `StaffSearched`): the staff-side audit. */
 export interface StaffSearchesTable {
   id: string;
@@ -175,6 +182,7 @@ export interface StaffSearchesTable {
 
 export interface ReadModelTables {
   article_snapshots: ArticleSnapshotsTable;
+  article_snapshot_history: ArticleSnapshotHistoryTable;
   article_counts: ArticleCountsTable;
   backlink_counts: BacklinkCountsTable;
   accounts: AccountsTable;

@@ -33,6 +33,19 @@ export async function readStreamKeepingLast<E extends NewEvent>(
   });
 }
 
+/** EventStore.lastValue: read backwards from `atOrBefore` to the first event holding the property. */
+export async function lastValueInStream(
+  db: Db,
+  streamId: string,
+  property: string,
+  atOrBefore: number,
+): Promise<string | null> {
+  const { rows } = await sql<{ value: string }>`select data ->> ${property} as value from events
+    where stream_id = ${streamId} and version <= ${atOrBefore} and data ? ${property}
+    order by version desc limit 1`.execute(db);
+  return rows[0]?.value ?? null;
+}
+
 /** The columns of an event as read back; `toStoredEvent` turns such a row into a StoredEvent. */
 export const storedColumns = [
   'position',

@@ -3,7 +3,13 @@ import { type Runtime, SNAPSHOT_MEMORY } from '../../apps/runtime.ts';
 import { type ArticleState, evolve, initialState } from '../../domain/article/decider.ts';
 import { type ArticleEvent, articleStream } from '../../domain/article/events.ts';
 import type { StoredEvent } from '../../infra/event-store.ts';
-import { createSnapshotMemory, readArticleSnapshot } from '../../projections/article-snapshots.ts';
+import { rebuild } from '../../infra/projection-runner.ts';
+import {
+  createArticleSnapshotsProjector,
+  createSnapshotMemory,
+  readArticleSnapshot,
+  SNAPSHOT_HISTORY_EVERY,
+} from '../../projections/article-snapshots.ts';
 import { backends } from '../support/db.ts';
 import {
   apiKeyActor,
@@ -148,5 +154,90 @@ describe.each(backends)('snapshot memories of two runtimes in one process, on %s
     }
     const theOther = await readArticleSnapshot(other.db, articleId);
     expect(theOther?.state).toMatchObject({ accountId: b.accountId, title: 'Edited in the second' });
+  });
+});
+
+describe.each(backends)('the kept states of an article, on %s', (backend) => {
+  let runtime: Runtime;
+  let drop: () => Promise<void>;
+  let accountId: string;
+  let articleId: string;
+  const REVISIONS = 2 * SNAPSHOT_HISTORY_EVERY + 30;
+  const caller = { origin: 'api' as const, actor: apiKeyActor };
+  const history = async () =>
+    runtime.db
+      .selectFrom('article_snapshot_history')
+      .select(['version', 'state'])
+      .where('article_id', '=', articleId)
+      .orderBy('version')
+      .execute();
+
+  beforeAll(async () => {
+    ({ runtime, drop } = await createTestRuntime(backend));
+    const account = await setUpAccount(runtime);
+    accountId = account.accountId;
+    ({ articleId } = await runtime.commands.createArticle(
+      accountId,
+      {
+        siteId: account.siteId,
+        title: 'Revision 1',
+        body: protectedBody(1),
+        url: 'https://northside.example/blog/kept',
+        status: 'draft',
+        publishedAt: null,
+        targetKeyword: null,
+        featuredImage: null,
+      },
+      { origin: 'rewrite', actor: pipelineActor },
+    ));
+    // Every kind of change, with stretches of title-only edits across the kept versions (100, 200):
+    // the body at a kept version then comes from an event before it.
+    for (let n = 2; n <= REVISIONS; n++) {
+      if (n === 57) {
+        await runtime.commands.changeArticleStatus(
+          accountId,
+          articleId,
+          { status: 'published', publishedAt: '2026-11-01T09:00:00Z' },
+          caller,
+        );
+      } else if (n === 143) {
+        await runtime.commands.replaceFeaturedImage(
+          accountId,
+          articleId,
+          { featuredImage: { url: 'https://content.example/media/a.png', alt: 'A', width: 10, height: 10 } },
+          caller,
+        );
+      } else if (n === 170) {
+        await runtime.commands.restoreRevision(accountId, articleId, { revision: 12 }, caller);
+      } else {
+        const body = n % 7 === 0 ? `${protectedBody(1)}<p>Change ${n}.</p>` : undefined;
+        await runtime.commands.editArticle(accountId, articleId, { title: `Revision ${n}`, body }, caller);
+      }
+    }
+  });
+
+  afterAll(async () => {
+    await drop?.();
+  });
+
+  it('keeps the state every SNAPSHOT_HISTORY_EVERY versions, without its body, as a rebuild does', async () => {
+    const kept = await history();
+    expect(kept.map((k) => k.version)).toEqual([SNAPSHOT_HISTORY_EVERY, 2 * SNAPSHOT_HISTORY_EVERY]);
+    for (const k of kept) {
+      expect(k.state).toMatchObject({ exists: true, revision: k.version, title: `Revision ${k.version}` });
+      expect(k.state).not.toHaveProperty('body');
+    }
+    await rebuild(runtime.db, createArticleSnapshotsProjector());
+    expect(await history()).toEqual(kept);
+  });
+
+  it('folds an article to any revision from the kept state before it as from its first event', async () => {
+    const all = await runtime.store.readStream<ArticleEvent>(articleStream(articleId));
+    expect(all).toHaveLength(REVISIONS);
+    let state: ArticleState = initialState;
+    for (const event of all) {
+      state = evolve(state, event);
+      expect(await runtime.commands.articleAt(accountId, articleId, event.version)).toEqual(state);
+    }
   });
 });

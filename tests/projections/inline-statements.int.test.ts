@@ -19,7 +19,7 @@ import {
   projectInTransaction,
   runTogether,
 } from '../../infra/projection.ts';
-import { readArticleSnapshot } from '../../projections/article-snapshots.ts';
+import { readArticleSnapshot, SNAPSHOT_HISTORY_EVERY } from '../../projections/article-snapshots.ts';
 import { createProjectors } from '../../projections/index.ts';
 import { backends } from '../support/db.ts';
 import {
@@ -298,12 +298,58 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
     );
   });
 
+  it('a group whose run reaches a kept version keeps the state there, as the run alone does, when appended', async () => {
+    const { accountId, siteId } = await setUpAccount(runtime);
+    // Versions SNAPSHOT_HISTORY_EVERY - 1 to + 1 on one article, 3 on another.
+    const crossing = await pendingRun(
+      accountId,
+      siteId,
+      ['title', 'body', 'title'],
+      SNAPSHOT_HISTORY_EVERY - 4,
+    );
+    const other = await pendingRun(accountId, siteId, ['title']);
+    expect(crossing.map((e) => e.version)).toEqual([
+      SNAPSHOT_HISTORY_EVERY - 1,
+      SNAPSHOT_HISTORY_EVERY,
+      SNAPSHOT_HISTORY_EVERY + 1,
+    ]);
+    const snapshots = createProjectors({ snapshots: runtime.snapshots }).find((p) =>
+      p.name.startsWith('article_snapshots'),
+    );
+    if (snapshots?.mode !== 'inline') throw new Error('no inline snapshots projector');
+    for (const appended of [true, false]) {
+      const stream = crossing[0]?.streamId ?? '';
+      const grouped = inStatement(
+        snapshots.project([...crossing, ...other], {
+          appended: (s) => sql<SqlBool>`${s} in (select unnest(${appended ? [stream] : []}::text[]))`,
+        }),
+      );
+      if (grouped === IN_TRANSACTION) throw new Error('no group form');
+      const byGroup = await rowsAfter((trx) => runTogether(trx, grouped));
+      const byRun = await rowsAfter((trx) => {
+        const own = statementsOf(snapshots, crossing, appended);
+        if (own === IN_TRANSACTION) throw new Error('no statements');
+        return runTogether(trx, own);
+      });
+      expect(byGroup.article_snapshot_history).toEqual(byRun.article_snapshot_history);
+      const articleId = (crossing[0]?.streamId ?? '?').replace(/^article-/, '');
+      const kept = (byRun.article_snapshot_history ?? []).filter((row) => row.includes(articleId));
+      expect(kept).toHaveLength(appended ? 1 : 0);
+    }
+  });
+
   /**
    * A new article at revision 2 and the events of `run` on it, each decided on the state the ones
    * before made, as the append hands them over (JSON as stored, versions on from the stream's); the
    * snapshot read as the command reads it before it appends (the snapshot projector starts from it).
    */
-  async function pendingRun(accountId: string, siteId: string, run: readonly Kind[]): Promise<Pending[]> {
+  async function pendingRun(
+    accountId: string,
+    siteId: string,
+    run: readonly Kind[],
+    /** Title edits made before the run, after the second revision. */
+    editsFirst = 0,
+  ): Promise<Pending[]> {
     const { articleId } = await runtime.commands.createArticle(
       accountId,
       {
@@ -319,6 +365,9 @@ describe.each(backends)('inline projectors as statements, on %s', (backend) => {
       { origin: 'rewrite', actor: pipelineActor },
     );
     await runtime.commands.editArticle(accountId, articleId, { title: 'Second title' }, who);
+    for (let n = 0; n < editsFirst; n++) {
+      await runtime.commands.editArticle(accountId, articleId, { title: `Title before ${n}` }, who);
+    }
     const atFirst = await runtime.commands.articleAt(accountId, articleId, 1);
     const history = await runtime.store.readStream<ArticleEvent>(articleStream(articleId));
     await readArticleSnapshot(runtime.db, articleId, runtime.snapshots);

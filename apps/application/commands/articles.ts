@@ -22,7 +22,7 @@ import type { SanitizedItem } from '../../../domain/html/sanitized-item.ts';
 import { type AnswerKey, keepAnswer } from '../../../infra/idempotency.ts';
 import { newId } from '../../../infra/ids.ts';
 import { keyStillLive } from '../../../projections/accounts.ts';
-import { readArticleSnapshot } from '../../../projections/article-snapshots.ts';
+import { readArticleSnapshot, readSnapshotAtOrBefore } from '../../../projections/article-snapshots.ts';
 import { type ArticleDetailRow, detailOf } from '../../../projections/articles.ts';
 import { changeOut } from '../articles.ts';
 import type { CommandContext } from './handler.ts';
@@ -171,16 +171,30 @@ export function articleCommands(deps: CommandContext) {
     return state;
   }
 
-  /** The article as it was at revision n, by replaying its stream up to n. */
+  /**
+   * The article as it was at revision n: the newest state kept at or before n (every
+   * SNAPSHOT_HISTORY_EVERY revisions) with the events after it folded, or the whole stream up to n.
+   */
   async function articleAt(accountId: string, articleId: string, revision: number): Promise<ArticleState> {
     const missing = new DomainError('not_found', `Article ${articleId} has no revision ${revision}`);
     if (!Number.isInteger(revision) || revision < 1) throw missing;
+    const stream = articleStream(articleId);
+    const kept = await readSnapshotAtOrBefore(db, articleId, revision);
     // Each body-carrying event replaces the body whole: only the last one's is read.
-    const events = await store.readStream<ArticleEvent>(articleStream(articleId), {
+    const events = await store.readStream<ArticleEvent>(stream, {
+      from: (kept?.version ?? 0) + 1,
       to: revision,
       onlyLast: 'body',
     });
-    const state = events.reduce((s, e) => evolve(s, e), initialState);
+    let start = initialState;
+    if (kept !== undefined) {
+      // A kept state has no body: it is the last one written at or before it, unless a later event brings one.
+      const bodyFollows = events.some((e) => typeof (e.data as { body?: unknown }).body === 'string');
+      const body = bodyFollows ? '' : ((await store.lastValue(stream, 'body', kept.version)) ?? '');
+      const stored = kept.state as ArticleState;
+      start = stored.exists ? { ...stored, body } : stored;
+    }
+    const state = events.reduce((s, e) => evolve(s, e), start);
     if (!state.exists || state.accountId !== accountId)
       throw new DomainError('not_found', `No article ${articleId}`);
     if (state.revision !== revision) {

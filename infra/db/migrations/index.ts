@@ -18,6 +18,7 @@ import * as requestIdsAndStaffSearches from './2026-11-26-016-request-ids-and-st
 import * as bodyJson from './2026-11-27-017-body-json.ts';
 import * as articleSearch from './2026-11-29-018-article-search.ts';
 import * as titleSearch from './2026-11-29-019-title-search.ts';
+import * as snapshotHistory from './2026-11-29-020-snapshot-history.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -44,6 +45,7 @@ const all: Record<string, Migration> = {
   '2026-11-27-017-body-json': bodyJson,
   '2026-11-29-018-article-search': articleSearch,
   '2026-11-29-019-title-search': titleSearch,
+  '2026-11-29-020-snapshot-history': snapshotHistory,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
