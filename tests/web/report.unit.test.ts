@@ -90,6 +90,8 @@ describe('the report helpers', () => {
   it('puts the dates compared in words', () => {
     expect(spanText('2026-10-01', '2026-10-26')).toBe('1–26 October 2026');
     expect(spanText('2026-10-01', '2026-10-31')).toBe('October 2026');
+    expect(spanText('2026-10-01', '2026-10-31', { days: true })).toBe('1–31 October 2026');
+    expect(spanText('2026-10-01', '2026-10-26', { days: true })).toBe('1–26 October 2026');
     expect(spanText('2024-02-01', '2024-02-29')).toBe('February 2024');
     expect(spanText('2026-10-01', '2026-10-01')).toBe('1 October 2026');
     expect(spanText('2026-10-28', '2026-11-26')).toBe('28 October – 26 November 2026');

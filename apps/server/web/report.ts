@@ -27,17 +27,19 @@ const monthName = new Intl.DateTimeFormat('en-GB', { month: 'long', year: 'numer
 const dayMonth = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', timeZone: 'UTC' });
 
 /**
- * Inclusive dates in words: `1–26 October 2026`, `October 2026` (a whole month), `1 October 2026` (one
- * day), `28 October – 26 November 2026`, `28 December 2026 – 3 January 2027`. Pure.
+ * Inclusive dates in words: `1–26 October 2026`, `October 2026` (a whole month; `1–31 October 2026`
+ * with `days`, to stand beside another span of days), `1 October 2026` (one day), `28 October – 26
+ * November 2026`, `28 December 2026 – 3 January 2027`. Pure.
  */
-export function spanText(from: string, to: string): string {
+export function spanText(from: string, to: string, opts: { days?: boolean } = {}): string {
   const a = new Date(`${from}T00:00:00Z`);
   const b = new Date(`${to}T00:00:00Z`);
   const year = (d: Date): string => String(d.getUTCFullYear());
   const sameMonth = from.slice(0, 7) === to.slice(0, 7);
   const lastOfMonth = new Date(Date.UTC(b.getUTCFullYear(), b.getUTCMonth() + 1, 0)).getUTCDate();
   if (from === to) return `${dayMonth.format(a)} ${year(a)}`;
-  if (sameMonth && a.getUTCDate() === 1 && b.getUTCDate() === lastOfMonth) return monthName.format(a);
+  if (sameMonth && !opts.days && a.getUTCDate() === 1 && b.getUTCDate() === lastOfMonth)
+    return monthName.format(a);
   if (sameMonth) return `${a.getUTCDate()}–${dayMonth.format(b)} ${year(b)}`;
   if (from.slice(0, 4) === to.slice(0, 4)) return `${dayMonth.format(a)} – ${dayMonth.format(b)} ${year(b)}`;
   return `${dayMonth.format(a)} ${year(a)} – ${dayMonth.format(b)} ${year(b)}`;
@@ -311,7 +313,8 @@ ${periodForm(siteId, key, false)}`,
  */
 function comparisonText(report: ReportOut): Html {
   const { partial, now, before } = report.comparison;
-  const span = (s: StatsOut): string => spanText(s.period.from, s.period.to);
+  // Days against days while the month runs, its last day too (`1–30 November`, not `November`).
+  const span = (s: StatsOut): string => spanText(s.period.from, s.period.to, { days: partial });
   return html`<p id="comparison">${partial ? `Up to today, ${span(now)}, compared with ${span(before)}, the same days of the month before.` : `${span(now)} compared with ${span(before)}.`}</p>`;
 }
 
