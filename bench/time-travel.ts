@@ -1,17 +1,12 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { openRuntime } from '../apps/runtime.ts';
-import { buildApp } from '../apps/server/app.ts';
-import { createRequestLimiter } from '../apps/server/http/limits.ts';
 import { loadConfig } from '../infra/config.ts';
-import { createLogDestination } from '../infra/log-destination.ts';
 import { withoutPassword } from '../infra/url-password.ts';
+import { quietApp, runRounds, type Scenario, writeLatest } from './app.ts';
 import { recreateDatabase } from './dataset.ts';
-import { busyElsewhere, type LoadSettings, type Measurement, measure } from './load.ts';
-import { machineOf, median } from './report.ts';
+import { busyElsewhere, type LoadSettings } from './load.ts';
+import { machineOf } from './report.ts';
 
 /*
  * `node bench/time-travel.ts` (`npm run bench:time-travel`, and in `npm run bench`): an article with
@@ -128,18 +123,7 @@ for (let n = 2; n <= revisions; n++) {
 clock = new Date();
 await sql`analyze`.execute(runtime.db);
 
-const quiet = pino({ level: 'silent' });
-const limiter = createRequestLimiter({
-  perMinute: config.RATE_LIMIT_PER_MINUTE,
-  keyPrefix: config.RATE_LIMIT_KEY_PREFIX,
-  logger: quiet,
-});
-const app = await buildApp({
-  runtime,
-  config,
-  limit: limiter.hook,
-  logger: { level: config.LOG_LEVEL, stream: createLogDestination('/dev/null').stream },
-});
+const { app, close } = await quietApp(runtime, config);
 const key = await runtime.commands.createApiKey(accountId, { name: 'Time travel bench', scope: 'read' });
 const headers = { authorization: `Bearer ${key.key}` };
 
@@ -153,14 +137,6 @@ const instants = Array.from({ length: INSTANTS }, () => {
 });
 const paths = instants.map((at) => `/api/v1/articles/${articleId}?as_of=${at}`);
 
-/** `target`: the run the target is about (the others are for comparison). */
-type Scenario = {
-  name: string;
-  rate?: number;
-  paths: readonly string[];
-  target: boolean;
-  runs: Measurement[];
-};
 const scenarios: Scenario[] = [
   { name: `as_of at ${FIXED_RATE} req/s`, rate: FIXED_RATE, paths, target: true, runs: [] },
   { name: 'as_of as fast as answered', paths, target: false, runs: [] },
@@ -192,58 +168,24 @@ try {
   log(`an article with ${revisions} revisions; ${INSTANTS} instants over its history, checked`);
   const elsewhere = await busyElsewhere(2_000);
   if (elsewhere > 0.3) log(`the machine is busy with other work (${elsewhere} cores): figures will be low`);
-  for (let r = 1; r <= rounds; r++) {
-    for (const s of scenarios) {
-      await runtime.commands.flushCalls();
-      const m = await measure(
-        base,
-        { ...settings, ...(s.rate ? { rate: s.rate, connections: 1 } : {}) },
-        { headers, databaseUrl, paths: s.paths },
-      );
-      if (m.non2xx > 0 || m.errors > 0) throw new Error(`${s.name}: ${m.non2xx} non-2xx, ${m.errors} errors`);
-      s.runs.push(m);
-      log(
-        `${s.name} (round ${r}/${rounds}): ${Math.round(m.rps)} req/s, p50 ${m.p50_ms} ms, p99 ${m.p99_ms} ms`,
-      );
-    }
-  }
-  const summary = scenarios.map((s) => {
-    const p99 = median(s.runs.map((m) => m.p99_ms));
-    return {
-      name: s.name,
-      rate: s.rate ?? null,
-      rps: Math.round(median(s.runs.map((m) => m.rps))),
-      p50_ms: median(s.runs.map((m) => m.p50_ms)),
-      p99_ms: p99,
-      target_met: s.target ? p99 < TARGET_P99_MS : null,
-      runs: s.runs,
-    };
+  const summary = await runRounds(base, scenarios, {
+    settings,
+    rounds,
+    headers,
+    databaseUrl,
+    targetP99Ms: TARGET_P99_MS,
+    beforeRun: () => runtime.commands.flushCalls(),
+    log,
   });
-  for (const s of summary) {
-    log(
-      `${s.name}: ${s.rps} req/s, p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms (${s.target_met === null ? 'for comparison' : `target p99 < ${TARGET_P99_MS} ms: ${s.target_met ? 'met' : 'not met'}`})`,
-    );
-  }
-  const out = resolve(import.meta.dirname, 'results');
-  await mkdir(out, { recursive: true });
-  const file = resolve(out, 'time-travel-latest.json');
-  await writeFile(
-    file,
-    `${JSON.stringify(
-      {
-        finished_at: new Date().toISOString(),
-        machine: { ...machineOf(), busy_elsewhere_cores_at_start: elsewhere },
-        settings: { ...settings, rounds, fixed_rate: FIXED_RATE },
-        article: { revisions, body_bytes: Buffer.byteLength(bodyOf(revisions)), instants: INSTANTS },
-        target: { p99_ms: TARGET_P99_MS },
-        scenarios: summary,
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  const file = await writeLatest('time-travel', {
+    machine: { ...machineOf(), busy_elsewhere_cores_at_start: elsewhere },
+    settings: { ...settings, rounds, fixed_rate: FIXED_RATE },
+    article: { revisions, body_bytes: Buffer.byteLength(bodyOf(revisions)), instants: INSTANTS },
+    target: { p99_ms: TARGET_P99_MS },
+    scenarios: summary,
+  });
   log(`results: ${file}`);
 } finally {
-  await app.close();
+  await close();
   await runtime.close();
 }

@@ -1,4 +1,4 @@
-import { type Selectable, sql } from 'kysely';
+import { type Insertable, type Selectable, sql } from 'kysely';
 import type { BacklinkAcquired, BacklinkCategory } from '../domain/backlink/events.ts';
 import type { BacklinksTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
@@ -15,10 +15,10 @@ export const backlinksProjector = asyncProjector({
   tables: ['backlinks', 'backlink_counts'],
   /** Multi-row inserts; the first event of an id wins, as it does one by one. */
   project: inTransactionOnly(async (events: readonly Stored<BacklinkAcquired>[], trx) => {
-    const rows = new Map<string, BacklinksTable>();
+    const rows = new Map<string, Insertable<BacklinksTable>>();
     for (const event of events) {
       if (!rows.has(event.data.backlinkId)) {
-        rows.set(event.data.backlinkId, backlinkRow(event.data));
+        rows.set(event.data.backlinkId, backlinkRow(event));
       }
     }
     const all = [...rows.values()];
@@ -59,7 +59,8 @@ async function countBacklinks(
 /** Rows per multi-row insert: 10 parameters each, well below PostgreSQL's 65,535 per statement. */
 const INSERT_ROWS = 1000;
 
-function backlinkRow(d: BacklinkAcquired['data']): BacklinksTable {
+/** A backlink's row; it was recorded when its event was (`as_of` statistics count by that). */
+function backlinkRow({ data: d, metadata }: Stored<BacklinkAcquired>): Insertable<BacklinksTable> {
   return {
     id: d.backlinkId,
     site_id: d.siteId,
@@ -71,6 +72,7 @@ function backlinkRow(d: BacklinkAcquired['data']): BacklinksTable {
     anchor_text: d.anchorText,
     anchor_type: d.anchorType,
     category: d.category,
+    recorded_at: metadata.at,
   };
 }
 

@@ -2,6 +2,7 @@ import type { HtmlMemory } from '../domain/html/memory.ts';
 import type { Projector } from '../infra/projection.ts';
 import { accountsProjector } from './accounts.ts';
 import { activityProjector } from './activity.ts';
+import { articleHistoryProjector } from './article-history.ts';
 import { createArticleSnapshotsProjector, type SnapshotMemory } from './article-snapshots.ts';
 import { createArticlesProjector } from './articles.ts';
 import { backlinksProjector } from './backlinks.ts';
@@ -29,6 +30,7 @@ export function createProjectors(
     createArticlesProjector(deps.html, deps.searchLanguage),
     createArticleSnapshotsProjector(deps.snapshots),
     createRevisionsProjector(deps.html),
+    articleHistoryProjector,
     backlinksProjector,
     siteStatsProjector,
     activityProjector,

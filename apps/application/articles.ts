@@ -28,6 +28,7 @@ import { requestHash } from '../../infra/idempotency.ts';
 import { inspectImage } from '../../infra/media/image.ts';
 import { type BodyDiff, diffInThread } from '../../infra/sanitize-pool.ts';
 import { invalidKeyError } from '../../projections/accounts.ts';
+import { listArticlesAsOf } from '../../projections/article-history.ts';
 import type {
   ArticleDetailRow,
   ArticleJsonRow,
@@ -49,6 +50,7 @@ import type { ArticleWrite, ArticleWriter } from './article-write.ts';
 import { type Call, type Idempotency, type Note, type Outcome, outcomeOf } from './call.ts';
 import type { EditResult } from './commands/index.ts';
 import {
+  asOfParam,
   atMost,
   cleanText,
   DiffChange,
@@ -59,6 +61,7 @@ import {
   type JsonOf,
   pageParam,
   parameterError,
+  pastInstant,
   perPageParam,
   reasonField,
   rfc3339,
@@ -205,16 +208,6 @@ export const Article = ArticleListItem.extend({
   },
 });
 
-/** An instant to read as of: RFC 3339 in UTC, not in the future (checked when read). */
-export const asOfParam = z.iso
-  .datetime({ message: 'must be a time in RFC 3339 UTC form, as 2026-11-01T09:00:00Z' })
-  .meta({
-    description:
-      'Read as it stood at this instant (RFC 3339, UTC; not in the future): the revision current then. ' +
-      'A revision counts from its `created_at`, to the second.',
-    example: '2026-11-01T09:00:00Z',
-  });
-
 export const ArticleAsOf = Article.extend({
   as_of: timestamp.meta({
     description: 'The instant asked for (`as_of`), to the second: the article as it stood then.',
@@ -317,10 +310,21 @@ export const ArticleQuery = z
     from: fromParam,
     to: toParam,
     status: ArticleStatus.optional().meta({ description: 'Only articles with this status.' }),
+    as_of: asOfParam.optional().meta({
+      description:
+        'The list as it stood at this instant (RFC 3339, UTC; not in the future): the articles that existed then, ' +
+        'filtered and ordered by their status and `published_at` then, each at its revision then.',
+    }),
     page: pageParam,
     per_page: perPageParam,
   })
   .superRefine(dateRange);
+/** What an article list's `meta` adds: the instant it stood at, when one was asked for. */
+export const ListAsOfMeta = {
+  as_of: timestamp
+    .optional()
+    .meta({ description: 'The instant asked for (`as_of`): the list as it stood then.' }),
+};
 /** The words of a search (the API's `q`, the tool's `q`, the search page's field). */
 export const searchText = cleanText(
   z
@@ -405,7 +409,7 @@ const articleFilterInputs = {
 };
 
 export const ListArticlesInput = z
-  .strictObject({ site_id: toolFields.siteId, ...articleFilterInputs })
+  .strictObject({ site_id: toolFields.siteId, ...articleFilterInputs, as_of: ArticleQuery.shape.as_of })
   .superRefine(dateRange);
 
 export const GetArticleInput = z.strictObject({
@@ -587,14 +591,8 @@ export function createArticles(
      */
     getAsOf(call: Call, articleId: string, asOf: string): Promise<Outcome<ArticleAsOfOut>> {
       return outcomeOf({ articleId }, async (note) => {
-        const instant = new Date(asOf);
-        if (instant.getTime() > deps.now().getTime()) {
-          const message = 'must not be in the future';
-          throw parameterError(`as_of ${asOf} is in the future`, [
-            { in: call.principal.origin === 'mcp' ? 'arguments' : 'query', name: 'as_of', message },
-          ]);
-        }
         const { principal } = call;
+        const instant = pastInstant(asOf, deps.now(), principal.origin === 'mcp' ? 'arguments' : 'query');
         const found = await reads.read(principal.accountId, (on) =>
           revisionAsOf(on, articleId, instant, principal.liveKey),
         );
@@ -637,10 +635,20 @@ export function createArticles(
     /** A page of a site's articles, newest published first, filtered by date and status. */
     list(call: Call, siteId: string, query: ArticleListQuery): Promise<Outcome<Listed<ArticleListItemOut>>> {
       return outcomeOf({ siteId }, async () => {
-        const scope = { accountId: call.principal.accountId, siteId, liveKey: call.principal.liveKey };
-        const { from, to, status } = query;
+        const { principal } = call;
+        const scope = { accountId: principal.accountId, siteId, liveKey: principal.liveKey };
+        const { from, to, status, as_of: asOf } = query;
+        const filters = { ...pageOf(query), from, to, status };
+        if (asOf !== undefined) {
+          const instant = pastInstant(asOf, deps.now(), principal.origin === 'mcp' ? 'arguments' : 'query');
+          const page = await reads.read(scope.accountId, (on) =>
+            ofOwnSite(scope, listArticlesAsOf(on, scope, filters, instant)),
+          );
+          const list = listed(page, query, articleListItemOut);
+          return { ...list, meta: { ...list.meta, as_of: rfc3339(instant) } };
+        }
         const page = await reads.read(scope.accountId, (on) =>
-          ofOwnSite(scope, listArticles(on, scope, { ...pageOf(query), from, to, status })),
+          ofOwnSite(scope, listArticles(on, scope, filters)),
         );
         return listed(page, query, articleListItemOut);
       });

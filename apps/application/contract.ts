@@ -30,6 +30,29 @@ export function parameterError(message: string, errors: readonly ParameterError[
   return new DomainError('invalid_request', message, errors);
 }
 
+/** An instant to read as of: RFC 3339 in UTC, not in the future (`pastInstant`, when read). */
+export const asOfParam = z.iso
+  .datetime({ message: 'must be a time in RFC 3339 UTC form, as 2026-11-01T09:00:00Z' })
+  .meta({
+    description:
+      'Read as it stood at this instant (RFC 3339, UTC; not in the future): the revision current then. ' +
+      'A revision counts from its `created_at`, to the second.',
+    example: '2026-11-01T09:00:00Z',
+  });
+
+/**
+ * The instant of an `as_of` a face read (`in`: the query, or a tool's arguments), or the invalid
+ * request naming it when it is after `now`.
+ */
+export function pastInstant(asOf: string, now: Date, where: 'query' | 'arguments'): Date {
+  const instant = new Date(asOf);
+  if (instant.getTime() > now.getTime()) {
+    const message = 'must not be in the future';
+    throw parameterError(`as_of ${asOf} is in the future`, [{ in: where, name: 'as_of', message }]);
+  }
+  return instant;
+}
+
 /** The message of a length limit. */
 export const atMost = (n: number): string => `must be at most ${n} characters`;
 

@@ -12,7 +12,8 @@ export type { DateRange, ListQuery } from './contract.ts';
 /** A page of a list: its items and where it stands (CONTRACT "Lists", without the links). */
 export type Listed<T> = {
   data: T[];
-  meta: { page: number; per_page: number; total: number; total_pages: number };
+  /** `as_of`: the instant a list as it stood then was asked for (an article list's). */
+  meta: { page: number; per_page: number; total: number; total_pages: number; as_of?: string };
 };
 
 /** The read models' paging of a list query. */

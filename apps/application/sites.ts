@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AnchorType, BacklinkCategory } from '../../domain/backlink/events.ts';
 import { DomainError } from '../../domain/errors.ts';
 import { comparisonOf } from '../../domain/report/comparison.ts';
+import { siteStatsAsOf } from '../../projections/article-history.ts';
 import { type BacklinkRow, listBacklinks } from '../../projections/backlinks.ts';
 import {
   type DailyStats,
@@ -22,11 +23,13 @@ import {
 } from '../../projections/sites.ts';
 import { type Call, type Outcome, outcomeOf } from './call.ts';
 import {
+  asOfParam,
   calendarDate,
   dateRange,
   fromParam,
   wireId as id,
   pageParam,
+  pastInstant,
   perPageParam,
   rfc3339,
   timestamp,
@@ -102,6 +105,10 @@ export const Stats = z
       industry: z.number().int().min(0),
       local: z.number().int().min(0),
     }),
+    as_of: timestamp.optional().meta({
+      description:
+        'The instant asked for (`as_of`), when one was: the statistics from what had been recorded by then.',
+    }),
   })
   .meta({
     id: 'Stats',
@@ -133,9 +140,15 @@ export const StatsQuery = z.strictObject({
     .default('this_month')
     .meta({
       description:
-        'this_month (default), last_month, last_30_days (today and the 29 days before), or a month YYYY-MM. UTC.',
+        'this_month (default), last_month, last_30_days (today and the 29 days before), or a month YYYY-MM. UTC. ' +
+        'With `as_of`, this_month, last_month and last_30_days are counted from that instant’s day.',
       examples: ['2026-10'],
     }),
+  as_of: asOfParam.optional().meta({
+    description:
+      'The statistics as they stood at this instant (RFC 3339, UTC; not in the future): articles by their status and ' +
+      '`published_at` then, and the backlinks recorded by then.',
+  }),
 });
 export type BacklinkListQuery = z.output<typeof BacklinkQuery>;
 
@@ -159,8 +172,9 @@ export const GetStatsInput = z.strictObject({
   period: StatsQuery.shape.period.meta({
     description:
       'this_month (default), last_month, last_30_days (today and the 29 days before), or a calendar month ' +
-      'YYYY-MM. All UTC.',
+      'YYYY-MM. All UTC; with as_of, counted from that instant’s day.',
   }),
+  as_of: StatsQuery.shape.as_of,
 });
 
 export type SiteOut = z.infer<typeof Site>;
@@ -177,7 +191,7 @@ export function siteOut(row: SiteRow): SiteOut {
   };
 }
 
-export function backlinkOut(row: BacklinkRow): BacklinkOut {
+export function backlinkOut(row: Omit<BacklinkRow, 'recorded_at'>): BacklinkOut {
   return {
     id: row.id,
     site_id: row.site_id,
@@ -374,10 +388,22 @@ export function createSites(deps: Pick<ApplicationDeps, 'db' | 'reads' | 'now'>)
       });
     },
 
-    /** Articles published and backlinks acquired in a period (this_month, last_month, last_30_days, YYYY-MM). */
-    stats(call: Call, siteId: string, period: string): Promise<Outcome<StatsOut>> {
+    /**
+     * Articles published and backlinks acquired in a period (this_month, last_month, last_30_days,
+     * YYYY-MM); with `asOf`, as they stood at that instant (a relative period counted from its day).
+     */
+    stats(call: Call, siteId: string, period: string, asOf?: string): Promise<Outcome<StatsOut>> {
       return outcomeOf({ siteId }, async () => {
         const scope = scopeOf(call, siteId);
+        if (asOf !== undefined) {
+          const where = call.principal.origin === 'mcp' ? 'arguments' : 'query';
+          const instant = pastInstant(asOf, deps.now(), where);
+          const resolved = periodOf(period, instant);
+          const stats = await reads.read(scope.accountId, (db) =>
+            ofOwnSite(scope, siteStatsAsOf(db, scope, resolved, instant)),
+          );
+          return { ...statsOut(siteId, resolved, stats), as_of: rfc3339(instant) };
+        }
         const resolved = periodOf(period, deps.now());
         const stats = await reads.read(scope.accountId, (db) =>
           ofOwnSite(scope, siteStats(db, scope, resolved)),

@@ -104,6 +104,8 @@ export interface BacklinksTable {
   anchor_text: string;
   anchor_type: AnchorType;
   category: BacklinkCategory;
+  /** When the service recorded it (its event's time); `as_of` statistics count what was recorded by then. */
+  recorded_at: ColumnType<Date, Date | string | undefined, never>;
 }
 export interface StatsBucketsTable {
   site_id: string;
@@ -167,6 +169,22 @@ export interface ArticleSnapshotHistoryTable {
   state: ColumnType<unknown, string, string>;
 }
 
+/**
+ * What an article's list entry showed from one revision on (async, from the events that change it:
+ * creation, status changes, featured images, restores): a list `as_of` an instant reads each article's
+ * last entry by then.
+ */
+export interface ArticleHistoryTable {
+  article_id: string;
+  revision: number;
+  site_id: string;
+  account_id: string;
+  at: Timestamp;
+  status: ArticleStatus;
+  published_at: Timestamp | null;
+  featured_image: Json<FeaturedImage | null>;
+}
+
 /** Support staff's searches for accounts (inline, from `StaffSearched`): the staff-side audit. */
 export interface StaffSearchesTable {
   id: string;
@@ -183,6 +201,7 @@ export interface StaffSearchesTable {
 export interface ReadModelTables {
   article_snapshots: ArticleSnapshotsTable;
   article_snapshot_history: ArticleSnapshotHistoryTable;
+  article_history: ArticleHistoryTable;
   article_counts: ArticleCountsTable;
   backlink_counts: BacklinkCountsTable;
   accounts: AccountsTable;

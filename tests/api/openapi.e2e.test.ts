@@ -22,10 +22,10 @@ const PUBLIC_URL = 'https://content.acme.test';
 /** The read paths of CONTRACT, with the parameters each takes. */
 const readPaths: [template: string, parameters: string[]][] = [
   ['/api/v1/sites', ['page', 'per_page']],
-  ['/api/v1/sites/{id}/articles', ['id', 'from', 'to', 'status', 'page', 'per_page']],
+  ['/api/v1/sites/{id}/articles', ['id', 'from', 'to', 'status', 'as_of', 'page', 'per_page']],
   ['/api/v1/articles/{id}', ['id', 'as_of', 'if-none-match']],
   ['/api/v1/sites/{id}/backlinks', ['id', 'from', 'to', 'category', 'page', 'per_page']],
-  ['/api/v1/sites/{id}/stats', ['id', 'period']],
+  ['/api/v1/sites/{id}/stats', ['id', 'period', 'as_of']],
   ['/api/v1/activity', ['from', 'to', 'source', 'site_id', 'article_id', 'page', 'per_page']],
 ];
 

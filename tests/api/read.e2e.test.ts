@@ -444,6 +444,62 @@ describe('read API v1 through a real server', () => {
         );
       }
     });
+
+    it('as_of on the list and the stats: as they stood then, as_of echoed (and kept in the links); 400 for a future instant, 404 for another account', async () => {
+      const at = `${new Date().toISOString().slice(0, 19)}Z`;
+      const months = [
+        'this_month',
+        ...new Set(
+          (
+            (await client.get(`/api/v1/sites/${siteA}/backlinks?per_page=100`, a.api_key))
+              .body as List<BacklinkItem>
+          ).data.map((x) => x.acquired_on.slice(0, 7)),
+        ),
+      ];
+      // The read models that keep the past follow the log: read as of now, they come to equal the current ones.
+      const current = (await client.get(`/api/v1/sites/${siteA}/articles?per_page=2`, a.api_key))
+        .body as List<{
+        id: string;
+      }>;
+      await vi.waitFor(async () => {
+        const then = await client.get(`/api/v1/sites/${siteA}/articles?per_page=2&as_of=${at}`, a.api_key);
+        expect(then.status).toBe(200);
+        const body = then.body as typeof current & { meta: { as_of: string } };
+        expect(body.data).toEqual(current.data);
+        expect(body.meta).toEqual({ ...current.meta, as_of: at });
+        expect(body.links.next).toContain(`as_of=${encodeURIComponent(at)}`);
+      }, PATIENCE);
+      for (const period of months) {
+        const now = (await client.get(`/api/v1/sites/${siteA}/stats?period=${period}`, a.api_key)).body;
+        const then = await client.get(`/api/v1/sites/${siteA}/stats?period=${period}&as_of=${at}`, a.api_key);
+        expect(then.status).toBe(200);
+        expect(then.body).toEqual({ ...(now as object), as_of: at });
+      }
+      const before = await client.get(`/api/v1/sites/${siteA}/stats?as_of=2000-01-15T00:00:00Z`, a.api_key);
+      expect(before.body).toMatchObject({
+        period: { key: 'this_month', from: '2000-01-01', to: '2000-01-31' },
+        articles: { published: 0 },
+        backlinks: { total: 0 },
+      });
+      const empty = await client.get(`/api/v1/sites/${siteA}/articles?as_of=2000-01-01T00:00:00Z`, a.api_key);
+      expect((empty.body as List<unknown>).meta.total).toBe(0);
+
+      const future = new Date(Date.now() + 3_600_000).toISOString();
+      for (const path of [
+        `/sites/${siteA}/articles?as_of=${future}`,
+        `/sites/${siteA}/stats?as_of=${future}`,
+      ]) {
+        const r = await client.get(`/api/v1${path}`, a.api_key);
+        expect(r.status, path).toBe(400);
+        expect(r.body, path).toMatchObject({
+          code: 'invalid_request',
+          errors: [{ name: 'as_of', in: 'query' }],
+        });
+      }
+      for (const path of [`/sites/${siteB}/articles?as_of=${at}`, `/sites/${siteB}/stats?as_of=${at}`]) {
+        expect((await client.get(`/api/v1${path}`, a.api_key)).status, path).toBe(404);
+      }
+    });
   });
 
   describe('tenancy', () => {

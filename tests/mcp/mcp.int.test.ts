@@ -3,7 +3,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ERROR_META_KEY } from '../../apps/server/mcp/tool-errors.ts';
 import { DIFF_EDITS_MAX } from '../../domain/html/word-diff.ts';
 import { listActivity } from '../../projections/activity.ts';
@@ -20,6 +20,7 @@ import {
   startMcpTestApp,
 } from '../support/mcp-app.ts';
 import { mediaFiles } from '../support/media.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 const addFormats = addFormatsImport.default;
 
@@ -261,6 +262,36 @@ describe('/mcp through the SDK client', () => {
       });
       const malformed = await call(write, 'get_article', { article_id: articleId, as_of: 'last week' });
       expect(errorOf(malformed).errors?.[0]).toMatchObject({ in: 'arguments', name: 'as_of' });
+    });
+
+    it('list_articles and get_stats with as_of answer the API’s list and statistics as they stood then', async () => {
+      // The test app's clock stands still at this instant.
+      const at = '2026-11-05T12:00:00Z';
+      await vi.waitFor(async () => {
+        const list = await call(write, 'list_articles', { site_id: t.a.siteId, per_page: 3, as_of: at });
+        const out = structured<ListOut<{ id: string }> & { meta: { as_of: string } }>(list);
+        const fromApi = (await (
+          await api(`/api/v1/sites/${t.a.siteId}/articles?per_page=3&as_of=${at}`, t.a.apiKey)
+        ).json()) as { data: unknown; meta: unknown };
+        expect(out.meta.as_of).toBe(at);
+        expect({ data: out.data, meta: out.meta }).toEqual({ data: fromApi.data, meta: fromApi.meta });
+        expect(textOf(list)).toContain(`as the list stood at ${at}`);
+      }, PATIENCE);
+      const stats = await call(write, 'get_stats', { site_id: t.a.siteId, period: 'this_month', as_of: at });
+      expect(structured(stats)).toEqual(
+        await (
+          await api(`/api/v1/sites/${t.a.siteId}/stats?period=this_month&as_of=${at}`, t.a.apiKey)
+        ).json(),
+      );
+      expect(textOf(stats)).toContain(`as it stood at ${at}`);
+      const ahead = await call(write, 'get_stats', {
+        site_id: t.a.siteId,
+        as_of: new Date(Date.now() + 3_600_000).toISOString(),
+      });
+      expect(errorOf(ahead)).toMatchObject({
+        code: 'invalid_request',
+        errors: [{ in: 'arguments', name: 'as_of', message: 'must not be in the future' }],
+      });
     });
 
     it('list_backlinks, get_stats and list_activity answer the API’s shapes', async () => {

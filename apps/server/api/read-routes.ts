@@ -9,6 +9,7 @@ import {
   ArticleQuery,
   ArticleSearchHit,
   GetArticleQuery,
+  ListAsOfMeta,
   SearchQuery,
 } from '../../application/articles.ts';
 import { ArticleParams, PageQuery, SiteParams } from '../../application/contract.ts';
@@ -28,10 +29,12 @@ const accountErrors = { 400: Problem, 401: Problem, 429: Problem } as const;
 
 const exampleSite = 'site_06h014k26k323kar2chmr6p5jr';
 const SiteList = listOf(Site, 'SiteList', { of: 'sites', examplePath: '/api/v1/sites' });
-const ArticleList = listOf(ArticleListItem, 'ArticleList', {
-  of: 'articles',
-  examplePath: `/api/v1/sites/${exampleSite}/articles`,
-});
+const ArticleList = listOf(
+  ArticleListItem,
+  'ArticleList',
+  { of: 'articles', examplePath: `/api/v1/sites/${exampleSite}/articles` },
+  ListAsOfMeta,
+);
 const SearchHitList = listOf(ArticleSearchHit, 'ArticleSearchHitList', {
   of: 'articles found',
   examplePath: '/api/v1/articles?q=boiler',
@@ -80,7 +83,10 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
         summary: 'List the articles of a site',
         description:
           'Newest `published_at` first, ties by id; articles with no publication time (drafts) last. ' +
-          '`from` and `to` are inclusive UTC dates on `published_at`.',
+          '`from` and `to` are inclusive UTC dates on `published_at`. With `as_of`, the list as it stood at that ' +
+          'instant (`meta.as_of` echoes it): the articles that existed then, filtered and ordered by their status ' +
+          'and `published_at` then, each with its title, word count, featured image and `revision` then; 400 for a ' +
+          'future instant.',
         params: SiteParams,
         querystring: ArticleQuery,
         response: { 200: ArticleList, ...readErrors },
@@ -206,14 +212,20 @@ export const readRoutes: FastifyPluginAsyncZod<ReadRouteDeps> = async (app, { ap
         summary: 'Statistics of a site for a period',
         description:
           'Articles published (status `published`, `published_at` in the period) and backlinks acquired in the period. ' +
-          'All periods are UTC; `from` and `to` in the answer are inclusive.',
+          'All periods are UTC; `from` and `to` in the answer are inclusive. With `as_of`, the statistics as they stood ' +
+          'at that instant (`as_of` echoed): articles by their status and `published_at` then, backlinks recorded by ' +
+          'then; `this_month`, `last_month` and `last_30_days` count from that instant’s day; 400 for a future instant.',
         params: SiteParams,
         querystring: StatsQuery,
         response: { 200: Stats, ...readErrors },
       },
     },
     async (req, reply) =>
-      settled(req, reply, await application.sites.stats(apiCall(req), req.params.id, req.query.period)),
+      settled(
+        req,
+        reply,
+        await application.sites.stats(apiCall(req), req.params.id, req.query.period, req.query.as_of),
+      ),
   );
 
   app.get(

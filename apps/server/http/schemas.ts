@@ -54,13 +54,15 @@ export const PageMeta = z.object({
 /**
  * The list envelope of CONTRACT "Lists" around `item`, registered as component `name`. `doc` only
  * documents it: what the items are, and a path for the example (page 2 of 3, built from the item's example).
+ * `meta` adds a list's own fields to its `meta` (an article list's `as_of`).
  */
-export function listOf<T extends z.ZodType>(
+export function listOf<T extends z.ZodType, M extends z.ZodRawShape = Record<never, never>>(
   item: T,
   name: string,
   doc?: { of: string; examplePath: string },
-): z.ZodObject<{ data: z.ZodArray<T>; meta: typeof PageMeta; links: typeof Links }> {
-  const list = z.object({ data: z.array(item), meta: PageMeta, links: Links });
+  meta?: M,
+) {
+  const list = z.object({ data: z.array(item), meta: PageMeta.extend(meta ?? ({} as M)), links: Links });
   if (!doc) return list.meta({ id: name, description: 'A page of a list, with links to the other pages.' });
   const itemExample = z.globalRegistry.get(item)?.example;
   const url = (page: number): string => `http://localhost:3000${doc.examplePath}?page=${page}&per_page=1`;

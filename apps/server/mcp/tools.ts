@@ -13,6 +13,7 @@ import {
   ArticleSearchHit,
   GetArticleInput,
   ListArticlesInput,
+  ListAsOfMeta,
   PreviewArticleEditInput,
   ReplaceFeaturedImageInput,
   SearchArticlesInput,
@@ -52,10 +53,10 @@ const ToolPageMeta = PageMeta.extend({
 });
 
 /** A page of a list, as the tools answer it. */
-function pageOf<T extends z.ZodType>(item: T) {
+function pageOf<T extends z.ZodType, M extends z.ZodRawShape = Record<never, never>>(item: T, meta?: M) {
   return z.object({
     data: z.array(item),
-    meta: ToolPageMeta,
+    meta: ToolPageMeta.extend(meta ?? ({} as M)),
     next_page: z
       .number()
       .int()
@@ -66,7 +67,7 @@ function pageOf<T extends z.ZodType>(item: T) {
 }
 
 const SiteList = pageOf(Site);
-const ArticleList = pageOf(ArticleListItem);
+const ArticleList = pageOf(ArticleListItem, ListAsOfMeta);
 const SearchHitList = pageOf(ArticleSearchHit);
 const BacklinkList = pageOf(Backlink);
 const RevisionList = pageOf(Revision);
@@ -165,7 +166,8 @@ const listArticlesTool = defineTool({
     'List the articles of one website, newest published first (drafts without a date last): id, title, url, ' +
     'status (draft, scheduled, published, archived), published_at (RFC 3339 UTC), target_keyword, word_count, ' +
     `featured_image and current revision, without the body (get_article has it). Filter by status and by ` +
-    `publication date with from/to. ${DATES} ${PAGING}`,
+    `publication date with from/to. With as_of (RFC 3339, UTC), the list as it stood at that instant: the ` +
+    `articles that existed then, with their status, dates and revision then. ${DATES} ${PAGING}`,
   scope: 'read',
   annotations: READ,
   input: ListArticlesInput,
@@ -243,13 +245,15 @@ const getStatsTool = defineTool({
     'Counts for a monthly report: articles published (status published, published_at in the period) and ' +
     'backlinks acquired in the period, in total and split into industry and local. period is this_month ' +
     '(default), last_month, last_30_days (today and the 29 days before) or a month YYYY-MM; all UTC. The ' +
-    'answer names the period’s first and last day (inclusive).',
+    'answer names the period’s first and last day (inclusive). With as_of (RFC 3339, UTC), the statistics as ' +
+    'they stood at that instant (what a report made then said): backlinks recorded by then, articles by their ' +
+    'status then; a relative period counts from that instant’s day.',
   scope: 'read',
   annotations: READ,
   input: GetStatsInput,
   output: Stats,
   run: async (ctx, input) =>
-    ctx.settle(await ctx.application.sites.stats(ctx.call, input.site_id, input.period)),
+    ctx.settle(await ctx.application.sites.stats(ctx.call, input.site_id, input.period, input.as_of)),
   render: (out) => renderStats(out),
 });
 
@@ -517,7 +521,7 @@ function publication(status: string, publishedAt: string | null): string {
 
 function renderArticles(out: z.infer<typeof ArticleList>, siteId: string): string {
   return list(
-    `Articles of site ${siteId}, newest published first:`,
+    `Articles of site ${siteId}${out.meta.as_of ? ` as the list stood at ${out.meta.as_of}` : ''}, newest published first:`,
     out.data.map(
       (a) =>
         `${quote(a.title)} — ${publication(a.status, a.published_at)}, ` +
@@ -586,7 +590,8 @@ function renderBacklinks(out: z.infer<typeof BacklinkList>, siteId: string): str
 
 function renderStats(s: z.infer<typeof Stats>): string {
   return (
-    `Site ${s.site_id}, period ${s.period.key} (${s.period.from} to ${s.period.to}, UTC, inclusive): ` +
+    `Site ${s.site_id}, period ${s.period.key} (${s.period.from} to ${s.period.to}, UTC, inclusive)` +
+    `${s.as_of ? `, as it stood at ${s.as_of}` : ''}: ` +
     `${s.articles.published} articles published; ${s.backlinks.total} backlinks acquired ` +
     `(${s.backlinks.industry} industry, ${s.backlinks.local} local).`
   );

@@ -19,6 +19,7 @@ import * as bodyJson from './2026-11-27-017-body-json.ts';
 import * as articleSearch from './2026-11-29-018-article-search.ts';
 import * as titleSearch from './2026-11-29-019-title-search.ts';
 import * as snapshotHistory from './2026-11-29-020-snapshot-history.ts';
+import * as asOfHistory from './2026-11-30-021-as-of-history.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -46,6 +47,7 @@ const all: Record<string, Migration> = {
   '2026-11-29-018-article-search': articleSearch,
   '2026-11-29-019-title-search': titleSearch,
   '2026-11-29-020-snapshot-history': snapshotHistory,
+  '2026-11-30-021-as-of-history': asOfHistory,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
