@@ -29,4 +29,29 @@ describe('the MCP catalogue (instructions and tool definitions)', () => {
     });
     expect(instructions).toContain('Limits: 60 requests per minute and 200 article edits per UTC day');
   });
+
+  it('writes every nullable field as anyOf with a null branch, never a type array (strict tool-schema dialects refuse one)', () => {
+    const { listed } = catalogue({ requestsPerMinute: 7, editsPerDay: 5 });
+    const typeArrays: string[] = [];
+    let nullBranches = 0;
+    const walk = (node: unknown, path: string): void => {
+      if (typeof node !== 'object' || node === null) return;
+      const schema = node as Record<string, unknown>;
+      if (Array.isArray(schema.type)) typeArrays.push(path);
+      if (
+        Array.isArray(schema.anyOf) &&
+        schema.anyOf.some((b) => (b as { type?: unknown }).type === 'null')
+      ) {
+        nullBranches++;
+      }
+      for (const [key, value] of Object.entries(schema)) walk(value, `${path}.${key}`);
+    };
+    for (const { tool, definition } of listed) {
+      walk(definition.inputSchema, `${tool.name}.input`);
+      walk(definition.outputSchema, `${tool.name}.output`);
+    }
+    expect(typeArrays).toEqual([]);
+    // get_article's target_keyword, among others: nullables are there, written as anyOf.
+    expect(nullBranches).toBeGreaterThan(40);
+  });
 });

@@ -268,7 +268,8 @@ type JsonSchema = Record<string, unknown>;
  * shared components are written inline instead of as `$ref`s (simpler for models and for clients
  * whose validators do not resolve references), without the OpenAPI-only `example` and without the
  * long patterns zod adds beside `format: date`/`date-time` (nor its safe-integer bounds). No `$schema`: the keywords used mean the
- * same in draft-07 and 2020-12 (MCP's default dialect).
+ * same in draft-07 and 2020-12 (MCP's default dialect). A nullable field is always `anyOf: [{…}, {type: "null"}]`, never
+ * a `type` array (see {@link typeArrayAsAnyOf}).
  */
 export function toolJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const generated = z.toJSONSchema(schema, { io, unrepresentable: 'throw' }) as JsonSchema;
@@ -294,9 +295,43 @@ export function toolJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonS
           ? Object.fromEntries(Object.entries(value).map(([name, property]) => [name, clean(property)]))
           : clean(value);
     }
-    return out;
+    return typeArrayAsAnyOf(out);
   };
   const result = clean(generated) as JsonSchema;
   if (result.type !== 'object') throw new Error('a tool schema must be an object schema');
   return result;
+}
+
+/** Keywords that describe a schema rather than constrain its value: they stay beside the `anyOf`. */
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+]);
+
+/**
+ * A `type` array (`["string", "null"]`, which zod 4 writes for a nullable whose inner schema is a bare type)
+ * as the equivalent `anyOf` of one single-type branch each, the null branch last: `{type: "string"}` then
+ * `{type: "null"}`. Strict tool-schema dialects (Gemini's OpenAPI-3.0 `Schema`, gateways that require a scalar
+ * `type`, FastMCP's tool-search labels) reject or degrade a `type` array; every one of them reads this form. The
+ * node's constraints go into each non-null branch (a keyword for another type does not apply there), its
+ * annotations stay on the node.
+ */
+function typeArrayAsAnyOf(node: JsonSchema): JsonSchema {
+  const types = node.type;
+  if (!Array.isArray(types)) return node;
+  const annotations: JsonSchema = {};
+  const constraints: JsonSchema = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key !== 'type') (ANNOTATIONS.has(key) ? annotations : constraints)[key] = value;
+  }
+  const branches = types
+    .filter((type) => type !== 'null')
+    .map((type): JsonSchema => ({ type, ...constraints }));
+  if (types.includes('null')) branches.push({ type: 'null' });
+  return branches.length === 1 ? { ...annotations, ...branches[0] } : { ...annotations, anyOf: branches };
 }
