@@ -5,6 +5,7 @@ import { type Articles, createArticles } from './articles.ts';
 import { type Credentials, createCredentials } from './credentials.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { createKeys, type Keys } from './keys.ts';
+import { createReported, type Reported } from './reported.ts';
 import { createRevisions, type Revisions } from './revisions.ts';
 import { createSites, type Sites } from './sites.ts';
 import { createSupport, type Support } from './staff.ts';
@@ -21,6 +22,8 @@ export type Application = {
   credentials: Credentials;
   support: Support;
   webhooks: Webhooks;
+  /** Monthly reports as they were made (the report page's "As reported on"). */
+  reported: Reported;
 };
 
 export function createApplication(deps: ApplicationDeps): Application {
@@ -38,5 +41,6 @@ export function createApplication(deps: ApplicationDeps): Application {
     credentials: createCredentials(deps),
     support: createSupport(deps, { articles, revisions, activity }),
     webhooks: createWebhooks(deps),
+    reported: createReported(deps),
   };
 }

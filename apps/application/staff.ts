@@ -1,4 +1,4 @@
-import { DomainError } from '../../domain/errors.ts';
+import { DomainError, isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
 import { findAccount } from '../../projections/accounts.ts';
 import { type ActivitySubjects, activitySubjects } from '../../projections/activity.ts';
@@ -13,7 +13,7 @@ import {
   type TimelineQuery,
 } from '../../projections/timeline.ts';
 import type { Activity } from './activity.ts';
-import type { ArticleOut, Articles } from './articles.ts';
+import type { ArticleAsOfOut, ArticleOut, Articles } from './articles.ts';
 import { type Call, type Outcome, outcomeOf, type RequestIds, unwrap } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 import { type Listed, listed } from './lists.ts';
@@ -184,6 +184,41 @@ export function createSupport(
         const timeline = await timelinePage(owner.accountId, { ...query, articleId });
         await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
         return { article: { id: articleId, accountId: owner.accountId, title: owner.title }, ...timeline };
+      });
+    },
+
+    /**
+     * An article as it stood at `asOf` (RFC 3339, UTC), read by the account holder's own use case
+     * (`articles.getAsOf`, the API's `as_of`) through the staff's read-only call, with the current
+     * version; the view is recorded. `at` is null when the article did not exist yet then (`created`:
+     * when it did begin). An instant in the future is refused as the API refuses it, before anything is
+     * read or recorded.
+     */
+    articleAsOf(
+      staff: StaffMember,
+      articleId: string,
+      asOf: string,
+      request?: RequestIds,
+    ): Promise<
+      Outcome<{ at: ArticleAsOfOut | null; created: string | null; current: ArticleOut; accountId: string }>
+    > {
+      return outcomeOf({ articleId }, async () => {
+        const owner = await findArticleOwner(db, articleId);
+        if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
+        const call = readCall(owner.accountId, staff, request);
+        const read = await reads.articles.getAsOf(call, articleId, asOf);
+        if (!read.ok && !(isDomainError(read.error) && read.error.code === 'not_found')) throw read.error;
+        const [current, first] = await Promise.all([
+          reads.articles.get(call, articleId).then(unwrap),
+          read.ok ? Promise.resolve(null) : reads.revisions.get(call, articleId, 1).then(unwrap),
+        ]);
+        await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
+        return {
+          at: read.ok ? read.value : null,
+          created: first?.created_at ?? null,
+          current,
+          accountId: owner.accountId,
+        };
       });
     },
 

@@ -62,6 +62,12 @@ describe('accessibility (axe-core)', () => {
     await page.close();
   };
 
+  /** "View as of…" this second (UTC), after every revision the test made. */
+  const asOfNow = (): string => {
+    const now = new Date().toISOString();
+    return `date=${now.slice(0, 10)}&time=${now.slice(11, 19)}`;
+  };
+
   it('fails a page with serious violations, naming each rule and element', async () => {
     const context = await newContext(1100, 'light');
     const page = await context.newPage();
@@ -101,6 +107,7 @@ describe('accessibility (axe-core)', () => {
           `/articles/${articleId}/revisions/1`,
           `/articles/${articleId}/revisions/1/restore`,
           `/articles/${articleId}/revisions/compare?from=1&to=1`,
+          `/articles/${articleId}/as-of?${asOfNow()}`,
           `/articles/${articleId}/edit`,
           `/articles/${articleId}/featured-image`,
           '/activity',
@@ -124,6 +131,7 @@ describe('accessibility (axe-core)', () => {
           `/staff?q=${encodeURIComponent(web.demo.email.slice(0, 8))}`,
           `/staff/accounts/${web.demo.account_id}`,
           `/staff/articles/${articleId}`,
+          `/staff/articles/${articleId}/as-of?${asOfNow()}`,
           '/staff/audit',
         ],
         `${tag}-staff`,

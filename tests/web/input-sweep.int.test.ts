@@ -119,6 +119,9 @@ const HOLDER_PAGES = (): string[] => [
   `/articles/${articleId}/revisions/{v}`,
   '/articles/{v}/revisions/1/restore',
   `/articles/${articleId}/revisions/{v}/restore`,
+  '/articles/{v}/as-of?date=2026-10-01&time=09:00',
+  `/articles/${articleId}/as-of?date={v}&time=09:00`,
+  `/articles/${articleId}/as-of?date=2026-10-01&time={v}`,
   '/activity?from={v}',
   '/activity?to={v}',
   '/activity?source={v}',
@@ -148,6 +151,9 @@ const STAFF_PAGES = (): string[] => [
   `/staff/articles/${articleId}?page={v}`,
   '/staff/articles/{v}/revisions/1',
   `/staff/articles/${articleId}/revisions/{v}`,
+  '/staff/articles/{v}/as-of?date=2026-10-01&time=09:00',
+  `/staff/articles/${articleId}/as-of?date={v}&time=09:00`,
+  `/staff/articles/${articleId}/as-of?date=2026-10-01&time={v}`,
 ];
 
 /** Every form of an account holder, each with `{v}` where a hostile value goes. */

@@ -181,6 +181,11 @@ describe(`every page at ${WIDTH} px`, () => {
   }
 
   const signedOutPages: [string, number][] = [['/sign-in', 200]];
+  /** "View as of…" this second (UTC), after every revision the test made. */
+  const asOfNow = (): string => {
+    const now = new Date().toISOString();
+    return `date=${now.slice(0, 10)}&time=${now.slice(11, 19)}`;
+  };
   const accountPages = (): [string, number][] => [
     ['/sites', 200],
     [`/sites/${siteId}`, 200],
@@ -193,6 +198,8 @@ describe(`every page at ${WIDTH} px`, () => {
     [`/articles/${articleId}/revisions/1`, 200],
     [`/articles/${articleId}/revisions/1/restore`, 200],
     [`/articles/${articleId}/revisions/compare?from=1&to=1`, 200],
+    [`/articles/${articleId}/as-of?${asOfNow()}`, 200],
+    [`/articles/${articleId}/as-of?date=2020-01-01&time=09:00`, 404],
     ['/activity', 200],
     ['/search?q=homeowners', 200],
     ['/search?q=the', 400],
@@ -209,6 +216,7 @@ describe(`every page at ${WIDTH} px`, () => {
     [`/staff/accounts/${web.demo.account_id}`, 200],
     [`/staff/articles/${articleId}`, 200],
     [`/staff/articles/${articleId}/revisions/1`, 200],
+    [`/staff/articles/${articleId}/as-of?${asOfNow()}`, 200],
     ['/staff/audit', 200],
   ];
 

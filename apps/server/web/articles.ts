@@ -17,6 +17,7 @@ import { statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
 import { FORM_SHORT_MAX, FORM_TEXT_MAX, FORM_TOKEN_MAX } from '../http/schemas.ts';
+import { asOfForm, asOfRefusal, asOfView, inFuture, notYet, readAsOf } from './as-of.ts';
 import { recordChanges, webCall } from './call.ts';
 import { savedNotice } from './editor.ts';
 import { ARTICLE_PAGE_CSP, installFormParser, installPageHeaders } from './kit.ts';
@@ -114,6 +115,7 @@ function when(iso: string | null): Html {
 const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}`;
 const revisionPath = (id: string, n: number): string => `${articlePath(id)}/revisions/${n}`;
 const comparePath = (id: string): string => `${articlePath(id)}/revisions/compare`;
+const asOfPath = (id: string): string => `${articlePath(id)}/as-of`;
 
 /**
  * The form that picks two revisions to compare: a GET to the compare page, two selects labelled From
@@ -315,7 +317,7 @@ ${featuredImage(article.featured_image)}
 <div class="actions"><a class="button primary" href="${articlePath(id)}/edit">Edit article</a>
 <a class="button" href="${articlePath(id)}/featured-image">${article.featured_image ? 'Replace featured image' : 'Add a featured image'}</a>
 <a class="button" href="${revisionPath(id, article.revision)}">Current revision and its changes</a></div>
-<nav class="jump" aria-label="On this page"><a href="#body">Text</a> <a href="#protected-links">Protected links (${links.length})</a> <a href="#history">History (${history.meta.total})</a></nav>
+<nav class="jump" aria-label="On this page"><a href="#body">Text</a> <a href="#protected-links">Protected links (${links.length})</a> <a href="#as-of">View as of…</a> <a href="#history">History (${history.meta.total})</a></nav>
 </div>
 <section class="card" aria-labelledby="body">
 <h2 id="body">Text</h2>
@@ -332,6 +334,10 @@ ${links.map((l) => html`<tr><td>${l.kind}</td><td>${l.text}</td><td><code>${l.hr
 </tbody></table></div>`
 }
 </section>
+<section class="card" aria-labelledby="as-of">
+<h2 id="as-of">View as of…</h2>
+${asOfForm(asOfPath(id), readAsOf({}))}
+</section>
 <section class="card" aria-labelledby="history">
 <h2 id="history">History</h2>
 <p class="muted">Every change is a revision; restoring one adds a new revision with its content.</p>
@@ -346,6 +352,72 @@ ${pager(id, historyPage, history.meta.total_pages)}
 </section>
 </div>`;
       return kit.send(reply, { title: article.title, body, session, request, wide: true });
+    }),
+  );
+
+  /**
+   * The article as it stood at an instant (`?date=YYYY-MM-DD&time=HH:MM[:SS]`, UTC): the API's
+   * `getAsOf`. The article must be the person's first (another account's is the 404 page); then an
+   * instant not given is the form alone, a malformed or future one the form again with its error
+   * (400), one before the article existed says so (404), with the form kept filled.
+   */
+  app.get('/articles/:id/as-of', { schema: { hide: true } }, (request, reply) =>
+    page(request, reply, async (session) => {
+      const id = articleIdOf(request);
+      const call = webCall(request, session);
+      const article = unwrap(await application.articles.get(call, id));
+      const asked = readAsOf(request.query);
+      let status = 200;
+      let result: Html = html``;
+      let refusal: Html = html``;
+      let stated: string | null = null;
+      let invalid: 'date' | null = null;
+      if (asked.kind === 'refused') {
+        status = 400;
+        refusal = asOfRefusal(asked.message);
+      } else if (asked.kind === 'instant') {
+        const outcome = await application.articles.getAsOf(call, id, asked.instant);
+        if (outcome.ok) {
+          stated = outcome.value.as_of;
+          result = asOfView(outcome.value, {
+            revisionHref: (n) => revisionPath(id, n),
+            currentHref: articlePath(id),
+            compareHref: (from, to) => `${comparePath(id)}?from=${from}&to=${to}`,
+            current: article.revision,
+            images: true,
+            body: storedBody,
+          });
+        } else if (isDomainError(outcome.error) && outcome.error.code === 'invalid_request') {
+          // The instant was read as the API reads it: what is left to refuse is a future one.
+          status = 400;
+          invalid = 'date';
+          refusal = inFuture(asked.instant, kit.now());
+        } else if (isDomainError(outcome.error) && outcome.error.code === 'not_found') {
+          status = 404;
+          const first = await application.revisions.get(call, id, 1);
+          refusal = notYet(asked.instant, first.ok ? first.value.created_at : null);
+        } else {
+          throw outcome.error;
+        }
+      }
+      const body = html`<div class="article-view">
+<div class="card">
+${await articleCrumbs(application, call, article, [['As of…', null]])}
+<h1>View as of…</h1>
+${refusal}
+${asOfForm(asOfPath(id), asked, { invalid })}
+<div class="actions"><a class="button" href="${articlePath(id)}">Back to the current version</a></div>
+</div>
+${stated ? html`<section class="card as-of-view" aria-labelledby="as-of-title">${result}</section>` : ''}
+</div>`;
+      return kit.send(reply, {
+        status,
+        title: `${stated ? `As it stood at ${stated}` : 'View as of'} · ${article.title}`,
+        body,
+        session,
+        request,
+        wide: true,
+      });
     }),
   );
 

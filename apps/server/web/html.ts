@@ -136,6 +136,18 @@ form.timeline-filters .check label { font-weight: 400; }
 .article-view .compare-narrow { display: none; }
 @media (max-width: 48rem) { .article-view .compare-wide { display: none; } .article-view .compare-narrow { display: block; } }
 .article-view .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+/* "View as of…" (as-of.ts): a date and a time, UTC, on the article and staff pages. */
+form.as-of-form { margin: 0 0 1rem; }
+form.as-of-form p { margin: 0 0 .5rem; }
+form.as-of-form .as-of-fields { display: flex; flex-wrap: wrap; gap: .75rem 1rem; align-items: flex-end; }
+form.as-of-form .field { display: grid; gap: .25rem; }
+form.as-of-form label { margin: 0; }
+form.as-of-form input { min-height: 2.75rem; padding: .45rem .5rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+form.as-of-form input[aria-invalid=true] { border-color: var(--danger); border-width: 2px; }
+form.as-of-form button { min-height: 2.75rem; }
+.as-of-stated a, .as-of-view a, form.as-of-form a { color: var(--accent); }
+.as-of-stated .as-of-now { color: var(--fg); }
+h2.as-of-title { margin-top: 1rem; }
 /* The featured image page (featured-image.ts). */
 .image-form input[type=url] { width: 100%; padding: .55rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
 .image-form input[type=file] { font: inherit; max-width: 100%; }

@@ -3,6 +3,7 @@ import { isDomainError } from '../../../domain/errors.ts';
 import { unwrap } from '../../application/call.ts';
 import { SiteParams } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
+import type { MonthlyReportOut } from '../../application/reported.ts';
 import type { ReportDayOut, ReportOut, StatsOut } from '../../application/sites.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { webCall } from './call.ts';
@@ -17,7 +18,8 @@ import { crumbs, day, hrefOf, linkTo } from './sites.ts';
  * The period report of a site (`/sites/{id}/report?period=`): articles published and backlinks
  * acquired per day as SVG charts, the totals against the period before (a month not ended: its days so
  * far against as many days of the month before, and the page says which), the period's articles and
- * backlinks, printable; and its CSV (`/sites/{id}/report.csv?period=`), one row per day.
+ * backlinks, printable; for a past month with its monthly report, "As reported on" with the report's
+ * figures beside today's; and its CSV (`/sites/{id}/report.csv?period=`), one row per day.
  */
 
 /** Rows of the period's article and backlink lists on the report; more are on the site page. */
@@ -143,7 +145,9 @@ ${valid ? html`<a id="csv" href="${hrefOf(`/sites/${siteId}/report.csv`, { perio
         return sendRefusal(kit, request, reply, session, error);
       }
       const { from, to } = report.stats.period;
-      const [articles, backlinks] = await Promise.all([
+      // A calendar month (last month, or one named) may have its monthly report: the figures it had.
+      const month = key === 'last_month' || /^\d{4}-\d{2}$/.test(key as string) ? from.slice(0, 7) : null;
+      const [articles, backlinks, reported] = await Promise.all([
         application.articles
           .list(call, siteId, {
             from,
@@ -154,6 +158,7 @@ ${valid ? html`<a id="csv" href="${hrefOf(`/sites/${siteId}/report.csv`, { perio
           })
           .then(unwrap),
         application.sites.backlinks(call, siteId, { from, to, page: 1, per_page: LIST_LIMIT }).then(unwrap),
+        month ? application.reported.monthly(call, siteId, month).then(unwrap) : null,
       ]);
       const site = report.site;
       const path = `/sites/${encodeURIComponent(site.id)}`;
@@ -168,6 +173,7 @@ ${valid ? html`<a id="csv" href="${hrefOf(`/sites/${siteId}/report.csv`, { perio
 <p class="muted" id="period-range">${longDate(from)} to ${longDate(to)} (UTC) · ${site.domain}</p>
 ${periodForm(site.id, key as string, true)}
 <div class="site-stack">
+${reported ? asReported(reported, report.comparison.now) : ''}
 <section class="card" aria-labelledby="totals-heading">
 <h2 id="totals-heading">Totals</h2>
 ${comparisonText(report)}
@@ -316,6 +322,51 @@ function comparisonText(report: ReportOut): Html {
   // Days against days while the month runs, its last day too (`1–30 November`, not `November`).
   const span = (s: StatsOut): string => spanText(s.period.from, s.period.to, { days: partial });
   return html`<p id="comparison">${partial ? `Up to today, ${span(now)}, compared with ${span(before)}, the same days of the month before.` : `${span(now)} compared with ${span(before)}.`}</p>`;
+}
+
+const madeDay = new Intl.DateTimeFormat('en-GB', {
+  day: 'numeric',
+  month: 'long',
+  year: 'numeric',
+  timeZone: 'UTC',
+});
+
+/**
+ * A past month's monthly report as it was made: "As reported on <the day it was made>", the figures
+ * it had then, and beside each the figure of today where it differs ("now: 14, 2 more since the
+ * report"): a backlink recorded late, or an article's status changed, after the report was made.
+ */
+function asReported(r: MonthlyReportOut, now: StatsOut): Html {
+  const made = new Date(r.made_at);
+  const rows: [string, number, number][] = [
+    ['Articles published', r.articles_published, now.articles.published],
+    ['Backlinks acquired', r.backlinks.total, now.backlinks.total],
+    ['Industry backlinks', r.backlinks.industry, now.backlinks.industry],
+    ['Local backlinks', r.backlinks.local, now.backlinks.local],
+  ];
+  const moved = rows.some(([, then, today]) => then !== today);
+  const since = (then: number, today: number): string => {
+    const delta = today - then;
+    return `${Math.abs(delta)} ${delta > 0 ? 'more' : 'fewer'} since the report`;
+  };
+  return html`<section class="card" aria-labelledby="as-reported-heading" id="as-reported">
+<h2 id="as-reported-heading">As reported on ${madeDay.format(made)}</h2>
+<p id="as-reported-note">The monthly report of ${periodLabel(r.period)} was made on ${madeDay.format(made)} at ${r.made_at.slice(11, 16)} UTC with the figures below. ${
+    moved
+      ? 'Some have changed since: what was recorded after the report (a backlink recorded late, an article whose status changed) counts in today’s figures, marked “now”.'
+      : 'Today’s figures for the month are the same.'
+  }</p>
+<table class="site-table report-totals" id="reported">
+<thead><tr><th scope="col">Measure</th><th scope="col" class="num">As reported</th><th scope="col" class="num">Today</th></tr></thead>
+<tbody>${rows.map(
+    ([label, then, today]) =>
+      html`<tr><th scope="row">${label}</th><td data-label="As reported" class="num">${then}</td><td data-label="Today" class="num">${
+        then === today
+          ? html`<span class="muted">the same</span>`
+          : html`<strong class="report-now">now: ${today}</strong> <span class="report-range">${since(then, today)}</span>`
+      }</td></tr>`,
+  )}</tbody></table>
+</section>`;
 }
 
 /** The totals of the period (up to today while it runs) against what it is compared with. */

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { STAFF_QUERY_MAX } from '../../../domain/activity/events.ts';
+import { isDomainError } from '../../../domain/errors.ts';
 import { ID_PATTERN, ID_RULE } from '../../../domain/input.ts';
 import { PAGE_MAX, PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import { type Outcome, type RequestIds, unwrap } from '../../application/call.ts';
@@ -17,6 +18,7 @@ import { type Html, html } from '../http/html.ts';
 import { requestIdsOf } from '../http/request-ids.ts';
 import { actorLabel, operationLabel, sourceLabel, statusLabel } from './activity.ts';
 import { changes, originLabel, storedBody } from './articles.ts';
+import { asOfForm, asOfRefusal, asOfView, inFuture, notYet, readAsOf } from './as-of.ts';
 import { csvText } from './csv.ts';
 import { installPageHeaders } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -57,6 +59,8 @@ const RevisionParams = IdParams.extend({ n: revisionNumber });
 /** What staff search by: text as the API takes it (no NUL, no control character, no lone surrogate). */
 const SearchQuery = z.object({ q: cleanText(z.string().max(STAFF_QUERY_MAX), { lines: false }).optional() });
 const AuditQuery = TimelineFilters.pick({ page: true, format: true });
+
+const staffArticlePath = (id: string): string => `/staff/articles/${encodeURIComponent(id)}`;
 
 export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, application, diff, heavy }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -214,8 +218,83 @@ ${timelineSection(`${path}/${request.params.id}`, f, view)}</div>`,
     head: html`<h1>${article.title}</h1>
 <dl><dt>Article id</dt><dd><code>${article.id}</code></dd>
 <dt>Account</dt><dd><a href="/staff/accounts/${article.accountId}">${article.accountId}</a></dd></dl>
-<p class="muted">Your view of this article is recorded in its account's activity log.</p>`,
+<p class="muted">Your view of this article is recorded in its account's activity log.</p>
+<h2 id="as-of">View as of…</h2>
+${asOfForm(`${staffArticlePath(article.id)}/as-of`, readAsOf({}))}`,
   }));
+
+  /**
+   * An article as it stood at an instant (`?date=&time=`, UTC), through `support.articleAsOf` (the
+   * account holder's `getAsOf`, read-only, the view recorded): the same form and view as the account
+   * holder's page, the featured image named rather than loaded, the revision linking to its staff page.
+   */
+  app.get(
+    '/staff/articles/:id/as-of',
+    { schema: { hide: true, params: IdParams } },
+    async (request, reply) => {
+      const staff = await staffOf(request, reply);
+      if (!staff) return reply;
+      const { id } = request.params;
+      const path = staffArticlePath(id);
+      const asked = readAsOf(request.query);
+      try {
+        let status = 200;
+        let refusal: Html = html``;
+        let invalid: 'date' | null = null;
+        let view: Html | null = null;
+        let facts: Html = html``;
+        if (asked.kind === 'refused') {
+          status = 400;
+          refusal = asOfRefusal(asked.message);
+        } else if (asked.kind === 'instant') {
+          const outcome = await support.articleAsOf(member(staff), id, asked.instant, requestIdsOf(request));
+          if (outcome.ok) {
+            const { at, created, current, accountId } = outcome.value;
+            facts = html`<dl><dt>Article</dt><dd><a href="${path}">${current.title}</a> <span class="muted">(now; its timeline)</span></dd>
+<dt>Account</dt><dd><a href="/staff/accounts/${accountId}">${accountId}</a></dd></dl>`;
+            if (at) {
+              view = asOfView(at, {
+                revisionHref: (n) => `${path}/revisions/${n}`,
+                currentHref: `${path}/revisions/${current.revision}`,
+                compareHref: null,
+                current: current.revision,
+                images: false,
+                body: storedBody,
+              });
+            } else {
+              status = 404;
+              refusal = notYet(asked.instant, created);
+            }
+          } else if (isDomainError(outcome.error) && outcome.error.code === 'invalid_request') {
+            status = 400;
+            invalid = 'date';
+            refusal = inFuture(asked.instant, kit.now());
+          } else {
+            throw outcome.error;
+          }
+        }
+        return kit.send(reply, {
+          status,
+          title: `View as of · article ${id}`,
+          session: null,
+          staff,
+          request,
+          wide: true,
+          body: html`<div class="article-view">
+<div class="card"><h1>View as of…</h1>
+${facts}
+${refusal}
+${asOfForm(`${path}/as-of`, asked, { invalid })}
+<p class="muted">Your view of this article is recorded in its account's activity log. Support staff cannot restore or change it.</p>
+<div class="actions"><a class="button" href="${path}">Back to its timeline</a></div></div>
+${view ? html`<section class="card as-of-view" aria-labelledby="as-of-title">${view}</section>` : ''}
+</div>`,
+        });
+      } catch (error) {
+        return sendRefusal(kit, request, reply, null, error, staff);
+      }
+    },
+  );
 
   app.get(
     '/staff/articles/:id/revisions/:n',
