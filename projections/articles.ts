@@ -31,7 +31,7 @@ import {
 } from '../infra/projection.ts';
 import { invalidKeyError, isKeyLive, keyLive } from './accounts.ts';
 import { inlineProjector, offsetOf, type Page, type PageQuery, unhandled } from './projector.ts';
-import { inScope, type SiteScope, siteOwner } from './sites.ts';
+import { inScope, type SiteScope, siteOwner, startsWithPattern } from './sites.ts';
 
 /**
  * The article list row and its body (two tables, so list pages never read bodies). Inline: an edit is
@@ -832,4 +832,28 @@ export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<Art
   if (scope !== undefined && answer.site_owner !== q.accountId) return { kind: 'not_own_site' };
   if (answer.terms === 0) return { kind: 'nothing_searchable' };
   return { kind: 'page', page: { rows: [], total: Number(answer.total) } };
+}
+
+/**
+ * The account's articles (of one site, with `siteId`) whose title or id starts with `prefix` (case
+ * aside), by title then id, at most `limit` of them, and how many there are in all: what an argument's
+ * completion offers. Another account's site has none.
+ */
+export async function suggestArticles(
+  db: Db,
+  q: { accountId: string; siteId?: string | undefined; prefix: string; limit: number },
+): Promise<{ rows: Pick<ArticleRow, 'id' | 'title'>[]; total: number }> {
+  const pattern = startsWithPattern(q.prefix);
+  let base = db
+    .selectFrom('articles')
+    .where('account_id', '=', q.accountId)
+    .where((eb) =>
+      eb.or([eb(eb.fn('lower', ['title']), 'like', pattern), eb(eb.fn('lower', ['id']), 'like', pattern)]),
+    );
+  if (q.siteId !== undefined) base = base.where('site_id', '=', q.siteId);
+  const [rows, count] = await Promise.all([
+    base.select(['id', 'title']).orderBy('title', 'asc').orderBy('id', 'asc').limit(q.limit).execute(),
+    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
 }

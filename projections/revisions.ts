@@ -208,3 +208,24 @@ export async function revisionAsOf(
   const [row] = rows;
   return { revision: row?.revision ?? null, keyLive: row?.key_live ?? false };
 }
+
+/**
+ * The revision numbers of an article whose decimal form starts with `prefix`, newest first, at most
+ * `limit` of them, and how many there are in all. The caller has checked the article belongs to the account.
+ */
+export async function suggestRevisions(
+  db: Db,
+  articleId: string,
+  prefix: string,
+  limit: number,
+): Promise<{ revisions: number[]; total: number }> {
+  const base = db
+    .selectFrom('revisions')
+    .where('article_id', '=', articleId)
+    .where(sql<string>`revision::text`, 'like', `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  const [rows, count] = await Promise.all([
+    base.select('revision').orderBy('revision', 'desc').limit(limit).execute(),
+    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { revisions: rows.map((r) => r.revision), total: Number(count.n) };
+}

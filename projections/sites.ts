@@ -170,3 +170,41 @@ export function listSitesMadeBefore(
     .limit(q.limit)
     .execute();
 }
+
+/** `text` as a LIKE pattern matching what starts with it, case aside (`%`, `_` and `\` taken literally). */
+export function startsWithPattern(text: string): string {
+  return `${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * The account's sites whose name, domain or id starts with `prefix` (case aside), oldest first, at most
+ * `limit` of them, and how many there are in all: what an argument's completion offers.
+ */
+export async function suggestSites(
+  db: Db,
+  accountId: string,
+  prefix: string,
+  limit: number,
+): Promise<{ rows: Pick<SiteRow, 'id' | 'name' | 'domain'>[]; total: number }> {
+  const pattern = startsWithPattern(prefix);
+  const base = db
+    .selectFrom('sites')
+    .where('account_id', '=', accountId)
+    .where((eb) =>
+      eb.or([
+        eb(eb.fn('lower', ['name']), 'like', pattern),
+        eb(eb.fn('lower', ['domain']), 'like', pattern),
+        eb(eb.fn('lower', ['id']), 'like', pattern),
+      ]),
+    );
+  const [rows, count] = await Promise.all([
+    base
+      .select(['id', 'name', 'domain'])
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .limit(limit)
+      .execute(),
+    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}

@@ -9,6 +9,8 @@ import { createReported, type Reported } from './reported.ts';
 import { createRevisions, type Revisions } from './revisions.ts';
 import { createSites, type Sites } from './sites.ts';
 import { createSupport, type Support } from './staff.ts';
+import { createSubscriptions, type Subscriptions } from './subscriptions.ts';
+import { createSuggestions, type Suggestions } from './suggestions.ts';
 import { createWebhooks, type Webhooks } from './webhooks.ts';
 
 /** The use cases every face calls: the API's routes, the MCP tools, the web pages and the CLI. */
@@ -24,6 +26,10 @@ export type Application = {
   webhooks: Webhooks;
   /** Monthly reports as they were made (the report page's "As reported on"). */
   reported: Reported;
+  /** What an argument being typed may be (MCP's completions). */
+  suggestions: Suggestions;
+  /** Which articles a subscription to their changes may name (MCP's resource subscriptions). */
+  subscriptions: Subscriptions;
 };
 
 export function createApplication(deps: ApplicationDeps): Application {
@@ -42,5 +48,7 @@ export function createApplication(deps: ApplicationDeps): Application {
     support: createSupport(deps, { articles, revisions, activity }),
     webhooks: createWebhooks(deps),
     reported: createReported(deps),
+    suggestions: createSuggestions(deps),
+    subscriptions: createSubscriptions(deps),
   };
 }

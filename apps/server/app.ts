@@ -6,9 +6,11 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { type ArticleEvent, articleEventTypes } from '../../domain/article/events.ts';
 import { EDIT_LIMIT_PER_DAY, REQUESTS_PER_MINUTE } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE, REQUEST_ARRIVAL_SECONDS } from '../../infra/config.ts';
 import type { Reads } from '../../infra/db/replicas.ts';
+import { followLog } from '../../infra/event-store/follow.ts';
 import type { JobSink } from '../../infra/jobs/queue.ts';
 import {
   type Counter,
@@ -271,6 +273,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     limit,
     limits,
     application,
+    articleChanges: (onArticle) =>
+      followLog<ArticleEvent>({
+        handle: deps.runtime.handle,
+        types: articleEventTypes,
+        onEvent: (event) => onArticle(event.data.articleId),
+        onError: (error) =>
+          app.log.error({ err: error }, 'following article revisions for MCP subscriptions failed'),
+      }),
   });
 
   return app;

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
 import type { Application } from '../../application/index.ts';
@@ -8,6 +9,7 @@ import type { McpTokenVerifier } from '../http/oauth-port.ts';
 import { clientRequestIdOf } from '../http/request-ids.ts';
 import { presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
 import type { McpLimits, McpRequest } from './server.ts';
+import { type ArticleChanges, articleNotifier, listenedResources, refuseListen } from './subscriptions.ts';
 
 type McpDeps = {
   publicUrl: string;
@@ -22,6 +24,8 @@ type McpDeps = {
   application: Application;
   /** The limits as configured, which the instructions and the write tools' descriptions state. */
   limits: McpLimits;
+  /** Every new revision of an article, from now on: what resource subscriptions are told of. */
+  articleChanges: ArticleChanges;
 };
 
 const MCP_PATH = '/mcp';
@@ -53,21 +57,36 @@ function webRequestOf(request: FastifyRequest, publicUrl: string, abort: AbortSi
   });
 }
 
-/** Writes the SDK's fetch-shaped answer through fastify (whose headers, request id and RateLimit fields, it keeps). */
+/**
+ * Writes the SDK's fetch-shaped answer through fastify (whose headers, request id and RateLimit fields, it
+ * keeps); an SSE stream (a `subscriptions/listen`) as it comes, until it ends or the client goes.
+ */
 async function sendResponse(reply: FastifyReply, response: Response): Promise<FastifyReply> {
   reply.status(response.status);
   response.headers.forEach((value, name) => {
     if (name !== 'content-length') reply.header(name, value);
   });
+  if (response.body && response.headers.get('content-type')?.startsWith('text/event-stream')) {
+    return reply.send(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream));
+  }
   const text = await response.text();
   return reply.send(text === '' ? undefined : text);
 }
 
-function isToolCall(body: unknown): boolean {
+/** The requests whose refusal over the limit is their own answer, recorded in the activity log. */
+const ANSWERS_ITS_REFUSAL = new Set([
+  'tools/call',
+  'resources/list',
+  'resources/read',
+  'prompts/get',
+  'completion/complete',
+]);
+
+function answersItsRefusal(body: unknown): boolean {
   return (
     typeof body === 'object' &&
     body !== null &&
-    (body as { method?: unknown }).method === 'tools/call' &&
+    ANSWERS_ITS_REFUSAL.has((body as { method?: unknown }).method as string) &&
     'id' in body
   );
 }
@@ -113,11 +132,17 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         onerror: (error) => app.log.debug({ err: error }, 'MCP request refused'),
       },
     );
-    return { sdk, servers, catalogue, modern };
+    const notifier = articleNotifier(deps.articleChanges, (uri) => modern.notify.resourceUpdated(uri));
+    return { sdk, servers, catalogue, modern, notifier };
   };
   let sdkSide: ReturnType<typeof loadSdkSide> | undefined;
-  app.addHook('onClose', async () => {
+  // Before the server stops listening: the open subscriptions/listen streams end (gracefully, with their
+  // result), or closing would wait for them.
+  app.addHook('preClose', async () => {
     if (sdkSide) await (await sdkSide).modern.close();
+  });
+  app.addHook('onClose', async () => {
+    if (sdkSide) await (await sdkSide).notifier.stop();
   });
 
   app.decorateRequest('auth', null as never);
@@ -150,7 +175,8 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
       await deps.limit(request, reply);
     } catch (error) {
       // A tool call of a known account over the limit is answered as a tool error (the model can wait
-      // and retry); anything else is refused here.
+      // and retry), a resource read, prompt or completion as a JSON-RPC error, each recorded in the
+      // activity log; anything else is refused here (HTTP 429).
       if (!(request.auth.principal && isDomainError(error) && error.code === 'rate_limited')) throw error;
       refusals.set(request, error);
     }
@@ -178,7 +204,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         );
     }
     const refused = refusals.get(request) ?? null;
-    if (refused && !isToolCall(body)) throw refused;
+    if (refused && !answersItsRefusal(body)) throw refused;
     const principal = request.auth.principal;
     if (!principal) throw new DomainError('unauthenticated', 'Authentication required');
 
@@ -191,7 +217,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
       onRefusal: (code) => markRefusal(request, code),
     };
     sdkSide ??= loadSdkSide();
-    const { sdk, servers, catalogue, modern } = await sdkSide;
+    const { sdk, servers, catalogue, modern, notifier } = await sdkSide;
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());
     const web = webRequestOf(request, deps.publicUrl, abort.signal);
@@ -208,6 +234,17 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         } finally {
           await server.close().catch(() => {});
         }
+      }
+      const listen = listenedResources(body);
+      if (listen) {
+        const refusal = await refuseListen(
+          { services: services(request), request: mcpRequest },
+          listen.id,
+          listen.uris,
+        );
+        if (refusal) return reply.send(refusal);
+        // Following the log from before the stream opens: no revision after the acknowledgement is missed.
+        await notifier.ready();
       }
       perRequest.set(web, { mcpRequest, services: services(request) });
       return await sendResponse(reply, await modern.fetch(web, { parsedBody: body }));

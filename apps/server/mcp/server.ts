@@ -14,6 +14,9 @@ import { type Call, type LimitDecision, type Subject, unwrap } from '../../appli
 import { parameterError } from '../../application/contract.ts';
 import type { Application } from '../../application/index.ts';
 import type { RequestPrincipal } from '../http/auth.ts';
+import { registerCompletions } from './completions.ts';
+import { registerPrompts } from './prompts.ts';
+import { registerResources } from './resources.ts';
 import {
   argumentErrors,
   domainInfo,
@@ -51,8 +54,8 @@ function instructionsFor(limits: McpLimits): string {
   );
 }
 
-/** What the tools share across requests. */
-type McpServices = {
+/** What the tools, resources, prompts and completions share across requests. */
+export type McpServices = {
   application: Application;
   log: {
     error(obj: object, msg: string): void;
@@ -74,6 +77,12 @@ export type McpEra = 'legacy' | 'modern';
 export const CACHE_HINTS = {
   'server/discover': { ttlMs: 60 * 60 * 1000, cacheScope: 'public' },
   'tools/list': { ttlMs: 5 * 60 * 1000, cacheScope: 'private' },
+  // The same templates and prompts for every caller.
+  'resources/templates/list': { ttlMs: 60 * 60 * 1000, cacheScope: 'public' },
+  'prompts/list': { ttlMs: 60 * 60 * 1000, cacheScope: 'public' },
+  // The caller's account's sites and content, which change at any time: not to be kept.
+  'resources/list': { ttlMs: 0, cacheScope: 'private' },
+  'resources/read': { ttlMs: 0, cacheScope: 'private' },
 } as const satisfies Record<string, CacheHint>;
 
 /** The HTTP request a server answers: who calls, its id, and its per-request limits. */
@@ -137,10 +146,21 @@ export function createMcpServer(
   const visible = listed.filter(({ tool }) => tool.scope === 'read' || principal.scope === 'write');
   const byName = new Map(listed.map((entry) => [entry.tool.name, entry]));
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: { listChanged: false } },
+    capabilities: {
+      tools: { listChanged: false },
+      // Subscriptions are the 2026-07-28 revision's subscriptions/listen; the 2025 era's need a session.
+      resources: { listChanged: false, ...(era === 'modern' ? { subscribe: true } : {}) },
+      prompts: { listChanged: false },
+      completions: {},
+    },
     instructions,
     cacheHints: CACHE_HINTS,
   });
+
+  const served = { services, request };
+  registerResources(server, served);
+  registerPrompts(server, served);
+  registerCompletions(server, served);
 
   server.setRequestHandler('tools/list', async () => ({
     tools: visible.map(({ definition }) => definition),

@@ -167,9 +167,14 @@ export function unavailableFailure(): ToolFailure {
   return refusal({ code: 'unavailable', detail: UNAVAILABLE_DETAIL });
 }
 
+/** What an unknown failure tells the caller: no internals, the request id to quote. */
+export function internalDetail(requestId: string): string {
+  return `Something went wrong on our side. Quote the request id ${requestId} if you contact support.`;
+}
+
 /** Anything else: no internals, the request id to quote. */
 export function internalFailure(requestId: string): ToolFailure {
-  const detail = `Something went wrong on our side. Quote the request id ${requestId} if you contact support.`;
+  const detail = internalDetail(requestId);
   return failure(500, { code: 'internal', detail }, `Error internal: ${detail}`);
 }
 
