@@ -50,6 +50,7 @@ export { toJson } from './event-store/append.ts';
 export {
   committedHead,
   existingStreams,
+  firstEventOfType,
   headPosition,
   isAfter,
   lockEventsForAppend,

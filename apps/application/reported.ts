@@ -1,6 +1,6 @@
 import { DomainError } from '../../domain/errors.ts';
 import { type MonthlyReportReady, reportStream } from '../../domain/report/events.ts';
-import { storedColumns, toStoredEvent } from '../../infra/event-store.ts';
+import { firstEventOfType } from '../../infra/event-store.ts';
 import { type Call, type Outcome, outcomeOf } from './call.ts';
 import { rfc3339 } from './contract.ts';
 import { type ApplicationDeps, readsOf } from './deps.ts';
@@ -50,18 +50,11 @@ export function createReported(deps: Pick<ApplicationDeps, 'db' | 'reads'>) {
           );
         }
         const { accountId } = call.principal;
-        const row = await reads.read(accountId, (on) =>
-          on
-            .selectFrom('events')
-            .select(storedColumns)
-            .where('stream_id', '=', reportStream(siteId, period))
-            .where('type', '=', 'MonthlyReportReady')
-            .orderBy('version')
-            .limit(1)
-            .executeTakeFirst(),
+        const report = await reads.read(accountId, (on) =>
+          firstEventOfType<MonthlyReportReady>(on, reportStream(siteId, period), 'MonthlyReportReady'),
         );
-        if (!row) return null;
-        const { data, metadata } = toStoredEvent<MonthlyReportReady>(row);
+        if (!report) return null;
+        const { data, metadata } = report;
         if (data.accountId !== accountId || data.siteId !== siteId) return null;
         return {
           period: data.period,

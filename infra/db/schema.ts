@@ -109,6 +109,21 @@ export interface WebSessionsTable {
   expires_at: ColumnType<Date, Date, Date>;
 }
 
+/** A 2025-era MCP session (migration 022): made by `initialize`, for one account and OAuth client. */
+export interface McpSessionsTable {
+  id: string;
+  account_id: string;
+  client_id: string;
+  created_at: ColumnType<Date, Date, never>;
+  last_seen_at: ColumnType<Date, Date, Date>;
+}
+
+/** A resource a 2025-era MCP session subscribed to (migration 022). */
+export interface McpSessionSubscriptionsTable {
+  session_id: string;
+  uri: string;
+}
+
 /** Failed sign-ins per email, per email from a client and per client address (migration 005, throttle.ts). */
 export interface SignInFailuresTable {
   key: string;
@@ -203,6 +218,8 @@ export interface Database extends ReadModelTables {
   oauth_keys: OAuthKeysTable;
   oauth_grants: OAuthGrantsTable;
   web_sessions: WebSessionsTable;
+  mcp_sessions: McpSessionsTable;
+  mcp_session_subscriptions: McpSessionSubscriptionsTable;
   sign_in_failures: SignInFailuresTable;
 }
 

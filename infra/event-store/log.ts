@@ -90,6 +90,26 @@ export function toStoredEvent<E extends NewEvent = DomainEvent>(row: StoredRow):
 }
 
 /**
+ * The first event of a type in a stream, or undefined: a stream that holds one event of its kind (a
+ * site's monthly report) read by its id, on any executor (a replica's included).
+ */
+export async function firstEventOfType<E extends NewEvent>(
+  executor: Kysely<Database>,
+  streamId: string,
+  type: E['type'],
+): Promise<StoredEvent<E> | undefined> {
+  const row = await executor
+    .selectFrom('events')
+    .select(storedColumns)
+    .where('stream_id', '=', streamId)
+    .where('type', '=', type)
+    .orderBy('version')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toStoredEvent<E>(row);
+}
+
+/**
  * Up to `limit` events after `after` in (transaction_id, position) order, on `executor` (the
  * database or a transaction).
  *

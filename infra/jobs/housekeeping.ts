@@ -205,9 +205,12 @@ export const SIGN_IN_FAILURES_KEPT_MS = 15 * 60_000;
  */
 export const EXPIRED_OAUTH_ROWS_KEPT_MS = HOUR_MS;
 
+/** How long an MCP session lives without a request carrying it (apps/application/subscriptions.ts). */
+export const MCP_SESSION_IDLE_MS = 24 * HOUR_MS;
+
 /**
  * Deletes what sign-ins and connections leave behind once it is of no use: web sessions that have
- * ended, sign-in failure counts older than the throttle's window and not locked any more, and OAuth
+ * ended, MCP sessions not seen for `MCP_SESSION_IDLE_MS` (with their subscriptions), sign-in failure counts older than the throttle's window and not locked any more, and OAuth
  * rows (tokens, codes, interactions, provider sessions, grants) expired more than an hour ago. Each
  * read honours expiry already; this only keeps the tables small. Plain deletes of what has expired:
  * two runs at once delete each row once.
@@ -216,6 +219,7 @@ export async function purgeExpiredSessions(deps: { db: Db; now: () => Date }): P
   webSessions: number;
   signInFailures: number;
   oauthRows: number;
+  mcpSessions: number;
 }> {
   const at = deps.now();
   const sessions = await deps.db.deleteFrom('web_sessions').where('expires_at', '<=', at).executeTakeFirst();
@@ -228,9 +232,14 @@ export async function purgeExpiredSessions(deps: { db: Db; now: () => Date }): P
     .deleteFrom('oauth_models')
     .where('expires_at', '<', new Date(at.getTime() - EXPIRED_OAUTH_ROWS_KEPT_MS))
     .executeTakeFirst();
+  const mcp = await deps.db
+    .deleteFrom('mcp_sessions')
+    .where('last_seen_at', '<=', new Date(at.getTime() - MCP_SESSION_IDLE_MS))
+    .executeTakeFirst();
   return {
     webSessions: Number(sessions.numDeletedRows),
     signInFailures: Number(failures.numDeletedRows),
     oauthRows: Number(oauth.numDeletedRows),
+    mcpSessions: Number(mcp.numDeletedRows),
   };
 }

@@ -231,6 +231,7 @@ describe('housekeeping', () => {
         webSessions: 0,
         signInFailures: 0,
         oauthRows: 0,
+        mcpSessions: 0,
       });
 
       const sessions = await db()

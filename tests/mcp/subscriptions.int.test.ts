@@ -7,8 +7,8 @@ import { PATIENCE } from '../support/wait.ts';
 /*
  * Resource subscriptions: the 2026-07-28 revision's `subscriptions/listen` (an SSE stream on which the
  * server sends `notifications/resources/updated` for the articles named), on the app at a real port with
- * the SDK's 2.x client. Only the account's articles may be named; the 2025 era offers no subscriptions
- * (they need a session, and /mcp keeps none).
+ * the SDK's 2.x client. Only the account's articles may be named. The 2025 era's resources/subscribe,
+ * within a session, is tested in session-subscriptions.int.test.ts.
  */
 
 async function connect(mcpUrl: string, token: string, mode: 'auto' | 'legacy'): Promise<Client> {
@@ -46,16 +46,13 @@ describe('MCP resource subscriptions', () => {
     await t?.close();
   });
 
-  it('offers subscriptions on the 2026-07-28 era only', async () => {
+  it('offers subscriptions in both eras (the 2025 era within a session: session-subscriptions.int.test.ts)', async () => {
     expect(listener.getServerCapabilities()?.resources?.subscribe).toBe(true);
     const legacy = await connect(t.mcpUrl, t.tokens.aWrite, 'legacy');
     const legacy1 = await connectClient(t.mcpUrl, t.tokens.aWrite);
     try {
-      expect(legacy.getServerCapabilities()?.resources?.subscribe).toBeUndefined();
-      expect(legacy1.getServerCapabilities()?.resources?.subscribe).toBeUndefined();
-      await expect(
-        legacy1.subscribeResource({ uri: articleUri(t.a.articleIds[0] as string) }),
-      ).rejects.toThrow();
+      expect(legacy.getServerCapabilities()?.resources?.subscribe).toBe(true);
+      expect(legacy1.getServerCapabilities()?.resources?.subscribe).toBe(true);
     } finally {
       await legacy.close();
       await legacy1.close();

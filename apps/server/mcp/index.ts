@@ -1,15 +1,17 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import type { Call } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
+import type { RequestPrincipal } from '../http/auth.ts';
 import { installJsonBodyParser, MAX_JSON_DEPTH } from '../http/json-body.ts';
 import { type LimitHook, publishDecision } from '../http/limits.ts';
 import { markRefusal } from '../http/metrics.ts';
 import type { McpTokenVerifier } from '../http/oauth-port.ts';
 import { clientRequestIdOf } from '../http/request-ids.ts';
 import { presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
+import { type ArticleChanges, listenedResources, sessionStreams } from './notifications.ts';
 import type { McpLimits, McpRequest } from './server.ts';
-import { type ArticleChanges, articleNotifier, listenedResources, refuseListen } from './subscriptions.ts';
 
 type McpDeps = {
   publicUrl: string;
@@ -80,6 +82,8 @@ const ANSWERS_ITS_REFUSAL = new Set([
   'resources/read',
   'prompts/get',
   'completion/complete',
+  'resources/subscribe',
+  'resources/unsubscribe',
 ]);
 
 function answersItsRefusal(body: unknown): boolean {
@@ -91,12 +95,41 @@ function answersItsRefusal(body: unknown): boolean {
   );
 }
 
+/** The 2025-era session a request names (`Mcp-Session-Id`), if any. */
+function sessionHeader(request: FastifyRequest): string | null {
+  const value = request.headers['mcp-session-id'];
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+function isInitialize(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
+}
+
+/** The application call of a request to /mcp that is no JSON-RPC request (a session's GET or DELETE). */
+function callOfPrincipal(principal: RequestPrincipal, requestId: string): Call {
+  return {
+    principal: {
+      accountId: principal.accountId,
+      actor: principal.actor,
+      scope: principal.scope,
+      origin: 'mcp',
+      requestId,
+    },
+  };
+}
+
+const SESSION_NOT_FOUND =
+  'Session not found: it ended, expired or is not yours; initialize again to start a new session';
+
 /**
  * `/mcp`: the MCP endpoint, inside the fastify app, for both protocol eras of the specification. A
  * 2026-07-28 request (its `_meta` envelope names the revision; no handshake, `server/discover`) goes to
  * the SDK's `createMcpHandler`, which negotiates the version and answers an unsupported one with -32022;
  * a 2025-era request (the `initialize` handshake and what follows it) to a stateless Streamable HTTP
- * transport, as before. Either way a new server per request, JSON responses, no SSE, no sessions. Every request carries an OAuth access
+ * transport. Either way a new server per request and JSON responses. A 2025-era `initialize` also starts a
+ * session (`Mcp-Session-Id`, kept in the database, so any process answers it) for resource subscriptions:
+ * a GET with it opens the SSE stream their notifications come on, a DELETE ends it; requests without one
+ * are answered statelessly as before. Every request carries an OAuth access
  * token, checked on every call; requests count against the account's rate limit like API calls; each
  * tool call is recorded in the activity log with source `mcp` and the OAuth client as actor.
  */
@@ -118,7 +151,11 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
    * first request that reaches it rather than at start: most starts serve no MCP call.
    */
   const loadSdkSide = async () => {
-    const [sdk, servers] = await Promise.all([import('@modelcontextprotocol/server'), import('./server.ts')]);
+    const [sdk, servers, subscriptions] = await Promise.all([
+      import('@modelcontextprotocol/server'),
+      import('./server.ts'),
+      import('./subscriptions.ts'),
+    ]);
     const catalogue = servers.catalogue(deps.limits);
     const modern = sdk.createMcpHandler(
       ({ requestInfo }) => {
@@ -132,13 +169,22 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         onerror: (error) => app.log.debug({ err: error }, 'MCP request refused'),
       },
     );
-    const notifier = articleNotifier(deps.articleChanges, (uri) => modern.notify.resourceUpdated(uri));
-    return { sdk, servers, catalogue, modern, notifier };
+    const notifier = subscriptions.articleNotifier(deps.articleChanges, (uri) => {
+      modern.notify.resourceUpdated(uri);
+      void streams.publish(uri);
+    });
+    return { sdk, servers, catalogue, modern, notifier, refuseListen: subscriptions.refuseListen };
   };
   let sdkSide: ReturnType<typeof loadSdkSide> | undefined;
+  /** The GET streams of 2025-era sessions on this process. */
+  const streams = sessionStreams(
+    (sessionIds, uri) => deps.application.subscriptions.sessions.subscribedTo(sessionIds, uri),
+    (error) => app.log.error({ err: error }, 'notifying MCP sessions of a revision failed'),
+  );
   // Before the server stops listening: the open subscriptions/listen streams end (gracefully, with their
   // result), or closing would wait for them.
   app.addHook('preClose', async () => {
+    streams.endAll();
     if (sdkSide) await (await sdkSide).modern.close();
   });
   app.addHook('onClose', async () => {
@@ -217,12 +263,24 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
       onRefusal: (code) => markRefusal(request, code),
     };
     sdkSide ??= loadSdkSide();
-    const { sdk, servers, catalogue, modern, notifier } = await sdkSide;
+    const { sdk, servers, catalogue, modern, notifier, refuseListen } = await sdkSide;
     const abort = new AbortController();
     reply.raw.once('close', () => abort.abort());
     const web = webRequestOf(request, deps.publicUrl, abort.signal);
     try {
       if (await sdk.isLegacyRequest(web, body)) {
+        const named = isInitialize(body) ? null : sessionHeader(request);
+        if (named !== null) {
+          const found = await deps.application.subscriptions.sessions
+            .touch(callOfPrincipal(principal, mcpRequest.requestId), named)
+            .catch((error: unknown) => {
+              // The database away: answered without the session (what needs it fails as unavailable).
+              request.log.warn({ err: error }, 'the MCP session could not be looked up');
+              return true;
+            });
+          if (!found) return reply.status(404).send(jsonRpcError(-32001, SESSION_NOT_FOUND));
+          mcpRequest.session = named;
+        }
         const server = servers.createMcpServer(services(request), catalogue, mcpRequest, 'legacy');
         const transport = new sdk.WebStandardStreamableHTTPServerTransport({
           sessionIdGenerator: undefined,
@@ -230,7 +288,18 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         });
         try {
           await server.connect(transport);
-          return await sendResponse(reply, await transport.handleRequest(web, { parsedBody: body }));
+          const response = await transport.handleRequest(web, { parsedBody: body });
+          if (isInitialize(body) && response.status === 200) {
+            // A new session; when it cannot be stored, the client goes on without one (stateless).
+            const session = await deps.application.subscriptions.sessions
+              .open(callOfPrincipal(principal, mcpRequest.requestId))
+              .catch((error: unknown) => {
+                request.log.warn({ err: error }, 'the MCP session could not be stored');
+                return null;
+              });
+            if (session) reply.header('mcp-session-id', session);
+          }
+          return await sendResponse(reply, response);
         } finally {
           await server.close().catch(() => {});
         }
@@ -254,20 +323,69 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
     }
   });
 
-  // Stateless: no server-to-client SSE stream to open (GET) and no session to end (DELETE).
+  // Without a session: no server-to-client SSE stream to open (GET) and no session to end (DELETE).
   const notAllowed = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const refused = refusals.get(request);
-    if (refused) throw refused;
     return reply
       .status(405)
       .header('allow', 'POST')
       .send(
         jsonRpcError(
           -32000,
-          `Method not allowed: ${request.method} is not used here (stateless server, no SSE stream, no sessions); POST JSON-RPC messages to /mcp`,
+          `Method not allowed: ${request.method} is used only with the Mcp-Session-Id of a session (started by initialize); POST JSON-RPC messages to /mcp`,
         ),
       );
   };
-  app.get(MCP_PATH, { schema: { hide: true } }, notAllowed);
-  app.delete(MCP_PATH, { schema: { hide: true } }, notAllowed);
+
+  // A session's SSE stream: the notifications of its resource subscriptions, on this process.
+  app.get(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
+    const refused = refusals.get(request);
+    if (refused) throw refused;
+    const named = sessionHeader(request);
+    const principal = request.auth.principal;
+    if (named === null || !principal) return notAllowed(request, reply);
+    if (!String(request.headers.accept ?? '').includes('text/event-stream')) {
+      return reply
+        .status(406)
+        .send(jsonRpcError(-32000, 'Not Acceptable: a session stream is text/event-stream'));
+    }
+    const call = callOfPrincipal(principal, String(request.id));
+    if (!(await deps.application.subscriptions.sessions.touch(call, named))) {
+      return reply.status(404).send(jsonRpcError(-32001, SESSION_NOT_FOUND));
+    }
+    sdkSide ??= loadSdkSide();
+    // Following the log before the stream opens: no revision after it opens is missed.
+    await (await sdkSide).notifier.ready();
+    const stream = streams.open(named);
+    if (!stream) {
+      return reply
+        .status(409)
+        .send(jsonRpcError(-32000, 'Conflict: this session has a stream open already; one at a time'));
+    }
+    // The client may have gone while the session was looked up: its stream is let go at once.
+    if (request.raw.socket.destroyed) stream.destroy();
+    else reply.raw.once('close', () => stream.destroy());
+    request.log.debug({ mcp_session: named }, 'MCP session stream opened');
+    return reply
+      .status(200)
+      .header('content-type', 'text/event-stream')
+      .header('x-accel-buffering', 'no')
+      .header('mcp-session-id', named)
+      .send(stream);
+  });
+
+  // Ends a session: its subscriptions, and its stream on this process.
+  app.delete(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
+    const refused = refusals.get(request);
+    if (refused) throw refused;
+    const named = sessionHeader(request);
+    const principal = request.auth.principal;
+    if (named === null || !principal) return notAllowed(request, reply);
+    const ended = await deps.application.subscriptions.sessions.end(
+      callOfPrincipal(principal, String(request.id)),
+      named,
+    );
+    if (!ended) return reply.status(404).send(jsonRpcError(-32001, SESSION_NOT_FOUND));
+    streams.end(named);
+    return reply.status(204).send();
+  });
 };

@@ -17,6 +17,7 @@ import type { RequestPrincipal } from '../http/auth.ts';
 import { registerCompletions } from './completions.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
+import { registerSessionSubscriptions } from './subscriptions.ts';
 import {
   argumentErrors,
   domainInfo,
@@ -97,6 +98,11 @@ export type McpRequest = {
   refusal: DomainError | null;
   /** Told the code of a tool call's error result (the refusals counter). */
   onRefusal?: (code: ErrorCode) => void;
+  /**
+   * The 2025-era session the request carries (`Mcp-Session-Id`), found to be the caller's; null or absent
+   * without one. What resources/subscribe and resources/unsubscribe act on.
+   */
+  session?: string | null;
 };
 
 type ListedTool = { tool: McpTool; definition: Tool };
@@ -148,8 +154,9 @@ export function createMcpServer(
   const server = new Server(SERVER_INFO, {
     capabilities: {
       tools: { listChanged: false },
-      // Subscriptions are the 2026-07-28 revision's subscriptions/listen; the 2025 era's need a session.
-      resources: { listChanged: false, ...(era === 'modern' ? { subscribe: true } : {}) },
+      // Subscriptions: the 2026-07-28 revision's subscriptions/listen; the 2025 era's resources/subscribe
+      // within a session (subscriptions.ts).
+      resources: { listChanged: false, subscribe: true },
       prompts: { listChanged: false },
       completions: {},
     },
@@ -161,6 +168,7 @@ export function createMcpServer(
   registerResources(server, served);
   registerPrompts(server, served);
   registerCompletions(server, served);
+  if (era === 'legacy') registerSessionSubscriptions(server, served);
 
   server.setRequestHandler('tools/list', async () => ({
     tools: visible.map(({ definition }) => definition),

@@ -1,5 +1,6 @@
-import { ProtocolError, ResourceNotFoundError } from '@modelcontextprotocol/server';
+import { ProtocolError, ResourceNotFoundError, type Server } from '@modelcontextprotocol/server';
 import { DomainError } from '../../../domain/errors.ts';
+import type { ArticleChanges } from './notifications.ts';
 import { recorded, type Served } from './recorded.ts';
 import { articleUri, parseResourceUri } from './resources.ts';
 
@@ -10,26 +11,14 @@ import { articleUri, parseResourceUri } from './resources.ts';
  * the stream, stamps the subscription id and filters by URI). What is ours: only articles of the
  * caller's account may be named (another account's id refused as an unknown one, before the stream
  * opens), the listen is recorded like a resource read, and every new revision of an article, appended
- * by any face in any process, is published as its article's URI (`articleNotifier`). The 2025 era's
- * `resources/subscribe` needs a session, which this stateless server does not keep: not offered there.
+ * by any face in any process, is published as its article's URI (`articleNotifier`).
+ *
+ * The 2025 era's `resources/subscribe` and `resources/unsubscribe` act on the request's session (made at
+ * `initialize`, kept in the database: apps/application/subscriptions.ts), with the same refusals; the
+ * notifications go out on the session's GET stream (`sessionStreams`), on whichever process holds it,
+ * for the articles the session subscribed to as the database says when the revision is seen.
+ * What /mcp needs before the SDK is loaded (a listen's URIs, the session streams) is in notifications.ts.
  */
-
-/** Follows the appends of article events from now on (the log, in this process): the port the app composes. */
-export type ArticleChanges = (onArticle: (articleId: string) => void) => {
-  ready: Promise<void>;
-  stop(): Promise<void>;
-};
-
-/** The resources a `subscriptions/listen` request names, or null for any other request. */
-export function listenedResources(body: unknown): { id: unknown; uris: string[] } | null {
-  if (typeof body !== 'object' || body === null) return null;
-  const message = body as { method?: unknown; id?: unknown; params?: { notifications?: unknown } };
-  if (message.method !== 'subscriptions/listen') return null;
-  const filter = message.params?.notifications as { resourceSubscriptions?: unknown } | undefined;
-  const named = filter?.resourceSubscriptions;
-  const uris = Array.isArray(named) ? named.filter((uri): uri is string => typeof uri === 'string') : [];
-  return { id: message.id ?? null, uris };
-}
 
 /**
  * Checks the resources a listen names before its stream opens: each an article of the caller's account,
@@ -86,4 +75,48 @@ export function articleNotifier(
       await following?.stop();
     },
   };
+}
+
+/** The refusal of resources/subscribe or resources/unsubscribe sent without a session. */
+const NO_SESSION =
+  'Resource subscriptions need a session: send the Mcp-Session-Id header that the answer to initialize carried';
+
+/**
+ * resources/subscribe and resources/unsubscribe of the 2025 era, on the request's session: a subscription
+ * only to an article of the caller's account (refused as a read of it is, -32602 with `data: {uri}`),
+ * recorded as `subscribe_resources` and `unsubscribe_resources`.
+ */
+export function registerSessionSubscriptions(server: Server, served: Served): void {
+  const { application } = served.services;
+  const session = served.request.session ?? null;
+  server.setRequestHandler('resources/subscribe', async (subscribing) => {
+    const { uri } = subscribing.params;
+    const named = parseResourceUri(uri);
+    return recorded(
+      served,
+      'subscribe_resources',
+      { articleId: named?.kind === 'article' ? named.articleId : null },
+      async ({ call, settle }) => {
+        if (named?.kind !== 'article') throw new DomainError('not_found', `No subscribable resource ${uri}`);
+        if (session === null) throw new DomainError('invalid_request', NO_SESSION);
+        settle(await application.subscriptions.sessions.subscribe(call, session, named.articleId, uri));
+        return {};
+      },
+      (detail) => new ResourceNotFoundError(uri, detail),
+    );
+  });
+  server.setRequestHandler('resources/unsubscribe', async (unsubscribing) => {
+    const { uri } = unsubscribing.params;
+    const named = parseResourceUri(uri);
+    return recorded(
+      served,
+      'unsubscribe_resources',
+      { articleId: named?.kind === 'article' ? named.articleId : null },
+      async ({ call, settle }) => {
+        if (session === null) throw new DomainError('invalid_request', NO_SESSION);
+        settle(await application.subscriptions.sessions.unsubscribe(call, session, uri));
+        return {};
+      },
+    );
+  });
 }

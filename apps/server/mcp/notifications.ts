@@ -1,0 +1,89 @@
+import { PassThrough } from 'node:stream';
+
+/*
+ * What the /mcp route needs of resource subscriptions before the MCP SDK is loaded (a start loads it
+ * with the first MCP request, not before: docs/operations.md, "Start"): the port that follows article
+ * changes, the URIs a 2026-07-28 `subscriptions/listen` names, and the 2025-era sessions' GET streams.
+ * The rest (refusals, the notifier, the session handlers) is in subscriptions.ts, loaded with the SDK.
+ */
+
+/** Follows the appends of article events from now on (the log, in this process): the port the app composes. */
+export type ArticleChanges = (onArticle: (articleId: string) => void) => {
+  ready: Promise<void>;
+  stop(): Promise<void>;
+};
+
+/** The resources a `subscriptions/listen` request names, or null for any other request. */
+export function listenedResources(body: unknown): { id: unknown; uris: string[] } | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const message = body as { method?: unknown; id?: unknown; params?: { notifications?: unknown } };
+  if (message.method !== 'subscriptions/listen') return null;
+  const filter = message.params?.notifications as { resourceSubscriptions?: unknown } | undefined;
+  const named = filter?.resourceSubscriptions;
+  const uris = Array.isArray(named) ? named.filter((uri): uri is string => typeof uri === 'string') : [];
+  return { id: message.id ?? null, uris };
+}
+
+/** How often an idle session stream carries a comment, so that proxies in between keep it open. */
+const KEEPALIVE_MS = 15_000;
+
+/** The open GET streams of 2025-era sessions on this process, and what is sent on them. */
+export type SessionStreams = {
+  /** The stream of a session, or null when the session has one open on this process already. */
+  open(sessionId: string): PassThrough | null;
+  /** Sends `notifications/resources/updated` for the URI on the streams of the sessions subscribed to it. */
+  publish(uri: string): Promise<void>;
+  /** Ends the session's stream (the session ended). */
+  end(sessionId: string): void;
+  /** Ends every stream (the server closes): clients open their next one on another process. */
+  endAll(): void;
+};
+
+/**
+ * The GET streams of this process: one per session at a time. On a new revision the sessions with a
+ * stream here are looked up together, in one query, for a subscription to its URI.
+ */
+export function sessionStreams(
+  subscribedTo: (sessionIds: readonly string[], uri: string) => Promise<Set<string>>,
+  onError: (error: unknown) => void,
+): SessionStreams {
+  const open = new Map<string, { stream: PassThrough; keepalive: NodeJS.Timeout }>();
+  const end = (sessionId: string): void => {
+    const entry = open.get(sessionId);
+    if (!entry) return;
+    open.delete(sessionId);
+    clearInterval(entry.keepalive);
+    entry.stream.end();
+  };
+  return {
+    open(sessionId) {
+      if (open.has(sessionId)) return null;
+      const stream = new PassThrough();
+      const keepalive = setInterval(() => stream.write(': keepalive\n\n'), KEEPALIVE_MS);
+      keepalive.unref();
+      open.set(sessionId, { stream, keepalive });
+      stream.once('close', () => {
+        if (open.get(sessionId)?.stream === stream) end(sessionId);
+      });
+      // Sent at once: the client knows the stream is open.
+      stream.write(': open\n\n');
+      return stream;
+    },
+    async publish(uri) {
+      if (open.size === 0) return;
+      try {
+        const subscribed = await subscribedTo([...open.keys()], uri);
+        const message = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } };
+        for (const sessionId of subscribed) {
+          open.get(sessionId)?.stream.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+        }
+      } catch (error) {
+        onError(error);
+      }
+    },
+    end,
+    endAll() {
+      for (const sessionId of [...open.keys()]) end(sessionId);
+    },
+  };
+}

@@ -1,0 +1,241 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { listActivity } from '../../projections/activity.ts';
+import { type McpTestApp, startMcpTestApp } from '../support/mcp-app.ts';
+import { PATIENCE } from '../support/wait.ts';
+
+/*
+ * Resource subscriptions of the 2025 era, with the SDK's 1.x client on the app at a real port:
+ * `initialize` starts a session (Mcp-Session-Id, kept in the database), the client's GET stream carries
+ * `notifications/resources/updated` for the articles the session subscribed to, DELETE ends the session.
+ * Requests without a session stay stateless (tests/mcp/mcp.int.test.ts).
+ */
+
+type Connected = { client: Client; transport: StreamableHTTPClientTransport; updated: string[] };
+
+/*
+ * Every request of this file goes through its own connection pool, destroyed before the app stops: with
+ * SSE streams holding connections, the shared pool may open a connection it then never sends a request
+ * on, which the app's server would wait for (until its headers timeout) when it closes.
+ */
+const agent = new Agent();
+const fetch = ((input: string | URL, init?: RequestInit) =>
+  undiciFetch(input, { ...(init as object), dispatcher: agent })) as unknown as typeof globalThis.fetch;
+
+async function connect(mcpUrl: string, token: string): Promise<Connected> {
+  const client = new Client({ name: 'content-service-tests-sessions', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+    fetch,
+  });
+  const updated: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+    updated.push(notification.params.uri);
+  });
+  await client.connect(transport);
+  return { client, transport, updated };
+}
+
+const articleUri = (id: string): string => `content-service://articles/${id}`;
+
+/** The JSON-RPC error of a refused request, or what else failed. */
+const refusalOf = (error: unknown): unknown =>
+  error instanceof McpError ? { code: error.code, data: error.data } : error;
+
+describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
+  let t: McpTestApp;
+  let a: Connected;
+  let b: Connected;
+
+  /** The session's GET stream is open on the server: what is appended from now on is notified. */
+  const streamOpen = (connected: Connected) =>
+    vi.waitFor(() => {
+      const id = connected.transport.sessionId as string;
+      expect(t.logs.some((l) => l.includes('MCP session stream opened') && l.includes(id))).toBe(true);
+    }, PATIENCE);
+
+  const editThroughApi = async (articleId: string, title: string): Promise<void> => {
+    const response = await fetch(`${t.url}/api/v1/articles/${articleId}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${t.a.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ title }),
+    });
+    expect(response.status).toBe(200);
+  };
+
+  /** A 2025-era POST to /mcp as a client sends it, with a session id or none. */
+  const rawPost = (token: string, body: object, session?: string): Promise<Response> =>
+    fetch(t.mcpUrl, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+        ...(session ? { 'mcp-session-id': session } : {}),
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...body }),
+    });
+
+  beforeAll(async () => {
+    t = await startMcpTestApp();
+    a = await connect(t.mcpUrl, t.tokens.aWrite);
+    b = await connect(t.mcpUrl, t.tokens.bWrite);
+  });
+  afterAll(async () => {
+    await a?.client.close();
+    await b?.client.close();
+    if (!agent.destroyed) await agent.destroy();
+    await t?.close();
+  });
+
+  it('starts a session at initialize and offers resources/subscribe', () => {
+    expect(a.transport.sessionId).toMatch(/^mcps_[0-9a-z]{26}$/);
+    expect(b.transport.sessionId).not.toBe(a.transport.sessionId);
+    expect(a.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+  });
+
+  it('notifies the revisions of a subscribed article only, until it is unsubscribed', async () => {
+    const [watched, unwatched, sentinel] = t.a.articleIds as [string, string, string];
+    await streamOpen(a);
+    expect(await a.client.subscribeResource({ uri: articleUri(watched) })).toEqual({});
+    // Subscribing twice is one subscription.
+    await a.client.subscribeResource({ uri: articleUri(watched) });
+
+    await editThroughApi(unwatched, 'Not watched');
+    await editThroughApi(watched, 'Watched');
+    await vi.waitFor(() => expect(a.updated).toEqual([articleUri(watched)]), PATIENCE);
+
+    // Through MCP, by another session of the same account: the same notification.
+    const editor = await connect(t.mcpUrl, t.tokens.aWrite);
+    try {
+      await streamOpen(editor);
+      const result = await editor.client.callTool({
+        name: 'update_article',
+        arguments: { article_id: watched, title: 'Watched, through MCP' },
+      });
+      expect(result.isError).toBeFalsy();
+      await vi.waitFor(() => expect(a.updated).toEqual([articleUri(watched), articleUri(watched)]), PATIENCE);
+      expect(editor.updated).toEqual([]);
+    } finally {
+      await editor.client.close();
+    }
+
+    // Unsubscribed: the next revision of it is not notified; the sentinel's, made after it, is.
+    expect(await a.client.unsubscribeResource({ uri: articleUri(watched) })).toEqual({});
+    await a.client.subscribeResource({ uri: articleUri(sentinel) });
+    await editThroughApi(watched, 'Watched no more');
+    await editThroughApi(sentinel, 'Sentinel');
+    await vi.waitFor(
+      () => expect(a.updated).toEqual([articleUri(watched), articleUri(watched), articleUri(sentinel)]),
+      PATIENCE,
+    );
+    expect(b.updated).toEqual([]);
+  });
+
+  it("refuses another account's article, an unknown one and what is not an article, as a read does", async () => {
+    const theirs = articleUri(t.a.articleIds[3] as string);
+    const unknown = articleUri('art_00000000000000000000000000');
+    const site = `content-service://sites/${t.b.siteId}`;
+    for (const uri of [theirs, unknown, site]) {
+      const refused = await b.client.subscribeResource({ uri }).then(() => null, refusalOf);
+      expect(refused, uri).toEqual({ code: -32602, data: { uri } });
+    }
+  });
+
+  it('refuses resources/subscribe without a session, and answers other requests without one statelessly', async () => {
+    const uri = articleUri(t.a.articleIds[0] as string);
+    const refused = await rawPost(t.tokens.aWrite, { method: 'resources/subscribe', params: { uri } });
+    expect(refused.status).toBe(200);
+    expect(await refused.json()).toMatchObject({
+      error: { code: -32602, data: { code: 'invalid_request', detail: expect.stringContaining('session') } },
+    });
+    const listed = await rawPost(t.tokens.aWrite, { method: 'tools/list' });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('mcp-session-id')).toBeNull();
+  });
+
+  it("answers 404 to an unknown session id and to another account's", async () => {
+    const unknown = await rawPost(
+      t.tokens.aWrite,
+      { method: 'tools/list' },
+      'mcps_00000000000000000000000000',
+    );
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: { code: -32001 } });
+    const theirs = await rawPost(t.tokens.bWrite, { method: 'tools/list' }, a.transport.sessionId);
+    expect(theirs.status).toBe(404);
+    const own = await rawPost(t.tokens.aWrite, { method: 'tools/list' }, a.transport.sessionId);
+    expect(own.status).toBe(200);
+    const stream = await fetch(t.mcpUrl, {
+      headers: {
+        authorization: `Bearer ${t.tokens.bWrite}`,
+        accept: 'text/event-stream',
+        'mcp-session-id': a.transport.sessionId as string,
+      },
+    });
+    expect(stream.status).toBe(404);
+  });
+
+  it('refuses a second stream of a session on the same process (409)', async () => {
+    const second = await fetch(t.mcpUrl, {
+      headers: {
+        authorization: `Bearer ${t.tokens.aWrite}`,
+        accept: 'text/event-stream',
+        'mcp-session-id': a.transport.sessionId as string,
+      },
+    });
+    expect(second.status).toBe(409);
+  });
+
+  it('ends a session on DELETE: its id is unknown from then on', async () => {
+    const ending = await connect(t.mcpUrl, t.tokens.aWrite);
+    const session = ending.transport.sessionId as string;
+    await streamOpen(ending);
+    await ending.client.subscribeResource({ uri: articleUri(t.a.articleIds[4] as string) });
+    const foreign = await fetch(t.mcpUrl, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${t.tokens.bWrite}`, 'mcp-session-id': session },
+    });
+    expect(foreign.status).toBe(404);
+    await ending.transport.terminateSession();
+    expect(ending.transport.sessionId).toBeUndefined();
+    await ending.client.close();
+    const after = await rawPost(t.tokens.aWrite, { method: 'tools/list' }, session);
+    expect(after.status).toBe(404);
+    const rows = await t.runtime.db
+      .selectFrom('mcp_session_subscriptions')
+      .select('uri')
+      .where('session_id', '=', session)
+      .execute();
+    expect(rows).toEqual([]);
+  });
+
+  it('records each subscribe and unsubscribe in the activity log', async () => {
+    await a.client.close();
+    await b.client.close();
+    await agent.destroy();
+    await t.drain();
+    const records = async (accountId: string, operation: string) =>
+      (await listActivity(t.runtime.db, accountId, { page: 1, perPage: 200, source: 'mcp' })).rows
+        .filter((r) => r.operation === operation)
+        .map((r) => [r.article_id, r.status]);
+    const [watched, , sentinel] = t.a.articleIds as [string, string, string];
+    expect(await records(t.a.accountId, 'subscribe_resources')).toEqual([
+      [t.a.articleIds[4], 200],
+      [watched, 400],
+      [sentinel, 200],
+      [watched, 200],
+      [watched, 200],
+    ]);
+    expect(await records(t.a.accountId, 'unsubscribe_resources')).toEqual([[watched, 200]]);
+    expect(await records(t.b.accountId, 'subscribe_resources')).toEqual([
+      [null, 404],
+      ['art_00000000000000000000000000', 404],
+      [t.a.articleIds[3], 404],
+    ]);
+  });
+});
