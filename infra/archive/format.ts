@@ -58,6 +58,8 @@ export const SOURCE_TABLES: ReadonlyArray<{ name: TableName; order: readonly str
     { name: 'oauth_models', order: ['kind', 'id'] },
     { name: 'oauth_grants', order: ['grant_id'] },
     { name: 'web_sessions', order: ['id_hash'] },
+    { name: 'mcp_sessions', order: ['id'] },
+    { name: 'mcp_session_subscriptions', order: ['session_id', 'uri'] },
     { name: 'sign_in_failures', order: ['key'] },
     { name: 'webhook_endpoints', order: ['id'] },
     { name: 'webhook_deliveries', order: ['seq'], sequence: 'seq' },
