@@ -56,6 +56,8 @@ export function createRuntime(
   opts: {
     now?: () => Date;
     sanitizeThreads?: number;
+    /** How long a comparison on the pool may take, waiting included, before it is `busy` (DIFF_WAIT_MS). */
+    diffWaitMs?: number;
     htmlMemoryBytes?: number;
     metrics?: Metrics;
     /** Activity records held while the database is away before calls are refused (ACTIVITY_SPOOL_MAX). */
@@ -78,7 +80,9 @@ export function createRuntime(
     // An article's inline projections write its own rows alone (its row, body, snapshot, revisions).
     groupCommits: (streamId) => streamType(streamId) === 'article',
   });
-  const sanitizer = opts.sanitizeThreads ? createSanitizePool(opts.sanitizeThreads, html) : undefined;
+  const sanitizer = opts.sanitizeThreads
+    ? createSanitizePool(opts.sanitizeThreads, html, opts.diffWaitMs ? { diffWaitMs: opts.diffWaitMs } : {})
+    : undefined;
   const commands = createCommands({
     db: handle.db,
     store,

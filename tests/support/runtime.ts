@@ -15,7 +15,7 @@ export const pipelineActor: Actor = { type: 'system', id: 'pipeline', name: 'Con
 /** A migrated database of the given backend with the core wired on it; `drop()` in afterAll. */
 export async function createTestRuntime(
   kind: Backend,
-  opts: { now?: () => Date; sanitizeThreads?: number } = {},
+  opts: { now?: () => Date; sanitizeThreads?: number; diffWaitMs?: number } = {},
 ): Promise<{ runtime: Runtime; databaseUrl: string | undefined; drop(): Promise<void> }> {
   const test = await createTestDatabase(kind);
   return { runtime: createRuntime(test.handle, opts), databaseUrl: test.databaseUrl, drop: test.drop };
