@@ -149,6 +149,20 @@ export async function findAccount(
     .executeTakeFirst();
 }
 
+/** The name and email of each of these accounts that exists, by id (a page's worth: support staff's audit). */
+export async function accountNames(
+  db: Db,
+  accountIds: readonly string[],
+): Promise<Map<string, { id: string; name: string; email: string }>> {
+  if (accountIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('accounts')
+    .select(['id', 'name', 'email'])
+    .where('id', 'in', [...new Set(accountIds)])
+    .execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
 /** The account with this email (any case) and its password hash (from `credentials`; null: none set). */
 export async function findAccountByEmail(
   db: Db,

@@ -1,4 +1,5 @@
-import { findAccount } from '../../projections/accounts.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { findAccount, findAccountByEmail, findStaffByEmail } from '../../projections/accounts.ts';
 import { type Outcome, outcomeOf } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 
@@ -15,12 +16,23 @@ export type NewPerson = { name: string; email: string; password?: string | null 
 export function createAccounts(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
   const { db, commands } = deps;
   return {
-    /** A new account (`invalid_request` for a name or email the account's rules refuse). */
+    /**
+     * A new account (`invalid_request` for a name or email the account's rules refuse, `conflict` for
+     * an email an account has already, in any case).
+     */
     open: (person: NewPerson): Promise<Outcome<{ accountId: string }>> =>
-      outcomeOf({}, () => commands.openAccount(person)),
-    /** A new support staff member. */
+      outcomeOf({}, async () => {
+        if (await findAccountByEmail(db, person.email))
+          throw new DomainError('conflict', 'An account with this email exists already');
+        return commands.openAccount(person);
+      }),
+    /** A new support staff member (`conflict` for an email a staff member has already). */
     addStaff: (person: NewPerson): Promise<Outcome<{ staffId: string }>> =>
-      outcomeOf({}, () => commands.addStaffMember(person)),
+      outcomeOf({}, async () => {
+        if (await findStaffByEmail(db, person.email))
+          throw new DomainError('conflict', 'A staff member with this email exists already');
+        return commands.addStaffMember(person);
+      }),
     /** The account with this id, for the authorization server's subject; undefined when there is none. */
     find: (accountId: string) => findAccount(db, accountId),
   };

@@ -37,7 +37,7 @@ export const ActivityRecord = z
     actor: WireActor,
     operation: z.string().meta({
       description:
-        'What was done: the MCP tool names (`list_sites`, `get_article`, ...); `articles.preview` for a preview of an edit (any face); `staff_view` and `staff_search` (source `system`) when support staff opened the account or listed it in a search.',
+        'What was done: the MCP tool names (`list_sites`, `get_article`, ...); `articles.preview` for a preview of an edit (any face); `articles.put_back_protected_links` (source `editor`) when the web editor put an article’s protected links back into a refused draft (nothing saved); `staff_view` and `staff_search` (source `system`) when support staff opened the account or listed it in a search.',
     }),
     site_id: z.string().nullable(),
     article_id: z.string().nullable(),

@@ -1,6 +1,6 @@
 import { DomainError, isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
-import { findAccount } from '../../projections/accounts.ts';
+import { accountNames, findAccount } from '../../projections/accounts.ts';
 import { type ActivitySubjects, activitySubjects } from '../../projections/activity.ts';
 import { findArticleOwner } from '../../projections/articles.ts';
 import { listSites } from '../../projections/sites.ts';
@@ -32,6 +32,14 @@ export type StaffTimeline = {
   names: ActivitySubjects;
   staffLooks: number;
 };
+
+/** An account as support staff's pages name it: its name and email with its id. */
+export type AccountName = { id: string; name: string; email: string };
+
+/** The account `accountId` by name, or its id alone (no name, no email) if it is gone. */
+async function accountNameOf(db: ApplicationDeps['db'], accountId: string): Promise<AccountName> {
+  return (await accountNames(db, [accountId])).get(accountId) ?? { id: accountId, name: '', email: '' };
+}
 
 /** A support staff member, signed in: reads any account, changes none. The support use cases' caller. */
 export type StaffMember = { id: string; name: string; email: string };
@@ -138,10 +146,15 @@ export function createSupport(
     audit(
       _staff: StaffMember,
       query: { page: number; perPage: number },
-    ): Promise<Outcome<Listed<StaffAuditEntry>>> {
+    ): Promise<Outcome<Listed<StaffAuditEntry> & { accounts: Map<string, AccountName> }>> {
       return outcomeOf({}, async () => {
         const page = await staffAudit(db, query);
-        return listed(page, { page: query.page, per_page: query.perPage }, (e) => e);
+        // The accounts the page names, by name and email (an account gone since keeps its id alone).
+        const accounts = await accountNames(
+          db,
+          page.rows.flatMap((e) => (e.kind === 'search' ? e.accountIds : [e.accountId])),
+        );
+        return { ...listed(page, { page: query.page, per_page: query.perPage }, (e) => e), accounts };
       });
     },
 
@@ -177,13 +190,24 @@ export function createSupport(
       articleId: string,
       query: TimelineQuery,
       request?: RequestIds,
-    ): Promise<Outcome<StaffTimeline & { article: { id: string; accountId: string; title: string } }>> {
+    ): Promise<
+      Outcome<
+        StaffTimeline & { article: { id: string; accountId: string; title: string }; account: AccountName }
+      >
+    > {
       return outcomeOf({ articleId }, async () => {
         const owner = await findArticleOwner(db, articleId);
         if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
-        const timeline = await timelinePage(owner.accountId, { ...query, articleId });
+        const [timeline, account] = await Promise.all([
+          timelinePage(owner.accountId, { ...query, articleId }),
+          accountNameOf(db, owner.accountId),
+        ]);
         await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
-        return { article: { id: articleId, accountId: owner.accountId, title: owner.title }, ...timeline };
+        return {
+          article: { id: articleId, accountId: owner.accountId, title: owner.title },
+          account,
+          ...timeline,
+        };
       });
     },
 
@@ -200,7 +224,13 @@ export function createSupport(
       asOf: string,
       request?: RequestIds,
     ): Promise<
-      Outcome<{ at: ArticleAsOfOut | null; created: string | null; current: ArticleOut; accountId: string }>
+      Outcome<{
+        at: ArticleAsOfOut | null;
+        created: string | null;
+        current: ArticleOut;
+        accountId: string;
+        account: AccountName;
+      }>
     > {
       return outcomeOf({ articleId }, async () => {
         const owner = await findArticleOwner(db, articleId);
@@ -208,9 +238,10 @@ export function createSupport(
         const call = readCall(owner.accountId, staff, request);
         const read = await reads.articles.getAsOf(call, articleId, asOf);
         if (!read.ok && !(isDomainError(read.error) && read.error.code === 'not_found')) throw read.error;
-        const [current, first] = await Promise.all([
+        const [current, first, account] = await Promise.all([
           reads.articles.get(call, articleId).then(unwrap),
           read.ok ? Promise.resolve(null) : reads.revisions.get(call, articleId, 1).then(unwrap),
+          accountNameOf(db, owner.accountId),
         ]);
         await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
         return {
@@ -218,6 +249,7 @@ export function createSupport(
           created: first?.created_at ?? null,
           current,
           accountId: owner.accountId,
+          account,
         };
       });
     },
@@ -234,19 +266,21 @@ export function createSupport(
         before: RevisionContentOut | null;
         current: ArticleOut;
         accountId: string;
+        account: AccountName;
       }>
     > {
       return outcomeOf({ articleId, revision: n }, async () => {
         const owner = await findArticleOwner(db, articleId);
         if (!owner) throw new DomainError('not_found', `No article ${articleId}`);
         const call = readCall(owner.accountId, staff, request);
-        const [at, before, current] = await Promise.all([
+        const [at, before, current, account] = await Promise.all([
           reads.revisions.get(call, articleId, n).then(unwrap),
           n > 1 ? reads.revisions.get(call, articleId, n - 1).then(unwrap) : Promise.resolve(null),
           reads.articles.get(call, articleId).then(unwrap),
+          accountNameOf(db, owner.accountId),
         ]);
         await recordLook(staff, { operation: 'staff_view', accountId: owner.accountId, articleId, request });
-        return { at, before, current, accountId: owner.accountId };
+        return { at, before, current, accountId: owner.accountId, account };
       });
     },
   };

@@ -17,7 +17,7 @@ export type CliIo = {
   out: (text: string) => void;
   err: (text: string) => void;
   /** Where `--password-stdin` reads from; process.stdin when not given. */
-  stdin?: NodeJS.ReadableStream;
+  stdin?: AsyncIterable<string | Buffer>;
 };
 
 /** What a command works with once its database is open: the use cases are made from it. */
@@ -73,6 +73,12 @@ export type CliCommand = {
   name: string;
   /** Its entries in the usage text, in order: one per form (`keys create`, `keys list`, ...). */
   usage: readonly UsageEntry[];
+  /**
+   * Whether a running server runs it for the CLI (apps/cli/through-server.ts), over the admin socket
+   * in DATA_DIR, when the embedded database's folder is locked by that server. Such a command writes
+   * nothing before it opens the database, and uses nothing of the services but `open`.
+   */
+  throughServer?: boolean;
   load(): Promise<CommandModule>;
 };
 

@@ -40,11 +40,12 @@ import { mcpRoutes } from './mcp/index.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
 import { loadOAuthSecrets } from './oauth/keys.ts';
-import { registerOpenApi } from './openapi.ts';
+import { apiDocument, registerOpenApi } from './openapi.ts';
 import { accountPasswordRoutes } from './web/account-password.ts';
 import { connectSiteRoutes } from './web/connect-site.ts';
 import { registerWeb } from './web/index.ts';
 import { webPages } from './web/pages.ts';
+import { installPublicAddress } from './web/public-address.ts';
 import { PAGE_REFUSALS } from './web/refusal.ts';
 
 type AppDeps = {
@@ -180,6 +181,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
 
+  // A page asked for under another name of this server: to PUBLIC_URL, where its forms can be sent.
+  installPublicAddress(app, deps.config.PUBLIC_URL);
   installRequestMetrics(app, deps.metrics);
   installErrorHandling(app, PAGE_REFUSALS);
   installSlicedResponses(app);
@@ -264,6 +267,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     heavy,
     pageLimit: deps.pageLimit ?? defaultPageLimit(app, deps.config.PAGE_RATE_LIMIT_PER_MINUTE),
     heavyPageLimit: deps.heavyPageLimit ?? defaultHeavyPageLimit(app, limits.requestsPerMinute),
+    apiDocument: () => apiDocument(app),
   });
   await app.register(mcpRoutes, {
     publicUrl: deps.config.PUBLIC_URL,

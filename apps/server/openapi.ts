@@ -1,11 +1,4 @@
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { brotliCompress, gzip, constants as zlib } from 'node:zlib';
 import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { MAX_IMAGE_MIB, MAX_IMAGE_SIDE } from '../../domain/article/events.ts';
@@ -15,136 +8,20 @@ import pkg from '../../package.json' with { type: 'json' };
 import { WWW_AUTHENTICATE } from './api/auth.ts';
 import { statusOf } from './http/errors.ts';
 import { HEAVY_BUSY_DETAIL } from './http/heavy-work.ts';
+import type { OpenApiDocument } from './web/api-reference.ts';
 
 /*
  * The OpenAPI 3.1 document, generated from the routes themselves: @fastify/swagger walks every route,
  * fastify-type-provider-zod turns the zod schemas the routes validate with into JSON Schema 2020-12
  * (schemas registered with `.meta({ id })` become `components.schemas`). What every /api/v1 route has in
  * common (API-key security, the X-Request-Id and RateLimit headers, the problem+json errors that its
- * hooks and the error handler can answer with) is added here, once, for every /api/v1 operation.
+ * hooks and the error handler can answer with) is added here, once, for every /api/v1 operation. The
+ * readable reference at /docs is a page of the web face rendered from this document
+ * (web/api-reference.ts, given `apiDocument` by the composition root).
  */
 
 /** Where the document is served (public: no key, no rate limit, not in the activity log). */
 const OPENAPI_PATH = '/api/v1/openapi.json';
-/** Where the readable reference is served (Swagger UI, with its own bundled assets). */
-const DOCS_PATH = '/docs';
-
-/**
- * The one inline style swagger-ui's page has: the `<style>` of the logo in its top bar (its
- * standalone preset), allowed by its hash. The /docs browser test sees a violation if a new version
- * changes it.
- */
-const SWAGGER_LOGO_STYLE = "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='";
-
-/**
- * The headers of every answer under DOCS_PATH. swagger-ui loads its scripts, styles and the document
- * from this origin (no inline script; one inline style, SWAGGER_LOGO_STYLE; its icons are `data:`
- * images, an image answer of "Try it out" a `blob:` one) and calls the API from here. Never framed,
- * never sniffed, the referrer kept to this site.
- */
-const DOCS_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy':
-    `default-src 'none'; script-src 'self'; style-src 'self' ${SWAGGER_LOGO_STYLE}; img-src 'self' data: blob:; ` +
-    "connect-src 'self'; font-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-  'x-frame-options': 'DENY',
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-};
-
-/**
- * swagger-ui's files that /docs loads (2.1 MB as they are), answered here rather than by the package's
- * static server, which sends them whole and has browsers ask again on every visit: compressed (brotli,
- * else gzip, as the browser accepts), once each, on first ask; kept by browsers for a day, then
- * revalidated by their ETag.
- */
-const DOCS_ASSETS: Readonly<Record<string, string>> = {
-  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
-  'swagger-ui-standalone-preset.js': 'application/javascript; charset=utf-8',
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'index.css': 'text/css; charset=utf-8',
-  'favicon-32x32.png': 'image/png',
-  'favicon-16x16.png': 'image/png',
-};
-const DOCS_ASSET_CACHE = 'public, max-age=86400';
-/** Where the package keeps them. */
-const SWAGGER_UI_STATIC = join(
-  dirname(createRequire(import.meta.url).resolve('@fastify/swagger-ui/package.json')),
-  'static',
-);
-/** Below this, an answer under /docs is sent as it is. */
-const COMPRESS_MIN_BYTES = 1024;
-
-type Encoding = 'br' | 'gzip';
-const compressWith: Record<Encoding, (data: Buffer | string) => Promise<Buffer>> = {
-  br: (data) =>
-    promisify(brotliCompress)(data, {
-      params: { [zlib.BROTLI_PARAM_QUALITY]: 7, [zlib.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(data) },
-    }),
-  gzip: (data) => promisify(gzip)(data, { level: 9 }),
-};
-
-/** The encoding to answer with, by `Accept-Encoding`: brotli, else gzip, else none (`q=0` refuses one). */
-export function acceptedEncoding(header: string | undefined): Encoding | null {
-  const accepted = new Set<string>();
-  for (const part of (header ?? '').toLowerCase().split(',')) {
-    const [name = '', ...params] = part.split(';').map((p) => p.trim());
-    const q = params.find((p) => p.startsWith('q='));
-    if (q === undefined || Number(q.slice(2)) > 0) accepted.add(name);
-  }
-  return accepted.has('br') ? 'br' : accepted.has('gzip') ? 'gzip' : null;
-}
-
-/** DOCS_ASSETS' routes, and compression of the other answers under DOCS_PATH (the page, its document). */
-function compressedDocs(docs: FastifyInstance): void {
-  type Asset = { raw: Buffer; etag: string } & Record<Encoding, Buffer>;
-  const assets = new Map<string, Promise<Asset>>();
-  const load = async (file: string): Promise<Asset> => {
-    const raw = await readFile(join(SWAGGER_UI_STATIC, file));
-    const [br, gz] = await Promise.all([compressWith.br(raw), compressWith.gzip(raw)]);
-    const etag = `"${createHash('sha256').update(raw).digest('base64url').slice(0, 22)}"`;
-    return { raw, etag, br, gzip: gz };
-  };
-  for (const [file, type] of Object.entries(DOCS_ASSETS)) {
-    docs.get(`${DOCS_PATH}/static/${file}`, { schema: { hide: true } }, async (request, reply) => {
-      let asset = assets.get(file);
-      if (!asset) {
-        asset = load(file);
-        assets.set(file, asset);
-      }
-      const { raw, etag, ...encoded } = await asset;
-      reply
-        .type(type)
-        .header('cache-control', DOCS_ASSET_CACHE)
-        .header('etag', etag)
-        .header('vary', 'accept-encoding');
-      if (request.headers['if-none-match'] === etag) return reply.status(304).send();
-      // Images are compressed already.
-      const encoding = type.startsWith('image/')
-        ? null
-        : acceptedEncoding(request.headers['accept-encoding']);
-      if (!encoding) return reply.send(raw);
-      return reply.header('content-encoding', encoding).send(encoded[encoding]);
-    });
-  }
-  // The page and its document are the same text on every visit: each compressed once (a few kept).
-  const compressed = new Map<string, Promise<Buffer>>();
-  docs.addHook('onSend', async (request, reply, payload) => {
-    if (typeof payload !== 'string' || Buffer.byteLength(payload) < COMPRESS_MIN_BYTES) return payload;
-    if (reply.hasHeader('content-encoding')) return payload;
-    reply.header('vary', 'accept-encoding');
-    const encoding = acceptedEncoding(request.headers['accept-encoding']);
-    if (!encoding) return payload;
-    const key = `${encoding}\n${payload}`;
-    let body = compressed.get(key);
-    if (!body) {
-      if (compressed.size >= 8) compressed.clear();
-      body = compressWith[encoding](payload);
-      compressed.set(key, body);
-    }
-    reply.header('content-encoding', encoding).removeHeader('content-length');
-    return body;
-  });
-}
 
 const API_PREFIX = '/api/v1/';
 
@@ -691,8 +568,8 @@ const DESCRIPTION = `The websites, articles, backlinks and period statistics of 
 **Lists.** \`page\` (from 1) and \`per_page\` (1 to ${PER_PAGE_MAX}, default ${PER_PAGE_DEFAULT}); the body is \`{data, meta, links}\` and the same links come in an RFC 8288 \`Link\` header. Dates are \`YYYY-MM-DD\` and times RFC 3339, all UTC.`;
 
 /**
- * Registers the OpenAPI document (at `OPENAPI_PATH`) and the readable reference (at `DOCS_PATH`). Call it
- * before the `/api/v1` plugin is registered: the document lists the routes registered after it.
+ * Registers the OpenAPI document (at `OPENAPI_PATH`). Call it before the `/api/v1` plugin is registered:
+ * the document lists the routes registered after it.
  */
 export async function registerOpenApi(app: FastifyInstance, opts: { publicUrl: string }): Promise<void> {
   await app.register(fastifySwagger, {
@@ -743,17 +620,12 @@ export async function registerOpenApi(app: FastifyInstance, opts: { publicUrl: s
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) => {
     return reply.type('application/json; charset=utf-8').send(app.swagger());
   });
+}
 
-  await app.register(async (docs) => {
-    docs.addHook('onSend', async (_request, reply, payload) => {
-      reply.headers(DOCS_HEADERS);
-      return payload;
-    });
-    compressedDocs(docs);
-    await docs.register(fastifySwaggerUi, {
-      routePrefix: DOCS_PATH,
-      theme: { title: 'Content Service API' },
-      uiConfig: { deepLinking: true, defaultModelsExpandDepth: 1 },
-    });
-  });
+/**
+ * The document, as the API reference page reads it: the one `OPENAPI_PATH` serves, made by its first
+ * reader and kept by @fastify/swagger. Ask for it once the routes are registered (on a request).
+ */
+export function apiDocument(app: FastifyInstance): OpenApiDocument {
+  return app.swagger() as unknown as OpenApiDocument;
 }

@@ -152,6 +152,23 @@ const app = await buildApp({
 // Refusals waiting out their pause are answered as soon as the server starts closing.
 app.addHook('preClose', async () => limiter.release());
 app.addHook('onClose', async () => appLog.flush());
+// On the embedded database, which this process holds alone: the CLI's accounts, keys and staff commands,
+// run here for a CLI that finds DATA_DIR locked, over DATA_DIR/admin.sock (owner only, never TCP:
+// docs/operations.md, "The admin socket").
+const adminSocket =
+  runtime.handle.kind === 'pglite' && !config.DATA_DIR.startsWith('memory://')
+    ? await (async () => {
+        const [{ listenAdminSocket }, { commandsForServer }] = await Promise.all([
+          import('../../infra/admin-socket.ts'),
+          import('../cli/through-server.ts'),
+        ]);
+        return listenAdminSocket({
+          dataDir: config.DATA_DIR,
+          handle: commandsForServer(runtime, config),
+          logger: app.log.child({ component: 'admin-socket' }),
+        });
+      })()
+    : null;
 const workers = config.RUN_WORKERS
   ? startAsyncProjections({ handle: runtime.handle, projectors, logger: app.log })
   : null;
@@ -209,6 +226,7 @@ async function shutdown(signal: string): Promise<void> {
   force.unref();
   try {
     await app.close();
+    await adminSocket?.close();
     if (background) await background.stop();
     else await jobs.close();
     await limiter.close();
@@ -232,7 +250,16 @@ process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
 
 try {
-  await app.listen({ host: config.HOST, port: config.PORT });
+  // Fastify's "Server listening at" names the socket's address (http://127.0.0.1:3000); the pages
+  // are PUBLIC_URL's (their forms are checked against its origin), so that is the address to open.
+  await app.listen({
+    host: config.HOST,
+    port: config.PORT,
+    listenTextResolver: (address) =>
+      address === config.PUBLIC_URL
+        ? `Server listening at ${address}`
+        : `Server listening at ${address}; open ${config.PUBLIC_URL}`,
+  });
   app.log.info(
     {
       database: runtime.handle.kind,
@@ -250,9 +277,15 @@ try {
     },
     'content service ready',
   );
-  if (demo) process.stderr.write(firstStartMessage(demo, config.PUBLIC_URL));
+  if (demo) {
+    // After the log lines of the start ("Server listening at", "content service ready"), which wait in
+    // the log's batch: written first, the way in would scroll away above them.
+    appLog.flush();
+    process.stderr.write(firstStartMessage(demo, config.PUBLIC_URL));
+  }
 } catch (error) {
   app.log.error({ err: error }, 'could not start');
+  await adminSocket?.close();
   await limiter.close();
   if (redis) await redisClient?.closeRedis(redis);
   if (background) await background.stop();

@@ -1,7 +1,10 @@
 import { Editor, elementFromString } from '@tiptap/core';
 import StarterKit from '@tiptap/starter-kit';
+import { keepDrafts } from './drafts.ts';
 import { cleanPastedHtml } from './paste.ts';
 import { NORMALIZE, PROTECTED_SELECTOR, ProtectedBlock, protectedMarkup } from './protected-blocks.ts';
+import { revisionsDrawer } from './revisions-drawer.ts';
+import { formPath, saveInPlace } from './save-in-place.ts';
 import { linkDialog, toolbar } from './toolbar.ts';
 
 /*
@@ -11,7 +14,9 @@ import { linkDialog, toolbar } from './toolbar.ts';
  * sent. Protected blocks are atoms (protected-blocks.ts); pasted HTML is cleaned to what the server
  * keeps (paste.ts). A body the editor cannot show exactly (markup outside its schema) keeps the
  * textarea, with a note saying why. With either, the form (`guardForm`): Ctrl/Cmd+S saves, Enter in
- * the title goes to the body, and leaving the page with unsaved changes asks first.
+ * the title goes to the body, and leaving the page with unsaved changes asks first. Save sends the form
+ * without leaving the page (save-in-place.ts), the unsaved text is kept in the browser and offered
+ * back (drafts.ts), and the revisions below the form open as a drawer (revisions-drawer.ts).
  */
 
 /**
@@ -32,8 +37,12 @@ function shapeOf(markup: string): string {
   return `${tags.join(',')}|${text}|${template.content.querySelectorAll(PROTECTED_SELECTOR).length}`;
 }
 
-/** A line under the editor that says what happened to what the person asked, read by screen readers too. */
-function statusLine(): { element: HTMLElement; say: (message: string) => void } {
+/**
+ * A line under the editor that says what happened to what the person asked, read by screen readers
+ * too; pinned to the bottom of the window while the editor is in view (the stylesheet), so it is seen
+ * wherever the caret is, and cleared by the next change of the text (`clear`).
+ */
+function statusLine(): { element: HTMLElement; say: (message: string) => void; clear: () => void } {
   const element = document.createElement('p');
   element.id = 'rich-editor-status';
   element.className = 'rich-editor-status';
@@ -48,17 +57,34 @@ function statusLine(): { element: HTMLElement; say: (message: string) => void } 
         element.textContent = message;
       });
     },
+    clear() {
+      element.textContent = '';
+    },
   };
 }
 
-/** The rich editor in the textarea's place; its HTML, or null when the body stays in the textarea. */
-function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): (() => string) | null {
+/** The rich editor, once it is in the textarea's place. */
+type Rich = {
+  /** Its HTML, as the form sends it. */
+  html: () => string;
+  /** Puts a body in it; `source`, when given, is the markup whose protected links are the blocks now. */
+  setBody: (body: string, source: string | null) => void;
+  /** The protected links are those of `markup` from now on (the article's, after a refused save). */
+  setProtectedSource: (markup: string) => void;
+  /** Calls back on every change of its text. */
+  onChange: (listener: () => void) => void;
+};
+
+/** The rich editor in the textarea's place, or null when the body stays in the textarea. */
+function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): Rich | null {
   const mount = document.createElement('div');
   mount.className = 'rich-editor';
   // A refused save's form carries the article's body as it is (its protected links are those):
   // the text sent may hold copies or changed ones, which are not blocks then.
   const source = document.querySelector<HTMLTemplateElement>('template#protected-source');
   const status = statusLine();
+  // The blocks: the body's as loaded, and after a save made in place the article's as it is then.
+  const blocks = new Map(protectedMarkup(elementFromString(source?.innerHTML ?? textarea.value)));
   const editor = new Editor({
     element: mount,
     // The page's policy allows no inline style: the editor's few rules are in the site's stylesheet.
@@ -71,10 +97,7 @@ function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): (() => s
         trailingNode: false,
       }),
       // Parsed as the editor parses its content, so that each block's markup is the same string.
-      ProtectedBlock.configure({
-        loaded: protectedMarkup(elementFromString(source?.innerHTML ?? textarea.value)),
-        say: status.say,
-      }),
+      ProtectedBlock.configure({ loaded: blocks, say: status.say }),
     ],
     content: textarea.value,
     editorProps: {
@@ -103,6 +126,8 @@ function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): (() => s
     textarea.before(note);
     return null;
   }
+  // What was said stays in view until the text changes again.
+  editor.on('update', status.clear);
   // A block beyond the body's own count (an exact copy sent in a refused save) is an ordinary link.
   editor.view.dispatch(editor.state.tr.setMeta(NORMALIZE, true).setMeta('addToHistory', false));
   const openLink = linkDialog(editor, form, status.say);
@@ -138,24 +163,52 @@ function enhance(textarea: HTMLTextAreaElement, form: HTMLFormElement): (() => s
   form.addEventListener('submit', () => {
     textarea.value = editor.getHTML();
   });
-  return () => editor.getHTML();
+  /** The blocks are those of `markup` from now on (the guard reads the same map). */
+  const blocksOf = (markup: string): void => {
+    blocks.clear();
+    for (const [key, count] of protectedMarkup(elementFromString(markup))) blocks.set(key, count);
+  };
+  /** A block beyond the loaded count becomes an ordinary link now. */
+  const normalize = (): void => {
+    editor.view.dispatch(editor.state.tr.setMeta(NORMALIZE, true).setMeta('addToHistory', false));
+  };
+  return {
+    html: () => editor.getHTML(),
+    setBody(body, markup) {
+      if (markup !== null) blocksOf(markup);
+      editor.commands.setContent(body);
+      normalize();
+    },
+    setProtectedSource(markup) {
+      blocksOf(markup);
+      normalize();
+    },
+    onChange(listener) {
+      editor.on('update', listener);
+    },
+  };
 }
 
 /**
  * The form, with or without the rich editor: Ctrl/Cmd+S sends it (as its Save button), Enter in the
  * title goes to the body, and leaving with unsaved changes asks first (not when the form is sent).
  */
-function guardForm(form: HTMLFormElement, body: () => string, focusBody: () => void): void {
+function guardForm(
+  form: HTMLFormElement,
+  body: () => string,
+  focusBody: () => void,
+): { saved: () => void; release: () => void } {
   const values = (): string =>
     JSON.stringify([
       (form.elements.namedItem('title') as HTMLInputElement | null)?.value,
       body(),
       (form.elements.namedItem('reason') as HTMLInputElement | null)?.value,
     ]);
-  const initial = values();
+  let initial = values();
   let sending = false;
-  form.addEventListener('submit', () => {
-    sending = true;
+  form.addEventListener('submit', (event) => {
+    // A save made in place (save-in-place.ts) stays on the page: its text is still to be guarded.
+    if (!event.defaultPrevented) sending = true;
   });
   window.addEventListener('beforeunload', (event) => {
     if (sending || values() === initial) return;
@@ -173,13 +226,51 @@ function guardForm(form: HTMLFormElement, body: () => string, focusBody: () => v
     event.preventDefault();
     focusBody();
   });
+  return {
+    saved() {
+      initial = values();
+    },
+    release() {
+      sending = true;
+    },
+  };
 }
 
 const textarea = document.querySelector<HTMLTextAreaElement>('textarea#body[data-rich-editor]');
 const form = textarea?.form;
 if (textarea && form) {
   const rich = enhance(textarea, form);
-  guardForm(form, rich ?? (() => textarea.value), () =>
+  const body = rich ? rich.html : () => textarea.value;
+  const setBody = (html: string, source: string | null): void => {
+    if (rich) rich.setBody(html, source);
+    else textarea.value = html;
+  };
+  const articleId = decodeURIComponent(formPath(form).split('/')[2] ?? '');
+  const drafts = keepDrafts({
+    form,
+    articleId,
+    read: () => ({
+      title: (form.elements.namedItem('title') as HTMLInputElement | null)?.value ?? '',
+      body: body(),
+      reason: (form.elements.namedItem('reason') as HTMLInputElement | null)?.value ?? '',
+    }),
+    setBody: (html) => setBody(html, null),
+    onChange: (listener) => rich?.onChange(listener),
+  });
+  // Registered after the rich editor's own listener (which writes its HTML into the form) and before
+  // the guard's, which reads whether the save left the page.
+  let guard: { saved: () => void; release: () => void } | null = null;
+  saveInPlace(form, {
+    setBody,
+    setProtectedSource: (markup) => rich?.setProtectedSource(markup),
+    saved: () => {
+      guard?.saved();
+      drafts.saved();
+    },
+    release: () => guard?.release(),
+  });
+  guard = guardForm(form, body, () =>
     (rich ? document.querySelector<HTMLElement>('#rich-editor-content') : textarea)?.focus(),
   );
+  revisionsDrawer(form);
 }

@@ -11,7 +11,8 @@ import { type EditorState, Plugin, PluginKey, TextSelection, type Transaction } 
  * blocks of each as the body had stay blocks. A block can be selected, dragged and dropped elsewhere,
  * never edited. Nobody is trapped and nothing is refused silently:
  * - Backspace, Delete, cut or typing over a selection that holds blocks removes everything else in
- *   it and keeps the blocks, and says so;
+ *   it and keeps the blocks, a space between them and the words around them where there was one
+ *   (`deleteAround`), and says so;
  * - a key, cut or typing that would remove only a block is refused, and says why, naming the link;
  * - any other change that would remove a block (a paste or drop over it, a command) is refused by a
  *   transaction filter, and says so; a move (removed and inserted in the same transaction) passes.
@@ -89,25 +90,55 @@ export function refusal(nodes: readonly PmNode[], lead = 'Not deleted'): string 
 }
 
 /**
+ * What stands right before (`side` -1) or after (1) a position within its line of text: a word's
+ * character or a block (`word`), whitespace, or nothing (the line's edge, a line break).
+ */
+function besideIn(doc: PmNode, pos: number, side: -1 | 1): 'word' | 'space' | 'edge' {
+  const $pos = doc.resolve(pos);
+  if (!$pos.parent.inlineContent) return 'edge';
+  const node = side < 0 ? $pos.nodeBefore : $pos.nodeAfter;
+  if (!node) return 'edge';
+  if (node.isText) {
+    const text = node.text ?? '';
+    return /\s/.test((side < 0 ? text.at(-1) : text.at(0)) ?? '') ? 'space' : 'word';
+  }
+  return node.type.name === 'protectedBlock' ? 'word' : 'edge';
+}
+
+/**
  * A transaction that deletes everything between `from` and `to` but the protected blocks, and the
- * blocks kept; no transaction when there is nothing else to delete.
+ * blocks kept; no transaction when there is nothing else to delete. What it keeps never joins words
+ * that were apart: a stretch deleted between two words (a block, or text kept around the selection)
+ * that held whitespace or a line's end is left as one space, so the blocks kept from several
+ * paragraphs stand in a line, a space between each. `typed`: the text that will take the selection's
+ * place (typing over it), before the first block.
  */
 function deleteAround(
   state: EditorState,
   from: number,
   to: number,
+  typed = '',
 ): { tr: Transaction | null; kept: PmNode[] } {
   const blocks = blocksIn(state.doc, from, to);
   const tr = state.tr;
+  const start = Math.min(from, to);
+  /** Deletes from `a` to `b` (positions of the document as it was), or leaves a space there. */
+  const remove = (a: number, b: number, before: 'word' | 'space' | 'edge'): void => {
+    const apart = /\s/.test(state.doc.textBetween(a, b, '\n', '\n'));
+    if (apart && before === 'word' && besideIn(state.doc, b, 1) === 'word') tr.insertText(' ', a, b);
+    else tr.delete(a, b);
+  };
   let end = Math.max(from, to);
   // From the end backwards: each deletion leaves the positions before it as they were.
   for (const block of [...blocks].reverse()) {
     const after = block.pos + block.node.nodeSize;
-    if (after < end) tr.delete(after, end);
+    if (after < end) remove(after, end, 'word');
     end = block.pos;
   }
-  const start = Math.min(from, to);
-  if (start < end) tr.delete(start, end);
+  if (start < end) {
+    const before = typed === '' ? besideIn(state.doc, start, -1) : /\s$/.test(typed) ? 'space' : 'word';
+    remove(start, end, before);
+  }
   return { tr: tr.docChanged ? tr : null, kept: blocks.map((b) => b.node) };
 }
 
@@ -179,13 +210,14 @@ export const ProtectedBlock = Node.create<ProtectedBlockOptions>({
       to: number,
       insert = '',
     ): true => {
-      const { tr, kept } = deleteAround(state, from, to);
+      const { tr, kept } = deleteAround(state, from, to, insert);
       if (!tr) {
         say(refusal(kept));
         return true;
       }
-      // The cursor where the selection began (a selection of everything would stay one), then the typing.
-      tr.setSelection(TextSelection.near(tr.doc.resolve(tr.mapping.map(Math.min(from, to)))));
+      // The cursor where the selection began (a selection of everything would stay one; before a
+      // space left there), then the typing.
+      tr.setSelection(TextSelection.near(tr.doc.resolve(tr.mapping.map(Math.min(from, to), -1))));
       if (insert !== '') tr.insertText(insert);
       dispatch(tr.scrollIntoView());
       say(

@@ -27,7 +27,10 @@ import {
  *   that came before it in its paragraph in `current`, or else before the words that followed it, when
  *   those are found once in the draft's text and not inside a link (where the link's own words were
  *   left, the link itself takes their place); otherwise (and a missing block that is not a link within
- *   a line) at the end, in a paragraph of its own, where a person sees it and can move it.
+ *   a line) at the end, in a paragraph of its own, where a person sees it and can move it. A link put
+ *   back in the text keeps the spacing it had in `current`: a space (or its paragraph's edge) before
+ *   (after) it there means whitespace before (after) it here, added when the draft has none, so that
+ *   it never joins the words around it; the draft's own whitespace at that place is kept.
  * The result, sanitised, passes `checkProtectedBlocks(current, …)`.
  */
 export function restoreProtectedBlocks(current: string, draft: string): string {
@@ -139,6 +142,11 @@ function anchorsOf(tree: ParentNode, block: Element): { before: string; after: s
 function putInPlace(tree: ParentNode, block: Element, anchors: { before: string; after: string }): boolean {
   const { text, nodes } = textsOf(tree);
   const words = nodeText(block);
+  // What stood next to the link in `current`, in its paragraph (nothing: the paragraph's edge).
+  const was = { before: anchors.before.at(-1), after: anchors.after.at(0) };
+  /** Puts the block at `offset` of a placed node's text (as it is now), spaced as it was. */
+  const place = (placed: Placed, offset: number, edges: Edges): void =>
+    insertSpaced(placed.node, offset, { element: block, words }, was, edges);
   /** The text node, outside any link, where `test(start, end)` holds of its text's place. */
   const node = (test: (start: number, end: number) => boolean): Placed | undefined =>
     nodes.find((placed) => !placed.inLink && test(placed.start, placed.start + placed.node.value.length));
@@ -148,16 +156,30 @@ function putInPlace(tree: ParentNode, block: Element, anchors: { before: string;
     if (found < 0 || text.indexOf(anchor, found + 1) >= 0) return false;
     const position = side === 'before' ? found + anchor.length : found;
     // The link's own words left where it was (the link taken off them): the link takes their place.
+    // (The whitespace between them and the anchor may have grown or shrunk.)
+    const gap =
+      side === 'before'
+        ? (/^\s*/.exec(text.slice(position))?.[0].length ?? 0)
+        : (/\s*$/.exec(text.slice(0, position))?.[0].length ?? 0);
     const [from, to] =
-      side === 'before' ? [position, position + words.length] : [position - words.length, position];
+      side === 'before'
+        ? [position + gap, position + gap + words.length]
+        : [position - gap - words.length, position - gap];
+    // Whole words only: not the first letters of a longer word.
+    const whole = (outside: string | undefined, edge: string | undefined): boolean =>
+      !(outside && edge && LETTER.test(outside) && LETTER.test(edge));
     const own =
-      words.trim() !== '' && text.slice(from, to) === words
+      words.trim() !== '' &&
+      text.slice(from, to) === words &&
+      whole(text[from - 1], words.at(0)) &&
+      whole(text[to], words.at(-1))
         ? node((start, end) => start <= from && to <= end)
         : undefined;
     if (own) {
       const offset = from - own.start;
+      const edges = { before: text[own.start - 1], after: text[own.start + own.node.value.length] };
       own.node.value = own.node.value.slice(0, offset) + own.node.value.slice(offset + words.length);
-      insertInText(own.node, offset, block);
+      place(own, offset, edges);
       return true;
     }
     // The node with the anchor's last letter (before), or with its first (after).
@@ -165,12 +187,61 @@ function putInPlace(tree: ParentNode, block: Element, anchors: { before: string;
       side === 'before' ? start < position && position <= end : start <= position && position < end,
     );
     if (!holder) return false;
-    insertInText(holder.node, position - holder.start, block);
+    place(holder, position - holder.start, {
+      before: text[holder.start - 1],
+      after: text[holder.start + holder.node.value.length],
+    });
     return true;
   };
   return ANCHOR_LENGTHS.some(
     (length) => at(anchors.before.slice(-length), 'before') || at(anchors.after.slice(0, length), 'after'),
   );
+}
+
+const SPACE = /\s/;
+const LETTER = /[\p{L}\p{M}\p{N}]/u;
+
+/** The characters of the text just outside a text node (another node's), when there are any. */
+type Edges = { before?: string | undefined; after?: string | undefined };
+
+/**
+ * Whether a link needs whitespace between it and `next`, the draft's character on one side of its
+ * place (nothing: the edge of the text): it had whitespace or its paragraph's edge on that side in
+ * `current` (`had`), or its letter `edge` would touch a letter there that it did not touch then.
+ */
+function needsSpace(had: string | undefined, next: string | undefined, edge: string | undefined): boolean {
+  if (next === undefined || SPACE.test(next)) return false;
+  if (had === undefined || SPACE.test(had)) return true;
+  return LETTER.test(next) && edge !== undefined && LETTER.test(edge) && !LETTER.test(had);
+}
+
+/**
+ * Puts a link (its element and its words) into a text node at `offset`, spaced as it was in
+ * `current` (`was`: the characters next to it there): with whitespace on one side only, its place
+ * moves to that side of the whitespace the draft has there; a side that needs whitespace and has
+ * none gets a space (`needsSpace`).
+ */
+function insertSpaced(
+  node: TextNode,
+  offset: number,
+  link: { element: Element; words: string },
+  was: { before: string | undefined; after: string | undefined },
+  edges: Edges,
+): void {
+  const value = node.value;
+  let start = offset;
+  while (start > 0 && SPACE.test(value.charAt(start - 1))) start -= 1;
+  let end = offset;
+  while (end < value.length && SPACE.test(value.charAt(end))) end += 1;
+  const apart = (had: string | undefined): boolean => had === undefined || SPACE.test(had);
+  const at =
+    apart(was.before) && !apart(was.after) ? end : apart(was.after) && !apart(was.before) ? start : offset;
+  const before = at > 0 ? value.charAt(at - 1) : edges.before;
+  const after = at < value.length ? value.charAt(at) : edges.after;
+  const spaceBefore = needsSpace(was.before, before, link.words.at(0)) ? ' ' : '';
+  const spaceAfter = needsSpace(was.after, after, link.words.at(-1)) ? ' ' : '';
+  node.value = value.slice(0, at) + spaceBefore + spaceAfter + value.slice(at);
+  insertInText(node, at + spaceBefore.length, link.element);
 }
 
 /** Splits a text node at `offset` and puts `element` between its two halves. */

@@ -107,6 +107,10 @@ export interface WebSessionsTable {
   staff_id: ColumnType<string | null, string | null | undefined, never>;
   created_at: ColumnType<Date, Date, never>;
   expires_at: ColumnType<Date, Date, Date>;
+  /** A secret to show once on the next page (migration 023, apps/server/web/shown-once.ts): encrypted, or null. */
+  shown_once: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Until when `shown_once` may be shown. */
+  shown_once_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 /** A 2025-era MCP session (migration 022): made by `initialize`, for one account and OAuth client. */

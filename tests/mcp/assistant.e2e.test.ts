@@ -347,7 +347,7 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
     await page.fill('#key-name', 'Reporting script');
     await page.selectOption('#key-scope', 'read');
     await page.click('form[action="/connect/keys"] button[type=submit]');
-    const key = ((await page.textContent('#new-key-value')) ?? '').trim();
+    const key = (await page.inputValue('#new-key-value')).trim();
     expect(key).toMatch(/^cs_live_/);
     expect(await page.textContent('#keys')).toContain('Reporting script');
     const ok = await fetch(`${base}/api/v1/sites`, { headers: { authorization: `Bearer ${key}` } });

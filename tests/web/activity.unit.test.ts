@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { activityUrl, operationLabel, readFilters } from '../../apps/server/web/activity.ts';
+import { activityUrl, operationLabel, readFilters, sourceLabel } from '../../apps/server/web/activity.ts';
 
 describe('the activity page helpers', () => {
   it('reads the filters with the API rules: empty fields are no filter, other parameters are ignored', () => {
@@ -51,8 +51,17 @@ describe('the activity page helpers', () => {
     );
   });
 
+  it("names a record's source, support staff's as Support", () => {
+    expect(sourceLabel('mcp', { type: 'oauth_client' })).toBe('Assistant (MCP)');
+    expect(sourceLabel('system', { type: 'staff' })).toBe('Support');
+    expect(sourceLabel('system', { type: 'system' })).toBe('Service');
+    expect(sourceLabel('system')).toBe('Service');
+  });
+
   it('words an operation', () => {
     expect(operationLabel('update_article')).toBe('Update article');
     expect(operationLabel('staff_view')).toBe('Staff view');
+    // The editor's "Put the protected links back": named as the button says, not as its operation.
+    expect(operationLabel('articles.put_back_protected_links')).toBe('Put protected links back');
   });
 });

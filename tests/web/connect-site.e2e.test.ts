@@ -106,4 +106,77 @@ describe('the Connect Site page', () => {
       await context.close();
     });
   }
+
+  it('shows a new key once, on the page after the form (a reload makes none), with a Copy button', async () => {
+    for (const [width, scheme] of [
+      [1280, 'light'],
+      [390, 'dark'],
+    ] as const) {
+      const context = await web.browser.newContext({
+        viewport: { width, height: 844 },
+        colorScheme: scheme,
+        permissions: ['clipboard-read', 'clipboard-write'],
+      });
+      const page = await context.newPage();
+      await signIn(page, web.url, web.demo);
+      await page.goto(`${web.url}/connect`);
+      const keyRows = async (): Promise<number> => page.locator('#keys tbody tr').count();
+      const before = await keyRows();
+      await page.fill('#key-name', `Copied ${width}`);
+      const statuses: number[] = [];
+      page.on('response', (r) => {
+        if (new URL(r.url()).pathname.startsWith('/connect')) statuses.push(r.status());
+      });
+      await Promise.all([
+        page.waitForNavigation(),
+        page.click('form[action="/connect/keys"] button[type=submit]'),
+      ]);
+      // The form was answered with a 303 to the page: the key is in neither address.
+      expect(statuses).toEqual([303, 200]);
+      expect(page.url()).toBe(`${web.url}/connect#new-key`);
+      const key = await page.inputValue('#new-key-value');
+      expect(key).toMatch(/^cs_live_/);
+      expect(await page.getAttribute('#new-key-value', 'readonly')).toBe('');
+      expect(await page.textContent('label[for="new-key-value"]')).toBe(`The key “Copied ${width}”`);
+      expect(await keyRows()).toBe(before + 1);
+      // With the service's script, a Copy button that copies it and says so.
+      await page.click('#new-key button[data-copy]');
+      await page.waitForFunction(
+        "document.getElementById('new-key-value-status')?.textContent === 'Copied.'",
+      );
+      expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key);
+      expect(await page.$eval('html', (el) => el.scrollWidth)).toBeLessThanOrEqual(width);
+      await screenshot(page, `connect-new-key-${width}-${scheme}`);
+      // The key works, and a reload neither shows it again nor makes another.
+      const ok = await fetch(`${web.url}/api/v1/sites`, { headers: { authorization: `Bearer ${key}` } });
+      expect(ok.status).toBe(200);
+      await page.reload();
+      expect(await page.isVisible('#new-key')).toBe(false);
+      expect(await page.content()).not.toContain(key);
+      expect(await keyRows()).toBe(before + 1);
+      await context.close();
+    }
+  });
+
+  it('shows the new key in a read-only field to select without JavaScript, the Copy button hidden', async () => {
+    const context = await web.signedIn({ width: 390 });
+    const page = await context.newPage();
+    await page.goto(`${web.url}/connect`);
+    await page.fill('#key-name', 'Selected by hand');
+    await Promise.all([
+      page.waitForNavigation(),
+      page.click('form[action="/connect/keys"] button[type=submit]'),
+    ]);
+    const key = await page.inputValue('#new-key-value');
+    expect(key).toMatch(/^cs_live_/);
+    expect(await page.isVisible('#new-key button[data-copy]')).toBe(false);
+    // Selected whole by a click and Ctrl+A, as a person copies it by hand.
+    await page.click('#new-key-value');
+    await page.keyboard.press('Control+A');
+    const selected =
+      "(f => f.value.slice(f.selectionStart, f.selectionEnd))(document.getElementById('new-key-value'))";
+    expect(await page.evaluate(selected)).toBe(key);
+    await screenshot(page, 'connect-new-key-390-no-script');
+    await context.close();
+  });
 });

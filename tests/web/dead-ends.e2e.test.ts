@@ -194,4 +194,67 @@ describe('ways on from every page', () => {
     await expectAccessible(page, 'sites-empty');
     await ctx.close();
   });
+
+  it('answers an address that is no page with the 404 page and a way on, in a browser; programs get problem+json', async () => {
+    for (const [width, scheme] of [
+      [1280, 'light'],
+      [390, 'dark'],
+    ] as const) {
+      const ctx = await web.browser.newContext({
+        javaScriptEnabled: false,
+        viewport: { width, height: 800 },
+        colorScheme: scheme,
+      });
+      for (const path of ['/dashboard', '/settings', '/sitse']) {
+        const page = await ctx.newPage();
+        const response = await page.goto(`${web.url}${path}`);
+        expect(response?.status(), path).toBe(404);
+        expect(response?.headers()['content-type'], path).toBe('text/html; charset=utf-8');
+        expect(await page.textContent('h1'), path).toBe('Not found');
+        const links = await page.$$eval('#not-a-page a', (as) => as.map((a) => a.getAttribute('href')));
+        expect(links, path).toEqual(['/sites', '/sign-in']);
+        expect(await page.$eval('html', (el) => el.scrollWidth)).toBeLessThanOrEqual(width);
+        if (path === '/dashboard') await screenshot(page, `not-a-page-${width}-${scheme}`);
+        await page.close();
+      }
+      // `/logout` says where signing out is.
+      const page = await ctx.newPage();
+      expect((await page.goto(`${web.url}/logout`))?.status()).toBe(404);
+      expect(await page.textContent('#not-a-page')).toContain(
+        'To sign out, use Sign out at the top of any page',
+      );
+      if (width === 390) await screenshot(page, 'not-a-page-logout-390');
+      await page.close();
+      // Followed, the way on leads to sign-in.
+      const onward = await ctx.newPage();
+      await onward.goto(`${web.url}/dashboard`);
+      await Promise.all([onward.waitForNavigation(), onward.click('#not-a-page a[href="/sites"]')]);
+      expect(new URL(onward.url()).pathname).toBe('/sign-in');
+      await ctx.close();
+    }
+    // What programs ask for, and anything under the API, MCP or the discovery documents, stays
+    // problem+json (under /oauth/ the authorization server answers for itself).
+    const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    for (const [path, accept] of [
+      ['/dashboard', '*/*'],
+      ['/dashboard', 'application/json'],
+      ['/dashboard', 'application/json, text/html;q=0.5'],
+      ['/api/v1/nope', browserAccept],
+      ['/api', browserAccept],
+      ['/mcp/nope', browserAccept],
+      ['/.well-known/nope', browserAccept],
+    ] as const) {
+      const res = await fetch(`${web.url}${path}`, { headers: { accept } });
+      expect(res.status, `${path} ${accept}`).toBe(404);
+      expect(res.headers.get('content-type'), `${path} ${accept}`).toMatch(/^application\/problem\+json/);
+    }
+  });
+
+  it('stays accessible: axe finds nothing serious on the 404 page', async () => {
+    const ctx = await noPageScripts(await web.browser.newContext({ colorScheme: 'light' }));
+    const page = await ctx.newPage();
+    await page.goto(`${web.url}/dashboard`);
+    await expectAccessible(page, 'not-a-page');
+    await ctx.close();
+  });
 });

@@ -2,10 +2,12 @@ import { connect } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible, noPageScripts } from '../support/axe.ts';
+import { PATIENCE } from '../support/wait.ts';
 import {
   articlesWithProtectedLinks,
   expectLabelled,
   screenshot,
+  signIn,
   startWebApp,
   type WebApp,
 } from '../support/web.ts';
@@ -242,6 +244,50 @@ describe('the editor, JavaScript off', () => {
     expect(now.body).toBe(`${a.body}\n<p>My unsaved words.</p>`);
   });
 
+  it('puts a link taken out with the space beside it back with that space, says so in the list, and logs it as what it was', async () => {
+    const a = take();
+    // A link with a space after it, taken out with that space (as selecting it with a double click does).
+    const spaced = a.protected_links
+      .map((link) => new RegExp(`<a[^>]*data-service-id="${link.id}"[^>]*>[^<]*</a> `).exec(a.body))
+      .find((found) => found !== null);
+    if (!spaced) throw new Error('the seed has no protected link followed by a space');
+    const link = a.protected_links.find((l) =>
+      spaced[0].includes(`data-service-id="${l.id}"`),
+    ) as ProtectedLink;
+    const without = a.body.replace(spaced[0], '');
+    const page = await openEditor(a.id);
+    await page.fill('#body', without);
+    expect((await submit(page)).status).toBe(422);
+    // The list beside the form says what the message says: removed.
+    expect(await page.textContent('#protected-links li.refused .refused-mark')).toBe(
+      'removed from your text',
+    );
+    expect(await page.textContent('#editor-error')).toContain(`${link.id}: removed`);
+    expect(await page.textContent('.protected-links')).not.toContain('data-service-protected');
+    expect((await submit(page, '#repair button')).status).toBe(200);
+    // Back as it was, the space after it too: no two words joined.
+    expect(await page.inputValue('#body')).toBe(a.body);
+    // In the activity log as "Put protected links back", on the article's site, no revision.
+    type Logged = { operation: string; site_id: string | null; revision: number | null; status: number };
+    const newest = async (): Promise<Logged | undefined> =>
+      ((await (await web.api(`/activity?article_id=${a.id}`)).json()) as { data: Logged[] }).data[0];
+    const site = (await (await web.api(`/articles/${a.id}`)).json()) as { site_id: string };
+    await expect.poll(newest, PATIENCE).toMatchObject({
+      operation: 'articles.put_back_protected_links',
+      source: 'editor',
+      site_id: site.site_id,
+      revision: null,
+      status: 200,
+    });
+    await page.goto(`${web.url}/activity?article_id=${a.id}`);
+    const row = page.locator('table.activity-log tbody tr').first();
+    expect(await row.locator('td[data-label=Operation]').textContent()).toBe('Put protected links back');
+    expect(await row.locator('td[data-label=Site] a').count()).toBe(1);
+    expect(await row.locator('td[data-label=Article]').textContent()).toBe(a.title);
+    expect(await row.locator('td[data-label=Revision]').textContent()).toBe('—');
+    await screenshot(page, 'activity-put-back');
+  });
+
   it('refuses a save over a newer revision with 412, shows what changed since, keeps the text, then saves on top', async () => {
     const a = take();
     const page = await openEditor(a.id);
@@ -287,6 +333,67 @@ describe('the editor, JavaScript off', () => {
     expect(now.title).toBe(a.title);
     expect(now.body).toContain('Written in the stale tab.');
     expect((await revisions(a.id))[0]).toMatchObject({ revision: a.revision + 2, origin: 'editor' });
+  });
+
+  it('lists the revisions below the form, each linking to its page, the compare page and Restore; ?since= shows what changed since', async () => {
+    const a = take();
+    const put = await web.api(`/articles/${a.id}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Retitled through the API', reason: 'Elsewhere' }),
+    });
+    expect(put.status).toBe(200);
+    const current = a.revision + 1;
+    for (const [width, scheme] of [
+      [1100, 'light'],
+      [390, 'dark'],
+    ] as const) {
+      const context = await noPageScripts(
+        await web.browser.newContext({ viewport: { width, height: 844 }, colorScheme: scheme }),
+      );
+      const page = await context.newPage();
+      await signIn(page, web.url, web.demo);
+      await page.goto(`${web.url}/articles/${a.id}/edit`);
+      // Closed at first: a <details> the keyboard opens (Enter on its summary).
+      expect(await page.isVisible('#revisions-list')).toBe(false);
+      await page.focus('#revisions summary');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#revisions-list', { state: 'visible' });
+      expect(await page.textContent('#revisions summary')).toContain(`(${current})`);
+      const latest = page.locator(`#panel-revision-${current}`);
+      expect(await latest.textContent()).toContain('current');
+      expect(await latest.textContent()).toContain('API');
+      expect(await latest.textContent()).toContain('“Elsewhere”');
+      const first = page.locator(`#panel-revision-${a.revision}`);
+      expect(await first.locator('a').first().getAttribute('href')).toBe(
+        `/articles/${a.id}/revisions/${a.revision}`,
+      );
+      expect(await first.locator('a', { hasText: 'Compare with current' }).getAttribute('href')).toBe(
+        `/articles/${a.id}/revisions/compare?from=${a.revision}&to=${current}`,
+      );
+      expect(await first.locator('a', { hasText: 'Restore' }).getAttribute('href')).toBe(
+        `/articles/${a.id}/revisions/${a.revision}/restore`,
+      );
+      expect(await page.$eval('html', (root) => root.scrollWidth)).toBeLessThanOrEqual(width);
+      await screenshot(page, `editor-revisions-${width}-${scheme}`);
+      await expectAccessible(page, `the editor's revisions, ${width} ${scheme}`);
+      // Restore from the editor goes through the confirmation page.
+      await Promise.all([page.waitForNavigation(), first.locator('a', { hasText: 'Restore' }).click()]);
+      expect(await page.textContent('h1')).toBe(`Restore revision ${a.revision}?`);
+
+      // What changed since an earlier revision (a draft's, for the script): the stale save's view.
+      const since = await page.goto(`${web.url}/articles/${a.id}/edit?since=${a.revision}`);
+      expect(since?.status()).toBe(200);
+      expect(await page.textContent('#stale')).toContain(`You started from revision ${a.revision}`);
+      expect(await page.textContent('#stale-title ins')).toBe('Retitled through the API');
+      await screenshot(page, `editor-since-${width}-${scheme}`);
+      // Not a revision before the current one: the editor as it is.
+      for (const value of [String(current), '0', 'x', '99']) {
+        await page.goto(`${web.url}/articles/${a.id}/edit?since=${value}`);
+        expect(await page.locator('#stale').count()).toBe(0);
+      }
+      await context.close();
+    }
   });
 
   it("gives a body over the domain's limit the domain's message on the form, with the text kept", async () => {

@@ -40,6 +40,8 @@ describe('featured images on the web', () => {
   let hosted: string;
   /** Demo articles (their featured images on hosts that do not answer here). */
   let demo: Article[];
+  /** An article without a featured image. */
+  const bare = 'art_no_featured_image';
   let context: BrowserContext;
 
   beforeAll(async () => {
@@ -92,6 +94,14 @@ describe('featured images on the web', () => {
           width: 640,
           height: 360,
         },
+      })}\n${JSON.stringify({
+        id: bare,
+        account_id: web.demo.account_id,
+        site_id: site,
+        title: 'No picture yet',
+        body: '<p>Words only.</p>',
+        url: 'https://example.org/no-picture-yet',
+        status: 'draft',
       })}\n`,
     );
     const ingested = await cli(['ingest', 'articles', '--file', file], web.env);
@@ -99,7 +109,7 @@ describe('featured images on the web', () => {
     const list = (await (await web.api(`/sites/${site}/articles?per_page=10`)).json()) as {
       data: Article[];
     };
-    demo = list.data.filter((a) => a.id !== hosted);
+    demo = list.data.filter((a) => a.id !== hosted && a.id !== bare);
     context = await web.signedIn();
   });
   afterAll(async () => {
@@ -291,6 +301,39 @@ describe('featured images on the web', () => {
     expect((await sendUrl(page, `${imagesOrigin}/other.png`, 'An orange rectangle')).status()).toBe(200);
     expect(await page.textContent('#image-unchanged')).toContain('Nothing changed');
     expect((await article(target.id)).revision).toBe(after.revision);
+    await page.close();
+  });
+
+  it('says "Add a featured image" for an article that has none, on its way in and when refused, then "Replace" once it has one', async () => {
+    const page = await context.newPage();
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${web.url}/articles/${bare}`);
+    await Promise.all([page.waitForNavigation(), page.click('a:text-is("Add a featured image")')]);
+    expect(await page.title()).toMatch(/^Add a featured image · No picture yet/);
+    expect(await page.textContent('h1')).toBe('Add a featured image');
+    expect(await page.textContent('nav[aria-label=Breadcrumb] [aria-current=page]')).toBe(
+      'Add a featured image',
+    );
+    expect(await page.textContent(UPLOAD)).toBe('Upload and add');
+    expect(await page.textContent(FROM_URL)).toBe('Fetch and add');
+    const text = (await page.textContent('main')) ?? '';
+    expect(text).not.toMatch(/replace/i);
+    expect(await page.textContent('#current + *')).toContain('No featured image.');
+    await screenshot(page, 'featured-image-add');
+    // Refused: still adding.
+    const refused = await sendUrl(page, 'http://example.org/picture.png', 'A picture');
+    expect(refused.status()).toBe(422);
+    expect(await page.textContent('#refusal-url')).toContain('Not added.');
+    expect(await page.textContent('h1')).toBe('Add a featured image');
+    // Added: from then on the page replaces it.
+    await page.setInputFiles('#upload-image', { name: 'blue.png', mimeType: 'image/png', buffer: photo });
+    await page.fill('#upload-alt', 'A blue rectangle');
+    expect((await send(page, UPLOAD)).status()).toBe(200);
+    expect(await page.textContent('a.button[href$="/featured-image"]')).toBe('Replace featured image');
+    await page.goto(`${web.url}/articles/${bare}/featured-image`);
+    expect(await page.textContent('h1')).toBe('Replace the featured image');
+    expect(await page.title()).toMatch(/^Featured image · No picture yet/);
+    expect(await page.textContent(UPLOAD)).toBe('Upload and replace');
     await page.close();
   });
 

@@ -225,14 +225,15 @@ describe('form bodies', () => {
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
   });
 
-  it('a good form still works: a key is made', async () => {
+  it('a good form still works: a key is made, and shown on the page its 303 leads to', async () => {
     const page = await signedIn.get('/connect');
     const res = await signedIn.post('/connect/keys', {
       csrf: csrfOf(page.body),
       name: 'Report',
       scope: 'read',
     });
-    expect(res.statusCode).toBe(200);
-    expect(res.body).toContain('id="new-key-value"');
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/connect#new-key');
+    expect((await signedIn.get('/connect')).body).toContain('id="new-key-value"');
   });
 });

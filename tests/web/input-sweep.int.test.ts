@@ -114,6 +114,7 @@ const HOLDER_PAGES = (): string[] => [
   `/articles/${articleId}?unchanged={v}`,
   `/articles/${articleId}?saved={v}`,
   '/articles/{v}/edit',
+  `/articles/${articleId}/edit?since={v}`,
   '/articles/{v}/featured-image',
   '/articles/{v}/revisions/1',
   `/articles/${articleId}/revisions/{v}`,

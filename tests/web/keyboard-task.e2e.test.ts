@@ -8,7 +8,7 @@ import { apiJson } from './site-helpers.ts';
 
 /*
  * The keyboard-only task, in Chromium with JavaScript on and no mouse: sign in, find last month's
- * article, edit its title, save. Every Tab, Shift+Tab and Enter is a stop; the test counts them and
+ * article, edit its title, save (in place: the editor stays). Every Tab, Shift+Tab and Enter is a stop; the test counts them and
  * holds the count below what the same task took before the skip link, the breadcrumbs and the way on
  * from the sign-in page (docs/web.md, "The keyboard-only task").
  */
@@ -146,8 +146,10 @@ describe('the keyboard-only task', () => {
     await keys.tabTo('#reason');
     await page.keyboard.type('Keyboard only');
     await keys.tabTo('.editor-form button.primary[type=submit]');
-    await keys.follow();
-    expect(new URL(page.url()).pathname).toBe(`/articles/${articleId}`);
+    // Saved in place: the editor stays, and says so under the buttons.
+    await keys.press('Enter');
+    await page.waitForSelector('#save-status:has-text("Saved as revision")');
+    expect(new URL(page.url()).pathname).toBe(`/articles/${articleId}/edit`);
     const saved = await apiJson<{ title: string }>(web, `/articles/${articleId}`);
     expect(saved.title).toBe('Edited from the keyboard');
     await screenshot(page, 'keyboard-task-saved');

@@ -194,6 +194,7 @@ describe(`every page at ${WIDTH} px`, () => {
     [`/sites/${siteId}/report?period=next_year`, 400],
     [`/articles/${articleId}`, 200],
     [`/articles/${articleId}/edit`, 200],
+    [`/articles/${articleId}/edit?since=1`, 200],
     [`/articles/${articleId}/featured-image`, 200],
     [`/articles/${articleId}/revisions/1`, 200],
     [`/articles/${articleId}/revisions/1/restore`, 200],

@@ -147,13 +147,13 @@ describe('support staff', () => {
     );
     await screenshot(page, 'staff-account-timeline-labels');
 
-    // Ticked, the filter lists them, newest first, labelled "Staff view (Service)".
+    // Ticked, the filter lists them, newest first, labelled "Staff view (Support)".
     await page.check('#staff_looks');
     await Promise.all([page.waitForNavigation(), page.click('form.timeline-filters button')]);
     expect(new URL(page.url()).searchParams.get('staff_looks')).toBe('1');
     const listed = (await what()).filter((w) => w.startsWith('Staff view') || w.startsWith('Staff search'));
     expect(listed.length).toBeGreaterThanOrEqual(looks);
-    expect(listed[0]).toBe('Staff view (Service)');
+    expect(listed[0]).toBe('Staff view (Support)');
     expect(await page.textContent('#staff-looks')).toContain('Listed:');
     expect(await page.isChecked('#staff_looks')).toBe(true);
   });
@@ -161,6 +161,13 @@ describe('support staff', () => {
   it("reads an article's timeline, and exports timelines as CSV and JSON", async () => {
     await page.goto(`${web.url}/staff/articles/${articleId}`);
     expect(await page.textContent('h1')).toBe('A title support will see');
+    // Its account by name, email and id, linking to the account's page.
+    const account = ((await page.textContent('#article-account')) ?? '').replace(/\s+/g, ' ').trim();
+    expect(account).toMatch(/^Demo account /);
+    expect(account).toContain(`(${web.demo.email}, ${web.demo.account_id})`);
+    expect(await page.getAttribute('#article-account a', 'href')).toBe(
+      `/staff/accounts/${web.demo.account_id}`,
+    );
     await screenshot(page, 'staff-article-timeline');
 
     const cookies = (await staff.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
@@ -209,6 +216,18 @@ describe('support staff', () => {
       return staffViews;
     }, PATIENCE_API);
     expect(views[0]?.actor).toMatchObject({ type: 'staff', name: 'Sam Support' });
+    // The account holder's activity page says who: support, not the service's own work.
+    const holder = await web.signedIn();
+    const log = await holder.newPage();
+    await log.goto(`${web.url}/activity?source=system&per_page=100`);
+    const sources = await log.$$eval('table.activity-log tr', (rows) =>
+      rows
+        .filter((r) => (r.querySelector('td[data-label="Operation"]')?.textContent ?? '') === 'Staff view')
+        .map((r) => (r.querySelector('td[data-label="Source"]')?.textContent ?? '').trim()),
+    );
+    expect(sources.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(sources)).toEqual(new Set(['Support']));
+    await holder.close();
   });
 
   it('changes nothing: account pages and forms refuse a staff session, and holders cannot open /staff', async () => {
@@ -343,6 +362,10 @@ describe('support staff', () => {
     const text = (await page.textContent('main')) ?? '';
     expect(text).toContain('nobody-at-all@nowhere.example');
     expect(text).toContain('Sam Support');
+    // Accounts by name and email with their id, never by id alone.
+    expect(text).not.toMatch(new RegExp(`Viewed account ${web.demo.account_id}`));
+    expect(text.replace(/\s+/g, ' ')).toContain(`Viewed account Demo account `);
+    expect(text).toContain(`(${web.demo.email}, ${web.demo.account_id})`);
     await expectLabelled(page);
     await screenshot(page, 'staff-audit');
 

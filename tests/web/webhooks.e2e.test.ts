@@ -72,7 +72,7 @@ describe('webhooks on the Connect Site page', () => {
     ]);
     expect(response?.status()).toBe(200);
     expect(response?.headers()['cache-control']).toBe('no-store');
-    const secret = await text(page, '#new-webhook-secret');
+    const secret = await page.inputValue('#new-webhook-secret');
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
     expect(await text(page, '#new-webhook')).toContain('will not be shown again');
     const row = await text(page, '#webhook-endpoints tbody tr');

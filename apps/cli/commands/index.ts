@@ -33,6 +33,7 @@ export const commands: readonly CliCommand[] = [
         ],
       },
     ],
+    throughServer: true,
     load: () => import('./accounts.ts'),
   },
   {
@@ -42,6 +43,7 @@ export const commands: readonly CliCommand[] = [
       { synopsis: 'keys list --account ID' },
       { synopsis: 'keys revoke --account ID --key KEY_ID' },
     ],
+    throughServer: true,
     load: () => import('./keys.ts'),
   },
   {
@@ -50,6 +52,7 @@ export const commands: readonly CliCommand[] = [
       { synopsis: 'staff create --name NAME --email EMAIL [--password P]' },
       { synopsis: 'staff set-password --email EMAIL [--password-stdin]' },
     ],
+    throughServer: true,
     load: () => import('./staff.ts'),
   },
   {
@@ -183,5 +186,6 @@ ${commands
   .join('\n')}
 
 Environment: DATABASE_URL (unset: embedded PGlite in DATA_DIR, default ./data, which one process opens
-at a time: stop the server first), MEDIA_DIR, LOG_LEVEL, REDIS_URL and JOBS_PREFIX (the job queues;
+at a time: stop the server first; accounts, keys and staff are run by a running server instead, through
+its socket DATA_DIR/admin.sock), MEDIA_DIR, LOG_LEVEL, REDIS_URL and JOBS_PREFIX (the job queues;
 unset REDIS_URL: they live in the server process).`;

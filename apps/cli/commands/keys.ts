@@ -29,8 +29,10 @@ export async function run([sub, ...args]: string[], { open, out, err }: CliDeps)
   }
   if (sub === 'list') {
     const { values } = parse(args, { account: { type: 'string' } });
+    // Every argument is read before the database is opened: a usage error opens nothing.
+    const accountId = required(values, 'account');
     const { createKeys } = await import('../../application/keys.ts');
-    const keys = unwrap(await createKeys(await open()).list(operatorCall(required(values, 'account'))));
+    const keys = unwrap(await createKeys(await open()).list(operatorCall(accountId)));
     for (const k of keys) {
       out(
         JSON.stringify({
@@ -49,9 +51,10 @@ export async function run([sub, ...args]: string[], { open, out, err }: CliDeps)
   if (sub === 'revoke') {
     const { values } = parse(args, { account: { type: 'string' }, key: { type: 'string' } });
     const accountId = required(values, 'account');
+    const keyId = required(values, 'key');
     const { createKeys } = await import('../../application/keys.ts');
     const rt = await open();
-    const r = unwrap(await createKeys(rt).revoke(operatorCall(accountId), required(values, 'key')));
+    const r = unwrap(await createKeys(rt).revoke(operatorCall(accountId), keyId));
     if (r.revoked) await recordOperatorChange(rt, accountId, 'revoke_api_key');
     err(r.revoked ? 'key revoked' : 'key was already revoked');
     return 0;

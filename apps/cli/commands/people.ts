@@ -38,10 +38,10 @@ async function checkNewPassword(password: string): Promise<void> {
 }
 
 /** The first line of stdin (a password piped in: `printf '%s' "$P" | npm run cli -- ... --password-stdin`). */
-async function readPassword(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+async function readPassword(stdin: AsyncIterable<string | Buffer> = process.stdin): Promise<string> {
   let text = '';
   for await (const chunk of stdin) {
-    text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
+    text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
     if (text.length > 8192) break;
   }
   return text.split(/\r?\n/)[0] ?? '';

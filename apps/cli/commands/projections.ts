@@ -5,14 +5,16 @@ export async function run(
   [sub, ...args]: string[],
   { open, readModels, out, err }: CliDeps,
 ): Promise<number> {
+  // Every argument is read before the database is opened: a usage error opens nothing.
+  if (sub !== 'status' && sub !== 'rebuild') throw new UsageError('projections: expected status or rebuild');
   const { positionals } = parse(args, {});
   const [{ findProjector, projectors }, { projectionStatus, rebuild }, { progressBar }] = await Promise.all([
     readModels(),
     import('../../../infra/projection-runner.ts'),
     import('../progress.ts'),
   ]);
-  const rt = await open();
   if (sub === 'status') {
+    const rt = await open();
     for (const s of await projectionStatus(rt.db, projectors)) {
       const cp = s.checkpoint
         ? `checkpoint ${s.checkpoint.transactionId}/${s.checkpoint.position}`
@@ -21,20 +23,18 @@ export async function run(
     }
     return 0;
   }
-  if (sub === 'rebuild') {
-    const name = positionals[0];
-    const chosen = name ? [findProjector(name)] : projectors;
-    if (chosen.some((p) => p === undefined)) {
-      throw new UsageError(`unknown projection ${name}; known: ${projectors.map((p) => p.name).join(', ')}`);
-    }
-    for (const p of chosen) {
-      if (!p) continue;
-      const bar = progressBar(`rebuild ${p.name}`, 0);
-      const n = await rebuild(rt.db, p, ({ done, total }) => bar.update(done, total));
-      bar.stop();
-      err(`${p.name}: replayed ${n} events`);
-    }
-    return 0;
+  const name = positionals[0];
+  const chosen = name ? [findProjector(name)] : projectors;
+  if (chosen.some((p) => p === undefined)) {
+    throw new UsageError(`unknown projection ${name}; known: ${projectors.map((p) => p.name).join(', ')}`);
   }
-  throw new UsageError('projections: expected status or rebuild');
+  const rt = await open();
+  for (const p of chosen) {
+    if (!p) continue;
+    const bar = progressBar(`rebuild ${p.name}`, 0);
+    const n = await rebuild(rt.db, p, ({ done, total }) => bar.update(done, total));
+    bar.stop();
+    err(`${p.name}: replayed ${n} events`);
+  }
+  return 0;
 }

@@ -10,6 +10,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What the call's activity record names: from the route's `:id`, then from its use case's outcome. */
     activity: Subject;
+    /**
+     * The operation the record names when the request says more than its route's `config.operation`
+     * (the editor's form sent to put the protected links back: `articles.put_back_protected_links`).
+     */
+    activityOperation?: string;
   }
   interface FastifyContextConfig {
     /** The operation name in the activity log (the MCP tool names: list_sites, get_article, ...). */
@@ -103,7 +108,7 @@ export function createActivityLog(
             accountId: acting.accountId,
             source: request.routeOptions.config.source ?? source,
             actor: acting.actor,
-            operation,
+            operation: request.activityOperation ?? operation,
             subject: request.activity,
             status,
             requestId: String(request.id),

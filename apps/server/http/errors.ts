@@ -98,10 +98,11 @@ function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
 
 /**
  * Refusals made before any route ran (no such route, a path the router cannot decode) for the
- * addresses a face owns, answered its own way: the web pages answer them with a page.
+ * requests a face owns (by their address, and what they accept), answered its own way: the web pages
+ * answer them with a page.
  */
 export type EarlyRefusals = {
-  owns(url: string): boolean;
+  owns(request: FastifyRequest): boolean;
   send(reply: FastifyReply, refusal: { status: number; detail: string }): FastifyReply;
 };
 
@@ -158,7 +159,7 @@ export function installErrorHandling(app: FastifyInstance, early?: EarlyRefusals
     return sendProblemOf(left, request, reply);
   });
   app.setNotFoundHandler((request, reply) => {
-    if (early?.owns(request.url))
+    if (early?.owns(request))
       return early.send(reply, { status: 404, detail: 'There is no page at this address' });
     return sendProblem(
       reply,
@@ -236,7 +237,7 @@ export function frameworkErrorsOf(
       ? 'A segment of the URL path is too long'
       : 'The URL path is not valid percent-encoding';
     reply.header('x-request-id', request.id);
-    if (early?.owns(request.url)) {
+    if (early?.owns(request)) {
       early.send(reply, { status, detail });
       return;
     }

@@ -451,7 +451,8 @@ const listActivityTool = defineTool({
   description:
     'Every call made through the API and by assistants (refused ones included) and the changes the content ' +
     'pipeline made, newest first: time, source, actor, operation (the tool names; articles.preview for a ' +
-    'preview of an edit), site, article, status (an HTTP status; 200 is success).' +
+    'preview of an edit; articles.put_back_protected_links when the web editor put protected links back ' +
+    'into a refused draft, nothing saved), site, article, status (an HTTP status; 200 is success).' +
     ` Filter by date, source, site_id and article_id. ${DATES} ${PAGING}`,
   scope: 'read',
   annotations: READ,

@@ -9,6 +9,7 @@ import type { Listed } from '../../application/lists.ts';
 import type { SiteOut } from '../../application/sites.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { webCall } from './call.ts';
+import { PUT_BACK_OPERATION } from './editor.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 import { sendRefusal } from './refusal.ts';
 
@@ -107,8 +108,12 @@ const STATUSES: Record<number, string> = {
   503: 'Unavailable',
 };
 
-/** A record's source as the log names it: `mcp` as "Assistant (MCP)". */
-export function sourceLabel(source: string): string {
+/**
+ * A record's source as the log names it: `mcp` as "Assistant (MCP)". What support staff did (source
+ * `system`, a `staff` actor: their views and searches) is "Support", the service's own work "Service".
+ */
+export function sourceLabel(source: string, actor?: { type: string }): string {
+  if (source === 'system' && actor?.type === 'staff') return 'Support';
   return SOURCES[source as ActivitySource] ?? source;
 }
 
@@ -122,8 +127,15 @@ export function statusLabel(status: number): string {
   return `${status} ${STATUSES[status] ?? ''}`.trimEnd();
 }
 
+/** Operations whose name does not read as what was done. */
+const OPERATION_LABELS: Record<string, string> = {
+  [PUT_BACK_OPERATION]: 'Put protected links back',
+};
+
 /** `update_article` as "Update article", `articles.preview` as "Articles preview". */
 export function operationLabel(operation: string): string {
+  const label = OPERATION_LABELS[operation];
+  if (label) return label;
   const words = operation.replaceAll(/[_.]/g, ' ');
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
@@ -161,7 +173,7 @@ function recordRow(r: ActivityOut, names: Names): Html {
   const refused = r.status >= 400;
   return html`<tr>
 <td data-label="Time (UTC)"><time datetime="${r.at}">${shortTime(r.at)}</time></td>
-<td data-label="Source">${sourceLabel(r.source)}</td>
+<td data-label="Source">${sourceLabel(r.source, r.actor)}</td>
 <td data-label="Who"><span>${actorLabel(r.actor)}</span></td>
 <td data-label="Operation">${operationLabel(r.operation)}</td>
 <td data-label="Site">${site}</td>

@@ -101,7 +101,8 @@ export function originLabel(origin: string): string {
   return ORIGINS[origin as Origin] ?? origin;
 }
 
-function actorLabel(actor: { type: string; name: string }): Html {
+/** Who made a revision, with the kind of actor (the history's and the editor's revisions panel). */
+export function actorLabel(actor: { type: string; name: string }): Html {
   const type = ACTOR_TYPES[actor.type as Actor['type']] ?? actor.type;
   return html`${actor.name} <span class="muted">(${type})</span>`;
 }

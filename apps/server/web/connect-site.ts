@@ -14,23 +14,33 @@ import type { ConnectedClients } from '../http/oauth-port.ts';
 import { FORM_SHORT_MAX, FORM_TEXT_MAX, FORM_TOKEN_MAX } from '../http/schemas.ts';
 import { recordChanges, webCall } from './call.ts';
 import {
+  COPY_SCRIPT_PATH,
   doneNotice,
   endpointPage,
   eventFieldName,
   formTimeAsRfc3339,
   newEndpointNotice,
+  secretField,
   type WebhookFormState,
   webhooksSection,
 } from './connect-webhooks.ts';
-import { type FormSender, installFormParser, installPageHeaders, type WebKit } from './kit.ts';
+import {
+  type FormSender,
+  installFormParser,
+  installPageHeaders,
+  SCRIPT_PAGE_CSP,
+  type WebKit,
+} from './kit.ts';
 import { installPageErrors, sendRefusal } from './refusal.ts';
 import type { WebSession } from './sessions.ts';
+import type { ShownOnce } from './shown-once.ts';
 
 /*
  * The Connect Site page (`/connect`): what a person needs to connect tools to their account.
  * - the address to give an AI assistant (`PUBLIC_URL/mcp`), and the assistants connected, each with a
  *   Disconnect button (its tokens stop working at once);
- * - API keys: create one (shown once), list them (prefix, scope, created, last used), revoke one.
+ * - API keys: create one (shown once, on the page the form's 303 leads to: shown-once.ts), list them
+ *   (prefix, scope, created, last used), revoke one.
  * - webhooks: the endpoints with their state, a form to add one (its secret shown once), Enable,
  *   Disable and Delete; a page per endpoint (`/connect/webhooks/{id}`) with its deliveries, Redeliver
  *   and Replay (templates in connect-webhooks.ts).
@@ -104,6 +114,17 @@ function formErrorOf(error: unknown): WebhookFormState['error'] | null {
   }
   if (error.code === 'conflict') return { field: null, message: error.message };
   return null;
+}
+
+/** The card of a secret made by the page's last form, shown once (shown-once.ts). */
+function shownOnceNotice(shown: ShownOnce): Html {
+  if (shown.kind === 'webhook_secret') return newEndpointNotice(shown);
+  return html`<div class="card notice" role="status" id="new-key">
+<h2>Your new key</h2>
+<p>Copy it now: it will not be shown again.</p>
+${secretField('new-key-value', `The key “${shown.name}”`, shown.key)}
+<script src="${COPY_SCRIPT_PATH}" defer></script>
+</div>`;
 }
 
 function when(date: Date | null | undefined): string {
@@ -206,7 +227,11 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
   app.get('/connect', { schema: { hide: true } }, async (request, reply) => {
     const session = await signedIn(request, reply);
     if (!session) return reply;
-    return connectPage(request, reply, session);
+    // A key or a signing secret the last form made: shown this once, with the Copy buttons' script.
+    const shown = await kit.shownOnce.take(session);
+    if (!shown) return connectPage(request, reply, session);
+    reply.header('content-security-policy', SCRIPT_PAGE_CSP);
+    return connectPage(request, reply, session, { notice: shownOnceNotice(shown) });
   });
 
   app.post(
@@ -233,13 +258,9 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
           error: `The key's name ${refused && 'message' in refused ? refused.message : 'is not valid'}; use letters, digits, spaces and punctuation.`,
         });
       }
-      const key = made.value;
-      const notice = html`<div class="card notice" role="status" id="new-key">
-<h2>Your new key</h2>
-<p>Copy it now: it will not be shown again.</p>
-<p><code id="new-key-value">${key.key}</code></p>
-</div>`;
-      return connectPage(request, reply, session, { notice });
+      // To the page (303), where the key waits, server-side, to be shown once: a reload makes no other.
+      await kit.shownOnce.keep(session, { kind: 'api_key', name, key: made.value.key });
+      return reply.redirect('/connect#new-key', 303);
     },
   );
 
@@ -292,7 +313,13 @@ ${webhooksSection(endpoints.data, csrf, opts.webhookForm)}`;
             description: form.description === '' ? null : form.description,
           }),
         );
-        return connectPage(request, reply, session, { notice: newEndpointNotice(endpoint) });
+        // As a new key: to the page, where the signing secret is shown once.
+        await kit.shownOnce.keep(session, {
+          kind: 'webhook_secret',
+          url: endpoint.url,
+          secret: endpoint.secret,
+        });
+        return reply.redirect('/connect#new-webhook', 303);
       } catch (error) {
         const refused = formErrorOf(error);
         if (!refused) throw error;

@@ -90,12 +90,27 @@ function toggleForm(e: WebhookEndpointOut, csrf: Html, back: 'list' | 'endpoint'
   return html`<form method="post" action="/connect/webhooks/${e.id}/${action}">${csrf}<input type="hidden" name="back" value="${back}"><button type="submit"${e.enabled ? '' : raw(' class="primary"')} aria-label="${label} ${e.url}">${label}</button></form>`;
 }
 
+/** Where the Copy buttons' script is served (scripts.ts): the service's own, on the pages that show a secret. */
+export const COPY_SCRIPT_PATH = '/web/copy.js';
+
+/**
+ * A secret shown once: a read-only field, to select and copy by hand, and a Copy button, hidden until
+ * the service's script (COPY_SCRIPT_PATH) shows it and makes it work; it says in words what it did.
+ */
+export function secretField(id: string, label: string, value: string): Html {
+  return html`<label for="${id}">${label}</label>
+<div class="copy-field"><input type="text" id="${id}" value="${value}" readonly spellcheck="false" autocomplete="off" autocapitalize="off">
+<button type="button" data-copy="${id}" data-copy-status="${id}-status" hidden>Copy</button></div>
+<p class="muted copy-status" id="${id}-status" aria-live="polite"></p>`;
+}
+
 /** The card with the new endpoint's secret, shown once after it is added. */
-export function newEndpointNotice(endpoint: NewWebhookEndpointOut): Html {
+export function newEndpointNotice(endpoint: Pick<NewWebhookEndpointOut, 'url' | 'secret'>): Html {
   return html`<div class="card notice" role="status" id="new-webhook">
 <h2>Your new webhook endpoint</h2>
 <p>Deliveries to <code>${endpoint.url}</code> are signed with this secret. Copy it now: it will not be shown again.</p>
-<p><code id="new-webhook-secret">${endpoint.secret}</code></p>
+${secretField('new-webhook-secret', 'Signing secret', endpoint.secret)}
+<script src="${COPY_SCRIPT_PATH}" defer></script>
 </div>`;
 }
 

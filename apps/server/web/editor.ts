@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { BODY_MAX_BYTES, BODY_MAX_MIB, REASON_MAX, TITLE_MAX } from '../../../domain/article/events.ts';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
+import type { ProtectedChange } from '../../../domain/html/protected.ts';
 import { restoreProtectedBlocks } from '../../../domain/html/protected-repair.ts';
 import type { SanitizeReason } from '../../../domain/html/sanitized-item.ts';
 import { diffChanges } from '../../../domain/html/word-diff.ts';
@@ -9,10 +10,11 @@ import type { ArticleWrite } from '../../application/article-write.ts';
 import type { ArticleOut, EditPreview } from '../../application/articles.ts';
 import { unwrap } from '../../application/call.ts';
 import { revisionOf } from '../../application/contract.ts';
-import type { RevisionContentOut } from '../../application/revisions.ts';
+import type { RevisionContentOut, RevisionOut } from '../../application/revisions.ts';
 import { answerErrorsWith, statusOf } from '../http/errors.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { settled } from '../http/outcome.ts';
+import { actorLabel, originLabel } from './articles.ts';
 import { recordChanges, webCall } from './call.ts';
 import { installFormParser, installPageHeaders, SCRIPT_PAGE_CSP } from './kit.ts';
 import type { PagesDeps } from './pages.ts';
@@ -32,7 +34,8 @@ import { DIFF_LEGEND, renderBodyDiff, shownDiff } from './word-diff.ts';
  *   again with the person's text, the status the API answers and what went wrong; a stale save also
  *   shows what changed since the revision the person started from, and offers to save on top of the
  *   current one; a save refused for its protected links offers to put them back (`action=repair`:
- *   `restoreProtectedBlocks`, the form again with the repaired body, nothing saved).
+ *   `restoreProtectedBlocks`, the form again with the repaired body, nothing saved; in the activity
+ *   log as `articles.put_back_protected_links`, with the article's site and no revision).
  * - checked (`Check changes`, the form sent to `/articles/{id}/preview`, JavaScript or not): the form
  *   again with the person's text and, above it, what saving it would do, from `articles.preview` (the
  *   decider's own verdict): what the sanitiser would remove, protected links it would be refused for,
@@ -40,6 +43,16 @@ import { DIFF_LEGEND, renderBodyDiff, shownDiff } from './word-diff.ts';
  *   refused as Save is (a stale revision shows what changed since).
  * Enter in a field does not send the form: its first submit button, the one implicit submission
  * clicks, is disabled (and hidden); the form is sent by its Save button (or Ctrl/Cmd+S, with JavaScript).
+ * With JavaScript the script sends Save and "Put the protected links back" with fetch and the field
+ * `in_place=1` (apps/web-client/save-in-place.ts): the same route, the same checks (sender before the
+ * body, then CSRF), the same outcomes, but a save is answered with this page again (its notice
+ * "Saved as revision N", the removed items when any) instead of the redirect, and the script takes
+ * the parts it needs from the answer (`#editor-messages`, the form's fields, the protected links,
+ * the revisions): one rendering of every outcome.
+ * `?since=N` (a revision before the current one) adds what changed since revision N above the form:
+ * the stale save's view, which the script shows beside a draft kept in the browser since revision N.
+ * Below the form, the article's latest revisions (`#revisions`, a <details>; a drawer with JavaScript),
+ * each linking to its page, to the compare page against the current one and to Restore's confirmation.
  */
 
 /**
@@ -135,6 +148,72 @@ function when(iso: string): string {
 
 const articlePath = (id: string): string => `/articles/${encodeURIComponent(id)}`;
 
+/** What a refused edit did to a protected link: in the message, and beside the link in the list. */
+const CHANGE_WORDS: Record<ProtectedChange['change'], { message: string; mark: string }> = {
+  removed: { message: 'removed', mark: 'removed from your text' },
+  rewritten: { message: 'changed', mark: 'changed in your text' },
+  forged: { message: 'added (only the service adds them)', mark: 'added again in your text' },
+};
+
+/** The protected links a refused edit touched, by id, with what it did to each (the first thing said of it). */
+type Refused = ReadonlyMap<string, ProtectedChange['change']>;
+
+function refusedOf(changes: readonly ProtectedChange[]): Refused {
+  const refused = new Map<string, ProtectedChange['change']>();
+  for (const { id, change } of changes) if (!refused.has(id)) refused.set(id, change);
+  return refused;
+}
+
+/** Beside a link in the list: what the refused edit did to it, in the message's words. */
+function refusedMark(change: ProtectedChange['change'] | undefined): Html | string {
+  return change ? html`<strong class="refused-mark">${CHANGE_WORDS[change].mark}</strong>` : '';
+}
+
+/** The activity log's operation for the editor's "Put the protected links back" (`action=repair`): nothing saved. */
+export const PUT_BACK_OPERATION = 'articles.put_back_protected_links';
+
+/** Revisions listed in the editor's revisions panel; the article page's history has them all. */
+const PANEL_REVISIONS = 50;
+
+/** True when the editor's script sent the form (`in_place=1`): a save is answered with the editor again. */
+function inPlace(request: FastifyRequest): boolean {
+  return (request.body as Record<string, unknown> | undefined)?.in_place === '1';
+}
+
+/**
+ * The editor's revisions panel: the latest revisions, newest first, each with its origin, actor and
+ * time, linking to its page, to the compare page against the current one and, but the current, to
+ * Restore's confirmation page. A <details> without JavaScript; the script opens it as a drawer.
+ */
+export function revisionsPanel(
+  id: string,
+  revisions: readonly RevisionOut[],
+  current: number,
+  total: number,
+): Html {
+  const path = articlePath(id);
+  return html`<details class="revisions-panel" id="revisions">
+<summary>Revisions <span class="muted">(${total})</span></summary>
+<div id="revisions-list">
+<p class="muted">Newest first. Opening, comparing or restoring one leaves this editor: save your text first.</p>
+<ol class="revision-list">
+${revisions.map(
+  (r) => html`<li id="panel-revision-${r.revision}">
+<p class="revision-line"><a href="${path}/revisions/${r.revision}">Revision ${r.revision}</a>${r.revision === current ? html` <span class="tag">current</span>` : ''} <span class="muted"><time datetime="${r.created_at}">${when(r.created_at)}</time></span></p>
+<p class="muted">${originLabel(r.origin)} · ${actorLabel(r.actor)}${r.restored_from ? html` · restores revision ${r.restored_from}` : ''}${r.reason ? html` · “${r.reason}”` : ''}</p>
+${
+  r.revision === current
+    ? ''
+    : html`<p class="revision-actions"><a href="${path}/revisions/compare?from=${r.revision}&amp;to=${current}">Compare with current<span class="visually-hidden"> (revision ${r.revision})</span></a> <a href="${path}/revisions/${r.revision}/restore">Restore<span class="visually-hidden"> revision ${r.revision}</span>…</a></p>`
+}
+</li>`,
+)}
+</ol>
+${total > revisions.length ? html`<p><a href="${path}#history">All ${total} revisions, on the article page</a></p>` : ''}
+</div>
+</details>`;
+}
+
 export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, application, diff }) => {
   installPageHeaders(app);
   recordChanges(app, kit, application.activity);
@@ -186,7 +265,9 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
       stale?: Html;
       /** What saving the draft would do (Check changes), above the form. */
       check?: Html;
-      refused?: Set<string>;
+      refused?: Refused;
+      /** What the answer is (the script reads it): saved, unchanged, repaired, refused, stale, checked, since. */
+      outcome?: string;
     } = {},
   ): Promise<FastifyReply> {
     const draft: Draft = opts.draft ?? {
@@ -197,14 +278,20 @@ export const editorRoutes: FastifyPluginAsync<PagesDeps> = async (app, { kit, ap
     };
     const path = articlePath(article.id);
     const links = article.protected_links;
-    const body = html`${await articleCrumbs(application, webCall(request, session), article, [['Edit', null]])}<div class="editor">
+    const call = webCall(request, session);
+    const history = unwrap(
+      await application.revisions.list(call, article.id, { page: 1, per_page: PANEL_REVISIONS }),
+    );
+    const body = html`${await articleCrumbs(application, call, article, [['Edit', null]])}<div class="editor">
 <div class="card editor-main">
 <h1>Edit “${article.title}”</h1>
-<p class="muted">Revision ${article.revision} · <a href="${path}">Back to the article</a></p>
+<p class="muted" id="editor-revision">Revision ${article.revision} · <a href="${path}">Back to the article</a></p>
+<div id="editor-messages" data-outcome="${opts.outcome ?? ''}">
 ${opts.notice ?? ''}
 ${opts.error ?? ''}
 ${opts.stale ?? ''}
 ${opts.check ?? ''}
+</div>
 <form method="post" action="${path}/edit" class="editor-form" id="editor-form">
 ${kit.csrfField(request, reply, session)}
 <button type="submit" disabled hidden aria-hidden="true" tabindex="-1">Save</button>
@@ -218,7 +305,7 @@ ${
 <label for="title">Title</label>
 <input type="text" id="title" name="title" maxlength="${TITLE_MAX}" required value="${draft.title}">
 <label for="body">Body (HTML)</label>
-<p class="muted" id="body-help">The article's HTML. When you save, anything not allowed in an article (scripts, event handlers, unsafe links) is removed and listed. The <a href="#protected-heading">protected links</a> must stay as they are.</p>
+<p class="muted" id="body-help">The article's HTML. When you save, anything not allowed in an article (scripts, event handlers, unsafe links) is removed and listed. The <a href="#protected-heading">protected links</a>, listed beside it, must stay as they are: you may move one, but not remove it or change its words or address.</p>
 <textarea id="body" name="body" rows="22" aria-describedby="body-help" data-rich-editor>
 ${draft.body}</textarea>
 ${
@@ -232,20 +319,21 @@ ${
 <div class="actions"><button class="primary" type="submit">${opts.stale ? `Save on top of revision ${draft.expectedRevision}` : 'Save'}</button><button type="submit" name="intent" value="check" formaction="${path}/preview" aria-describedby="check-help">Check changes</button><a class="cancel" href="${path}">Cancel</a></div>
 <p class="muted" id="check-help">Check changes shows what saving would do (what would be removed, protected links, the changed words) without saving.</p>
 </form>
+${revisionsPanel(article.id, history.data, article.revision, history.meta.total)}
 </div>
 <aside class="card protected-links" aria-labelledby="protected-heading">
 <h2 id="protected-heading">Protected links</h2>
 ${
   links.length === 0
     ? html`<p class="muted">This article has no protected links.</p>`
-    : html`<p>These links must stay as they are: you may move them within the body, but not remove or change them (each is an element with <code>data-service-protected</code> in the HTML).</p>
+    : html`<p>The backlinks’ anchors and internal links the service placed in this article: they must stay as they are. You may move one within the text, but not remove it or change its words or address.</p>
 <ul id="protected-links">
 ${links.map(
   (
     link,
   ) => html`<li${opts.refused?.has(link.id) ? html` class="refused"` : ''}><span class="link-text">${link.text}</span>
 <span class="muted">${link.kind === 'backlink' ? 'backlink' : 'internal link'} · <code>${link.id}</code></span>
-<code class="link-href">${link.href}</code>${opts.refused?.has(link.id) ? html`<strong class="refused-mark">changed in your text</strong>` : ''}</li>`,
+<code class="link-href">${link.href}</code>${refusedMark(opts.refused?.get(link.id))}</li>`,
 )}
 </ul>`
 }
@@ -265,12 +353,12 @@ ${links.map(
   }
 
   /** The protected blocks a refused edit removed or rewrote, named with their text. */
-  function protectedError(error: DomainError, article: ArticleOut): { error: Html; refused: Set<string> } {
+  function protectedError(error: DomainError, article: ArticleOut): { error: Html; refused: Refused } {
     const changes = (error.errors ?? []).flatMap((e) =>
       'change' in e && 'id' in e ? [{ id: e.id, change: e.change }] : [],
     );
     return {
-      refused: new Set(changes.map((c) => c.id)),
+      refused: refusedOf(changes),
       error: html`<div class="error" role="alert" id="editor-error">
 <p><strong>Not saved: protected links must stay as they are.</strong> Put these back exactly as they were (you may move them), or use “Put the protected links back” below; your text is kept below.</p>
 ${protectedChanges(changes, article)}</div>`,
@@ -278,7 +366,7 @@ ${protectedChanges(changes, article)}</div>`,
   }
 
   /** What a check of the draft found (`articles.preview`): the verdict in words, what would be removed, the diff. */
-  function checkView(article: ArticleOut, checked: EditPreview): { check: Html; refused: Set<string> } {
+  function checkView(article: ArticleOut, checked: EditPreview): { check: Html; refused: Refused } {
     const { preview, diff: whole } = checked;
     // The preview's diff is whole (as the API gives it); the page shortens its unchanged stretches.
     const bodyDiff = whole === null || whole === 'busy' ? whole : shownDiff(diffChanges(whole), whole.byLine);
@@ -290,7 +378,7 @@ ${protectedChanges(changes, article)}</div>`,
         : html`<strong>Saving this would change nothing:</strong> the title and body are those of revision ${preview.base_revision}.`;
     const path = articlePath(article.id);
     return {
-      refused: new Set(errors.map((e) => e.id)),
+      refused: refusedOf(errors),
       check: html`<section class="edit-check" id="check" aria-labelledby="check-heading">
 <h2 id="check-heading">Check of your changes</h2>
 <p role="status" id="check-verdict">${verdict}</p>
@@ -324,10 +412,9 @@ ${renderBodyDiff(bodyDiff, {
     article: ArticleOut,
   ): Html {
     const byId = new Map(article.protected_links.map((l) => [l.id, l]));
-    const words = { removed: 'removed', rewritten: 'changed', forged: 'added (only the service adds them)' };
     return html`<ul>${changes.map((c) => {
       const link = byId.get(c.id);
-      return html`<li>${link ? html`“${link.text}” ` : ''}<code>${c.id}</code>: ${words[c.change]}${link ? html` (<code>${link.href}</code>)` : ''}</li>`;
+      return html`<li>${link ? html`“${link.text}” ` : ''}<code>${c.id}</code>: ${CHANGE_WORDS[c.change].message}${link ? html` (<code>${link.href}</code>)` : ''}</li>`;
     })}</ul>`;
   }
 
@@ -400,6 +487,7 @@ ${renderBodyDiff(changes, {
       const stale = await staleView(request, session, latest, draft.expectedRevision);
       return editorPage(request, reply, session, latest, {
         status,
+        outcome: 'stale',
         draft: { ...draft, expectedRevision: latest.revision },
         stale,
         error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> the article changed since you opened it. Nothing was overwritten.</p>`,
@@ -407,10 +495,11 @@ ${renderBodyDiff(changes, {
     }
     if (error.code === 'protected_links_modified') {
       const named = protectedError(error, latest);
-      return editorPage(request, reply, session, latest, { status, draft, ...named });
+      return editorPage(request, reply, session, latest, { status, outcome: 'refused', draft, ...named });
     }
     return editorPage(request, reply, session, latest, {
       status,
+      outcome: 'refused',
       draft,
       error: html`<p class="error" role="alert" id="editor-error"><strong>Not saved:</strong> ${error.message}.</p>`,
     });
@@ -424,7 +513,13 @@ ${renderBodyDiff(changes, {
       if (!session) return reply;
       const article = await load(request, reply, session, request.params.id);
       if (!article) return reply;
-      return editorPage(request, reply, session, article);
+      // What changed since an earlier revision (a draft's): ignored when it is not one.
+      const since = revisionOf((request.query as { since?: unknown } | undefined)?.since);
+      if (since === null || since >= article.revision) return editorPage(request, reply, session, article);
+      return editorPage(request, reply, session, article, {
+        outcome: 'since',
+        stale: await staleView(request, session, article, since),
+      });
     },
   );
 
@@ -463,7 +558,11 @@ ${renderBodyDiff(changes, {
   formRoute('edit', 'update_article', async (request, reply, session, article, draft) => {
     const id = article.id;
     if ((request.body as Record<string, unknown> | undefined)?.action === 'repair') {
+      // Not an edit: nothing is saved. In the activity log as what it was, on the article's site.
+      request.activityOperation = PUT_BACK_OPERATION;
+      request.activity = { siteId: article.site_id, articleId: article.id, revision: null };
       return editorPage(request, reply, session, article, {
+        outcome: 'repaired',
         draft: { ...draft, body: restoreProtectedBlocks(article.body, draft.body) },
         notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>The protected links are back as they were</strong> (one you had removed is back where the words around it still are, or else at the end of the body: check where it stands). The rest of your text is kept. Nothing is saved yet: check the text, then save.</p></div>`,
       });
@@ -487,7 +586,19 @@ ${renderBodyDiff(changes, {
     const { change } = saved;
     if (!change.changed) {
       return editorPage(request, reply, session, change, {
+        outcome: 'unchanged',
         notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>Nothing changed:</strong> the title and body are the same as revision ${change.revision}, so no new revision was made.</p>${removedList(change.sanitized)}</div>`,
+      });
+    }
+    if (inPlace(request)) {
+      // The script's save: the editor again, on the new revision, saying so.
+      return editorPage(request, reply, session, change, {
+        outcome: 'saved',
+        notice: html`<div class="notice-box" role="status" id="editor-notice"><p><strong>Saved as revision ${change.revision}.</strong>${
+          change.sanitized.length > 0
+            ? ' Some of what you sent was removed; the text below is what was saved.'
+            : ''
+        }</p>${removedList(change.sanitized)}</div>`,
       });
     }
     if (change.sanitized.length === 0) {
@@ -525,6 +636,10 @@ ${removedList(change.sanitized)}
     } catch (error) {
       return refusedForm(request, reply, session, id, draft, error);
     }
-    return editorPage(request, reply, session, article, { draft, ...checkView(article, checked) });
+    return editorPage(request, reply, session, article, {
+      outcome: 'checked',
+      draft,
+      ...checkView(article, checked),
+    });
   });
 };

@@ -254,11 +254,14 @@ export const featuredImagePages: FastifyPluginAsync<PagesDeps> = async (app, { k
   ): Promise<FastifyReply> {
     const path = articlePath(article.id);
     const { refusal, sent } = opts;
+    // An article without a featured image gets one added: the page says so, not "replace".
+    const adding = !article.featured_image;
+    const verb = adding ? 'add' : 'replace';
     // The alt text and address typed into the form that was sent are kept; the other starts empty.
     const kept = (kind: Kind, value: 'alt' | 'url'): string => (sent?.kind === kind ? sent[value] : '');
     const error = (kind: Kind | null): Html | string =>
       refusal && refusal.kind === kind
-        ? html`<div class="error" role="alert" id="refusal${kind ? `-${kind}` : ''}"><p>${kind ? html`<strong>Not replaced.</strong> ` : ''}${refusal.message}</p></div>`
+        ? html`<div class="error" role="alert" id="refusal${kind ? `-${kind}` : ''}"><p>${kind ? html`<strong>${adding ? 'Not added.' : 'Not replaced.'}</strong> ` : ''}${refusal.message}</p></div>`
         : '';
     const invalid = (kind: Kind, field: Refusal['field']): Html | string =>
       refusal?.kind === kind && refusal.field === field
@@ -272,14 +275,18 @@ export const featuredImagePages: FastifyPluginAsync<PagesDeps> = async (app, { k
       invalid(kind, 'alt') || raw(` aria-describedby="${kind}-alt-help"`)
     }>`;
     const trail = await articleCrumbs(application, webCall(request, session), article, [
-      ['Featured image', null],
+      [adding ? 'Add a featured image' : 'Featured image', null],
     ]);
     const body = html`${trail}<div class="article-view featured-image-page">
 <div class="card">
-<h1>Replace the featured image</h1>
+<h1>${adding ? 'Add a featured image' : 'Replace the featured image'}</h1>
 ${opts.notice ?? ''}
 ${error(null)}
-<p>The new image makes revision ${article.revision + 1}; revision ${article.revision} and every earlier one keep the image they had, and restoring one brings it back.</p>
+${
+  adding
+    ? html`<p>The image makes revision ${article.revision + 1}; revision ${article.revision} and every earlier one stay without one, and restoring one of them takes it away again.</p>`
+    : html`<p>The new image makes revision ${article.revision + 1}; revision ${article.revision} and every earlier one keep the image they had, and restoring one brings it back.</p>`
+}
 <h2 id="current">Now</h2>
 ${featuredImage(article.featured_image)}
 </div>
@@ -294,7 +301,7 @@ ${common}
       invalid('upload', 'image') || raw(' aria-describedby="upload-image-help"')
     }>
 ${altField('upload')}
-<div class="actions"><button class="primary" type="submit">Upload and replace</button></div>
+<div class="actions"><button class="primary" type="submit">Upload and ${verb}</button></div>
 </form>
 </section>
 <section class="card" aria-labelledby="url-heading">
@@ -308,14 +315,14 @@ ${common}
       invalid('url', 'url') || raw(' aria-describedby="url-url-help"')
     }>
 ${altField('url')}
-<div class="actions"><button class="primary" type="submit">Fetch and replace</button></div>
+<div class="actions"><button class="primary" type="submit">Fetch and ${verb}</button></div>
 </form>
 </section>
 <p><a href="${path}">Back to the article</a></p>
 </div>`;
     return kit.send(reply, {
       status: opts.status ?? 200,
-      title: `Featured image · ${article.title}`,
+      title: `${adding ? 'Add a featured image' : 'Featured image'} · ${article.title}`,
       body,
       session,
       request,

@@ -67,6 +67,11 @@ button.link { border: 0; background: none; color: var(--accent); padding: 0; tex
 .error { color: var(--danger); border: 1px solid currentColor; border-radius: .35rem; padding: .5rem .75rem; }
 .notice { color: var(--ok); }
 p.notice { border: 1px solid currentColor; border-radius: .35rem; padding: .5rem .75rem; }
+/* A secret shown once (connect-webhooks.ts secretField): the read-only field and its Copy button. */
+.copy-field { display: flex; gap: .5rem; align-items: stretch; }
+.copy-field input[type=text] { flex: 1 1 auto; min-width: 0; color: var(--fg); font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.copy-field button[hidden] { display: none; }
+.notice label, .notice .copy-status { color: var(--fg); }
 .muted { color: var(--muted); font-size: .92rem; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 1rem 0; }
 dt { color: var(--muted); }
@@ -158,7 +163,7 @@ h2.as-of-title { margin-top: 1rem; }
 @media (max-width: 760px) { .editor { grid-template-columns: minmax(0, 1fr); } }
 .editor textarea { width: 100%; min-height: 24rem; padding: .55rem .6rem; font: .9rem/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; resize: vertical; }
 .editor p#body-help { margin: 0 0 .4rem; }
-.editor .actions { align-items: center; }
+.editor .actions { align-items: center; flex-wrap: wrap; }
 .protected-links ul { list-style: none; padding: 0; margin: 0; }
 .protected-links li { border-top: 1px solid var(--line); padding: .6rem 0; display: grid; gap: .15rem; }
 .protected-links li.refused { border-left: 3px solid var(--danger); padding-left: .6rem; }
@@ -167,7 +172,7 @@ h2.as-of-title { margin-top: 1rem; }
 .protected-links h2, .stale h2, .saved h2, .edit-check h2 { font-size: 1.15rem; margin: 0 0 .75rem; }
 .stale, .edit-check { border: 1px solid var(--line); border-radius: .35rem; padding: .75rem 1rem; margin: 1rem 0; }
 .stale h3, .edit-check h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
-.edit-check .diff { max-height: none; }
+.edit-check .diff, .stale .diff { max-height: none; }
 .error ul { margin: .25rem 0 0; padding-left: 1.2rem; }
 .error p { margin: 0; }
 .notice-box { color: var(--ok); border: 1px solid currentColor; border-radius: .35rem; padding: .5rem .75rem; margin-bottom: 1rem; }
@@ -314,14 +319,106 @@ nav.pager span { color: var(--muted); }
 .rich-toolbar button:focus-visible { outline: 2px solid var(--accent); outline-offset: 1px; }
 #tool-bold { font-weight: 700; }
 #tool-italic { font-style: italic; }
-.rich-editor-status { margin: .35rem 0 0; padding-left: .5rem; border-left: 3px solid var(--danger); }
-.rich-editor-status:empty { border: 0; padding: 0; }
+/* What the rich editor says (a refusal, what a deletion kept): pinned to the bottom of the window while the editor is in view, so it is seen wherever the caret is. */
+.rich-editor-status { position: sticky; bottom: .5rem; z-index: 3; margin: .35rem 0 0; padding: .5rem .75rem; background: var(--card); border: 1px solid var(--danger); border-left-width: 4px; border-radius: .35rem; box-shadow: 0 .25rem .75rem rgb(0 0 0 / .2); }
+.rich-editor-status:empty { border: 0; padding: 0; box-shadow: none; }
 .link-dialog { max-width: min(30rem, calc(100vw - 2rem)); border: 1px solid var(--line); border-radius: .5rem; background: var(--card); color: var(--fg); padding: 1.25rem; }
 .link-dialog h2 { margin-top: 0; }
 .link-dialog input[type=url] { width: 100%; padding: .55rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
 .link-dialog::backdrop { background: rgb(0 0 0 / .4); }
 .editor-form .repair { margin: .75rem 0 1rem; }
 .editor-form .repair p { margin: .35rem 0 0; }
+/* The editor's revisions panel (a <details>; a drawer with the script), draft offer and save status. */
+.revisions-panel { margin-top: 1.5rem; border-top: 1px solid var(--line); padding-top: .75rem; }
+.revisions-panel summary { cursor: pointer; font-weight: 600; }
+.revision-list { list-style: none; margin: .5rem 0 0; padding: 0; }
+.revision-list li { border-top: 1px solid var(--line); padding: .5rem 0; }
+.revision-list p { margin: .1rem 0; overflow-wrap: anywhere; }
+.revision-list .tag { font-size: .8rem; font-weight: 600; padding: 0 .45rem; border: 1px solid var(--line); border-radius: 1rem; }
+.revision-actions { display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+#revisions-list a, .draft-banner a, .save-status a { color: var(--accent); }
+dialog.drawer { position: fixed; inset: 0 0 0 auto; margin: 0; width: min(28rem, 100vw); height: 100%; max-height: none; max-width: 100vw; border: 0; border-left: 1px solid var(--line); background: var(--card); color: var(--fg); padding: 1rem 1.25rem; overflow-y: auto; }
+dialog.drawer::backdrop { background: rgb(0 0 0 / .35); }
+.drawer-head { display: flex; justify-content: space-between; align-items: center; gap: 1rem; }
+.drawer-head h2 { margin: 0; }
+@media (max-width: 30rem) { dialog.drawer { width: 100vw; border-left: 0; } }
+.draft-banner { border: 2px solid var(--accent); border-radius: .35rem; padding: .75rem 1rem; margin: 0 0 1rem; }
+.draft-banner h2 { font-size: 1.1rem; margin: 0 0 .35rem; }
+.draft-banner p { margin: .25rem 0; }
+.draft-banner .actions { margin-top: .75rem; flex-wrap: wrap; }
+.save-status { position: sticky; bottom: .5rem; z-index: 2; margin: .75rem 0 0; padding: .5rem .75rem; border: 1px solid currentColor; border-radius: .35rem; background: var(--card); color: var(--ok); }
+.save-status.failed { color: var(--danger); }
+.save-status:empty { display: none; }
+/* One pinned line at a time: while the rich editor says something, the save's line stays in its place under the buttons. */
+.editor-form:has(.rich-editor-status:not(:empty)) .save-status { position: static; }
+/* The API reference (/docs, api-reference.ts): its operations beside a sticky navigation with the filter; schemas as nested lists; tables stacked on a phone. */
+.api-reference a { color: var(--accent); }
+.api-reference code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.api-layout { display: grid; grid-template-columns: 17rem minmax(0, 1fr); gap: 1.25rem; align-items: start; }
+.api-nav { position: sticky; top: 1rem; max-height: calc(100vh - 2rem); overflow-y: auto; padding: 1rem; }
+.api-nav h2 { font-size: 1.05rem; margin: 0 0 .5rem; }
+.api-nav h3.api-nav-tag { font-size: .95rem; margin: 1rem 0 .25rem; }
+.api-nav-ops { list-style: none; margin: 0; padding: 0; font-size: .9rem; }
+.api-nav-ops li { padding: .25rem 0; }
+.api-nav-ops a { display: flex; gap: .4rem; align-items: baseline; }
+.api-nav-ops .api-path { font: .82rem/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: break-word; min-width: 0; }
+.api-nav-ops .nav-summary { display: block; color: var(--muted); font-size: .82rem; }
+.api-filter label { margin: 0 0 .25rem; }
+.api-filter-row { display: flex; gap: .4rem; }
+.api-filter input { flex: 1 1 6rem; min-width: 0; min-height: 2.5rem; padding: .4rem .6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .35rem; }
+.api-filter button { min-height: 2.5rem; padding: .4rem .8rem; }
+#api-filter-count { font-size: .92rem; margin: .5rem 0 0; }
+.api-ops, .api-tag { display: grid; gap: 1rem; min-width: 0; }
+.api-tag > h2 { margin: .75rem 0 0; }
+.api-tag > p { margin: 0; }
+.api-intro h3 { font-size: 1rem; margin: 1.25rem 0 .35rem; }
+.api-intro dl.api-headers { grid-template-columns: minmax(0, max-content) minmax(0, 1fr); }
+.api-op, .api-intro h3, .api-tag, .api-headers dt, .api-errors tr { scroll-margin-top: 1rem; }
+.api-op h3 { font-size: 1.1rem; margin: 0 0 .5rem; display: flex; flex-wrap: wrap; gap: .25rem .6rem; align-items: baseline; }
+.api-op h4 { font-size: 1rem; margin: 1.25rem 0 .4rem; }
+.api-op .op-summary { font-weight: 600; margin: 0 0 .5rem; }
+.api-op .op-description p { margin: 0 0 .5rem; }
+.api-path { overflow-wrap: break-word; min-width: 0; }
+.method { display: inline-block; min-width: 3.7rem; text-align: center; font: 700 .78rem/1.6 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; border: 1px solid currentColor; border-radius: .3rem; padding: 0 .3rem; flex: none; }
+.method-get { color: var(--ok); }
+.method-post { color: var(--accent); }
+.method-put, .method-patch { color: var(--chart-2); }
+.method-delete { color: var(--danger); }
+.schema-block { margin: .25rem 0 .5rem; }
+ul.schema { list-style: none; margin: .35rem 0 0; padding: 0 0 0 .9rem; border-left: 2px solid var(--line); }
+ul.schema > li { padding: .3rem 0; }
+ol.schema-choices { margin: .35rem 0 0; padding-left: 1.4rem; }
+ol.schema-choices > li { padding: .2rem 0; }
+.schema-line { overflow-wrap: anywhere; }
+.schema-prop { font-weight: 600; }
+.schema-type { color: var(--muted); }
+.schema-name { font-weight: 600; color: var(--fg); }
+.schema-desc { margin: .1rem 0; overflow-wrap: anywhere; }
+.schema-facts { color: var(--muted); font-size: .88rem; overflow-wrap: anywhere; }
+.api-reference .tag { font-size: .75rem; font-weight: 600; padding: 0 .4rem; border: 1px solid var(--line); border-radius: 1rem; white-space: nowrap; color: var(--fg); }
+.api-table table { width: 100%; border-collapse: collapse; font-size: .92rem; }
+.api-table th, .api-table td { text-align: left; vertical-align: top; padding: .4rem .5rem; border-bottom: 1px solid var(--line); overflow-wrap: break-word; }
+.api-table td:not(:last-child), .api-table th { white-space: nowrap; }
+.api-table th { color: var(--muted); font-weight: 600; }
+ul.responses { list-style: none; margin: 0; padding: 0; }
+ul.responses > li { border-top: 1px solid var(--line); padding: .5rem 0; }
+.media-type, .response-headers, .shared-errors, .op-id { margin: .35rem 0; font-size: .92rem; overflow-wrap: anywhere; }
+@media (max-width: 56rem) { .api-layout { grid-template-columns: minmax(0, 1fr); } .api-nav { position: static; max-height: none; overflow: visible; } }
+@media (max-width: 40rem) {
+  .api-table thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  .api-table table, .api-table tbody, .api-table tr, .api-table td { display: block; }
+  .api-table tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
+  .api-table td, .api-table td:not(:last-child) { position: relative; border: 0; padding: .1rem 0 .1rem 6.5rem; min-height: 1.6rem; white-space: normal; }
+  .api-table td::before { content: attr(data-label); position: absolute; left: 0; width: 6rem; color: var(--muted); }
+  .api-params td[data-label=Name], .api-params td[data-label=In], .api-params td[data-label=Required], .api-params td[data-label=Type] { display: inline; padding: 0; }
+  .api-params td[data-label=Name]::before { content: none; }
+  .api-params td[data-label=In]::before, .api-params td[data-label=Type]::before { content: " · "; position: static; width: auto; }
+  .api-params td[data-label=Required]::before { content: " · required: "; position: static; width: auto; }
+  .api-params td[data-label=Description] { padding: .2rem 0 0; }
+  .api-params td[data-label=Description]::before { content: none; }
+  .api-intro dl.api-headers { grid-template-columns: minmax(0, 1fr); }
+  .api-intro dl.api-headers dd { margin-bottom: .5rem; }
+}
 /* Accessibility (axe-core): text for screen readers only. */
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 /* The skip link: off screen until it has the focus; the main part it leads to shows no focus ring. */

@@ -9,6 +9,7 @@ import { createDevices, type Devices } from './device.ts';
 import { countingFields, FORM_BODY_MAX, parseForm } from './form-body.ts';
 import { page } from './html.ts';
 import { createWebSessions, type StaffSession, type WebSession, type WebSessions } from './sessions.ts';
+import { createShownOnce, type ShownOnceStore } from './shown-once.ts';
 import { createSignInThrottle, type SignInThrottle } from './throttle.ts';
 
 /*
@@ -60,6 +61,8 @@ export type WebKit = {
   throttle: SignInThrottle;
   /** The device cookie of browsers that signed in before (device.ts). */
   devices: Devices;
+  /** A secret waiting with the session for the page after its form's 303 (shown-once.ts). */
+  shownOnce: ShownOnceStore;
   now: () => Date;
   /** `/sign-in?return_to=...` for a local path. */
   signInUrl(returnTo: string): string;
@@ -178,6 +181,7 @@ export function createWebKit(deps: WebDeps): WebKit {
     csrf,
     throttle: createSignInThrottle(deps.db, now),
     devices: createDevices({ secret: deps.secret, secure }),
+    shownOnce: createShownOnce({ db: deps.db, secret: deps.secret, now }),
     now,
     signInUrl(returnTo) {
       const local = safeReturnTo(returnTo);

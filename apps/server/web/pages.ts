@@ -3,6 +3,7 @@ import type { Counter } from '../../../infra/limits.ts';
 import type { Application } from '../../application/index.ts';
 import type { HeavyWork } from '../http/heavy-work.ts';
 import { activityPage } from './activity.ts';
+import { apiReferencePage, type OpenApiDocument } from './api-reference.ts';
 import { articlePages, type DiffBodies } from './articles.ts';
 import { editorRoutes } from './editor.ts';
 import { featuredImagePages } from './featured-image.ts';
@@ -26,6 +27,8 @@ export type PagesDeps = {
   pageLimit: Counter;
   /** Heavy pages per account, the API's quota (page-limit.ts). */
   heavyPageLimit: Counter;
+  /** The OpenAPI document the server serves, for the API reference (`/docs`, api-reference.ts). */
+  apiDocument: () => OpenApiDocument;
 };
 
 /**
@@ -55,4 +58,5 @@ export const webPages: FastifyPluginAsync<PagesDeps> = async (app, deps) => {
   await app.register(reportPages, deps);
   await app.register(activityPage, { kit: deps.kit, application: deps.application });
   await app.register(searchPage, { kit: deps.kit, application: deps.application });
+  await app.register(apiReferencePage, { kit: deps.kit, document: deps.apiDocument });
 };

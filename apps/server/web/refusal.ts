@@ -106,20 +106,68 @@ const PAGE_SECTIONS = new Set([
 ]);
 
 /**
+ * Addresses of the faces for programs (the API, MCP, the authorization server's endpoints and
+ * metadata): what no route takes there is problem+json, whoever asks.
+ */
+function forPrograms(path: string): boolean {
+  return (
+    /^\/(api|mcp)(\/|$)/.test(path) ||
+    path.startsWith('/.well-known/') ||
+    (path.startsWith('/oauth/') && !path.startsWith('/oauth/interaction/'))
+  );
+}
+
+/** The quality (`q`) the Accept header gives the first of `types` it names, or 0. */
+function quality(accept: string, types: readonly string[]): number {
+  let best = 0;
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((p) => p.trim().toLowerCase());
+    if (!types.includes(type)) continue;
+    const q = params.find((p) => p.startsWith('q='));
+    const value = q === undefined ? 1 : Number(q.slice(2));
+    if (Number.isFinite(value)) best = Math.max(best, value);
+  }
+  return best;
+}
+
+/**
+ * Whether the request is a browser's, asking for a page: its Accept names HTML, and prefers it to JSON
+ * (a browser's `text/html,application/xhtml+xml,…`; not a client's `application/json`, nor curl's and
+ * fetch's "anything").
+ */
+export function prefersHtml(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const htmlQ = quality(accept, ['text/html', 'application/xhtml+xml']);
+  return htmlQ > 0 && htmlQ >= quality(accept, ['application/json', 'application/problem+json']);
+}
+
+/** Addresses people type to sign out (`/logout`, `/sign-out`, …): a link cannot sign anyone out. */
+const SIGN_OUT_WORDS = /^\/(log-?out|sign-?out)\/?$/i;
+
+/**
  * The pages' answers to refusals made before any route ran (errors.ts EarlyRefusals): a path under a
  * page's section that is no page (404), that is not valid percent-encoding (400) or has a segment too
  * long (414) is a page in the layout, without navigation (no route ran, so no session was looked at).
+ * So is any other address a browser asks for as a page (`/dashboard`, a typo), but those of the faces
+ * for programs (`/api/v1`, `/mcp`, OAuth): it gets the 404 page with a way on, where a program gets
+ * problem+json.
  */
 export const PAGE_REFUSALS: EarlyRefusals = {
-  owns(url) {
-    const path = url.split('?')[0] ?? url;
-    return PAGE_SECTIONS.has(path.split('/')[1] ?? '') || path.startsWith('/oauth/interaction/');
+  owns(request) {
+    const path = request.url.split('?')[0] ?? request.url;
+    if (PAGE_SECTIONS.has(path.split('/')[1] ?? '') || path.startsWith('/oauth/interaction/')) return true;
+    return !forPrograms(path) && prefersHtml(request.headers.accept);
   },
   send(reply, { status, detail }) {
     const title = status === 404 ? 'Not found' : 'That address does not work';
+    const path = reply.request.url.split('?')[0] ?? '';
     // No session was looked at: the support area's addresses lead back to it, the others to the sites.
-    const staff = (reply.request.url.split('?')[0] ?? '').startsWith('/staff');
+    const staff = path.startsWith('/staff');
     markRefusal(reply.request, status === 404 ? 'not_found' : 'invalid_request');
+    const said =
+      status === 404 && SIGN_OUT_WORDS.test(path)
+        ? html`<p role="alert">There is no page at this address. To sign out, use <strong>Sign out</strong> at the top of any page of the service.</p>`
+        : html`<p role="alert">${detail}. Check the link, or start again from ${staff ? 'the support search' : 'your sites'}.</p>`;
     return reply
       .status(status)
       .headers(PAGE_HEADERS)
@@ -128,8 +176,8 @@ export const PAGE_REFUSALS: EarlyRefusals = {
       .send(
         page({
           title,
-          body: html`<div class="card"><h1>${title}</h1><p role="alert">${detail}. Check the link, or start again from ${staff ? 'the support search' : 'your sites'}.</p>
-${wayBack(staff)}</div>`,
+          body: html`<div class="card" id="not-a-page"><h1>${title}</h1>${said}
+${wayBack(staff)}${staff ? '' : html`<p class="muted">Not signed in? <a href="/sign-in">Sign in</a>.</p>`}</div>`,
         }),
       );
   },

@@ -50,7 +50,7 @@ export type WebSessions = {
 };
 
 /** What the database keeps of a session's cookie value (`web_sessions.id_hash`). */
-function hashSession(value: string): string {
+export function hashSession(value: string): string {
   return createHash('sha256').update(value).digest('base64url');
 }
 

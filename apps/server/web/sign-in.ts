@@ -57,6 +57,9 @@ const SIGN_OUT = {
   config: { form: { from: 'session' } },
 } as const;
 
+/** Other names of `/sign-in` that people type. */
+const SIGN_IN_ALIASES = ['/login', '/log-in', '/signin'] as const;
+
 export const webRoutes: FastifyPluginAsync<{ kit: WebKit }> = async (plain, { kit }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   installFormParser(app, kit);
@@ -108,6 +111,15 @@ ${opts.returnTo ? html`<input type="hidden" name="return_to" value="${opts.retur
       : '';
     return signInPage(request, reply, { returnTo, note });
   });
+
+  // Where people look for the sign-in page out of habit: sent on to it (303), with the query (a
+  // `return_to`) as it came. (`/logout` and the like are the 404 page, which says where Sign out is.)
+  for (const alias of SIGN_IN_ALIASES) {
+    app.get(alias, { schema: { hide: true } }, async (request, reply) => {
+      const query = request.url.indexOf('?');
+      return reply.redirect(`/sign-in${query < 0 ? '' : request.url.slice(query)}`, 303);
+    });
+  }
 
   app.post('/sign-in', SIGN_IN, async (request, reply) => {
     const returnTo = safeReturnTo(request.body.return_to);

@@ -8,6 +8,7 @@ import { PAGE_MAX, PER_PAGE_DEFAULT } from '../../../domain/vocabulary.ts';
 import { type Outcome, type RequestIds, unwrap } from '../../application/call.ts';
 import { cleanText, revisionNumber } from '../../application/contract.ts';
 import type {
+  AccountName,
   StaffAuditEntry,
   StaffMember,
   StaffTimeline,
@@ -61,6 +62,17 @@ const SearchQuery = z.object({ q: cleanText(z.string().max(STAFF_QUERY_MAX), { l
 const AuditQuery = TimelineFilters.pick({ page: true, format: true });
 
 const staffArticlePath = (id: string): string => `/staff/articles/${encodeURIComponent(id)}`;
+
+/**
+ * An account as the staff pages name it: its name (linking to its staff page), then its email and id
+ * in muted text; an account gone since (no name) by its id alone.
+ */
+function accountRef(account: AccountName): Html {
+  const href = `/staff/accounts/${encodeURIComponent(account.id)}`;
+  return account.name === ''
+    ? html`<a href="${href}"><code>${account.id}</code></a>`
+    : html`<a href="${href}">${account.name}</a> <span class="muted">(${account.email}, <code>${account.id}</code>)</span>`;
+}
 
 export const staffPages: FastifyPluginAsync<PagesDeps> = async (plain, { kit, application, diff, heavy }) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
@@ -144,7 +156,7 @@ ${
   data.length === 0
     ? html`<p>Nothing yet.</p>`
     : html`<table class="timeline"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Request id</th></tr></thead><tbody>
-${data.map(auditRow)}
+${data.map((e) => auditRow(e, audit.accounts))}
 </tbody></table>`
 }
 ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${meta.page > 1 ? html`<a href="${at(meta.page - 1)}" rel="prev">Newer</a>` : ''} <span>Page ${meta.page} of ${meta.total_pages}</span> ${meta.page < meta.total_pages ? html`<a href="${at(meta.page + 1)}" rel="next">Older</a>` : ''}</nav>` : ''}</div>`,
@@ -212,12 +224,12 @@ ${timelineSection(`${path}/${request.params.id}`, f, view)}</div>`,
 <p class="muted">Your view of this account is recorded in its activity log.</p>`,
   }));
 
-  timelineRoute('/staff/articles', support.article, ({ article }) => ({
+  timelineRoute('/staff/articles', support.article, ({ article, account }) => ({
     name: 'article',
     title: `Article ${article.title}`,
     head: html`<h1>${article.title}</h1>
 <dl><dt>Article id</dt><dd><code>${article.id}</code></dd>
-<dt>Account</dt><dd><a href="/staff/accounts/${article.accountId}">${article.accountId}</a></dd></dl>
+<dt>Account</dt><dd id="article-account">${accountRef(account)}</dd></dl>
 <p class="muted">Your view of this article is recorded in its account's activity log.</p>
 <h2 id="as-of">View as of…</h2>
 ${asOfForm(`${staffArticlePath(article.id)}/as-of`, readAsOf({}))}`,
@@ -249,9 +261,9 @@ ${asOfForm(`${staffArticlePath(article.id)}/as-of`, readAsOf({}))}`,
         } else if (asked.kind === 'instant') {
           const outcome = await support.articleAsOf(member(staff), id, asked.instant, requestIdsOf(request));
           if (outcome.ok) {
-            const { at, created, current, accountId } = outcome.value;
+            const { at, created, current, account } = outcome.value;
             facts = html`<dl><dt>Article</dt><dd><a href="${path}">${current.title}</a> <span class="muted">(now; its timeline)</span></dd>
-<dt>Account</dt><dd><a href="/staff/accounts/${accountId}">${accountId}</a></dd></dl>`;
+<dt>Account</dt><dd>${accountRef(account)}</dd></dl>`;
             if (at) {
               view = asOfView(at, {
                 revisionHref: (n) => `${path}/revisions/${n}`,
@@ -305,7 +317,7 @@ ${view ? html`<section class="card as-of-view" aria-labelledby="as-of-title">${v
       const { id, n } = request.params;
       try {
         await heavy.admit(request, reply);
-        const { at, before, current, accountId } = unwrap(
+        const { at, before, current, account } = unwrap(
           await support.revision(member(staff), id, n, requestIdsOf(request)),
         );
         const revisionHref = (r: number): string =>
@@ -335,7 +347,8 @@ ${view ? html`<section class="card as-of-view" aria-labelledby="as-of-title">${v
 <dl><dt>Made</dt><dd>${at.created_at} by ${at.actor.name} (${at.actor.type}), ${at.origin}</dd>
 ${at.reason ? html`<dt>Reason</dt><dd>${at.reason}</dd>` : ''}
 ${at.restored_from ? html`<dt>Restores</dt><dd>revision ${at.restored_from}</dd>` : ''}
-<dt>Article</dt><dd><a href="/staff/articles/${id}">its timeline</a> · account <a href="/staff/accounts/${accountId}">${accountId}</a> · now at revision ${current.revision}</dd></dl>
+<dt>Article</dt><dd><a href="/staff/articles/${id}">its timeline</a> · now at revision ${current.revision}</dd>
+<dt>Account</dt><dd>${accountRef(account)}</dd></dl>
 <p class="muted">Your view of this revision is recorded in its account's activity log. Support staff cannot restore or change it.</p></div>
 <div class="card"><h2>Changes from revision ${n - 1}</h2>${fromBefore ?? html`<p class="muted">Revision 1 is the article as it was created.</p>`}</div>
 <div class="card"><h2>From this revision to the current one (${current.revision})</h2>${toCurrent ?? html`<p class="muted">This is the current revision.</p>`}</div>
@@ -421,7 +434,7 @@ function row(e: TimelineEntry, names: StaffTimeline['names']): Html {
     return html`<tr><td>${when(e.at)}</td><td><a href="/staff/articles/${e.articleId}/revisions/${e.revision}">Revision ${e.revision}</a> of <a href="/staff/articles/${e.articleId}">${e.title}</a></td><td>${who}</td>
 <td>${originLabel(e.origin)}${site ? html` · ${site}` : ''}${e.reason ? html` · “${e.reason}”` : ''}${e.restoredFrom ? html` · restores revision ${e.restoredFrom}` : ''}</td></tr>`;
   }
-  return html`<tr><td>${when(e.at)}</td><td>${operationLabel(e.operation)} <span class="muted">(${sourceLabel(e.source)})</span></td><td>${who}</td>
+  return html`<tr><td>${when(e.at)}</td><td>${operationLabel(e.operation)} <span class="muted">(${sourceLabel(e.source, e.actor)})</span></td><td>${who}</td>
 <td>${statusLabel(e.status)}${e.articleId ? html` · ${article(e.articleId)}` : ''}${site ? html` · ${site}` : ''}${e.requestId ? html` · <code>${e.requestId}</code>` : ''}${e.clientRequestId ? html` · client's id <code>${e.clientRequestId}</code>` : ''}</td></tr>`;
 }
 
@@ -543,15 +556,17 @@ function auditFlat(e: StaffAuditEntry): Record<(typeof AUDIT_COLUMNS)[number], u
       };
 }
 
-function auditRow(e: StaffAuditEntry): Html {
+/** An audit entry's row; `accounts`: the names and emails of the accounts the page names, by id. */
+function auditRow(e: StaffAuditEntry, accounts: ReadonlyMap<string, AccountName>): Html {
+  const account = (id: string): Html => accountRef(accounts.get(id) ?? { id, name: '', email: '' });
   const what =
     e.kind === 'search'
       ? html`Searched for <strong>${e.query}</strong>: ${
           e.accountIds.length === 0
             ? 'no account'
-            : e.accountIds.map((id, i) => html`${i > 0 ? ', ' : ''}<a href="/staff/accounts/${id}">${id}</a>`)
+            : e.accountIds.map((id, i) => html`${i > 0 ? '; ' : ''}${account(id)}`)
         }`
-      : html`Viewed account <a href="/staff/accounts/${e.accountId}">${e.accountId}</a>${
+      : html`Viewed account ${account(e.accountId)}${
           e.articleId ? html`, article <a href="/staff/articles/${e.articleId}">${e.articleId}</a>` : ''
         }`;
   return html`<tr><td>${when(e.at)}</td><td>${e.staff.name} <span class="muted">(${e.staff.id})</span></td><td>${what}</td><td>${e.requestId ? html`<code>${e.requestId}</code>` : ''}</td></tr>`;

@@ -21,6 +21,7 @@ import * as titleSearch from './2026-11-29-019-title-search.ts';
 import * as snapshotHistory from './2026-11-29-020-snapshot-history.ts';
 import * as asOfHistory from './2026-11-30-021-as-of-history.ts';
 import * as mcpSessions from './2026-11-30-022-mcp-sessions.ts';
+import * as shownOnce from './2026-11-30-023-shown-once.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -50,6 +51,7 @@ const all: Record<string, Migration> = {
   '2026-11-29-020-snapshot-history': snapshotHistory,
   '2026-11-30-021-as-of-history': asOfHistory,
   '2026-11-30-022-mcp-sessions': mcpSessions,
+  '2026-11-30-023-shown-once': shownOnce,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(

@@ -42,7 +42,8 @@ describe('restoreProtectedBlocks', () => {
     const from = `<p>Gone words, ${internal} first of all.</p>`;
     const out = repaired('<p>Start: first of all.</p>', from);
     expect(out.ok).toBe(true);
-    expect(out.html).toBe(`<p>Start:${internal} first of all.</p>`);
+    // A space before it, as it had one: "Start: plumbing guide first of all", no word joined.
+    expect(out.html).toBe(`<p>Start: ${internal} first of all.</p>`);
   });
 
   it('puts a removed link back at the end, in a paragraph, when its surroundings are rewritten too', () => {
@@ -56,7 +57,35 @@ describe('restoreProtectedBlocks', () => {
     const mine = '<a href="https://mine.example/">Read our guide</a>';
     const out = repaired(`<h2>Leaks</h2><p>${mine} first.</p><p>Thanks to our ${backlink}.</p>`);
     expect(out.ok).toBe(true);
-    expect(out.html).toBe(`<h2>Leaks</h2><p>${mine}${internal} first.</p><p>Thanks to our ${backlink}.</p>`);
+    expect(out.html).toBe(`<h2>Leaks</h2><p>${mine} ${internal} first.</p><p>Thanks to our ${backlink}.</p>`);
+  });
+
+  it('keeps the spacing the link had: a space the draft lost next to it comes back, none is added where it had none', () => {
+    const advice =
+      '<a href="https://example.com/advice" data-service-protected="internal" data-service-id="il_9">advice</a>';
+    const from = `<p>Good plumbing ${advice} is worth paying for.</p><p>Ask for ${advice.replace('il_9', 'il_8')}, then compare.</p>`;
+    const second = advice.replace('il_9', 'il_8');
+    // The link and one space taken out (a textarea edit, or a rich editor that collapsed the two).
+    const draft = '<p>Good plumbing is worth paying for.</p><p>Ask for, then compare.</p>';
+    const out = repaired(draft, from);
+    expect(out.ok).toBe(true);
+    expect(out.html).toBe(
+      `<p>Good plumbing ${advice} is worth paying for.</p><p>Ask for ${second}, then compare.</p>`,
+    );
+    expect(textContent(out.html)).toBe(
+      'Good plumbing advice is worth paying for.\nAsk for advice, then compare.',
+    );
+    // Both spaces left in the draft: the link goes between them, nothing added.
+    const both = repaired('<p>Good plumbing  is worth paying for.</p><p>Ask for , then compare.</p>', from);
+    expect(both.html).toBe(
+      `<p>Good plumbing ${advice} is worth paying for.</p><p>Ask for ${second}, then compare.</p>`,
+    );
+    // Found by the words after it: the space before it comes back too.
+    const after = repaired(
+      '<p>Fine plumbing is worth paying for.</p>',
+      `<p>Good plumbing ${advice} is worth paying for.</p>`,
+    );
+    expect(after.html).toBe(`<p>Fine plumbing ${advice} is worth paying for.</p>`);
   });
 
   it('puts a changed block back in its place', () => {
@@ -138,6 +167,86 @@ describe('restoreProtectedBlocks', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  // Whitespace next to a link, in the body or the draft, is what keeps two words apart: whatever the
+  // draft did to the links and to the spaces around them, every word of the repaired text (its runs
+  // of letters, tags stripped) is a word of the body or of the draft, or part of one (a link moved to
+  // the end of the body leaves the rest of its word behind), so that no two words are joined that
+  // were apart in both.
+  it('never joins two words around a link put back', () => {
+    const word = fc.stringMatching(/^[a-z]{2,7}$/);
+    const space = fc.constantFrom(' ', '  ', '\n', ' \n ');
+    const item = fc.oneof(
+      { weight: 3, arbitrary: word.map((w) => ({ word: w })) },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          text: fc.oneof(
+            word,
+            fc.tuple(word, word).map(([a, b]) => `${a} ${b}`),
+          ),
+          // What follows the link without a space: nothing, or punctuation.
+          tail: fc.constantFrom('', '', '.', ','),
+          // What the draft did to it: kept, taken out, left as its own words, its address changed.
+          action: fc.constantFrom('keep', 'remove', 'remove', 'words', 'href'),
+        }),
+      },
+    );
+    // Each separator in the body, and in the draft: the same, another whitespace, or none.
+    const separator = fc.record({ base: space, draft: fc.oneof(fc.constant(null), space, fc.constant('')) });
+    const paragraph = fc.array(fc.tuple(item, separator), { minLength: 1, maxLength: 8 });
+    fc.assert(
+      fc.property(fc.array(paragraph, { minLength: 1, maxLength: 3 }), (paragraphs) => {
+        let n = 0;
+        const link = (text: string, host = 'x.example'): string =>
+          `<a href="https://${host}/${n}" data-service-protected="internal" data-service-id="p_${n}">${text}</a>`;
+        const base: string[] = [];
+        const draft: string[] = [];
+        for (const items of paragraphs) {
+          let b = '';
+          let d = '';
+          items.forEach(([it, sep], i) => {
+            if (i > 0) {
+              b += sep.base;
+              d += sep.draft ?? sep.base;
+            }
+            if ('word' in it) {
+              b += it.word;
+              d += it.word;
+              return;
+            }
+            n += 1;
+            b += link(it.text) + it.tail;
+            const kept = {
+              keep: link(it.text),
+              remove: '',
+              words: it.text,
+              href: link(it.text, 'y.example'),
+            };
+            d += kept[it.action] + it.tail;
+          });
+          base.push(`<p>${b}</p>`);
+          draft.push(`<p>${d}</p>`);
+        }
+        const from = base.join('');
+        const sent = draft.join('');
+        const out = repaired(sent, from);
+        expect(out.ok).toBe(true);
+        const words = (html: string): string[] =>
+          textContent(html)
+            .split(/[^a-z]+/)
+            .filter(Boolean);
+        const known = [...words(from), ...words(sent)];
+        for (const w of words(out.html)) {
+          expect(
+            known.some((k) => k.includes(w)),
+            `"${w}" in ${out.html}`,
+          ).toBe(true);
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 });
