@@ -20,13 +20,21 @@ import { NODE, run } from '../support/process.ts';
  *   own origin (PUBLIC_URL, here the proxy's address) is answered.
  * Not run, because they test fixtures of the suite's reference server rather than MCP behaviour this
  * server offers: the tools-call-* scenarios (they call test_simple_text, test_error_handling, ... tools),
- * json-schema-2020-12 and the elicitation-* scenarios (fixture tools), resources-* and prompts-* (no
- * resources or prompts here), completion-complete (completion of fixture prompts), logging-set-level (no
- * logging capability: the server answers Method not found, as it should), server-sse-polling and
- * server-sse-multiple-streams (sessions and SSE streams; this server is stateless with JSON responses).
+ * json-schema-2020-12 and the elicitation-* scenarios (fixture tools), resources-* and prompts-* (they read
+ * the reference server's fixture resources and prompts, not this server's), completion-complete
+ * (completion of fixture prompts), logging-set-level (no logging capability: the server answers Method
+ * not found, as it should), server-sse-polling (its fixture tool test_reconnection, and POSTs answered as
+ * SSE streams: this server answers POSTs with JSON). server-sse-multiple-streams runs: initialize starts a
+ * session, and concurrent POSTs on it are each answered (with JSON, which the scenario allows).
  */
 
-const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+const SCENARIOS = [
+  'server-initialize',
+  'ping',
+  'tools-list',
+  'dns-rebinding-protection',
+  'server-sse-multiple-streams',
+];
 
 /*
  * The 2026-07-28 era (the suite's `--spec-version 2026-07-28`), in the suite's versions that have it
