@@ -8,6 +8,7 @@ import { ADDRESS_POLICY, CLIENT_POLICY, EMAIL_POLICY } from '../../apps/server/w
 import { housekeepingJobs } from '../../apps/worker/jobs/housekeeping.ts';
 import {
   collectMedia,
+  MCP_SESSION_IDLE_MS,
   purgeExpiredSessions,
   purgeIdempotency,
   removeUnusedOAuthClients,
@@ -254,6 +255,48 @@ describe('housekeeping', () => {
         .orderBy('id')
         .execute();
       expect(oauth.map((r) => r.id)).toEqual(['test-expired-just-now', 'test-live', 'test-never-expires']);
+    });
+
+    it('deletes MCP sessions unseen for a day with their subscriptions, once however many run at once, and keeps the others', async () => {
+      const session = (id: string, seenMsAgo: number) => ({
+        id: `mcps-test-${id}`,
+        account_id: person.accountId,
+        client_id: 'client-test',
+        created_at: ago(seenMsAgo + HOUR),
+        last_seen_at: ago(seenMsAgo),
+      });
+      await db()
+        .insertInto('mcp_sessions')
+        .values([
+          session('idle-long', MCP_SESSION_IDLE_MS + HOUR),
+          session('idle-exactly', MCP_SESSION_IDLE_MS),
+          session('seen-lately', MCP_SESSION_IDLE_MS - 60_000),
+        ])
+        .execute();
+      await db()
+        .insertInto('mcp_session_subscriptions')
+        .values([
+          { session_id: 'mcps-test-idle-long', uri: 'content-service://articles/art_1' },
+          { session_id: 'mcps-test-seen-lately', uri: 'content-service://articles/art_1' },
+        ])
+        .execute();
+      const runs = await Promise.all([
+        purgeExpiredSessions({ db: db(), now: () => NOW }),
+        purgeExpiredSessions({ db: db(), now: () => NOW }),
+      ]);
+      expect(runs[0].mcpSessions + runs[1].mcpSessions).toBe(2);
+      const left = await db()
+        .selectFrom('mcp_sessions')
+        .select('id')
+        .where('id', 'like', 'mcps-test-%')
+        .execute();
+      expect(left.map((r) => r.id)).toEqual(['mcps-test-seen-lately']);
+      const subscriptions = await db()
+        .selectFrom('mcp_session_subscriptions')
+        .select('session_id')
+        .where('session_id', 'like', 'mcps-test-%')
+        .execute();
+      expect(subscriptions.map((r) => r.session_id)).toEqual(['mcps-test-seen-lately']);
     });
   });
 
