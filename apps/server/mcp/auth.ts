@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../../../domain/errors.ts';
-import { type AuthState, queryCredentialOf } from '../http/auth.ts';
+import type { Call } from '../../application/call.ts';
+import { type AuthState, queryCredentialOf, type RequestPrincipal } from '../http/auth.ts';
 import { type McpTokenVerifier, SCOPES } from '../http/oauth-port.ts';
 
 /** RFC 6750 `b64token`. */
@@ -71,4 +72,17 @@ export async function resolveMcpAuth(request: FastifyRequest, verify: McpTokenVe
   state.accountId = principal.accountId;
   state.actor = principal.actor;
   return state;
+}
+
+/** The application call of an MCP request by `principal`: its account, actor and scope, through the `mcp` face. */
+export function mcpCall(principal: RequestPrincipal, requestId: string): Call {
+  return {
+    principal: {
+      accountId: principal.accountId,
+      actor: principal.actor,
+      scope: principal.scope,
+      origin: 'mcp',
+      requestId,
+    },
+  };
 }

@@ -1,15 +1,13 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, isDomainError } from '../../../domain/errors.ts';
-import type { Call } from '../../application/call.ts';
 import type { Application } from '../../application/index.ts';
-import type { RequestPrincipal } from '../http/auth.ts';
 import { installJsonBodyParser, MAX_JSON_DEPTH } from '../http/json-body.ts';
 import { type LimitHook, publishDecision } from '../http/limits.ts';
 import { markRefusal } from '../http/metrics.ts';
 import type { McpTokenVerifier } from '../http/oauth-port.ts';
 import { clientRequestIdOf } from '../http/request-ids.ts';
-import { presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
+import { mcpCall, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
 import { type ArticleChanges, listenedResources, sessionStreams } from './notifications.ts';
 import type { McpLimits, McpRequest } from './server.ts';
 
@@ -103,19 +101,6 @@ function sessionHeader(request: FastifyRequest): string | null {
 
 function isInitialize(body: unknown): boolean {
   return typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'initialize';
-}
-
-/** The application call of a request to /mcp that is no JSON-RPC request (a session's GET or DELETE). */
-function callOfPrincipal(principal: RequestPrincipal, requestId: string): Call {
-  return {
-    principal: {
-      accountId: principal.accountId,
-      actor: principal.actor,
-      scope: principal.scope,
-      origin: 'mcp',
-      requestId,
-    },
-  };
 }
 
 const SESSION_NOT_FOUND =
@@ -272,7 +257,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         const named = isInitialize(body) ? null : sessionHeader(request);
         if (named !== null) {
           const found = await deps.application.subscriptions.sessions
-            .touch(callOfPrincipal(principal, mcpRequest.requestId), named)
+            .touch(mcpCall(principal, mcpRequest.requestId), named)
             .catch((error: unknown) => {
               // The database away: answered without the session (what needs it fails as unavailable).
               request.log.warn({ err: error }, 'the MCP session could not be looked up');
@@ -292,7 +277,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
           if (isInitialize(body) && response.status === 200) {
             // A new session; when it cannot be stored, the client goes on without one (stateless).
             const session = await deps.application.subscriptions.sessions
-              .open(callOfPrincipal(principal, mcpRequest.requestId))
+              .open(mcpCall(principal, mcpRequest.requestId))
               .catch((error: unknown) => {
                 request.log.warn({ err: error }, 'the MCP session could not be stored');
                 return null;
@@ -348,7 +333,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         .status(406)
         .send(jsonRpcError(-32000, 'Not Acceptable: a session stream is text/event-stream'));
     }
-    const call = callOfPrincipal(principal, String(request.id));
+    const call = mcpCall(principal, String(request.id));
     if (!(await deps.application.subscriptions.sessions.touch(call, named))) {
       return reply.status(404).send(jsonRpcError(-32001, SESSION_NOT_FOUND));
     }
@@ -381,7 +366,7 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
     const principal = request.auth.principal;
     if (named === null || !principal) return notAllowed(request, reply);
     const ended = await deps.application.subscriptions.sessions.end(
-      callOfPrincipal(principal, String(request.id)),
+      mcpCall(principal, String(request.id)),
       named,
     );
     if (!ended) return reply.status(404).send(jsonRpcError(-32001, SESSION_NOT_FOUND));

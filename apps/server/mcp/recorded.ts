@@ -2,6 +2,7 @@ import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
 import { type Call, type Outcome, type Subject, unwrap } from '../../application/call.ts';
 import { statusOf, UNAVAILABLE_DETAIL } from '../http/errors.ts';
+import { mcpCall } from './auth.ts';
 import type { McpRequest, McpServices } from './server.ts';
 import { domainInfo, internalDetail } from './tool-errors.ts';
 
@@ -21,16 +22,7 @@ export type Served = { services: McpServices; request: McpRequest };
 
 /** The application call of a request: its principal, through the `mcp` face. */
 export function callOf(request: McpRequest): Call {
-  const { principal } = request;
-  return {
-    principal: {
-      accountId: principal.accountId,
-      actor: principal.actor,
-      scope: principal.scope,
-      origin: 'mcp',
-      requestId: request.requestId,
-    },
-  };
+  return mcpCall(request.principal, request.requestId);
 }
 
 /** What a recorded handler gets: its call, and `settle`, which notes a use case's subject and gives its value or throws its refusal. */
