@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { embeddedTemplateFile } from '../infra/db/embedded-template.ts';
+import { hasEmbeddedTemplate } from '../infra/db/embedded-template.ts';
 import { cliArgsOf } from '../tests/support/process.ts';
 import { busyElsewhere } from './load.ts';
 import { machineOf, median, saveResults } from './report.ts';
@@ -13,10 +13,13 @@ import { machineOf, median, saveResults } from './report.ts';
  * `npm run bench:start`, the last part of `npm run bench`: how long a person waits for the service.
  *
  * - first start: `node apps/server/main.ts` on a new embedded DATA_DIR (PGlite, no DATABASE_URL),
- *   with an empty compile cache, as after `npm install && npm start`: the demo account is made
- *   (DEMO_ON_FIRST_START's default), the server answers; then stopped (SIGTERM).
+ *   with the compile cache as `npm install` leaves it (its step apps/server/compile-ahead.ts run into
+ *   an empty cache folder first, not timed), as after `npm install && npm start`: the demo account is
+ *   made (DEMO_ON_FIRST_START's default), the server answers; then stopped (SIGTERM).
  * - restart: the same command on that DATA_DIR again, twice per round (the compile cache that the
  *   first start left).
+ * - first start, nothing compiled: a first start again, on a new DATA_DIR with an empty compile cache
+ *   (a cache folder cleared since the install, or one that cannot be written).
  * - `cli --help`: `npm run cli -- --help` without npm (Node's arguments from package.json), its CPU time (user + system, every thread: the child's
  *   resource usage as wait4 returns it, through /usr/bin/time), with the compile cache warm.
  *
@@ -27,10 +30,11 @@ import { machineOf, median, saveResults } from './report.ts';
  * With START_BENCH_BEFORE naming another checkout (`git worktree add /tmp/start-before main`, its
  * node_modules a link to this one's, `node apps/web-client/build.ts` run in it), its commands are a
  * second mode, `before`, in the same rotation: every round runs both, in turn first. The before
- * checkout is run as it is, with Node's compile cache only if it turns it on itself.
+ * checkout is run as it is: with Node's compile cache (in the bench's folder) only if it turns it on
+ * itself, its compile-ahead step only if it has one.
  *
  * Environment: START_BENCH_ROUNDS (5), START_BENCH_HELP_RUNS (5 `--help` runs per mode and round),
- * START_BENCH_BEFORE. About a minute a round per mode on a 2-core machine.
+ * START_BENCH_BEFORE. About a minute and a half a round per mode on a 2-core machine.
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -45,7 +49,12 @@ type Mode = 'before' | 'after';
 const MODES: Mode[] = BEFORE ? ['before', 'after'] : ['after'];
 const rootOf = (mode: Mode): string => (mode === 'before' ? (BEFORE as string) : ROOT);
 
-type StartRun = { mode: Mode; round: number; kind: 'first start' | 'restart'; ready_s: number };
+type StartRun = {
+  mode: Mode;
+  round: number;
+  kind: 'first start' | 'restart' | 'first start, nothing compiled';
+  ready_s: number;
+};
 type HelpRun = { mode: Mode; round: number; cpu_s: number; user_s: number; sys_s: number; wall_s: number };
 
 const started = Date.now();
@@ -66,11 +75,11 @@ function freePort(): Promise<number> {
   });
 }
 
-function childEnv(mode: Mode, extra: Record<string, string>, cacheDir: string): NodeJS.ProcessEnv {
+function childEnv(extra: Record<string, string>, cacheDir: string): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
-    ...(mode === 'after' ? { NODE_COMPILE_CACHE: cacheDir } : {}),
+    NODE_COMPILE_CACHE: cacheDir,
     ...extra,
   };
 }
@@ -81,7 +90,7 @@ async function startOnce(mode: Mode, dataDir: string, cacheDir: string): Promise
   const t0 = performance.now();
   const child = spawn(NODE, ['apps/server/main.ts'], {
     cwd: rootOf(mode),
-    env: childEnv(mode, { DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }, cacheDir),
+    env: childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }, cacheDir),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -114,12 +123,25 @@ async function startOnce(mode: Mode, dataDir: string, cacheDir: string): Promise
   }
 }
 
+/** `npm install`'s compile-ahead step of `mode`'s checkout into `cacheDir`, where the checkout has one. */
+function compileAhead(mode: Mode, cacheDir: string): void {
+  const script = 'apps/server/compile-ahead.ts';
+  if (!existsSync(join(rootOf(mode), script))) return;
+  const r = spawnSync(NODE, [script], {
+    cwd: rootOf(mode),
+    env: childEnv({}, cacheDir),
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  if (r.status !== 0) throw new Error(`${script} of ${mode} exited with ${r.status}: ${r.stderr}`);
+}
+
 /** `cli --help` of `mode`: CPU seconds (user, system) and wall seconds of the child, from /usr/bin/time. */
 function helpOnce(mode: Mode, cacheDir: string): { user: number; sys: number; wall: number } {
   const args = ['-f', 'TIME %U %S %e', NODE, ...cliArgsOf(rootOf(mode)), '--help'];
   const r = spawnSync('/usr/bin/time', args, {
     cwd: rootOf(mode),
-    env: childEnv(mode, {}, cacheDir),
+    env: childEnv({}, cacheDir),
     encoding: 'utf8',
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -160,6 +182,9 @@ try {
     for (const mode of order) {
       const dataDir = join(work, `data-${mode}-${r}`);
       const cacheDir = join(work, `cache-${mode}-${r}`);
+      // The compile cache as `npm install` leaves it (its postinstall compiles the start's modules
+      // ahead, when the checkout has that step), not timed: part of the install.
+      compileAhead(mode, cacheDir);
       const first = await startOnce(mode, dataDir, cacheDir);
       starts.push({ mode, round: r, kind: 'first start', ready_s: round(first, 3) });
       log(`round ${r}/${ROUNDS}, ${mode}: first start ready in ${first.toFixed(2)} s`);
@@ -168,6 +193,12 @@ try {
         starts.push({ mode, round: r, kind: 'restart', ready_s: round(again, 3) });
         log(`round ${r}/${ROUNDS}, ${mode}: restart ready in ${again.toFixed(2)} s`);
       }
+      await rm(dataDir, { recursive: true, force: true });
+      await rm(cacheDir, { recursive: true, force: true });
+      // A first start with an empty compile cache (its folder cleared since the install, or not writable).
+      const cold = await startOnce(mode, dataDir, cacheDir);
+      starts.push({ mode, round: r, kind: 'first start, nothing compiled', ready_s: round(cold, 3) });
+      log(`round ${r}/${ROUNDS}, ${mode}: first start with nothing compiled ready in ${cold.toFixed(2)} s`);
       await rm(dataDir, { recursive: true, force: true });
       await rm(cacheDir, { recursive: true, force: true });
       const cpu: number[] = [];
@@ -209,6 +240,11 @@ const summaryOf = (mode: Mode) => {
       min: Math.min(...ready('restart')),
       max: Math.max(...ready('restart')),
     },
+    first_start_nothing_compiled_s: {
+      median: round(median(ready('first start, nothing compiled'))),
+      min: Math.min(...ready('first start, nothing compiled')),
+      max: Math.max(...ready('first start, nothing compiled')),
+    },
     help_cpu_s: {
       median: round(median(help.map((h) => h.cpu_s))),
       min: Math.min(...help.map((h) => h.cpu_s)),
@@ -234,8 +270,8 @@ const results = {
     restarts_per_round: RESTARTS,
     help_runs_per_round: HELP_RUNS,
     before: BEFORE ?? null,
-    /** Whether the embedded database's empty cluster made at install was there (else: initdb). */
-    embedded_template: existsSync(await embeddedTemplateFile()),
+    /** Whether the embedded database's migrated cluster made at install was there (else: initdb). */
+    embedded_template: await hasEmbeddedTemplate(),
   },
   summary,
   starts,
@@ -244,18 +280,19 @@ const results = {
 
 const row = (s: (typeof summary)[number]): string =>
   `| ${s.mode} (${s.commit}) | ${s.first_start_s.median} (${s.first_start_s.min}–${s.first_start_s.max}) | ` +
-  `${s.restart_s.median} (${s.restart_s.min}–${s.restart_s.max}) | ${s.help_cpu_s.median} (${s.help_cpu_s.min}–${s.help_cpu_s.max}) | ${s.help_wall_s} |`;
+  `${s.restart_s.median} (${s.restart_s.min}–${s.restart_s.max}) | ` +
+  `${s.first_start_nothing_compiled_s.median} (${s.first_start_nothing_compiled_s.min}–${s.first_start_nothing_compiled_s.max}) | ${s.help_cpu_s.median} (${s.help_cpu_s.min}–${s.help_cpu_s.max}) | ${s.help_wall_s} |`;
 const markdown = [
   `# Start benchmark (${results.finished_at.slice(0, 16).replace('T', ' ')} UTC)`,
   '',
   `${results.machine.cpus} cores (${results.machine.cpu_model}), ${results.machine.memory_gib} GiB, Node ${results.machine.node}; ` +
     `at the start ${busyAtStart} cores busy with other work (load average ${loadAtStart}, ${results.machine.load_average_at_end} at the end). ` +
     `${ROUNDS} rounds${BEFORE ? ', the modes alternating which runs first' : ''}; per round and mode one first start on a new embedded DATA_DIR ` +
-    `(empty compile cache), ${RESTARTS} restarts on it, ${HELP_RUNS} \`cli --help\`. Ready: the first 200 from GET /healthz. ` +
+    `(the compile cache as \`npm install\` leaves it), ${RESTARTS} restarts on it, one more first start with an empty compile cache, ${HELP_RUNS} \`cli --help\`. Ready: the first 200 from GET /healthz. ` +
     'Medians (min–max), seconds.',
   '',
-  '| mode | first start | restart | `cli --help` CPU (user + sys) | `cli --help` wall |',
-  '|---|---:|---:|---:|---:|',
+  '| mode | first start | restart | first start, nothing compiled | `cli --help` CPU (user + sys) | `cli --help` wall |',
+  '|---|---:|---:|---:|---:|---:|',
   ...summary.map(row),
   '',
 ].join('\n');

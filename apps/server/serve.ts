@@ -5,6 +5,7 @@ import { beginOpenDatabase, databaseOptions } from '../../infra/db/open.ts';
 import { createLogDestination } from '../../infra/log-destination.ts';
 import { stopTracing } from '../../infra/telemetry/tracing.ts';
 import { LOG_REDACTION } from './http/log-redaction.ts';
+import { loadStartModules } from './start-modules.ts';
 
 /*
  * The server's composition root (`npm start`, through main.ts). The database's opening is begun
@@ -39,20 +40,7 @@ const [
   { createRequestLimiter },
   { createDrain },
   { readinessOf },
-] = await Promise.all([
-  import('../runtime.ts'),
-  import('../../infra/limits.ts'),
-  import('../../infra/media/store.ts'),
-  import('../../infra/projection-runner.ts'),
-  import('../../projections/index.ts'),
-  import('../cli/seed-demo.ts'),
-  import('../worker/background.ts'),
-  import('../worker/modules.ts'),
-  import('./app.ts'),
-  import('./http/limits.ts'),
-  import('./http/drain.ts'),
-  import('../readiness.ts'),
-]);
+] = await loadStartModules();
 const runtime = await orExit(
   runtimeOn(database.handle, {
     migrate: true,

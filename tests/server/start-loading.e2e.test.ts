@@ -10,7 +10,8 @@ import { startServer } from '../support/server.ts';
  * (docs/operations.md, "Start"): a server on the embedded database, without REDIS_URL or
  * METRICS_PORT, answers without having loaded the authorization server (oidc-provider, Koa, jose), the
  * MCP SDK, BullMQ and Redis's client, the metrics library, the image library or the outbound HTTP
- * client; nor PGlite, which runs in the database's own thread (infra/db/pglite-thread.ts). The first
+ * client; nor PGlite, which runs in the database's own thread (infra/db/pglite-thread.ts); nor ever
+ * fastify's own schema compilers (ajv, fast-json-stringify's compiler). The first
  * request for the authorization server's metadata loads it (the control: the check can fail). The main
  * thread's modules are recorded by tests/fixtures/record-modules.ts (`--import`).
  */
@@ -27,6 +28,10 @@ const ON_DEMAND = [
   '/node_modules/sharp/',
   '/node_modules/undici/',
   '/node_modules/@electric-sql/pglite/',
+  // Never: fastify's own schema compilers, for the app's are zod and JSON.stringify (apps/server/app.ts).
+  '/node_modules/ajv/',
+  '/node_modules/@fastify/ajv-compiler/',
+  '/node_modules/@fastify/fast-json-stringify-compiler/',
 ];
 
 describe('what a server start loads', () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { cpSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -59,12 +60,13 @@ async function createPglite(): Promise<TestDatabase> {
     await migrateOrClose(handle, async () => {});
     return { handle, databaseUrl: undefined, drop: () => handle.close() };
   }
-  // Opening a copied folder skips PGlite's initdb, which is most of its start.
+  // Opening a copied folder skips PGlite's initdb, which is most of its start. Copied synchronously:
+  // Node copies a folder natively only so (0.2 s against 0.8, infra/db/embedded-template.ts).
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-test-pglite-'));
   const remove = (): Promise<void> => rm(dataDir, { recursive: true, force: true });
   let handle: DbHandle;
   try {
-    await cp(template, dataDir, { recursive: true });
+    cpSync(template, dataDir, { recursive: true });
     handle = await openDatabase({ dataDir });
   } catch (err) {
     await remove();
