@@ -19,6 +19,8 @@ type Layer = 'domain' | 'infra' | 'projections' | 'application' | 'adapter' | 'c
 const COMPOSITION_ROOTS = new Set([
   'apps/server/main.ts',
   'apps/server/serve.ts',
+  'apps/server/start-modules.ts',
+  'apps/server/compile-ahead.ts',
   'apps/server/app.ts',
   'apps/worker/main.ts',
   'apps/worker/run.ts',
