@@ -9,6 +9,10 @@ import { defineConfig } from 'vitest/config';
  * they measure. The suite's global setup chooses the run's PostgreSQL and Redis (containers where no
  * server is named, tests/support/services.ts) and makes the migrated database templates once per run.
  *
+ * The test files' processes run with V8's baseline WebAssembly compiler only (`--liftoff-only`, as the
+ * CLI does, docs/performance.md "Start and CLI"): the embedded engine (PGlite) is compiled by every file
+ * that opens it, and a file's short work never repays the optimising compile. JavaScript keeps its tiers.
+ *
  * Timeouts are sized for a machine at a quarter of its speed (other work on its cores): a test that
  * waits for something polls for it (tests/support/wait.ts) and ends as soon as it holds.
  */
@@ -18,6 +22,7 @@ const ALONE = ['tests/reliability/canary.e2e.test.ts', 'tests/reliability/slow-n
 export default defineConfig({
   test: {
     pool: 'forks',
+    execArgv: ['--liftoff-only'],
     maxWorkers: Math.max(2, availableParallelism()),
     testTimeout: 60_000,
     hookTimeout: 120_000,
