@@ -19,7 +19,7 @@ import type { Projector } from '../infra/projection.ts';
 import { webhookBacklog } from '../infra/webhooks/deliveries.ts';
 
 /*
- * The metrics of a process (the server, the worker), put together by its main.ts: made before the
+ * The metrics of a process (the server, the worker), put together by its root (serve.ts, run.ts): made before the
  * parts that count (the runtime's commands, the jobs, the app), then, once those exist, the gauges read
  * at each scrape and the listener on METRICS_PORT. Without METRICS_PORT there are none at all.
  */

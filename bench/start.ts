@@ -5,17 +5,18 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { hasEmbeddedTemplate } from '../infra/db/embedded-template.ts';
-import { cliArgsOf } from '../tests/support/process.ts';
+import { cliArgsOf, scriptArgsOf } from '../tests/support/process.ts';
 import { busyElsewhere } from './load.ts';
 import { machineOf, median, saveResults } from './report.ts';
 
 /*
  * `npm run bench:start`, the last part of `npm run bench`: how long a person waits for the service.
  *
- * - first start: `node apps/server/main.ts` on a new embedded DATA_DIR (PGlite, no DATABASE_URL),
- *   with the compile cache as `npm install` leaves it (its step apps/server/compile-ahead.ts run into
- *   an empty cache folder first, not timed), as after `npm install && npm start`: the demo account is
- *   made (DEMO_ON_FIRST_START's default), the server answers; then stopped (SIGTERM).
+ * - first start: `npm start` without npm (Node's arguments from package.json: `node
+ *   apps/server/main.js`) on a new embedded DATA_DIR (PGlite, no DATABASE_URL), with the compile cache
+ *   as `npm install` leaves it (its step apps/server/compile-ahead.ts run into an empty cache folder
+ *   first, not timed), as after `npm install && npm start`: the demo account is made
+ *   (DEMO_ON_FIRST_START's default), the server answers; then stopped (SIGTERM).
  * - restart: the same command on that DATA_DIR again, twice per round (the compile cache that the
  *   first start left).
  * - first start, nothing compiled: a first start again, on a new DATA_DIR with an empty compile cache
@@ -25,7 +26,9 @@ import { machineOf, median, saveResults } from './report.ts';
  *
  * Ready is the first 200 from GET /healthz, polled every 10 ms from the moment the process is spawned
  * on a port chosen beforehand. Children get a clean environment (PATH, HOME, the port and the folder):
- * no DATABASE_URL, no REDIS_URL, no OTEL_*; the compile cache is the bench's own folder.
+ * no DATABASE_URL, no REDIS_URL, no OTEL_*, no NODE_COMPILE_CACHE: the compile cache is where a
+ * person's start keeps it, `node-compile-cache` in the temporary folder, which is the bench's own
+ * (TMPDIR).
  *
  * With START_BENCH_BEFORE naming another checkout (`git worktree add /tmp/start-before main`, its
  * node_modules a link to this one's, `node apps/web-client/build.ts` run in it), its commands are a
@@ -79,7 +82,8 @@ function childEnv(extra: Record<string, string>, cacheDir: string): NodeJS.Proce
   return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
-    NODE_COMPILE_CACHE: cacheDir,
+    // Node's default compile cache folder is node-compile-cache in os.tmpdir(), which is TMPDIR.
+    TMPDIR: cacheDir,
     ...extra,
   };
 }
@@ -88,7 +92,7 @@ function childEnv(extra: Record<string, string>, cacheDir: string): NodeJS.Proce
 async function startOnce(mode: Mode, dataDir: string, cacheDir: string): Promise<number> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(NODE, ['apps/server/main.ts'], {
+  const child = spawn(NODE, scriptArgsOf(rootOf(mode), 'start'), {
     cwd: rootOf(mode),
     env: childEnv({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }, cacheDir),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -17,7 +17,7 @@ import { machineOf, median, saveResults } from './report.ts';
 /*
  * `npm run bench:tracing`, a part of `npm run bench`: what tracing costs, off and on.
  *
- * The real server (`node apps/server/main.ts`: PostgreSQL, in-process limits, projectors and jobs in
+ * The real server (`node apps/server/main.js`: PostgreSQL, in-process limits, projectors and jobs in
  * the server process, logging at info), started alternately with tracing off (no OTEL_* variable)
  * and on (OTEL_EXPORTER_OTLP_ENDPOINT naming a receiver in this process that accepts and discards;
  * the SDK's default batching, every trace sampled), each start measured on the same workloads:
@@ -388,7 +388,7 @@ const markdown = [
   '',
   `${results.machine.cpus} cores (${results.machine.cpu_model}), ${results.machine.memory_gib} GiB, Node ${results.machine.node}, ${results.machine.postgres}; ` +
     `at the start ${busyAtStart} cores busy with other work (load average ${loadAtStart}). ` +
-    `The real server (\`node apps/server/main.ts\`) started ${ROUNDS} times with tracing off and ${ROUNDS} times on, alternating; ` +
+    `The real server (\`node apps/server/main.js\`) started ${ROUNDS} times with tracing off and ${ROUNDS} times on, alternating; ` +
     `${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s per run; medians. On: every trace sampled, exported over OTLP ` +
     '(http/protobuf) with the default batching to a receiver on loopback that discards.',
   '',

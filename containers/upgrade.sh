@@ -42,7 +42,7 @@ fi
 count=${#old[@]}
 
 say "migrating with the new release"
-"${compose[@]}" run --rm --no-deps -T -e LOG_LEVEL=warn app node apps/cli/main.ts migrate
+"${compose[@]}" run --rm --no-deps -T -e LOG_LEVEL=warn app node apps/cli/main.js migrate
 
 say "starting $count new replica(s) beside the $count running"
 "${compose[@]}" up -d --no-deps --no-recreate --scale "app=$((count * 2))" app >/dev/null

@@ -69,9 +69,9 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 /** `npm run worker` as a child process, with its output kept and a promise of its exit. */
 export type WorkerProcess = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
 
-/** Starts the worker (`node apps/worker/main.ts`) with a clean environment plus `env`. */
+/** Starts the worker (`node apps/worker/main.js`) with a clean environment plus `env`. */
 export function startWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(NODE, ['apps/worker/main.ts'], {
+  const child = spawn(NODE, ['apps/worker/main.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -56,9 +56,9 @@ async function startTitleReceiver(): Promise<{ url: string; titles: string[]; cl
 
 type Worker = { child: ChildProcess; output: () => string; stop(): Promise<number | null> };
 
-/** `npm run worker` (node apps/worker/main.ts) with `env`, once it says it runs. */
+/** `npm run worker` (node apps/worker/main.js) with `env`, once it says it runs. */
 async function startWorker(env: Record<string, string>): Promise<Worker> {
-  const child = spawn(NODE, ['apps/worker/main.ts'], {
+  const child = spawn(NODE, ['apps/worker/main.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -17,14 +17,14 @@ type Layer = 'domain' | 'infra' | 'projections' | 'application' | 'adapter' | 'c
 
 /** The files that put the service together: they may see every layer. */
 const COMPOSITION_ROOTS = new Set([
-  'apps/server/main.ts',
+  'apps/server/main.js',
   'apps/server/serve.ts',
   'apps/server/start-modules.ts',
   'apps/server/compile-ahead.ts',
   'apps/server/app.ts',
-  'apps/worker/main.ts',
+  'apps/worker/main.js',
   'apps/worker/run.ts',
-  'apps/cli/main.ts',
+  'apps/cli/main.js',
   'apps/cli/cli.ts',
   'apps/runtime.ts',
 ]);
@@ -72,7 +72,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
+    .filter((e) => e.isFile() && /\.(ts|js)$/.test(e.name) && !e.name.endsWith('.d.ts'))
     .map((e) => relative(ROOT, join(e.parentPath, e.name)));
 }
 

@@ -40,7 +40,7 @@ async function* textOf(stdin: string | null): AsyncIterable<string> {
 
 /**
  * The admin socket's handler on the server: runs a served command with the server's runtime, said as
- * the CLI says it (apps/cli/dispatch.ts, exitCodeOf; an error nothing maps as apps/cli/main.ts prints
+ * the CLI says it (apps/cli/dispatch.ts, exitCodeOf; an error nothing maps as apps/cli/main.js prints
  * it, exit code 1). The runtime is the server's: it is not closed.
  */
 export function commandsForServer(rt: CliRuntime, config: Config): AdminHandler {
@@ -70,7 +70,7 @@ export function commandsForServer(rt: CliRuntime, config: Config): AdminHandler 
       try {
         return await exitCodeOf(error, err);
       } catch {
-        // What the CLI's entry point (apps/cli/main.ts) prints for an error no mapping knows.
+        // What the CLI's entry point (apps/cli/main.js) prints for an error no mapping knows.
         err(error instanceof Error ? (error.stack ?? error.message) : String(error));
         return 1;
       }

@@ -2,7 +2,7 @@ import { enableCompileCache } from 'node:module';
 
 /*
  * `npm install`'s postinstall: has Node compile the modules a server start loads into Node's compile
- * cache, as main.ts turns it on (docs/operations.md, "Start"), so that the first start after an install
+ * cache, as main.js turns it on (docs/operations.md, "Start"), so that the first start after an install
  * reads them compiled, as every later start does (about 0.8 s of a first start's 2-core machine time).
  * It loads them and runs nothing of the server. Where the cache cannot be written nothing is kept,
  * with no message: only that first start is slower.
@@ -10,7 +10,7 @@ import { enableCompileCache } from 'node:module';
 enableCompileCache();
 const { loadStartModules } = await import('./start-modules.ts');
 await Promise.all([
-  // What main.ts and serve.ts import themselves, the database driver open.ts loads, then what serve.ts
+  // What main.js and serve.ts import themselves, the database driver open.ts loads, then what serve.ts
   // loads while the database opens.
   import('../../infra/telemetry/tracing.ts'),
   import('pino'),

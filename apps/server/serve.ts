@@ -8,7 +8,7 @@ import { LOG_REDACTION } from './http/log-redaction.ts';
 import { loadStartModules } from './start-modules.ts';
 
 /*
- * The server's composition root (`npm start`, through main.ts). The database's opening is begun
+ * The server's composition root (`npm start`, through main.js). The database's opening is begun
  * first (the embedded engine starts in a thread of its own: infra/db/open.ts) and the rest of the
  * server is loaded while it opens; then the app is built on it and listens.
  */

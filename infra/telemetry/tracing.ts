@@ -8,7 +8,7 @@ import { ConfigError } from '../config-error.ts';
  * loaded: not the SDK, not the exporter, not the instrumentations, not the ESM loader hook; the
  * product's spans (spans.ts) are a boolean test each.
  *
- * A process entry point (apps/server/main.ts, apps/worker/main.ts, apps/cli/main.ts) starts tracing
+ * A process entry point (apps/server/main.js, apps/worker/main.js, apps/cli/main.js) starts tracing
  * first and only then imports the rest: the instrumentations patch pg, ioredis and node:http as they
  * are loaded, which an ESM import linked before the SDK ran would be too early for.
  */

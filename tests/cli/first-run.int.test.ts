@@ -84,7 +84,7 @@ describe('DATA_DIR belongs to one process', () => {
           env,
         );
         // A worker is refused the same way, and names the server too.
-        const worker = await run(NODE, ['apps/worker/main.ts'], env);
+        const worker = await run(NODE, ['apps/worker/main.js'], env);
         expect(worker.code).toBe(1);
         expect(worker.stderr).toContain(`is in use by the server (npm start) (pid ${holder},`);
       } finally {
@@ -129,7 +129,7 @@ describe('DATA_DIR belongs to one process', () => {
       // The other way round: a server started while a CLI command holds the folder is refused.
       const holding = await openDatabase({ dataDir, holder: 'the CLI command ingest sites (npm run cli)' });
       try {
-        const refused = await run(NODE, ['apps/server/main.ts'], { ...env, PORT: '0' });
+        const refused = await run(NODE, ['apps/server/main.js'], { ...env, PORT: '0' });
         expect(refused.code).toBe(1);
         expect(refused.stderr.trim()).toMatch(
           new RegExp(

@@ -225,7 +225,7 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
       published_at: new Date(Date.now() + 5_000).toISOString(),
     };
     const ingest = await stack.exec(
-      ['node', 'apps/cli/main.ts', 'ingest', 'articles', '--file', '-'],
+      ['node', 'apps/cli/main.js', 'ingest', 'articles', '--file', '-'],
       `${JSON.stringify(line)}\n`,
     );
     expect(ingest.code, ingest.stderr).toBe(0);
@@ -606,7 +606,7 @@ async function replicaMetrics(container: string): Promise<string> {
 async function seed(stack: Stack): Promise<Seeded> {
   const r = await stack.exec([
     'node',
-    'apps/cli/main.ts',
+    'apps/cli/main.js',
     'seed-demo',
     '--json',
     '--sites',

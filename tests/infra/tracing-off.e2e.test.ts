@@ -101,7 +101,7 @@ describe('a bad OTEL_* value', () => {
     const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318', DATA_DIR: '/nonexistent' };
     const line =
       'Invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318": expected an http:// or https:// URL\n';
-    for (const entry of ['apps/server/main.ts', 'apps/worker/main.ts']) {
+    for (const entry of ['apps/server/main.js', 'apps/worker/main.js']) {
       const r = await run(NODE, [entry], env);
       expect({ entry, code: r.code, stderr: r.stderr }).toEqual({ entry, code: 1, stderr: line });
     }

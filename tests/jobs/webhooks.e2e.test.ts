@@ -207,7 +207,7 @@ describe('webhooks on PostgreSQL and Redis', () => {
   it('runs in `npm run worker` apart from an API process that runs no jobs', async () => {
     const account = await seed(env);
     const api1 = await startServer({ ...env, RUN_JOBS: 'false', RUN_WORKERS: 'false' });
-    const worker = spawn(NODE, ['apps/worker/main.ts'], {
+    const worker = spawn(NODE, ['apps/worker/main.js'], {
       cwd: ROOT,
       env: { ...baseEnv(), ...env, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -24,7 +24,7 @@ describe('the metrics of the processes', () => {
 
   it('the worker serves its metrics on METRICS_PORT and closes the listener when it stops', async () => {
     const lines: string[] = [];
-    const worker: ChildProcess = spawn(NODE, ['apps/worker/main.ts'], {
+    const worker: ChildProcess = spawn(NODE, ['apps/worker/main.js'], {
       cwd: ROOT,
       env: { ...baseEnv(), DATABASE_URL: db.databaseUrl, METRICS_PORT: '0', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -74,7 +74,7 @@ describe('the metrics of the processes', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const port = (taken.address() as { port: number }).port;
     try {
-      const r = await run(NODE, ['apps/server/main.ts'], {
+      const r = await run(NODE, ['apps/server/main.js'], {
         DATABASE_URL: db.databaseUrl,
         PORT: '0',
         METRICS_PORT: String(port),

@@ -71,7 +71,7 @@ describe('server on the embedded default', () => {
   });
 
   it('refuses to start on a bad variable, with one line that names it', async () => {
-    const r = await run(NODE, ['apps/server/main.ts'], { DATA_DIR: dataDir, PORT: 'eighty' });
+    const r = await run(NODE, ['apps/server/main.js'], { DATA_DIR: dataDir, PORT: 'eighty' });
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toBe('Invalid configuration: PORT="eighty": expected a port number');
   });

@@ -55,15 +55,23 @@ export function run(
 }
 
 /**
- * Node's arguments for the CLI of the checkout at `root`, read from its package.json's `cli` script
- * (`node --liftoff-only apps/cli/main.ts`): the CLI run as `npm run cli` runs it, without npm's own start.
+ * Node's arguments for the npm script `name` of the checkout at `root`, read from its package.json
+ * (`cli`: `node --liftoff-only apps/cli/main.js`): the script as npm runs it, without npm's own start.
  */
-export function cliArgsOf(root: string): string[] {
-  const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts: { cli: string } };
-  const [command, ...args] = pkg.scripts.cli.split(/\s+/);
+export function scriptArgsOf(root: string, name: 'cli' | 'start'): string[] {
+  const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  const script = pkg.scripts[name] ?? '';
+  const [command, ...args] = script.split(/\s+/);
   if (command !== 'node')
-    throw new Error(`package.json's cli script does not start with node: ${pkg.scripts.cli}`);
+    throw new Error(`package.json's ${name} script does not start with node: ${script}`);
   return args;
+}
+
+/** Node's arguments for the CLI of the checkout at `root` (`scriptArgsOf(root, 'cli')`). */
+export function cliArgsOf(root: string): string[] {
+  return scriptArgsOf(root, 'cli');
 }
 
 /** This checkout's CLI arguments (`cliArgsOf`). */

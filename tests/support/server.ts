@@ -17,7 +17,7 @@ export type ServerProcess = {
   stop(): Promise<number | null>;
 };
 
-/** Starts the real server (`node apps/server/main.ts`) on a free port and waits until it listens. */
+/** Starts the real server (`node apps/server/main.js`) on a free port and waits until it listens. */
 export function startServer(
   env: Record<string, string | undefined>,
   timeoutMs = 60_000,
@@ -27,7 +27,7 @@ export function startServer(
   root = ROOT,
 ): Promise<ServerProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, ['apps/server/main.ts'], {
+    const child = spawn(NODE, ['apps/server/main.js'], {
       cwd: root,
       env: { ...baseEnv(), PORT: '0', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,8 +1,11 @@
+// @ts-check
 import { enableCompileCache } from 'node:module';
 
-// Node's compile cache (docs/operations.md, "Start"), before anything else is loaded. Then tracing
-// (when the OTEL_* variables name an endpoint), then the CLI, imported only now so that the modules
-// it loads are loaded after the instrumentations that patch them. A command is one trace.
+// `npm run cli`, in plain JavaScript: Node runs it as it is, where an entry in TypeScript would be
+// type-stripped at every command before it could turn the compile cache on. Node's compile cache
+// first (docs/operations.md, "Start"), then tracing (when the OTEL_* variables name an endpoint), then
+// the CLI, imported only now so that the modules it loads are loaded after the instrumentations that
+// patch them. A command is one trace.
 enableCompileCache();
 const { startTracingOrExit, stopTracing } = await import('../../infra/telemetry/tracing.ts');
 const tracing = await startTracingOrExit({ process: 'cli' });
