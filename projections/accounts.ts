@@ -163,6 +163,16 @@ export async function accountNames(
   return new Map(rows.map((r) => [r.id, r]));
 }
 
+/**
+ * Whether `error` is the refusal of a second account (`accounts_email`) or staff member
+ * (`staff_email`) with an email another has, in any case: the unique index's, for two openings that
+ * both found the email free before either was written.
+ */
+export function isEmailTaken(error: unknown, index: 'accounts_email' | 'staff_email'): boolean {
+  const e = error as { code?: unknown; constraint?: unknown } | null;
+  return e?.code === '23505' && e.constraint === index;
+}
+
 /** The account with this email (any case) and its password hash (from `credentials`; null: none set). */
 export async function findAccountByEmail(
   db: Db,

@@ -1,5 +1,10 @@
 import { DomainError } from '../../domain/errors.ts';
-import { findAccount, findAccountByEmail, findStaffByEmail } from '../../projections/accounts.ts';
+import {
+  findAccount,
+  findAccountByEmail,
+  findStaffByEmail,
+  isEmailTaken,
+} from '../../projections/accounts.ts';
 import { type Outcome, outcomeOf } from './call.ts';
 import type { ApplicationDeps } from './deps.ts';
 
@@ -22,16 +27,23 @@ export function createAccounts(deps: Pick<ApplicationDeps, 'db' | 'commands'>) {
      */
     open: (person: NewPerson): Promise<Outcome<{ accountId: string }>> =>
       outcomeOf({}, async () => {
-        if (await findAccountByEmail(db, person.email))
-          throw new DomainError('conflict', 'An account with this email exists already');
-        return commands.openAccount(person);
+        const taken = (): DomainError =>
+          new DomainError('conflict', 'An account with this email exists already');
+        if (await findAccountByEmail(db, person.email)) throw taken();
+        // Another opening with this email may be written between the check and this one.
+        return commands.openAccount(person).catch((error: unknown) => {
+          throw isEmailTaken(error, 'accounts_email') ? taken() : error;
+        });
       }),
     /** A new support staff member (`conflict` for an email a staff member has already). */
     addStaff: (person: NewPerson): Promise<Outcome<{ staffId: string }>> =>
       outcomeOf({}, async () => {
-        if (await findStaffByEmail(db, person.email))
-          throw new DomainError('conflict', 'A staff member with this email exists already');
-        return commands.addStaffMember(person);
+        const taken = (): DomainError =>
+          new DomainError('conflict', 'A staff member with this email exists already');
+        if (await findStaffByEmail(db, person.email)) throw taken();
+        return commands.addStaffMember(person).catch((error: unknown) => {
+          throw isEmailTaken(error, 'staff_email') ? taken() : error;
+        });
       }),
     /** The account with this id, for the authorization server's subject; undefined when there is none. */
     find: (accountId: string) => findAccount(db, accountId),
