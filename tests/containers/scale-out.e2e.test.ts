@@ -571,7 +571,7 @@ async function buildNextImage(): Promise<void> {
     );
     await writeFile(
       join(dir, 'Containerfile'),
-      'FROM content-service:latest\n' + `COPY ${NEXT_MIGRATION}.ts index.ts /app/infra/db/migrations/\n`,
+      `FROM content-service:latest\nCOPY ${NEXT_MIGRATION}.ts index.ts /app/infra/db/migrations/\n`,
     );
     const built = await engineRun(['build', '-q', '-f', join(dir, 'Containerfile'), '-t', NEXT_IMAGE, dir]);
     if (built.code !== 0) throw new Error(`building ${NEXT_IMAGE} failed: ${built.stderr}`);
