@@ -1,9 +1,15 @@
 import { createHash } from 'node:crypto';
+import { flushCompileCache } from 'node:module';
 import { type BodyFacts, bodyFacts } from '../domain/html/facts.ts';
 import { type SanitizeResult, sanitizeHtml } from '../domain/html/sanitize.ts';
 import { diffBodies, type TextDiff } from '../domain/html/word-diff.ts';
 import { createHtmlMemory } from './html-memory.ts';
 import type { DiffTask } from './sanitize-pool.ts';
+
+// What this thread compiled (this module and its imports), kept in Node's compile cache now (when the
+// process keeps one: main.js names it to its threads): the pool's workers end by being terminated,
+// which writes nothing.
+flushCompileCache();
 
 /** This worker thread's own memory: the bodies it sanitised lately, to parse an edit of one only where it changed. */
 const memory = createHtmlMemory();

@@ -1,5 +1,5 @@
 // @ts-check
-import { enableCompileCache } from 'node:module';
+import { constants, enableCompileCache } from 'node:module';
 
 /*
  * `npm start`, in plain JavaScript: Node runs it as it is, where an entry in TypeScript would be
@@ -9,7 +9,12 @@ import { enableCompileCache } from 'node:module';
  * load are compiled through the cache, and loaded (pg, ioredis, node:http, fastify) after the
  * instrumentations that patch them.
  */
-enableCompileCache();
+const cache = enableCompileCache();
+// Worker threads (the embedded engine's, the sanitise pool's) are Node instances of their own: they
+// use the cache when the environment they start with names it.
+if (cache.directory && cache.status !== constants.compileCacheStatus.FAILED) {
+  process.env.NODE_COMPILE_CACHE = cache.directory;
+}
 const { startTracingOrExit } = await import('../../infra/telemetry/tracing.ts');
 await startTracingOrExit({ process: 'server' });
 await import('./serve.ts');

@@ -1,3 +1,4 @@
+import { flushCompileCache } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
@@ -67,6 +68,10 @@ try {
     port.close();
   });
   post({ type: 'ready', port: Number(server.getServerConn().split(':').at(-1)) });
+  // What this thread compiled, kept in Node's compile cache now (when the process keeps one: main.js
+  // names it to its threads): a thread's cache is otherwise written as the thread ends, which a
+  // process that stops without waiting for it never lets happen.
+  flushCompileCache();
 } catch (error) {
   post({ type: 'failed', error });
   port.close();

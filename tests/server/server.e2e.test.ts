@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { startPgProxy } from '../support/pg-proxy.ts';
-import { NODE, run } from '../support/process.ts';
+import { NODE, ROOT, run } from '../support/process.ts';
 import { metricsBaseOf, type ServerProcess, startServer } from '../support/server.ts';
 import { TEST_REDIS_URL } from '../support/services.ts';
 import { PATIENCE } from '../support/wait.ts';
@@ -68,6 +68,46 @@ describe('server on the embedded default', () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as { msg?: string });
     expect(logs.some((l) => l.msg === 'stopped')).toBe(true);
+  });
+
+  it('keeps its worker threads in the compile cache too: a restart reads the engine’s thread and the sanitise worker compiled', async () => {
+    // As `npm start` runs: no NODE_COMPILE_CACHE, so the cache is in the temporary folder (main.js
+    // turns it on and names it to the threads it starts). Node says what it reads from the cache.
+    const tmp = await mkdtemp(join(tmpdir(), 'cs-server-cache-'));
+    const dir = join(tmp, 'data');
+    const env = {
+      DATA_DIR: dir,
+      TMPDIR: tmp,
+      NODE_COMPILE_CACHE: undefined,
+      NODE_DEBUG_NATIVE: 'COMPILE_CACHE',
+      SANITIZE_THREADS: '1',
+      DEMO_ON_FIRST_START: 'false',
+    };
+    // `retrieving transpile cache for StrippedTypeScript <path or file: URL>...success`
+    const fromCache = (lines: string[], file: string): boolean =>
+      lines.some(
+        (line) =>
+          line.includes('retrieving transpile cache for StrippedTypeScript') &&
+          line.includes(join(ROOT, file)) &&
+          line.endsWith('...success'),
+      );
+    try {
+      const first = await startServer(env);
+      expect(await first.stop()).toBe(0);
+      const again = await startServer(env);
+      // The threads are started with the server: by the time it listens, both have loaded.
+      await vi.waitFor(async () => {
+        const lines = await again.logsNow();
+        expect({
+          engine: fromCache(lines, 'infra/db/pglite-thread.ts'),
+          sanitiser: fromCache(lines, 'infra/sanitize-worker.ts'),
+          server: fromCache(lines, 'apps/server/serve.ts'),
+        }).toEqual({ engine: true, sanitiser: true, server: true });
+      }, PATIENCE);
+      expect(await again.stop()).toBe(0);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
   });
 
   it('refuses to start on a bad variable, with one line that names it', async () => {
