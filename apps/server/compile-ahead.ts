@@ -21,4 +21,23 @@ await Promise.all([
   import('../../infra/log-destination.ts'),
   import('./http/log-redaction.ts'),
   loadStartModules(),
+  // The admin socket, served on the embedded database.
+  import('../../infra/admin-socket.ts'),
+  import('../cli/through-server.ts'),
+  // What the worker threads load: the embedded engine's (infra/db/pglite-thread.ts, which runs only
+  // as a thread) and the sanitise pool's.
+  import('@electric-sql/pglite'),
+  import('@electric-sql/pglite-socket'),
+  import('../../infra/db/embedded-template.ts'),
+  import('../../infra/sanitize-worker.ts'),
 ]);
+// What @fastify/swagger loads only once it is registered (its document builders, yaml), on an app of
+// its own that serves nothing.
+const [{ default: fastify }, { default: swagger }] = await Promise.all([
+  import('fastify'),
+  import('@fastify/swagger'),
+]);
+const app = fastify();
+await app.register(swagger, { openapi: {} });
+await app.ready();
+await app.close();
