@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { cpSync, existsSync, renameSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { chmodSync, cpSync, existsSync, readdirSync, renameSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { join, relative, resolve } from 'node:path';
 
 /*
  * The embedded database as a first start finds it, made once: PGlite's initdb and this code's
@@ -71,8 +71,25 @@ export async function hasEmbeddedTemplate(): Promise<boolean> {
 export function copyEmbeddedTemplate(template: string, location: string): boolean {
   if (!existsSync(join(template, TEMPLATE_MARKER))) return false;
   cpSync(template, location, { recursive: true });
+  // The copy its owner's alone, as a cluster initdb makes (the template is readable by all).
+  for (const entry of readdirSync(template, { withFileTypes: true, recursive: true })) {
+    const path = join(location, relative(template, join(entry.parentPath, entry.name)));
+    chmodSync(path, entry.isDirectory() ? 0o700 : 0o600);
+  }
   renameSync(join(location, TEMPLATE_MARKER), join(location, MARKER));
   return true;
+}
+
+/**
+ * The template readable by every user, its folders searchable: it is copied by whoever runs the
+ * service, who need not be who installed it (the container image's own user; an install by root),
+ * and PGlite leaves some of its files to their owner alone. It holds no secret (above).
+ */
+async function readableByAll(folder: string): Promise<void> {
+  await chmod(folder, 0o755);
+  for (const entry of await readdir(folder, { withFileTypes: true, recursive: true })) {
+    await chmod(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+  }
 }
 
 /**
@@ -82,7 +99,11 @@ export function copyEmbeddedTemplate(template: string, location: string): boolea
  */
 export async function buildEmbeddedTemplate(): Promise<{ folder: string; built: boolean }> {
   const folder = await embeddedTemplateFolder();
-  if (await hasEmbeddedTemplate()) return { folder, built: false };
+  if (await hasEmbeddedTemplate()) {
+    // One made by an install before its files were readable by all.
+    await readableByAll(folder);
+    return { folder, built: false };
+  }
   // Loaded here only: the engine's thread reads the template through this module.
   const [{ openDatabase }, { migrateToLatest }] = await Promise.all([
     import('./open.ts'),
@@ -99,6 +120,7 @@ export async function buildEmbeddedTemplate(): Promise<{ folder: string; built: 
       await handle.close();
     }
     await rename(join(dataDir, MARKER), join(dataDir, TEMPLATE_MARKER));
+    await readableByAll(dataDir);
     await rm(folder, { recursive: true, force: true });
     await rename(dataDir, folder);
   } finally {

@@ -119,6 +119,62 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
     return (list.body.data as Array<{ id: string }>).map((a) => a.id);
   };
 
+  it('starts its processes from the compile cache the image carries for the user it runs as', async () => {
+    // A module a start loads, read compiled (NODE_DEBUG_NATIVE says so), in a container of the image.
+    const r = await engineRun([
+      'run',
+      '--rm',
+      '-e',
+      'NODE_DEBUG_NATIVE=COMPILE_CACHE',
+      'content-service:latest',
+      'node',
+      '--input-type=module',
+      '-e',
+      "import('/app/infra/config.ts')",
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(
+      'retrieving transpile cache for StrippedTypeScript file:///app/infra/config.ts...success',
+    );
+  });
+
+  it('runs alone on the embedded default, as `docker run` with a volume for /data does', async () => {
+    // The image's user is not the one that made the embedded template at build: it copies it all the same.
+    const name = `cs-embedded-${process.pid}`;
+    const volume = `${name}-data`;
+    try {
+      const started = await engineRun([
+        'run',
+        '-d',
+        '--name',
+        name,
+        '-p',
+        '127.0.0.1::3000',
+        '-v',
+        `${volume}:/data`,
+        'content-service:latest',
+      ]);
+      expect(started.code, started.stderr).toBe(0);
+      const port = await engineRun(['port', name, '3000']);
+      const address = port.stdout.trim().split('\n')[0] ?? '';
+      let health = 0;
+      const up = await until(async () => {
+        const state = await engineRun(['inspect', '-f', '{{.State.Running}}', name]);
+        if (state.stdout.trim() !== 'true') return true;
+        health = await fetch(`http://${address}/healthz`).then(
+          (r) => r.status,
+          () => 0,
+        );
+        return health === 200;
+      }, 60_000);
+      const logs = await engineRun(['logs', name]);
+      expect({ up, health }, logs.stdout + logs.stderr).toEqual({ up: true, health: 200 });
+    } finally {
+      await engineRun(['rm', '-f', name]);
+      await engineRun(['volume', 'rm', '-f', volume]);
+    }
+  });
+
   it('serves the sign-in page and /readyz through the load balancer, from both replicas', async () => {
     for (let i = 0; i < 4; i++) {
       const page = await fetch(`${stack.url}/sign-in`);

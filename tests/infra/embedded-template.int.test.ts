@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -65,6 +65,22 @@ describe('the embedded database template', () => {
     const names = await readdir(dataDir);
     expect(names).toContain('kept');
     expect(names.filter((name) => name.startsWith('PG_VERSION'))).toEqual(['PG_VERSION']);
+    // The template is read by whoever runs the service (the image's own user, not the installer); the
+    // copy is its owner's alone, as initdb leaves a cluster.
+    const modes = (folder: string): Map<string, string> =>
+      new Map(
+        readdirSync(folder, { withFileTypes: true, recursive: true }).map((e) => {
+          const path = join(e.parentPath, e.name);
+          return [relative(folder, path), (statSync(path).mode & 0o777).toString(8)];
+        }),
+      );
+    const templateModes = modes(template);
+    expect(templateModes.size).toBeGreaterThan(100);
+    expect([...new Set(templateModes.values())].sort()).toEqual(['644', '755']);
+    const copied = modes(dataDir);
+    copied.delete('kept');
+    expect(copied.size).toBe(templateModes.size);
+    expect([...new Set(copied.values())].sort()).toEqual(['600', '700']);
     const handle = await openDatabase({ dataDir });
     try {
       expect(await pendingMigrations(handle.db)).toEqual([]);
