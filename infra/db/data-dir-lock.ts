@@ -39,11 +39,17 @@ export type LockHolder = {
 export class DataDirInUse extends ConfigError {
   readonly holder: LockHolder;
   constructor(dataDir: string, holder: LockHolder) {
-    const where = holder.host === hostname() ? '' : ` on ${holder.host}`;
+    const elsewhere = holder.host !== hostname();
+    const where = elsewhere ? ` on ${holder.host}` : '';
+    // A holder on another host (another machine, or a container before this one) cannot be checked
+    // from here: what to do once it is known to be gone.
+    const gone = elsewhere
+      ? ` If that process is gone (a container or machine stopped by force), remove ${JSON.stringify(join(dataDir, LOCK_FILE))}.`
+      : '';
     super(
       `DATA_DIR=${JSON.stringify(dataDir)} is in use by ${holder.what} (pid ${holder.pid}${where}, since ` +
         `${holder.since}): the embedded database serves one process. Stop that process first, or set ` +
-        'DATABASE_URL to share a PostgreSQL server between processes.',
+        `DATABASE_URL to share a PostgreSQL server between processes.${gone}`,
     );
     this.name = 'DataDirInUse';
     this.holder = holder;

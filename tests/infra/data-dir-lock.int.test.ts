@@ -94,6 +94,10 @@ describe('the DATA_DIR lock', () => {
     await expect(lockDataDir(dir, 'the server (npm start)')).rejects.toThrow(
       `is in use by the worker (npm run worker) (pid ${pid} on elsewhere.example, since then)`,
     );
+    // And what to do once that process is known to be gone: remove the file.
+    await expect(lockDataDir(dir, 'the server (npm start)')).rejects.toThrow(
+      `If that process is gone (a container or machine stopped by force), remove ${JSON.stringify(join(dir, LOCK_FILE))}.`,
+    );
     await rm(join(dir, LOCK_FILE));
   });
 
