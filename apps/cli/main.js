@@ -1,17 +1,12 @@
 // @ts-check
-import { constants, enableCompileCache } from 'node:module';
+import { useCompileCache } from '../../infra/compile-cache.js';
 
 // `npm run cli`, in plain JavaScript: Node runs it as it is, where an entry in TypeScript would be
 // type-stripped at every command before it could turn the compile cache on. Node's compile cache
 // first (docs/operations.md, "Start"), then tracing (when the OTEL_* variables name an endpoint), then
 // the CLI, imported only now so that the modules it loads are loaded after the instrumentations that
 // patch them. A command is one trace.
-const cache = enableCompileCache();
-// Worker threads (the embedded engine's, the sanitise pool's) are Node instances of their own: they
-// use the cache when the environment they start with names it.
-if (cache.directory && cache.status !== constants.compileCacheStatus.FAILED) {
-  process.env.NODE_COMPILE_CACHE = cache.directory;
-}
+useCompileCache();
 const { startTracingOrExit, stopTracing } = await import('../../infra/telemetry/tracing.ts');
 const tracing = await startTracingOrExit({ process: 'cli' });
 const { runCli } = await import('./cli.ts');

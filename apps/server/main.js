@@ -1,5 +1,5 @@
 // @ts-check
-import { constants, enableCompileCache } from 'node:module';
+import { useCompileCache } from '../../infra/compile-cache.js';
 
 /*
  * `npm start`, in plain JavaScript: Node runs it as it is, where an entry in TypeScript would be
@@ -9,12 +9,7 @@ import { constants, enableCompileCache } from 'node:module';
  * load are compiled through the cache, and loaded (pg, ioredis, node:http, fastify) after the
  * instrumentations that patch them.
  */
-const cache = enableCompileCache();
-// Worker threads (the embedded engine's, the sanitise pool's) are Node instances of their own: they
-// use the cache when the environment they start with names it.
-if (cache.directory && cache.status !== constants.compileCacheStatus.FAILED) {
-  process.env.NODE_COMPILE_CACHE = cache.directory;
-}
+useCompileCache();
 const { startTracingOrExit } = await import('../../infra/telemetry/tracing.ts');
 await startTracingOrExit({ process: 'server' });
 await import('./serve.ts');
