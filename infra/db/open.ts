@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
 import type { Kysely as KyselyClass, PostgresDialect as PostgresDialectClass } from 'kysely';
 import type pg from 'pg';
 import { ConfigError } from '../config-error.ts';
-import { type DataDirLock, lockDataDir } from './data-dir-lock.ts';
+import { type DataDirLock, type LockHolder, lockDataDir } from './data-dir-lock.ts';
 import type { EngineMessage } from './pglite-thread.ts';
 import { createReachability, guardPool, POOL_WAIT_MS, reachabilityClient } from './reachability.ts';
 import type { Database, Db } from './schema.ts';
@@ -511,10 +511,30 @@ function unwritable(location: string, error: unknown): ConfigError {
   );
 }
 
-/** The folder's lock (data-dir-lock.ts); a lock file that cannot be written is said as requireWritable says it. */
-async function lockFolder(location: string, holder: string): Promise<DataDirLock> {
+/**
+ * The folder's lock (data-dir-lock.ts); a lock file that cannot be written is said as requireWritable
+ * says it. A lock on another host is watched before it is taken over, which is said; a lock taken over
+ * from this process (silent too long: a paused container) ends it, before its engine writes again.
+ */
+async function lockFolder(location: string, holder: string, logger: DbLogger): Promise<DataDirLock> {
+  const named = (h: LockHolder) => `${h.what} (pid ${h.pid} on ${h.host}, since ${h.since})`;
   try {
-    return await lockDataDir(location, holder);
+    return await lockDataDir(location, holder, {
+      onWait: (other, waitMs) =>
+        logger.warn(
+          { dataDir: location, holder: other },
+          `DATA_DIR=${JSON.stringify(location)} is locked by ${named(other)}, which cannot be checked from ` +
+            `this host: taking the lock over unless it is renewed within ${Math.round(waitMs / 1000)} s`,
+        ),
+      onLost: (other) => {
+        logger.error(
+          { dataDir: location, holder: other },
+          `DATA_DIR=${JSON.stringify(location)}: this process's lock was taken over by ${named(other)} ` +
+            '(it was not renewed in time): stopping at once, so that two processes never write the folder',
+        );
+        process.exit(1);
+      },
+    });
   } catch (error) {
     throw error instanceof ConfigError ? error : unwritable(location, error);
   }
@@ -531,7 +551,7 @@ async function beginPglite(dataDir: string, holder: string, logger: DbLogger): P
   const location = inMemory ? dataDir : resolve(dataDir);
   if (!inMemory) await requireWritable(location);
   // One process per folder (data-dir-lock.ts): taken before the engine reads a page of it.
-  const lock = inMemory ? undefined : await lockFolder(location, holder);
+  const lock = inMemory ? undefined : await lockFolder(location, holder, logger);
   const starting = startEngine(location, logger);
   // Loaded while the engine starts; awaited once it serves.
   const loading = loadDriver();

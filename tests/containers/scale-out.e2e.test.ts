@@ -138,16 +138,18 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
     );
   });
 
-  it('runs alone on the embedded default, as `docker run` with a volume for /data does', async () => {
+  it('runs alone on the embedded default, as `docker run` with a volume for /data does, and after a kill', async () => {
     // The image's user is not the one that made the embedded template at build: it copies it all the same.
     const name = `cs-embedded-${process.pid}`;
     const volume = `${name}-data`;
-    try {
+    const names = [name, `${name}-after-kill`];
+    /** Starts a container of the service on the volume; whether it answered /healthz, and its log. */
+    const serve = async (container: string) => {
       const started = await engineRun([
         'run',
         '-d',
         '--name',
-        name,
+        container,
         '-p',
         '127.0.0.1::3000',
         '-v',
@@ -155,25 +157,45 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
         'content-service:latest',
       ]);
       expect(started.code, started.stderr).toBe(0);
-      const port = await engineRun(['port', name, '3000']);
+      const port = await engineRun(['port', container, '3000']);
       const address = port.stdout.trim().split('\n')[0] ?? '';
       let health = 0;
       const up = await until(async () => {
-        const state = await engineRun(['inspect', '-f', '{{.State.Running}}', name]);
+        const state = await engineRun(['inspect', '-f', '{{.State.Running}}', container]);
         if (state.stdout.trim() !== 'true') return true;
         health = await fetch(`http://${address}/healthz`).then(
           (r) => r.status,
           () => 0,
         );
         return health === 200;
-      }, 60_000);
-      const logs = await engineRun(['logs', name]);
-      expect({ up, health }, logs.stdout + logs.stderr).toEqual({ up: true, health: 200 });
+      }, 90_000);
+      const logs = await engineRun(['logs', container]);
+      return { up, health, log: logs.stdout + logs.stderr };
+    };
+    try {
+      const first = await serve(name);
+      expect({ up: first.up, health: first.health }, first.log).toEqual({ up: true, health: 200 });
+      const host = (await engineRun(['inspect', '-f', '{{.Config.Hostname}}', name])).stdout.trim();
+
+      // A second container on the volume (another host name) sees the running one renew its lock:
+      // refused, exit 1, naming it.
+      const beside = await engineRun(['run', '--rm', '-v', `${volume}:/data`, 'content-service:latest']);
+      expect(beside.code, beside.stdout + beside.stderr).toBe(1);
+      expect(beside.stderr).toContain(`DATA_DIR="/data" is in use by the server (npm start) (pid 1 on ${host}, since `);
+
+      // Killed by force, it leaves its lock behind; a new container finds it renewed no more and takes it over.
+      expect((await engineRun(['kill', name])).code).toBe(0);
+      const after = await serve(names[1] as string);
+      expect({ up: after.up, health: after.health }, after.log).toEqual({ up: true, health: 200 });
+      expect(after.log).toContain(
+        `DATA_DIR=\\"/data\\" is locked by the server (npm start) (pid 1 on ${host}, since `,
+      );
+      expect(after.log).toContain('taking the lock over unless it is renewed within 20 s');
     } finally {
-      await engineRun(['rm', '-f', name]);
+      for (const container of names) await engineRun(['rm', '-f', container]);
       await engineRun(['volume', 'rm', '-f', volume]);
     }
-  });
+  }, 240_000);
 
   it('serves the sign-in page and /readyz through the load balancer, from both replicas', async () => {
     for (let i = 0; i < 4; i++) {

@@ -1,8 +1,9 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataDirInUse, LOCK_FILE, lockDataDir } from '../../infra/db/data-dir-lock.ts';
+import { DataDirInUse, HEARTBEAT_MS, LOCK_FILE, lockDataDir } from '../../infra/db/data-dir-lock.ts';
 import { NODE, run } from '../support/process.ts';
 
 /** The pid of a process that ran and is gone. */
@@ -81,7 +82,7 @@ describe('the DATA_DIR lock', () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
-  it('believes a holder on another host, which it cannot check', async () => {
+  it('believes a holder on another host that does not renew its lock (an earlier release)', async () => {
     const pid = await deadPid();
     const other = {
       pid,
@@ -99,6 +100,105 @@ describe('the DATA_DIR lock', () => {
       `If that process is gone (a container or machine stopped by force), remove ${JSON.stringify(join(dir, LOCK_FILE))}.`,
     );
     await rm(join(dir, LOCK_FILE));
+  });
+
+  it('refuses a holder on another host that renews its lock, as soon as it sees it renewed', async () => {
+    // The holder says it renews every second (a watch of 10 s); a process of its own renews it every
+    // 20 ms, so that the watch sees the time move at its first look.
+    const file = join(dir, LOCK_FILE);
+    await writeFile(
+      file,
+      JSON.stringify({
+        pid: 1,
+        host: 'container-before.example',
+        what: 'the server (npm start)',
+        since: 'then',
+        token: 'beating',
+        heartbeat_ms: 1_000,
+      }),
+    );
+    const renewer = spawn(NODE, [
+      '-e',
+      `const fs = require('node:fs'); setInterval(() => { const t = new Date(); fs.utimesSync(${JSON.stringify(file)}, t, t); }, 20);`,
+    ]);
+    try {
+      const waits: number[] = [];
+      const refused = lockDataDir(dir, 'the server (npm start)', { onWait: (_, ms) => waits.push(ms) });
+      await expect(refused).rejects.toBeInstanceOf(DataDirInUse);
+      const message = (await refused.catch((e: Error) => e)) as Error;
+      expect(message.message).toMatch(
+        /is in use by the server \(npm start\) \(pid 1 on container-before\.example, since then\)/,
+      );
+      // It was seen renewing: no advice to remove its file.
+      expect(message.message).not.toContain('remove');
+      expect(waits).toEqual([10_000]);
+    } finally {
+      renewer.kill();
+    }
+    await rm(file);
+  });
+
+  it('takes over a lock on another host that is not renewed for ten of its beats, by its own clock', async () => {
+    // A container killed by force: its lock says it renews every 20 ms, and nothing renews it.
+    await writeFile(
+      join(dir, LOCK_FILE),
+      JSON.stringify({
+        pid: 1,
+        host: 'killed-container.example',
+        what: 'the server (npm start)',
+        since: 'then',
+        token: 'silent',
+        heartbeat_ms: 20,
+      }),
+    );
+    const waits: Array<[string, number]> = [];
+    const started = performance.now();
+    const taken = await lockDataDir(dir, 'the server (npm start)', {
+      onWait: (holder, ms) => waits.push([holder.host, ms]),
+    });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(200);
+    expect(waits).toEqual([['killed-container.example', 200]]);
+    expect(JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8'))).toMatchObject({
+      token: taken.holder.token,
+      heartbeat_ms: HEARTBEAT_MS,
+    });
+    await taken.release();
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('renews its lock, puts back a file removed by hand, and says so when another holding replaced it', async () => {
+    const file = join(dir, LOCK_FILE);
+    const lost: string[] = [];
+    const held = await lockDataDir(dir, 'the server (npm start)', {
+      heartbeatMs: 20,
+      onLost: (by) => lost.push(by.token),
+    });
+    const first = (await stat(file, { bigint: true })).mtimeNs;
+    await expect.poll(async () => (await stat(file, { bigint: true })).mtimeNs).not.toBe(first);
+
+    await rm(file);
+    await expect
+      .poll(async () => (await readFile(file, 'utf8').catch(() => '{}')).includes(held.holder.token))
+      .toBe(true);
+
+    await writeFile(
+      file,
+      JSON.stringify({ ...held.holder, pid: 1, host: 'elsewhere.example', token: 'thief' }),
+    );
+    await expect.poll(() => lost).toEqual(['thief']);
+    // It stops renewing and leaves the other holding's file alone, also on release.
+    await held.release();
+    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ token: 'thief' });
+    await rm(file);
+  });
+
+  it('stops renewing once released: a released lock does not come back', async () => {
+    const held = await lockDataDir(dir, 'the server (npm start)', { heartbeatMs: 5 });
+    await held.release();
+    expect(await readdir(dir)).toEqual([]);
+    // Ten of its beats later, still nothing (a beat still running would have put the file back).
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await readdir(dir)).toEqual([]);
   });
 
   it('lets exactly one of many takers of one stale lock have it, in every round of interleavings', async () => {
@@ -119,7 +219,7 @@ describe('the DATA_DIR lock', () => {
         }),
       );
       const results = await Promise.allSettled(
-        Array.from({ length: 12 }, () => lockDataDir(dir, 'a taker', (pid) => pid !== gone)),
+        Array.from({ length: 12 }, () => lockDataDir(dir, 'a taker', { runs: (pid) => pid !== gone })),
       );
       const taken = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
       const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
