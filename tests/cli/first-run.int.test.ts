@@ -1,7 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { HEARTBEAT_MS, LOCK_FILE, type LockHolder } from '../../infra/db/data-dir-lock.ts';
 import { openDatabase } from '../../infra/db/open.ts';
 import { freePort } from '../oauth/helpers.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -139,6 +140,30 @@ describe('DATA_DIR belongs to one process', () => {
       } finally {
         await holding.close();
       }
+    },
+    HEAVY,
+  );
+
+  it(
+    'stops a server at once, exit 1, when its lock was taken over (it stalled longer than the watch)',
+    async () => {
+      const env = { DATA_DIR: dataDir, DEMO_ON_FIRST_START: 'false' };
+      const server = await serve(env);
+      const code = new Promise<number | null>((r) => server.child.once('exit', (c) => r(c)));
+      const lock = join(dataDir, LOCK_FILE);
+      const mine = JSON.parse(await readFile(lock, 'utf8')) as LockHolder;
+      expect(mine).toMatchObject({ pid: server.child.pid, heartbeat_ms: HEARTBEAT_MS });
+      // What a process on another host writes once it has watched this one's lock stay still.
+      const taker = { ...mine, pid: 1, host: 'next-container.example', token: 'taker' };
+      await writeFile(`${lock}.taker`, JSON.stringify(taker));
+      await rename(`${lock}.taker`, lock);
+      expect(await code).toBe(1);
+      expect(server.logs().join('\n')).toContain(
+        `this process's lock was taken over by the server (npm start) (pid 1 on next-container.example, since ${mine.since})`,
+      );
+      // It left the taker's lock alone.
+      expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ token: 'taker' });
+      await rm(lock);
     },
     HEAVY,
   );
