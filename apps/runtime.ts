@@ -31,6 +31,11 @@ export type Runtime = {
    * around each change (default CONTEXT_WORDS; ALL_WORDS: every one, for a diff that gives both texts back).
    */
   diff(before: string, after: string, context?: number): Promise<BodyDiff>;
+  /**
+   * Starts the sanitise pool's threads (none without a pool). A process calls it once it serves; the
+   * pool's first use starts them otherwise (infra/sanitize-pool.ts).
+   */
+  startThreads(): void;
   /** The text search configuration its article projector writes search vectors with, and searches use (SEARCH_LANGUAGE). */
   searchLanguage: string;
   close(): Promise<void>;
@@ -101,6 +106,7 @@ export function createRuntime(
     snapshots,
     html,
     diff: sanitizer ? sanitizer.diff : diffInThread,
+    startThreads: () => sanitizer?.start(),
     searchLanguage,
     async close() {
       await sanitizer?.close();

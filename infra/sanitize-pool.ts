@@ -22,6 +22,14 @@ import { createSlots } from './slots.ts';
  * done within DIFF_WAIT_MS of being asked is given up. Either way the answer is `busy`.
  */
 export type SanitizePool = {
+  /**
+   * Starts the pool's threads, if they have not started yet; the first `ahead` or `diff` starts them
+   * too. A server calls it once it listens: starting a thread (a Node instance of its own) is no part
+   * of what its start waits for.
+   */
+  start(): void;
+  /** Whether the pool's threads have been started. */
+  readonly started: boolean;
   ahead(body: string): Promise<void>;
   /** `context`: the unchanged words kept around each change (default CONTEXT_WORDS; ALL_WORDS: every one). */
   diff(before: string, after: string, context?: number): Promise<BodyDiff>;
@@ -56,18 +64,33 @@ export function createSanitizePool(
   const inThreadMax = opts.inThreadMax ?? IN_THREAD_MAX;
   const diffWaitMs = opts.diffWaitMs ?? DIFF_WAIT_MS;
   const slots = createSlots(opts.diffSlots ?? Math.max(1, threads - 1), DIFF_WAITING);
-  const pool = new Piscina({
-    filename: new URL('./sanitize-worker.ts', import.meta.url).href,
-    minThreads: threads,
-    maxThreads: threads,
-    idleTimeout: Number.POSITIVE_INFINITY,
-  });
+  let pool: Piscina | undefined;
+  let closed = false;
+  const threadsOf = (): Piscina => {
+    if (closed) throw new Error('the sanitise pool is closed');
+    pool ??= new Piscina({
+      filename: new URL('./sanitize-worker.ts', import.meta.url).href,
+      minThreads: threads,
+      maxThreads: threads,
+      idleTimeout: Number.POSITIVE_INFINITY,
+    });
+    return pool;
+  };
   return {
+    start() {
+      if (!closed) threadsOf();
+    },
+    get started() {
+      return pool !== undefined;
+    },
     async ahead(body) {
       // Longer in UTF-16 units than the limit in bytes: over it for sure; the decider refuses it unparsed.
       if (body.length > BODY_MAX_BYTES || body.length <= inThreadMax) return;
       try {
-        const { result, facts } = (await pool.run(body)) as { result: SanitizeResult; facts: BodyFacts };
+        const { result, facts } = (await threadsOf().run(body)) as {
+          result: SanitizeResult;
+          facts: BodyFacts;
+        };
         memory.rememberSanitized(body, result);
         memory.rememberFacts(result.html, facts);
       } catch {
@@ -79,7 +102,7 @@ export function createSanitizePool(
       if (!(await slots.take(signal))) return 'busy';
       try {
         const task: DiffTask = { before, after, ...(context === undefined ? {} : { context }) };
-        return (await pool.run(task, { name: 'diff', signal })) as TextDiff | null;
+        return (await threadsOf().run(task, { name: 'diff', signal })) as TextDiff | null;
       } catch (error) {
         // Given up after DIFF_WAIT_MS (the worker running it is replaced); anything else is a fault.
         if (signal.aborted) return 'busy';
@@ -88,7 +111,10 @@ export function createSanitizePool(
         slots.give();
       }
     },
-    close: () => pool.close(),
+    async close() {
+      closed = true;
+      await pool?.close();
+    },
   };
 }
 

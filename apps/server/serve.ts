@@ -248,6 +248,8 @@ try {
         ? `Server listening at ${address}`
         : `Server listening at ${address}; open ${config.PUBLIC_URL}`,
   });
+  // The sanitise pool's threads, now that the start is done (the first large edit would start them too).
+  runtime.startThreads();
   app.log.info(
     {
       database: runtime.handle.kind,

@@ -77,6 +77,28 @@ describe('the sanitise pool', () => {
     }
   });
 
+  it('starts its threads when told to or when first used, never before; closed, it starts none', async () => {
+    const told = createSanitizePool(1, createHtmlMemory());
+    const used = createSanitizePool(1, createHtmlMemory());
+    const unused = createSanitizePool(1, createHtmlMemory());
+    try {
+      expect([told.started, used.started, unused.started]).toEqual([false, false, false]);
+      told.start();
+      told.start();
+      expect(told.started).toBe(true);
+      // A small body stays in the server's thread: no thread for it.
+      await used.ahead('<p>small</p>');
+      expect(used.started).toBe(false);
+      const large = `<p onclick="x()">large</p>${'<p>x</p>'.repeat(IN_THREAD_MAX / 8)}`;
+      await used.ahead(large);
+      expect(used.started).toBe(true);
+    } finally {
+      await Promise.all([told.close(), used.close(), unused.close()]);
+    }
+    unused.start();
+    expect(unused.started).toBe(false);
+  });
+
   it('does not send a body over the size limit (the decider refuses it unparsed)', async () => {
     const huge = `<p>${'x'.repeat(2 * 1024 * 1024 + 1)}</p>`;
     await pool.ahead(huge);
