@@ -181,7 +181,9 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
       // refused, exit 1, naming it.
       const beside = await engineRun(['run', '--rm', '-v', `${volume}:/data`, 'content-service:latest']);
       expect(beside.code, beside.stdout + beside.stderr).toBe(1);
-      expect(beside.stderr).toContain(`DATA_DIR="/data" is in use by the server (npm start) (pid 1 on ${host}, since `);
+      expect(beside.stderr).toContain(
+        `DATA_DIR="/data" is in use by the server (npm start) (pid 1 on ${host}, since `,
+      );
 
       // Killed by force, it leaves its lock behind; a new container finds it renewed no more and takes it over.
       expect((await engineRun(['kill', name])).code).toBe(0);
