@@ -10,7 +10,7 @@ import { startServer } from '../support/server.ts';
  * (docs/operations.md, "Start"): a server on the embedded database, without REDIS_URL or
  * METRICS_PORT, answers without having loaded the authorization server (oidc-provider, Koa, jose), the
  * MCP SDK, BullMQ and Redis's client, the metrics library, the image library or the outbound HTTP
- * client; nor PGlite, which runs in the database's own thread (infra/db/pglite-thread.ts); nor ever
+ * client (the package's, nor Node's own); nor PGlite, which runs in the database's own thread (infra/db/pglite-thread.ts); nor ever
  * fastify's own schema compilers (ajv, fast-json-stringify's compiler). The first
  * request for the authorization server's metadata loads it (the control: the check can fail). The main
  * thread's modules are recorded by tests/fixtures/record-modules.ts (`--import`).
@@ -27,6 +27,8 @@ const ON_DEMAND = [
   '/node_modules/prom-client/',
   '/node_modules/sharp/',
   '/node_modules/undici/',
+  // Node's own fetch, which an ESM import of node:http loads (infra/http-status.ts).
+  'internal:internal/deps/undici/',
   '/node_modules/@electric-sql/pglite/',
   // Never: fastify's own schema compilers, for the app's are zod and JSON.stringify (apps/server/app.ts).
   '/node_modules/ajv/',
@@ -77,6 +79,8 @@ describe('what a server start loads', () => {
       '/node_modules/oidc-provider/',
       '/node_modules/koa/',
       '/node_modules/jose/',
+      // Koa's ESM import of node:http.
+      'internal:internal/deps/undici/',
     ]);
   });
 });

@@ -1,9 +1,9 @@
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { type ErrorCode, type ErrorDetail, type ErrorLinks, isDomainError } from '../../../domain/errors.ts';
 import { isDatabaseUnavailable } from '../../../infra/db/unavailable.ts';
+import { STATUS_CODES } from '../../../infra/http-status.ts';
 import { markRefusal } from './metrics.ts';
 import { newRequestId } from './request-ids.ts';
 

@@ -1,4 +1,3 @@
-import { STATUS_CODES } from 'node:http';
 import type { FastifyPluginAsync } from 'fastify';
 import {
   EDIT_LIMIT_PER_DAY,
@@ -6,6 +5,7 @@ import {
   PER_PAGE_MAX,
   REQUESTS_PER_MINUTE,
 } from '../../../domain/vocabulary.ts';
+import { STATUS_CODES } from '../../../infra/http-status.ts';
 import { type Html, html, raw } from '../http/html.ts';
 import { installPageHeaders, type WebKit } from './kit.ts';
 
