@@ -97,4 +97,33 @@ describe('the search box and the search page', () => {
     expect(wide).toEqual([]);
     await context.close();
   });
+
+  it('shows the empty search box’s whole placeholder and unbroken account links on a 390 px phone', async () => {
+    const context = await web.signedIn({ width: 390 });
+    const page = await context.newPage();
+    await page.goto(`${web.url}/sites`);
+    await screenshot(page, 'header-phone');
+    // The placeholder's width in the field's own font, against the room inside the field.
+    const fit = (await page.evaluate(`(() => {
+      const input = document.getElementById('header-search');
+      const style = getComputedStyle(input);
+      const context = document.createElement('canvas').getContext('2d');
+      context.font = style.font;
+      const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      return { text: context.measureText(input.placeholder).width, room };
+    })()`)) as { text: number; room: number };
+    expect(fit.text).toBeGreaterThan(0);
+    expect(fit.text).toBeLessThanOrEqual(fit.room);
+    // Its label is still the field's name, for a screen reader.
+    expect(await page.getByRole('searchbox', { name: 'Search articles' }).count()).toBe(1);
+    // "Change password" and "Sign out" each on one line.
+    const lines = await page.$$eval('header.top form[action="/sign-out"] :is(a, button)', (els) =>
+      els.map((e) => [e.textContent?.trim(), e.getClientRects().length]),
+    );
+    expect(lines).toEqual([
+      ['Change password', 1],
+      ['Sign out', 1],
+    ]);
+    await context.close();
+  });
 });

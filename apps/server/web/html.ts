@@ -50,6 +50,11 @@ main { max-width: 34rem; margin: 2rem auto; padding: 0 1rem; }
 main.wide { max-width: 64rem; }
 header.top { flex-wrap: wrap; gap: .5rem 1rem; }
 nav.site { display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+/* Who is signed in, and their links: on a narrow screen the name goes on a line of its own, and a
+   link is never broken over two lines. */
+header.top form[action="/sign-out"] { flex-wrap: wrap; gap: .25rem 1rem; }
+header.top form[action="/sign-out"] span { overflow-wrap: anywhere; }
+header.top form[action="/sign-out"] a, header.top form[action="/sign-out"] button { white-space: nowrap; }
 nav.site a[aria-current=page] { font-weight: 600; text-decoration: none; }
 .brand { color: inherit; text-decoration: none; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: 1.5rem; }
@@ -274,7 +279,12 @@ ol.search-results h3 { font-size: 1.05rem; margin: 0 0 .2rem; }
 ol.search-results a { color: var(--accent); }
 ol.search-results p { margin: .2rem 0; overflow-wrap: anywhere; }
 .snippet mark { background: #ffe58a; color: #1d1f23; border-radius: .15rem; padding: 0 .1rem; }
-@media (max-width: 40rem) { header.top form.search-box { max-width: none; flex-basis: 100%; } }
+/* On a phone the box takes the header's width, and its label is left to screen readers (the field's
+   placeholder and the Search button say what it is), so that the field shows its whole placeholder. */
+@media (max-width: 40rem) {
+  header.top form.search-box { max-width: none; flex-basis: 100%; }
+  header.top form.search-box label { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+}
 /* The activity log (/activity): its filters, its table (stacked on a phone), its pages. */
 form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: 0 1rem; align-items: start; }
 form.filters label { margin-top: .5rem; }
