@@ -335,6 +335,32 @@ describe('control characters in authorization and token parameters', () => {
   });
 });
 
+describe('addresses under /oauth that no endpoint takes', () => {
+  it('answers them 404 problem+json, as every other address of the service, with the request id', async () => {
+    for (const [method, path] of [
+      ['GET', '/oauth/nothing-here'],
+      ['GET', '/oauth/token'],
+      ['DELETE', '/oauth/register'],
+      ['POST', '/oauth/jwks'],
+    ] as const) {
+      const res = await fetch(`${t.url}${path}`, { method });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+      expect(await res.json()).toEqual({
+        type: 'https://content-service.dev/problems/not-found',
+        title: 'Not found',
+        status: 404,
+        detail: `No route ${method} ${path}`,
+        instance: path,
+        code: 'not_found',
+        request_id: res.headers.get('x-request-id'),
+      });
+    }
+    // Its endpoints still answer their own way.
+    expect((await fetch(`${t.url}/oauth/jwks`)).status).toBe(200);
+  });
+});
+
 describe('its own failures', () => {
   it('a 500 of the authorization server leaks no internals and carries X-Request-Id, as a page and as JSON', async () => {
     await sql`alter table oauth_models rename to oauth_models_away`.execute(t.runtime.db);

@@ -50,7 +50,7 @@ const titles: Record<ErrorCode, string> = {
   internal: 'Internal error',
 };
 
-type Problem = {
+export type Problem = {
   type: string;
   title: string;
   status: number;
@@ -161,11 +161,16 @@ export function installErrorHandling(app: FastifyInstance, early?: EarlyRefusals
   app.setNotFoundHandler((request, reply) => {
     if (early?.owns(request))
       return early.send(reply, { status: 404, detail: 'There is no page at this address' });
-    return sendProblem(
-      reply,
-      problem(request, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
-    );
+    return sendProblem(reply, noRouteProblem(request));
   });
+}
+
+/**
+ * The 404 of a request no route takes, as problem+json: the app's not-found handler's, and that of a
+ * path under /oauth that none of the authorization server's endpoints takes (oauth/mount.ts).
+ */
+export function noRouteProblem(request: FastifyRequest): Problem {
+  return problem(request, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`);
 }
 
 /** An error as problem+json (installErrorHandling). */

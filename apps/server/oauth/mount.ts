@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Provider } from 'oidc-provider';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { noRouteProblem, type Problem } from '../http/errors.ts';
 import { addressKey } from '../http/limits.ts';
 import type { ErrorPage } from './error-page.ts';
 import { parameterTextProblem } from './input-rules.ts';
@@ -63,6 +65,25 @@ function normalise(
   }
 }
 
+/** For each request handed to oidc-provider: its 404 problem, should none of its endpoints take it. */
+const noRoute = new WeakMap<IncomingMessage, () => Problem>();
+
+/**
+ * oidc-provider answers a path under /oauth that none of its endpoints takes (or not with this method:
+ * `GET /oauth/token`) with Koa's text/plain "Not Found"; answered here as every other address of the
+ * service that no route takes, problem+json `not_found` with the request id.
+ */
+function answeringNoRoute(provider: Provider): Provider {
+  return provider.use(async (ctx, next) => {
+    await next();
+    const problem = noRoute.get(ctx.req);
+    if (ctx._matchedRoute !== undefined || ctx.status !== 404 || ctx.body != null || !problem) return;
+    ctx.status = 404;
+    ctx.type = 'application/problem+json; charset=utf-8';
+    ctx.body = JSON.stringify(problem());
+  });
+}
+
 export const providerMount: FastifyPluginAsync<{
   provider: LazyProvider;
   publicUrl: string;
@@ -121,7 +142,8 @@ export const providerMount: FastifyPluginAsync<{
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!(await queryAllowed(request, reply))) return;
     if (!(await registrationAllowed(request, reply))) return;
-    callback ??= (await provider()).callback();
+    noRoute.set(request.raw, () => noRouteProblem(request));
+    callback ??= answeringNoRoute(await provider()).callback();
     normalise(request.raw, origin, request.ip, sessionCookies);
     reply.hijack();
     reply.raw.setHeader('x-request-id', String(request.id));

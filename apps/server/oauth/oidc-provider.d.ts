@@ -136,6 +136,22 @@ declare module 'oidc-provider' {
     readonly issuer: string;
     proxy: boolean;
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+    /**
+     * A Koa middleware around oidc-provider's routes (before them, and after them once they return):
+     * `_matchedRoute` is its router's route for the request, unset when none took it.
+     */
+    use(
+      middleware: (
+        ctx: {
+          req: IncomingMessage;
+          status: number;
+          type: string;
+          body: unknown;
+          _matchedRoute?: string;
+        },
+        next: () => Promise<void>,
+      ) => Promise<void>,
+    ): this;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     interactionResult(
       req: IncomingMessage,
