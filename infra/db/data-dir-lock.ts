@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { link, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { link, open, unlink, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../config-error.ts';
@@ -110,14 +110,35 @@ export function processRuns(pid: number): boolean {
   }
 }
 
-async function readHolder(file: string): Promise<LockHolder | null> {
+/**
+ * The lock in `file` and the file's modification time (nanoseconds), or null when there is no file.
+ * Both come through one open of the file: on a network file system opening a file fetches its
+ * attributes afresh, where a bare stat may answer from a cache for up to a minute, and a renewing
+ * holder would look silent.
+ */
+async function readLock(file: string): Promise<{ holder: LockHolder; mtimeNs: bigint } | null> {
   let text: string;
+  let mtimeNs: bigint;
   try {
-    text = await readFile(file, 'utf8');
+    const handle = await open(file, 'r');
+    try {
+      mtimeNs = (await handle.stat({ bigint: true })).mtimeNs;
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
   }
+  return { holder: parseHolder(text), mtimeNs };
+}
+
+async function readHolder(file: string): Promise<LockHolder | null> {
+  return (await readLock(file))?.holder ?? null;
+}
+
+function parseHolder(text: string): LockHolder {
   try {
     const parsed = JSON.parse(text) as Partial<LockHolder>;
     if (typeof parsed.pid === 'number' && typeof parsed.token === 'string') {
@@ -134,16 +155,6 @@ async function readHolder(file: string): Promise<LockHolder | null> {
   } catch {}
   // Not a lock this code wrote whole (it never writes a partial one): nobody's, taken over.
   return { pid: 0, host: hostname(), what: 'nobody', since: 'unknown', token: `unreadable:${text}` };
-}
-
-/** The file's modification time in nanoseconds, or null when it is gone. */
-async function modifiedAt(file: string): Promise<bigint | null> {
-  try {
-    return (await stat(file, { bigint: true })).mtimeNs;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
 }
 
 /**
@@ -175,16 +186,16 @@ async function isStale(name: string, holder: LockHolder, taking: Taking): Promis
   const beat = holder.heartbeat_ms;
   if (beat === undefined) return false;
   if (taking.silent.has(holder.token)) return true;
-  const first = await modifiedAt(name);
-  if (first === null) return 'changed';
+  const first = await readLock(name);
+  if (first?.holder.token !== holder.token) return 'changed';
   const waitMs = beat * SILENT_BEATS;
   taking.onWait?.(holder, waitMs);
   const started = performance.now();
   for (;;) {
     await new Promise((r) => setTimeout(r, Math.min(beat / 2, 1_000)));
-    const now = await modifiedAt(name);
-    if (now === null || (await readHolder(name))?.token !== holder.token) return 'changed';
-    if (now !== first) return false;
+    const now = await readLock(name);
+    if (now?.holder.token !== holder.token) return 'changed';
+    if (now.mtimeNs !== first.mtimeNs) return false;
     if (performance.now() - started >= waitMs) break;
   }
   taking.silent.add(holder.token);
