@@ -90,6 +90,8 @@ export async function prepareDataset(
       const problem = await verify(runtime, marker.dataset, log);
       if (problem === null) {
         log(`reusing the dataset generated on ${marker.dataset.generatedOn} (marker in bench_dataset)`);
+        // The sanitise pool's threads, as a server starts them once it listens: before the load.
+        runtime.startThreads();
         return { runtime, dataset: marker.dataset, generated: false };
       }
       log(`the stored dataset does not check out (${problem}); generating it again`);
@@ -120,6 +122,7 @@ export async function prepareDataset(
       );
     }
     const dataset = await generate(runtime, spec, log);
+    runtime.startThreads();
     return { runtime, dataset, generated: true };
   } catch (error) {
     await runtime.close();

@@ -91,11 +91,24 @@ describe('server on the embedded default', () => {
           line.includes(join(ROOT, file)) &&
           line.endsWith('...success'),
       );
+    // `writing cache for StrippedTypeScript <path> to temporary file <file>...success`
+    const cached = (lines: string[], file: string): boolean =>
+      lines.some(
+        (line) =>
+          line.includes('writing cache for StrippedTypeScript') &&
+          line.includes(join(ROOT, file)) &&
+          line.endsWith('...success'),
+      );
     try {
       const first = await startServer(env);
+      // The sanitise pool's thread starts once the server listens: it has written what it compiled
+      // before this server is stopped (a thread that is ended writes nothing).
+      await vi.waitFor(async () => {
+        expect(cached(await first.logsNow(), 'infra/sanitize-worker.ts')).toBe(true);
+      }, PATIENCE);
       expect(await first.stop()).toBe(0);
       const again = await startServer(env);
-      // The threads are started with the server: by the time it listens, both have loaded.
+      // The engine's thread has loaded by the time the server listens, the sanitise pool's soon after.
       await vi.waitFor(async () => {
         const lines = await again.logsNow();
         expect({
