@@ -538,6 +538,23 @@ export async function findArticleHead(
   return row ? { siteId: row.site_id, revision: row.revision } : undefined;
 }
 
+/**
+ * The title and account of each of these articles that exists, by id (a page's worth: support staff's
+ * audit, whose entries name articles of any account).
+ */
+export async function articleTitles(
+  db: Db,
+  articleIds: readonly string[],
+): Promise<Map<string, { id: string; title: string; accountId: string }>> {
+  if (articleIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('articles')
+    .select(['id', 'title', 'account_id'])
+    .where('id', 'in', [...new Set(articleIds)])
+    .execute();
+  return new Map(rows.map((r) => [r.id, { id: r.id, title: r.title, accountId: r.account_id }]));
+}
+
 /** Whose an article is, whatever the account: for support staff, who may look at any account. */
 export async function findArticleOwner(
   db: Db,

@@ -2,7 +2,7 @@ import { DomainError, isDomainError } from '../../domain/errors.ts';
 import type { Actor } from '../../domain/event.ts';
 import { accountNames, findAccount } from '../../projections/accounts.ts';
 import { type ActivitySubjects, activitySubjects } from '../../projections/activity.ts';
-import { findArticleOwner } from '../../projections/articles.ts';
+import { articleTitles, findArticleOwner } from '../../projections/articles.ts';
 import { listSites } from '../../projections/sites.ts';
 import { type StaffAuditEntry, staffAudit } from '../../projections/staff-searches.ts';
 import {
@@ -146,15 +146,33 @@ export function createSupport(
     audit(
       _staff: StaffMember,
       query: { page: number; perPage: number },
-    ): Promise<Outcome<Listed<StaffAuditEntry> & { accounts: Map<string, AccountName> }>> {
+    ): Promise<
+      Outcome<
+        Listed<StaffAuditEntry> & {
+          accounts: Map<string, AccountName>;
+          articles: Map<string, { id: string; title: string; accountId: string }>;
+        }
+      >
+    > {
       return outcomeOf({}, async () => {
         const page = await staffAudit(db, query);
-        // The accounts the page names, by name and email (an account gone since keeps its id alone).
-        const accounts = await accountNames(
-          db,
-          page.rows.flatMap((e) => (e.kind === 'search' ? e.accountIds : [e.accountId])),
-        );
-        return { ...listed(page, { page: query.page, per_page: query.perPage }, (e) => e), accounts };
+        // The accounts the page names, by name and email, and its articles by title (one gone since
+        // keeps its id alone).
+        const [accounts, articles] = await Promise.all([
+          accountNames(
+            db,
+            page.rows.flatMap((e) => (e.kind === 'search' ? e.accountIds : [e.accountId])),
+          ),
+          articleTitles(
+            db,
+            page.rows.flatMap((e) => (e.kind === 'view' && e.articleId ? [e.articleId] : [])),
+          ),
+        ]);
+        return {
+          ...listed(page, { page: query.page, per_page: query.perPage }, (e) => e),
+          accounts,
+          articles,
+        };
       });
     },
 

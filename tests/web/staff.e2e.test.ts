@@ -366,6 +366,9 @@ describe('support staff', () => {
     expect(text).not.toMatch(new RegExp(`Viewed account ${web.demo.account_id}`));
     expect(text.replace(/\s+/g, ' ')).toContain(`Viewed account Demo account `);
     expect(text).toContain(`(${web.demo.email}, ${web.demo.account_id})`);
+    // Articles by title with their id, never by id alone.
+    expect(text.replace(/\s+/g, ' ')).toContain(`, article A title support will see (${articleId})`);
+    expect(text).not.toContain(`, article ${articleId}`);
     await expectLabelled(page);
     await screenshot(page, 'staff-audit');
 

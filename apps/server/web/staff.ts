@@ -156,7 +156,7 @@ ${
   data.length === 0
     ? html`<p>Nothing yet.</p>`
     : html`<table class="timeline"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Request id</th></tr></thead><tbody>
-${data.map((e) => auditRow(e, audit.accounts))}
+${data.map((e) => auditRow(e, audit.accounts, audit.articles))}
 </tbody></table>`
 }
 ${meta.total_pages > 1 ? html`<nav aria-label="Pages" class="timeline-pages">${meta.page > 1 ? html`<a href="${at(meta.page - 1)}" rel="prev">Newer</a>` : ''} <span>Page ${meta.page} of ${meta.total_pages}</span> ${meta.page < meta.total_pages ? html`<a href="${at(meta.page + 1)}" rel="next">Older</a>` : ''}</nav>` : ''}</div>`,
@@ -556,9 +556,22 @@ function auditFlat(e: StaffAuditEntry): Record<(typeof AUDIT_COLUMNS)[number], u
       };
 }
 
-/** An audit entry's row; `accounts`: the names and emails of the accounts the page names, by id. */
-function auditRow(e: StaffAuditEntry, accounts: ReadonlyMap<string, AccountName>): Html {
+/**
+ * An audit entry's row; `accounts`: the names and emails of the accounts the page names, by id;
+ * `articles`: the titles of its articles, by id.
+ */
+function auditRow(
+  e: StaffAuditEntry,
+  accounts: ReadonlyMap<string, AccountName>,
+  articles: ReadonlyMap<string, { title: string }>,
+): Html {
   const account = (id: string): Html => accountRef(accounts.get(id) ?? { id, name: '', email: '' });
+  const article = (id: string): Html => {
+    const title = articles.get(id)?.title;
+    return title === undefined
+      ? html`<a href="${staffArticlePath(id)}"><code>${id}</code></a>`
+      : html`<a href="${staffArticlePath(id)}">${title}</a> <span class="muted">(<code>${id}</code>)</span>`;
+  };
   const what =
     e.kind === 'search'
       ? html`Searched for <strong>${e.query}</strong>: ${
@@ -567,7 +580,7 @@ function auditRow(e: StaffAuditEntry, accounts: ReadonlyMap<string, AccountName>
             : e.accountIds.map((id, i) => html`${i > 0 ? '; ' : ''}${account(id)}`)
         }`
       : html`Viewed account ${account(e.accountId)}${
-          e.articleId ? html`, article <a href="/staff/articles/${e.articleId}">${e.articleId}</a>` : ''
+          e.articleId ? html`, article ${article(e.articleId)}` : ''
         }`;
   return html`<tr><td>${when(e.at)}</td><td>${e.staff.name} <span class="muted">(${e.staff.id})</span></td><td>${what}</td><td>${e.requestId ? html`<code>${e.requestId}</code>` : ''}</td></tr>`;
 }
