@@ -74,6 +74,17 @@ export async function deleteSubscription(db: Db, sessionId: string, uri: string)
 }
 
 /** Which of these sessions are subscribed to the URI: one lookup of the primary key. */
+/** The URIs a session subscribes to. */
+export async function sessionSubscriptions(db: Db, sessionId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('mcp_session_subscriptions')
+    .select('uri')
+    .where('session_id', '=', sessionId)
+    .orderBy('uri')
+    .execute();
+  return rows.map((r) => r.uri);
+}
+
 export async function sessionsSubscribedTo(
   db: Db,
   sessionIds: readonly string[],

@@ -7,6 +7,7 @@ import {
   insertMcpSession,
   insertSubscription,
   type SessionOwner,
+  sessionSubscriptions,
   sessionsSubscribedTo,
   touchMcpSession,
 } from '../../infra/mcp-sessions.ts';
@@ -90,6 +91,12 @@ export function createSubscriptions(deps: Pick<ApplicationDeps, 'db' | 'reads' |
           if (!(await hasMcpSession(db, ownerOf(call), sessionId, deps.now()))) throw sessionEnded();
           await deleteSubscription(db, sessionId, uri);
         });
+      },
+
+      /** The URIs the session subscribes to; none when the caller has no such session. */
+      async subscriptionsOf(call: Call, sessionId: string): Promise<string[]> {
+        if (!(await hasMcpSession(db, ownerOf(call), sessionId, deps.now()))) return [];
+        return sessionSubscriptions(db, sessionId);
       },
 
       /** Which of these sessions are subscribed to the URI. */

@@ -7,11 +7,12 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { type ArticleEvent, articleEventTypes } from '../../domain/article/events.ts';
+import { type ArticleEvent, articleEventTypes, articleStream } from '../../domain/article/events.ts';
 import { EDIT_LIMIT_PER_DAY, REQUESTS_PER_MINUTE } from '../../domain/vocabulary.ts';
 import { type Config, PAGE_VIEWS_PER_MINUTE, REQUEST_ARRIVAL_SECONDS } from '../../infra/config.ts';
 import type { Reads } from '../../infra/db/replicas.ts';
 import { followLog } from '../../infra/event-store/follow.ts';
+import { isAfter, newestAfter, positionOfText, positionText } from '../../infra/event-store/log.ts';
 import type { JobSink } from '../../infra/jobs/queue.ts';
 import {
   type Counter,
@@ -293,10 +294,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       followLog<ArticleEvent>({
         handle: deps.runtime.handle,
         types: articleEventTypes,
-        onEvent: (event) => onArticle(event.data.articleId),
+        onEvent: (event) => onArticle(event.data.articleId, positionText(event)),
         onError: (error) =>
           app.log.error({ err: error }, 'following article revisions for MCP subscriptions failed'),
       }),
+    articleChangesSince: async (at, articleIds) => {
+      const after = positionOfText(at);
+      if (after === null) return null;
+      const streams = new Map(articleIds.map((id) => [articleStream(id), id]));
+      const newest = await newestAfter(deps.runtime.db, [...streams.keys()], after, articleEventTypes);
+      return [...newest]
+        .sort(([, x], [, y]) => (isAfter(x, y) ? 1 : isAfter(y, x) ? -1 : 0))
+        .map(([stream, place]) => ({ articleId: streams.get(stream) as string, at: positionText(place) }));
+    },
   });
 
   return app;

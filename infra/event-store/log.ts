@@ -293,6 +293,44 @@ export async function lockEventsForAppend(trx: Transaction<Database>): Promise<v
   await sql`lock table events in row exclusive mode`.execute(trx);
 }
 
+/**
+ * The newest event of each of these streams among `types` after `after`, up to the log's head (every
+ * event final: see readBatch), by stream id; a stream with none is left out. One index probe per
+ * stream (`events (stream_id, version)`): for a few streams, such as an MCP session's subscriptions.
+ */
+export async function newestAfter(
+  executor: Kysely<Database>,
+  streamIds: readonly string[],
+  after: LogPosition,
+  types: readonly string[],
+): Promise<Map<string, LogPosition>> {
+  if (streamIds.length === 0 || types.length === 0) return new Map();
+  const horizon = await logHorizon(executor);
+  const { rows } = await sql<{ stream_id: string; transaction_id: string; position: string }>`
+    select distinct on (stream_id) stream_id, transaction_id::text as transaction_id, position
+    from events
+    where stream_id in (${sql.join(streamIds.map((id) => sql`${id}`))})
+      and type in (${sql.join(types.map((type) => sql`${type}`))})
+      and transaction_id < ${horizon}::xid8
+      and (transaction_id, position) > (${String(after.transactionId)}::text::xid8, ${String(after.position)}::bigint)
+    order by stream_id, transaction_id desc, position desc`.execute(executor);
+  return new Map(
+    rows.map((r) => [r.stream_id, { transactionId: BigInt(r.transaction_id), position: BigInt(r.position) }]),
+  );
+}
+
+/** A position as text (`<transaction id>-<position>`): an id for what is sent of it, such as an SSE event's. */
+export function positionText(at: LogPosition): string {
+  return `${at.transactionId}-${at.position}`;
+}
+
+/** The position `positionText` wrote, or null for any other text. */
+export function positionOfText(text: string): LogPosition | null {
+  const match = /^(\d{1,20})-(\d{1,20})$/.exec(text);
+  if (!match) return null;
+  return { transactionId: BigInt(match[1] as string), position: BigInt(match[2] as string) };
+}
+
 /** Whether `a` comes after `b` in the log's (transaction_id, position) order. */
 export function isAfter(a: LogPosition, b: LogPosition): boolean {
   return (

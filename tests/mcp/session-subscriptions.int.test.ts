@@ -180,6 +180,115 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
     expect(stream.status).toBe(404);
   });
 
+  it('resumes a stream from Last-Event-ID: the revisions it missed, once per article, then what comes live', async () => {
+    const [watched, unwatched] = t.a.articleIds as [string, string];
+    // A session of its own, made and subscribed as a client does, with raw requests.
+    const init = await rawPost(t.tokens.aWrite, {
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    const session = init.headers.get('mcp-session-id') as string;
+    expect(session).toMatch(/^mcps_/);
+    await init.text();
+    const subscribed = await rawPost(
+      t.tokens.aWrite,
+      { method: 'resources/subscribe', params: { uri: articleUri(watched) } },
+      session,
+    );
+    expect(subscribed.status).toBe(200);
+    await subscribed.text();
+
+    /** A GET stream of the session; its events (id and URI) as they come, until it is stopped. */
+    const openStream = async (lastEventId?: string) => {
+      const stop = new AbortController();
+      const res = await fetch(t.mcpUrl, {
+        signal: stop.signal,
+        headers: {
+          authorization: `Bearer ${t.tokens.aWrite}`,
+          accept: 'text/event-stream',
+          'mcp-session-id': session,
+          ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
+        },
+      });
+      expect(res.status).toBe(200);
+      const events: { id: string; uri: string }[] = [];
+      const reading = (async () => {
+        const decoder = new TextDecoder();
+        let text = '';
+        try {
+          for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+            text += decoder.decode(chunk, { stream: true });
+            let end = text.indexOf('\n\n');
+            while (end >= 0) {
+              const block = text.slice(0, end);
+              text = text.slice(end + 2);
+              const id = /^id: (.*)$/m.exec(block)?.[1];
+              const data = /^data: (.*)$/m.exec(block)?.[1];
+              if (id !== undefined && data !== undefined) {
+                events.push({ id, uri: (JSON.parse(data) as { params: { uri: string } }).params.uri });
+              }
+              end = text.indexOf('\n\n');
+            }
+          }
+        } catch {
+          // Stopped.
+        }
+      })();
+      return {
+        events,
+        close: async () => {
+          stop.abort();
+          await reading;
+        },
+      };
+    };
+    const opened = (count: number) =>
+      vi.waitFor(() => {
+        const lines = t.logs.filter((l) => l.includes('MCP session stream opened') && l.includes(session));
+        expect(lines.length).toBeGreaterThanOrEqual(count);
+      }, PATIENCE);
+
+    const first = await openStream();
+    await opened(1);
+    await editThroughApi(watched, 'Seen live');
+    await vi.waitFor(() => expect(first.events).toHaveLength(1), PATIENCE);
+    const seen = first.events[0] as { id: string; uri: string };
+    expect(seen.uri).toBe(articleUri(watched));
+    expect(seen.id).toMatch(/^\d+-\d+$/);
+    await first.close();
+
+    // Missed while no stream was open: two revisions of the watched article, one of another.
+    await editThroughApi(watched, 'Missed once');
+    await editThroughApi(unwatched, 'Not watched');
+    await editThroughApi(watched, 'Missed twice');
+    const resumed = await openStream(seen.id);
+    await vi.waitFor(() => expect(resumed.events).toHaveLength(1), PATIENCE);
+    const replayed = resumed.events[0] as { id: string; uri: string };
+    expect(replayed.uri).toBe(articleUri(watched));
+    expect(replayed.id).not.toBe(seen.id);
+    // Then live, on the same stream.
+    await editThroughApi(watched, 'Live after the replay');
+    await vi.waitFor(() => expect(resumed.events).toHaveLength(2), PATIENCE);
+    await resumed.close();
+
+    // Resumed from the newest: nothing to replay, so the first event is the next revision; an id this
+    // service never sent (or none) replays nothing either.
+    const newest = resumed.events[1] as { id: string; uri: string };
+    for (const from of [newest.id, 'not-an-event-id']) {
+      const again = await openStream(from);
+      await editThroughApi(watched, `After ${from}`);
+      await vi.waitFor(() => expect(again.events.length).toBeGreaterThanOrEqual(1), PATIENCE);
+      expect(again.events[0]?.id).not.toBe(newest.id);
+      expect(again.events).toHaveLength(1);
+      await again.close();
+    }
+    const ended = await fetch(t.mcpUrl, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${t.tokens.aWrite}`, 'mcp-session-id': session },
+    });
+    expect(ended.status).toBe(204);
+  });
+
   it('refuses a second stream of a session on the same process (409)', async () => {
     const second = await fetch(t.mcpUrl, {
       headers: {
@@ -226,6 +335,8 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
     const [watched, , sentinel] = t.a.articleIds as [string, string, string];
     expect(await records(t.a.accountId, 'subscribe_resources')).toEqual([
       [t.a.articleIds[4], 200],
+      // The resumed stream's session.
+      [watched, 200],
       [watched, 400],
       [sentinel, 200],
       [watched, 200],

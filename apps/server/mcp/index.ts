@@ -8,7 +8,12 @@ import { markRefusal } from '../http/metrics.ts';
 import type { McpTokenVerifier } from '../http/oauth-port.ts';
 import { clientRequestIdOf } from '../http/request-ids.ts';
 import { mcpCall, presentedToken, resolveMcpAuth, wwwAuthenticate } from './auth.ts';
-import { type ArticleChanges, listenedResources, sessionStreams } from './notifications.ts';
+import {
+  type ArticleChanges,
+  type ArticleChangesSince,
+  listenedResources,
+  sessionStreams,
+} from './notifications.ts';
 import type { McpLimits, McpRequest } from './server.ts';
 
 type McpDeps = {
@@ -26,6 +31,8 @@ type McpDeps = {
   limits: McpLimits;
   /** Every new revision of an article, from now on: what resource subscriptions are told of. */
   articleChanges: ArticleChanges;
+  /** What a session stream resumed with `Last-Event-ID` missed: the log read for its subscriptions. */
+  articleChangesSince: ArticleChangesSince;
 };
 
 const MCP_PATH = '/mcp';
@@ -154,11 +161,19 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         onerror: (error) => app.log.debug({ err: error }, 'MCP request refused'),
       },
     );
-    const notifier = subscriptions.articleNotifier(deps.articleChanges, (uri) => {
+    const notifier = subscriptions.articleNotifier(deps.articleChanges, (uri, at) => {
       modern.notify.resourceUpdated(uri);
-      void streams.publish(uri);
+      void streams.publish(uri, at);
     });
-    return { sdk, servers, catalogue, modern, notifier, refuseListen: subscriptions.refuseListen };
+    return {
+      sdk,
+      servers,
+      catalogue,
+      modern,
+      notifier,
+      refuseListen: subscriptions.refuseListen,
+      missedSince: subscriptions.missedSince,
+    };
   };
   let sdkSide: ReturnType<typeof loadSdkSide> | undefined;
   /** The GET streams of 2025-era sessions on this process. */
@@ -338,13 +353,27 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
       return reply.status(404).send(jsonRpcError(-32001, SESSION_NOT_FOUND));
     }
     sdkSide ??= loadSdkSide();
+    const side = await sdkSide;
     // Following the log before the stream opens: no revision after it opens is missed.
-    await (await sdkSide).notifier.ready();
+    await side.notifier.ready();
     const stream = streams.open(named);
     if (!stream) {
       return reply
         .status(409)
         .send(jsonRpcError(-32000, 'Conflict: this session has a stream open already; one at a time'));
+    }
+    // A stream resumed (`Last-Event-ID`: the last event its client had, on this process or another):
+    // what it missed meanwhile, once for each subscribed article with a revision since, before what
+    // comes live (a revision sent both ways is sent twice, never not at all).
+    const resumedFrom = request.headers['last-event-id'];
+    if (typeof resumedFrom === 'string' && resumedFrom !== '') {
+      const uris = await deps.application.subscriptions.sessions.subscriptionsOf(call, named);
+      const missed = await side.missedSince(uris, resumedFrom, deps.articleChangesSince);
+      for (const m of missed ?? []) streams.send(named, m.uri, m.at);
+      request.log.debug(
+        { mcp_session: named, resumed_from: resumedFrom, replayed: missed?.length ?? null },
+        'MCP session stream resumed',
+      );
     }
     // The client may have gone while the session was looked up: its stream is let go at once.
     if (request.raw.socket.destroyed) stream.destroy();

@@ -7,11 +7,23 @@ import { PassThrough } from 'node:stream';
  * The rest (refusals, the notifier, the session handlers) is in subscriptions.ts, loaded with the SDK.
  */
 
-/** Follows the appends of article events from now on (the log, in this process): the port the app composes. */
-export type ArticleChanges = (onArticle: (articleId: string) => void) => {
+/**
+ * Follows the appends of article events from now on (the log, in this process): the port the app
+ * composes. `at` names the event's place in the log, as text: a session stream's event id.
+ */
+export type ArticleChanges = (onArticle: (articleId: string, at: string) => void) => {
   ready: Promise<void>;
   stop(): Promise<void>;
 };
+
+/**
+ * Of these articles, those with an event after the place `at` names (an event id this service sent),
+ * each with the place of its newest, in the log's order; null when `at` is not such a place.
+ */
+export type ArticleChangesSince = (
+  at: string,
+  articleIds: readonly string[],
+) => Promise<Array<{ articleId: string; at: string }> | null>;
 
 /** The resources a `subscriptions/listen` request names, or null for any other request. */
 export function listenedResources(body: unknown): { id: unknown; uris: string[] } | null {
@@ -31,8 +43,13 @@ const KEEPALIVE_MS = 15_000;
 export type SessionStreams = {
   /** The stream of a session, or null when the session has one open on this process already. */
   open(sessionId: string): PassThrough | null;
-  /** Sends `notifications/resources/updated` for the URI on the streams of the sessions subscribed to it. */
-  publish(uri: string): Promise<void>;
+  /**
+   * Sends `notifications/resources/updated` for the URI on the streams of the sessions subscribed to
+   * it, as the SSE event with the id `at` (the revision's place in the log).
+   */
+  publish(uri: string, at: string): Promise<void>;
+  /** Sends the notification for the URI on the session's stream here, if it has one (a replay). */
+  send(sessionId: string, uri: string, at: string): void;
   /** Ends the session's stream (the session ended). */
   end(sessionId: string): void;
   /** Ends every stream (the server closes): clients open their next one on another process. */
@@ -48,6 +65,10 @@ export function sessionStreams(
   onError: (error: unknown) => void,
 ): SessionStreams {
   const open = new Map<string, { stream: PassThrough; keepalive: NodeJS.Timeout }>();
+  const send = (sessionId: string, uri: string, at: string): void => {
+    const message = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } };
+    open.get(sessionId)?.stream.write(`id: ${at}\nevent: message\ndata: ${JSON.stringify(message)}\n\n`);
+  };
   const end = (sessionId: string): void => {
     const entry = open.get(sessionId);
     if (!entry) return;
@@ -69,18 +90,16 @@ export function sessionStreams(
       stream.write(': open\n\n');
       return stream;
     },
-    async publish(uri) {
+    async publish(uri, at) {
       if (open.size === 0) return;
       try {
         const subscribed = await subscribedTo([...open.keys()], uri);
-        const message = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } };
-        for (const sessionId of subscribed) {
-          open.get(sessionId)?.stream.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-        }
+        for (const sessionId of subscribed) send(sessionId, uri, at);
       } catch (error) {
         onError(error);
       }
     },
+    send,
     end,
     endAll() {
       for (const sessionId of [...open.keys()]) end(sessionId);

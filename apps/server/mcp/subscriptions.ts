@@ -1,6 +1,6 @@
 import { ProtocolError, ResourceNotFoundError, type Server } from '@modelcontextprotocol/server';
 import { DomainError } from '../../../domain/errors.ts';
-import type { ArticleChanges } from './notifications.ts';
+import type { ArticleChanges, ArticleChangesSince } from './notifications.ts';
 import { recorded, type Served } from './recorded.ts';
 import { articleUri, parseResourceUri } from './resources.ts';
 
@@ -62,19 +62,38 @@ export async function refuseListen(
  */
 export function articleNotifier(
   changes: ArticleChanges,
-  publish: (uri: string) => void,
+  publish: (uri: string, at: string) => void,
 ): { ready(): Promise<void>; stop(): Promise<void> } {
   let following: ReturnType<ArticleChanges> | undefined;
   return {
     /** Resolves once no revision appended from now on can be missed. */
     async ready() {
-      following ??= changes((articleId) => publish(articleUri(articleId)));
+      following ??= changes((articleId, at) => publish(articleUri(articleId), at));
       await following.ready;
     },
     async stop() {
       await following?.stop();
     },
   };
+}
+
+/**
+ * What a session's stream missed since the event `at` its client last had (`Last-Event-ID`): for each
+ * article it subscribes to (`uris`) with a revision since, that article's URI and its newest revision's
+ * event id, in the log's order; null when `at` is no event id of this service.
+ */
+export async function missedSince(
+  uris: readonly string[],
+  at: string,
+  changesSince: ArticleChangesSince,
+): Promise<Array<{ uri: string; at: string }> | null> {
+  const articles = new Map<string, string>();
+  for (const uri of uris) {
+    const named = parseResourceUri(uri);
+    if (named?.kind === 'article') articles.set(named.articleId, uri);
+  }
+  const changed = await changesSince(at, [...articles.keys()]);
+  return changed?.map((c) => ({ uri: articles.get(c.articleId) as string, at: c.at })) ?? null;
 }
 
 /** The refusal of resources/subscribe or resources/unsubscribe sent without a session. */
