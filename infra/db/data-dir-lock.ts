@@ -365,9 +365,16 @@ function renew(
     const now = new Date();
     await utimes(file, now, now);
   };
+  let beating = false;
   const timer = setInterval(() => {
-    // One beat at a time: a slow file system does not pile them up.
-    running = running.then(beat).catch(() => {});
+    // One beat at a time: a tick while one is still running (a slow file system) is skipped.
+    if (beating) return;
+    beating = true;
+    running = beat()
+      .catch(() => {})
+      .finally(() => {
+        beating = false;
+      });
   }, holder.heartbeat_ms);
   timer.unref();
   return {
