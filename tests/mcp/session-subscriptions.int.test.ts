@@ -182,31 +182,45 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
 
   it('resumes a stream from Last-Event-ID: the revisions it missed, once per article, then what comes live', async () => {
     const [watched, unwatched] = t.a.articleIds as [string, string];
-    // A session of its own, made and subscribed as a client does, with raw requests.
-    const init = await rawPost(t.tokens.aWrite, {
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-    });
-    const session = init.headers.get('mcp-session-id') as string;
-    expect(session).toMatch(/^mcps_/);
-    await init.text();
-    const subscribed = await rawPost(
-      t.tokens.aWrite,
-      { method: 'resources/subscribe', params: { uri: articleUri(watched) } },
-      session,
-    );
-    expect(subscribed.status).toBe(200);
-    await subscribed.text();
+    /** A session made and subscribed to the watched article as a client does, with raw requests. */
+    const newSession = async (): Promise<string> => {
+      const init = await rawPost(t.tokens.aWrite, {
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      });
+      const id = init.headers.get('mcp-session-id') as string;
+      expect(id).toMatch(/^mcps_/);
+      await init.text();
+      const subscribed = await rawPost(
+        t.tokens.aWrite,
+        { method: 'resources/subscribe', params: { uri: articleUri(watched) } },
+        id,
+      );
+      expect(subscribed.status).toBe(200);
+      await subscribed.text();
+      return id;
+    };
+    const session = await newSession();
+    // Another session's stream, open throughout: once it has a revision, this process has passed it on
+    // live, and a stream opened after that gets it only by a replay.
+    const witnessSession = await newSession();
 
-    /** A GET stream of the session; its events (id and URI) as they come, until it is stopped. */
-    const openStream = async (lastEventId?: string) => {
+    /** A GET stream of a session, once the server has it open; its events (id and URI) as they come. */
+    const openStream = async (of: string, lastEventId?: string) => {
+      const openedBefore = t.logs.filter(
+        (l) => l.includes('MCP session stream opened') && l.includes(of),
+      ).length;
       const stop = new AbortController();
       const res = await fetch(t.mcpUrl, {
         signal: stop.signal,
         headers: {
           authorization: `Bearer ${t.tokens.aWrite}`,
           accept: 'text/event-stream',
-          'mcp-session-id': session,
+          'mcp-session-id': of,
           ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
         },
       });
@@ -234,6 +248,10 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
           // Stopped.
         }
       })();
+      await vi.waitFor(() => {
+        const lines = t.logs.filter((l) => l.includes('MCP session stream opened') && l.includes(of));
+        expect(lines.length).toBeGreaterThan(openedBefore);
+      }, PATIENCE);
       return {
         events,
         close: async () => {
@@ -242,14 +260,9 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
         },
       };
     };
-    const opened = (count: number) =>
-      vi.waitFor(() => {
-        const lines = t.logs.filter((l) => l.includes('MCP session stream opened') && l.includes(session));
-        expect(lines.length).toBeGreaterThanOrEqual(count);
-      }, PATIENCE);
 
-    const first = await openStream();
-    await opened(1);
+    const witness = await openStream(witnessSession);
+    const first = await openStream(session);
     await editThroughApi(watched, 'Seen live');
     await vi.waitFor(() => expect(first.events).toHaveLength(1), PATIENCE);
     const seen = first.events[0] as { id: string; uri: string };
@@ -257,15 +270,16 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
     expect(seen.id).toMatch(/^\d+-\d+$/);
     await first.close();
 
-    // Missed while no stream was open: two revisions of the watched article, one of another.
+    // Missed while no stream of the session was open: two revisions of the watched article, one of
+    // another; passed on live to the witness before the session's stream opens again.
     await editThroughApi(watched, 'Missed once');
     await editThroughApi(unwatched, 'Not watched');
     await editThroughApi(watched, 'Missed twice');
-    const resumed = await openStream(seen.id);
-    await vi.waitFor(() => expect(resumed.events).toHaveLength(1), PATIENCE);
-    const replayed = resumed.events[0] as { id: string; uri: string };
-    expect(replayed.uri).toBe(articleUri(watched));
-    expect(replayed.id).not.toBe(seen.id);
+    await vi.waitFor(() => expect(witness.events).toHaveLength(3), PATIENCE);
+    const missed = witness.events[2] as { id: string; uri: string };
+    const resumed = await openStream(session, seen.id);
+    // Once, with the newest revision's id.
+    await vi.waitFor(() => expect(resumed.events).toEqual([missed]), PATIENCE);
     // Then live, on the same stream.
     await editThroughApi(watched, 'Live after the replay');
     await vi.waitFor(() => expect(resumed.events).toHaveLength(2), PATIENCE);
@@ -275,18 +289,21 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
     // service never sent (or none) replays nothing either.
     const newest = resumed.events[1] as { id: string; uri: string };
     for (const from of [newest.id, 'not-an-event-id']) {
-      const again = await openStream(from);
+      const again = await openStream(session, from);
       await editThroughApi(watched, `After ${from}`);
       await vi.waitFor(() => expect(again.events.length).toBeGreaterThanOrEqual(1), PATIENCE);
       expect(again.events[0]?.id).not.toBe(newest.id);
       expect(again.events).toHaveLength(1);
       await again.close();
     }
-    const ended = await fetch(t.mcpUrl, {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${t.tokens.aWrite}`, 'mcp-session-id': session },
-    });
-    expect(ended.status).toBe(204);
+    await witness.close();
+    for (const ending of [session, witnessSession]) {
+      const ended = await fetch(t.mcpUrl, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${t.tokens.aWrite}`, 'mcp-session-id': ending },
+      });
+      expect(ended.status).toBe(204);
+    }
   });
 
   it('refuses a second stream of a session on the same process (409)', async () => {
@@ -335,7 +352,8 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
     const [watched, , sentinel] = t.a.articleIds as [string, string, string];
     expect(await records(t.a.accountId, 'subscribe_resources')).toEqual([
       [t.a.articleIds[4], 200],
-      // The resumed stream's session.
+      // The resumed stream's session and its witness.
+      [watched, 200],
       [watched, 200],
       [watched, 400],
       [sentinel, 200],
