@@ -138,6 +138,9 @@ async function readHolder(file: string): Promise<LockHolder | null> {
   return (await readLock(file))?.holder ?? null;
 }
 
+/** The token of a file that is no lock this code wrote (`parseHolder`). */
+const UNREADABLE = 'unreadable:';
+
 function parseHolder(text: string): LockHolder {
   try {
     const parsed = JSON.parse(text) as Partial<LockHolder>;
@@ -154,7 +157,7 @@ function parseHolder(text: string): LockHolder {
     }
   } catch {}
   // Not a lock this code wrote whole (it never writes a partial one): nobody's, taken over.
-  return { pid: 0, host: hostname(), what: 'nobody', since: 'unknown', token: `unreadable:${text}` };
+  return { pid: 0, host: hostname(), what: 'nobody', since: 'unknown', token: `${UNREADABLE}${text}` };
 }
 
 /**
@@ -356,6 +359,8 @@ function renew(
       }
       return beat();
     }
+    // A file not whole (someone writing it by hand, not as a lock is written): looked at again next beat.
+    if (current.token.startsWith(UNREADABLE)) return;
     if (current.token !== holder.token) {
       stopped = true;
       clearInterval(timer);

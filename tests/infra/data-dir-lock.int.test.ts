@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDirInUse, HEARTBEAT_MS, LOCK_FILE, lockDataDir } from '../../infra/db/data-dir-lock.ts';
 import { NODE, run } from '../support/process.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /** The pid of a process that ran and is gone. */
 async function deadPid(): Promise<number> {
@@ -174,18 +175,23 @@ describe('the DATA_DIR lock', () => {
       onLost: (by) => lost.push(by.token),
     });
     const first = (await stat(file, { bigint: true })).mtimeNs;
-    await expect.poll(async () => (await stat(file, { bigint: true })).mtimeNs).not.toBe(first);
+    await expect.poll(async () => (await stat(file, { bigint: true })).mtimeNs, PATIENCE).not.toBe(first);
 
     await rm(file);
     await expect
-      .poll(async () => (await readFile(file, 'utf8').catch(() => '{}')).includes(held.holder.token))
+      .poll(
+        async () => (await readFile(file, 'utf8').catch(() => '{}')).includes(held.holder.token),
+        PATIENCE,
+      )
       .toBe(true);
 
+    // Written as a process writes a lock (whole, by a rename); a file caught half written is looked at again.
     await writeFile(
-      file,
+      `${file}.thief`,
       JSON.stringify({ ...held.holder, pid: 1, host: 'elsewhere.example', token: 'thief' }),
     );
-    await expect.poll(() => lost).toEqual(['thief']);
+    await rename(`${file}.thief`, file);
+    await expect.poll(() => lost, PATIENCE).toEqual(['thief']);
     // It stops renewing and leaves the other holding's file alone, also on release.
     await held.release();
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ token: 'thief' });

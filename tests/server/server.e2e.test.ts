@@ -83,14 +83,16 @@ describe('server on the embedded default', () => {
       SANITIZE_THREADS: '1',
       DEMO_ON_FIRST_START: 'false',
     };
-    // `retrieving transpile cache for StrippedTypeScript <path or file: URL>...success`
-    const fromCache = (lines: string[], file: string): boolean =>
-      lines.some(
-        (line) =>
-          line.includes('retrieving transpile cache for StrippedTypeScript') &&
-          line.includes(join(ROOT, file)) &&
-          line.endsWith('...success'),
+    // `retrieving transpile cache for StrippedTypeScript <path or file: URL>...success`, and never `no
+    // transpile cache for ...` for it. The threads print beside each other on one stderr, and a line
+    // may be cut by another thread's before its `success`: the start of the line is what is looked for.
+    const fromCache = (lines: string[], file: string): boolean => {
+      const about = lines.filter((line) => line.includes(join(ROOT, file)));
+      return (
+        about.some((line) => line.includes('retrieving transpile cache for StrippedTypeScript')) &&
+        !about.some((line) => line.includes('no transpile cache for StrippedTypeScript'))
       );
+    };
     // `writing cache for StrippedTypeScript <path> to temporary file <file>...success`
     const cached = (lines: string[], file: string): boolean =>
       lines.some(
