@@ -362,22 +362,29 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         .status(409)
         .send(jsonRpcError(-32000, 'Conflict: this session has a stream open already; one at a time'));
     }
+    // The client may have gone while the session was looked up: its stream is let go at once.
+    if (request.raw.socket.destroyed) stream.destroy();
+    else reply.raw.once('close', () => stream.destroy());
     // A stream resumed (`Last-Event-ID`: the last event its client had, on this process or another):
     // what it missed meanwhile, once for each subscribed article with a revision since, before what
     // comes live (a revision sent both ways is sent twice, never not at all).
     const resumedFrom = request.headers['last-event-id'];
     if (typeof resumedFrom === 'string' && resumedFrom !== '') {
-      const uris = await deps.application.subscriptions.sessions.subscriptionsOf(call, named);
-      const missed = await side.missedSince(uris, resumedFrom, deps.articleChangesSince);
+      let missed: Awaited<ReturnType<typeof side.missedSince>>;
+      try {
+        const uris = await deps.application.subscriptions.sessions.subscriptionsOf(call, named);
+        missed = await side.missedSince(uris, resumedFrom, deps.articleChangesSince);
+      } catch (error) {
+        // Answered as an error (the database away: 503): the stream is let go, the session may open another.
+        stream.destroy();
+        throw error;
+      }
       for (const m of missed ?? []) streams.send(named, m.uri, m.at);
       request.log.debug(
         { mcp_session: named, resumed_from: resumedFrom, replayed: missed?.length ?? null },
         'MCP session stream resumed',
       );
     }
-    // The client may have gone while the session was looked up: its stream is let go at once.
-    if (request.raw.socket.destroyed) stream.destroy();
-    else reply.raw.once('close', () => stream.destroy());
     request.log.debug({ mcp_session: named }, 'MCP session stream opened');
     return reply
       .status(200)
