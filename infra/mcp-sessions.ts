@@ -52,6 +52,32 @@ export async function deleteMcpSession(db: Db, owner: SessionOwner, id: string, 
   return ended.numDeletedRows > 0n;
 }
 
+/**
+ * How often a session whose stream is open is marked seen: often enough that it never comes near
+ * MCP_SESSION_IDLE_MS, seldom enough that watching a stream writes no row most of the time.
+ */
+export const SESSION_SEEN_EVERY_MS = 60 * 60_000;
+
+/**
+ * Of these sessions (each with a stream open on a process, whoever owns it), those still live at `now`;
+ * those last seen more than SESSION_SEEN_EVERY_MS ago are marked seen now.
+ */
+export async function keepMcpSessions(db: Db, ids: readonly string[], now: Date): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const live = await db
+    .selectFrom('mcp_sessions')
+    .select(['id', 'last_seen_at'])
+    .where('id', 'in', [...ids])
+    .where('last_seen_at', '>', new Date(now.getTime() - MCP_SESSION_IDLE_MS))
+    .execute();
+  const due = new Date(now.getTime() - SESSION_SEEN_EVERY_MS);
+  const stale = live.filter((row) => row.last_seen_at <= due).map((row) => row.id);
+  if (stale.length > 0) {
+    await db.updateTable('mcp_sessions').set({ last_seen_at: now }).where('id', 'in', stale).execute();
+  }
+  return new Set(live.map((row) => row.id));
+}
+
 /** Whether the owner has this live session. */
 export async function hasMcpSession(db: Db, owner: SessionOwner, id: string, now: Date): Promise<boolean> {
   return (await ownSessions(db, owner, now).where('id', '=', id).executeTakeFirst()) !== undefined;
@@ -73,7 +99,6 @@ export async function deleteSubscription(db: Db, sessionId: string, uri: string)
     .execute();
 }
 
-/** Which of these sessions are subscribed to the URI: one lookup of the primary key. */
 /** The URIs a session subscribes to. */
 export async function sessionSubscriptions(db: Db, sessionId: string): Promise<string[]> {
   const rows = await db
@@ -85,6 +110,7 @@ export async function sessionSubscriptions(db: Db, sessionId: string): Promise<s
   return rows.map((r) => r.uri);
 }
 
+/** Which of these sessions are subscribed to the URI: one lookup of the primary key. */
 export async function sessionsSubscribedTo(
   db: Db,
   sessionIds: readonly string[],

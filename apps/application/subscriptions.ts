@@ -6,6 +6,7 @@ import {
   hasMcpSession,
   insertMcpSession,
   insertSubscription,
+  keepMcpSessions,
   type SessionOwner,
   sessionSubscriptions,
   sessionsSubscribedTo,
@@ -21,7 +22,8 @@ import { type ApplicationDeps, readsOf } from './deps.ts';
  *
  * The 2025 era's subscriptions belong to a session (`sessions`): made at `initialize` for the account and
  * the OAuth client of the call, kept in the database so that any process of the service answers it, and
- * gone once not seen for 24 hours (housekeeping deletes it then; infra/mcp-sessions.ts). A session is only ever found, changed or ended by the account
+ * gone once not seen for 24 hours (a request carrying it, or its stream open on a process; housekeeping
+ * deletes it then; infra/mcp-sessions.ts). A session is only ever found, changed or ended by the account
  * and client that made it: anyone else's call finds nothing.
  */
 
@@ -98,6 +100,13 @@ export function createSubscriptions(deps: Pick<ApplicationDeps, 'db' | 'reads' |
         if (!(await hasMcpSession(db, ownerOf(call), sessionId, deps.now()))) return [];
         return sessionSubscriptions(db, sessionId);
       },
+
+      /**
+       * Of these sessions, each with a stream open on this process (opened by its owner), those still
+       * live; they are seen now (hourly at most), so that a session whose client only listens never expires.
+       */
+      keep: (sessionIds: readonly string[]): Promise<Set<string>> =>
+        keepMcpSessions(db, sessionIds, deps.now()),
 
       /** Which of these sessions are subscribed to the URI. */
       subscribedTo: (sessionIds: readonly string[], uri: string): Promise<Set<string>> =>

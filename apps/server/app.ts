@@ -39,6 +39,7 @@ import { newRequestId } from './http/request-ids.ts';
 import { requestArrivalOptions } from './http/request-timeout.ts';
 import { installSlicedResponses } from './http/sliced-responses.ts';
 import { mcpRoutes } from './mcp/index.ts';
+import { STREAM_CHECK_MS, streamWatch } from './mcp/stream-watch.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { registerOAuth } from './oauth/index.ts';
 import { loadOAuthSecrets } from './oauth/keys.ts';
@@ -94,6 +95,8 @@ type AppDeps = {
   verifyToken?: McpTokenVerifier;
   /** Named in /mcp's 401 `WWW-Authenticate`; default PUBLIC_URL/.well-known/oauth-protected-resource/mcp. */
   resourceMetadataUrl?: string;
+  /** How often the open MCP notification streams are checked again (their token, their session); default 15 s. */
+  streamCheckMs?: number;
   /** This process's metrics (infra/metrics.ts): every request is observed; without them, nothing is. */
   metrics?: Metrics;
   /** Where the use cases' reads run (read replicas: infra/db/replicas.ts); default the runtime's database. */
@@ -261,10 +264,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     pages: web.pages,
     fetchTrust: fetchTrustOf(deps.config),
   });
+  const verifyToken = deps.verifyToken ?? oauth.verifyMcpToken;
+  // The MCP notification streams open on this process, checked again every so often, and at once after a
+  // disconnect here (apps/server/mcp/stream-watch.ts).
+  const streamChecks = streamWatch({
+    verify: verifyToken,
+    keepSessions: application.subscriptions.sessions.keep,
+    everyMs: deps.streamCheckMs ?? STREAM_CHECK_MS,
+    onError: (error) => app.log.warn({ err: error }, 'checking the open MCP streams failed'),
+  });
+  app.addHook('onClose', async () => streamChecks.stop());
   await app.register(connectSiteRoutes, {
     kit: web.kit,
     keys: application.keys,
-    connections: oauth,
+    connections: {
+      listConnectedClients: (accountId) => oauth.listConnectedClients(accountId),
+      async disconnectClient(accountId, clientId) {
+        await oauth.disconnectClient(accountId, clientId);
+        await streamChecks.check();
+      },
+    },
     webhooks: application.webhooks,
     activity: application.activity,
   });
@@ -285,7 +304,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(mcpRoutes, {
     publicUrl: deps.config.PUBLIC_URL,
     now,
-    verifyToken: deps.verifyToken ?? oauth.verifyMcpToken,
+    verifyToken,
     resourceMetadataUrl: deps.resourceMetadataUrl ?? oauth.resourceMetadataUrl,
     limit,
     limits,
@@ -307,6 +326,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         .sort(([, x], [, y]) => (isAfter(x, y) ? 1 : isAfter(y, x) ? -1 : 0))
         .map(([stream, place]) => ({ articleId: streams.get(stream) as string, at: positionText(place) }));
     },
+    streamChecks,
   });
 
   return app;

@@ -205,7 +205,10 @@ export const SIGN_IN_FAILURES_KEPT_MS = 15 * 60_000;
  */
 export const EXPIRED_OAUTH_ROWS_KEPT_MS = HOUR_MS;
 
-/** How long an MCP session lives without a request carrying it (apps/application/subscriptions.ts). */
+/**
+ * How long an MCP session lives without a request carrying it or its stream open on a process
+ * (apps/application/subscriptions.ts).
+ */
 export const MCP_SESSION_IDLE_MS = 24 * HOUR_MS;
 
 /**

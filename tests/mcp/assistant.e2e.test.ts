@@ -16,12 +16,13 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort, startCallback } from '../oauth/helpers.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cli } from '../support/process.ts';
 import { type ServerProcess, startServer } from '../support/server.ts';
+import { PATIENCE } from '../support/wait.ts';
 
 /*
  * An assistant no one on the team wrote: the MCP SDK's own client with its own OAuth client logic,
@@ -318,6 +319,15 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
   });
 
   it('the person sees the assistant on the Connect Site page, disconnects it, and its next call is refused', async () => {
+    // The client keeps its session's notification stream open (the SDK opens it after initialize).
+    const session = (client.transport as StreamableHTTPClientTransport).sessionId as string;
+    await vi.waitFor(
+      () =>
+        expect(
+          server.logs().some((l) => l.includes('MCP session stream opened') && l.includes(session)),
+        ).toBe(true),
+      PATIENCE,
+    );
     const page = await context.newPage();
     await page.goto(`${base}/connect`);
     expect(await page.textContent('#mcp-url')).toBe(`${base}/mcp`);
@@ -326,6 +336,11 @@ describe('an MCP client connects with OAuth sign-in and consent', () => {
     await page.waitForURL(`${base}/connect`);
     expect(await page.textContent('#no-assistants')).toContain('No assistant is connected');
     await page.close();
+    // Its open stream ended with the disconnect (before the page was answered), not at the next check.
+    const ended = (await server.logsNow()).filter(
+      (l) => l.includes('MCP stream ended') && l.includes(session),
+    );
+    expect(ended.join('\n')).toContain('its access token is no longer valid');
     const res = await fetch(`${base}/mcp`, {
       method: 'POST',
       headers: {

@@ -4,7 +4,7 @@ import { McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotoc
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listActivity } from '../../projections/activity.ts';
-import { type McpTestApp, startMcpTestApp } from '../support/mcp-app.ts';
+import { legacyPost, type McpTestApp, startMcpTestApp } from '../support/mcp-app.ts';
 import { PATIENCE } from '../support/wait.ts';
 
 /*
@@ -68,17 +68,7 @@ describe('MCP resource subscriptions in the 2025 era (sessions)', () => {
 
   /** A 2025-era POST to /mcp as a client sends it, with a session id or none. */
   const rawPost = (token: string, body: object, session?: string): Promise<Response> =>
-    fetch(t.mcpUrl, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2025-11-25',
-        ...(session ? { 'mcp-session-id': session } : {}),
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...body }),
-    });
+    legacyPost(fetch, t.mcpUrl, token, body, session);
 
   beforeAll(async () => {
     t = await startMcpTestApp();

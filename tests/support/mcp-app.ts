@@ -51,6 +51,10 @@ export type McpTestApp = {
   mediaDir: string;
   /** With `proxied`: the proxy the app's database connections go through (to take PostgreSQL away). */
   proxy: PgProxy | null;
+  /** A new token of the test assistant for the account, its own (to revoke without touching the others). */
+  issueToken(account: SeededAccount, scope: 'read' | 'write'): string;
+  /** Refuses a token from now on, as a disconnect or an expiry does a real one. */
+  revokeToken(token: string): void;
   /** Stops the app (which stores the pending activity records) and brings the async read models up to date. */
   drain(): Promise<void>;
   close(): Promise<void>;
@@ -105,6 +109,27 @@ async function seedAccount(runtime: Runtime, name: string): Promise<SeededAccoun
   return { accountId, siteId, otherSiteId, articleIds, apiKey: key };
 }
 
+/** A 2025-era POST to /mcp as a client sends it (one JSON-RPC request, id 1), with a session id or none. */
+export function legacyPost(
+  fetchFn: typeof fetch,
+  mcpUrl: string,
+  token: string,
+  body: object,
+  session?: string,
+): Promise<Response> {
+  return fetchFn(mcpUrl, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+      ...(session ? { 'mcp-session-id': session } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...body }),
+  });
+}
+
 /** The PNG served at OTHER_IMAGE_URL. */
 export function otherImage(): Promise<Buffer> {
   return sharp({ create: { width: 32, height: 24, channels: 3, background: '#cc3366' } })
@@ -131,9 +156,17 @@ async function fakeImageFetcher(): Promise<FetchImage> {
  * address, and PUBLIC_URL only shapes the links and media URLs the app writes.
  */
 export async function startMcpTestApp(
-  opts: { backend?: Backend; publicUrl?: string; proxied?: boolean } = {},
+  opts: {
+    backend?: Backend;
+    publicUrl?: string;
+    proxied?: boolean;
+    /** The app's clock; default a fixed instant. */
+    now?: () => Date;
+    /** How often open notification streams are checked again; default the product's. */
+    streamCheckMs?: number;
+  } = {},
 ): Promise<McpTestApp> {
-  const now = () => new Date('2026-11-05T12:00:00Z');
+  const now = opts.now ?? (() => new Date('2026-11-05T12:00:00Z'));
   const db = opts.proxied
     ? await createProxiedTestRuntime({ now })
     : { ...(await createTestRuntime(opts.backend ?? 'postgres', { now })), proxy: null };
@@ -178,11 +211,12 @@ export async function startMcpTestApp(
   const app = await buildApp({
     runtime,
     config: { PUBLIC_URL: opts.publicUrl ?? PLACEHOLDER_PUBLIC_URL, LOG_LEVEL: 'debug', MEDIA_DIR: mediaDir },
-    now: () => new Date('2026-11-05T12:00:00Z'),
+    now,
     limit,
     fetchImage: await fakeImageFetcher(),
     verifyToken,
     logger: { level: 'debug', stream },
+    ...(opts.streamCheckMs === undefined ? {} : { streamCheckMs: opts.streamCheckMs }),
   }).catch(async (error: unknown) => {
     await db.drop();
     throw error;
@@ -209,6 +243,14 @@ export async function startMcpTestApp(
     client: testClient,
     logs,
     mediaDir,
+    issueToken: (account, scope) => {
+      const token = `mcp-test-token-issued-${principals.size}-${'0'.repeat(24)}`;
+      principals.set(token, { accountId: account.accountId, scope, actor });
+      return token;
+    },
+    revokeToken: (token) => {
+      principals.delete(token);
+    },
     proxy: db.proxy,
     async drain() {
       await close();

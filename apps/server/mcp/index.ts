@@ -15,6 +15,7 @@ import {
   sessionStreams,
 } from './notifications.ts';
 import type { McpLimits, McpRequest } from './server.ts';
+import type { StreamWatch } from './stream-watch.ts';
 
 type McpDeps = {
   publicUrl: string;
@@ -33,6 +34,8 @@ type McpDeps = {
   articleChanges: ArticleChanges;
   /** What a session stream resumed with `Last-Event-ID` missed: the log read for its subscriptions. */
   articleChangesSince: ArticleChangesSince;
+  /** Checks the open notification streams again (token, session) and ends those that fail. */
+  streamChecks: StreamWatch;
 };
 
 const MCP_PATH = '/mcp';
@@ -127,6 +130,36 @@ const SESSION_NOT_FOUND =
  */
 export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
   const allowedOrigin = new URL(deps.publicUrl).origin;
+  /**
+   * Watches a request's notification stream until it closes: ended (`end`) once its token or session no
+   * longer holds, saying why in the log.
+   */
+  const watch = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: string | null,
+    end: () => void,
+  ): void => {
+    const presented = presentedToken(request);
+    const principal = request.auth.principal;
+    if (!('token' in presented) || !principal) return;
+    const release = deps.streamChecks.hold({
+      token: presented.token,
+      session,
+      end: (why) => {
+        request.log.info(
+          {
+            mcp_session: session ?? undefined,
+            client_id: principal.actor.id,
+            account_id: principal.accountId,
+          },
+          `MCP stream ended: ${why}`,
+        );
+        end();
+      },
+    });
+    reply.raw.once('close', release);
+  };
   const refusals = new WeakMap<FastifyRequest, DomainError>();
   /** What each request's server shares: the use cases and its request's log. */
   const services = (request: FastifyRequest) => ({
@@ -314,6 +347,8 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         if (refusal) return reply.send(refusal);
         // Following the log from before the stream opens: no revision after the acknowledgement is missed.
         await notifier.ready();
+        // The SDK serves the stream; aborting its request ends it.
+        watch(request, reply, null, () => abort.abort());
       }
       perRequest.set(web, { mcpRequest, services: services(request) });
       return await sendResponse(reply, await modern.fetch(web, { parsedBody: body }));
@@ -364,7 +399,10 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
     }
     // The client may have gone while the session was looked up: its stream is let go at once.
     if (request.raw.socket.destroyed) stream.destroy();
-    else reply.raw.once('close', () => stream.destroy());
+    else {
+      reply.raw.once('close', () => stream.destroy());
+      watch(request, reply, named, () => streams.end(named));
+    }
     // A stream resumed (`Last-Event-ID`: the last event its client had, on this process or another):
     // what it missed meanwhile, once for each subscribed article with a revision since, before what
     // comes live (a revision sent both ways is sent twice, never not at all).
@@ -385,7 +423,8 @@ export const mcpRoutes: FastifyPluginAsync<McpDeps> = async (app, deps) => {
         'MCP session stream resumed',
       );
     }
-    request.log.debug({ mcp_session: named }, 'MCP session stream opened');
+    // At info: a stream's access-log line comes only when it closes, hours later.
+    request.log.info({ mcp_session: named, client_id: principal.actor.id }, 'MCP session stream opened');
     return reply
       .status(200)
       .header('content-type', 'text/event-stream')
