@@ -229,8 +229,9 @@ const LOST =
  * Sends a command to the server listening on DATA_DIR's admin socket and writes its lines to `io` as
  * they come; resolves with its exit code, or null when no server answered: no socket file, nobody
  * listening on it (a file left by a server that was killed), one this user may not open, or no
- * acceptance within `answerMs` (a server hung). Once accepted, a command that ends no answer within
- * `commandMs` (or a connection lost) is said on `err`, exit code 1: it may have been applied.
+ * acceptance within `answerMs` (a server hung). Once accepted, a command that says nothing for
+ * `commandMs` (no line, no end: a server hung), or whose connection is lost, is said on `err`, exit
+ * code 1: it may have been applied. A command that goes on writing lines may take as long as it needs.
  */
 export function askAdminSocket(
   dataDir: string,
@@ -279,9 +280,11 @@ export function askAdminSocket(
           accepted = true;
           clearTimeout(timer);
           timer = setTimeout(lost, commandMs);
-        } else if (frame.type === 'out') io.out(frame.text);
-        else if (frame.type === 'err') io.err(frame.text);
-        else if (frame.type === 'exit') finish(frame.code);
+        } else if (frame.type === 'out' || frame.type === 'err') {
+          if (frame.type === 'out') io.out(frame.text);
+          else io.err(frame.text);
+          if (accepted) timer.refresh();
+        } else if (frame.type === 'exit') finish(frame.code);
         else if (frame.type === 'refused') {
           io.err(`the server refused the command: ${frame.reason}`);
           finish(1);

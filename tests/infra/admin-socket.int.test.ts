@@ -208,4 +208,43 @@ describe('the admin socket', () => {
       'err:the server stopped answering before the command ended: whether it was applied is not known (see the server’s log)',
     ]);
   });
+
+  it('lets a command that keeps writing lines run past the silence it allows, and cuts off one that says nothing', async () => {
+    const path = adminSocketPath(dir);
+    const request: AdminRequest = { argv: ['keys', 'list'], stdin: null };
+    const frame = (f: object): string => `${JSON.stringify(f)}\n`;
+    // 15 lines 100 ms apart (1.5 s in all) against 1 s of silence allowed.
+    extra = createServer((s) => {
+      s.resume();
+      s.write(frame({ type: 'accepted' }));
+      let sent = 0;
+      const ticker = setInterval(() => {
+        sent += 1;
+        s.write(frame({ type: 'out', text: `line ${sent}` }));
+        if (sent === 15) {
+          clearInterval(ticker);
+          s.end(frame({ type: 'exit', code: 0 }));
+        }
+      }, 100);
+      s.on('close', () => clearInterval(ticker));
+    }).listen(path);
+    await once(extra, 'listening');
+    const io = collector();
+    expect(await askAdminSocket(dir, request, io, { commandMs: 1_000 })).toBe(0);
+    expect(io.lines).toEqual(Array.from({ length: 15 }, (_, i) => `out:line ${i + 1}`));
+    await new Promise((r) => extra?.close(r));
+
+    // Accepted, one line, then silence.
+    extra = createServer((s) => {
+      s.resume();
+      s.write(frame({ type: 'accepted' }) + frame({ type: 'out', text: 'started' }));
+    }).listen(path);
+    await once(extra, 'listening');
+    const silent = collector();
+    expect(await askAdminSocket(dir, request, silent, { commandMs: 200 })).toBe(1);
+    expect(silent.lines).toEqual([
+      'out:started',
+      'err:the server stopped answering before the command ended: whether it was applied is not known (see the server’s log)',
+    ]);
+  });
 });
