@@ -2,7 +2,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { changeOut } from '../apps/application/articles.ts';
 import type { Runtime } from '../apps/runtime.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { activityPage, listActivity } from '../projections/activity.ts';
 import { articlePage, findArticle, listArticles } from '../projections/articles.ts';
+import { backlinkPage, listBacklinks } from '../projections/backlinks.ts';
 import { resolvePeriod, siteStats } from '../projections/site-stats.ts';
 
 /*
@@ -42,6 +44,40 @@ export async function buildFloor(
         page: Number(req.query.page ?? 1),
       },
     ),
+  );
+
+  // The page query of listBacklinks alone.
+  app.get<SiteParams>('/floor/sites/:id/backlinks', async (req) =>
+    backlinkPage(
+      db,
+      { accountId: opts.accountId, siteId: req.params.id },
+      { perPage: Number(req.query.per_page ?? 20), page: Number(req.query.page ?? 1) },
+    ).execute(),
+  );
+
+  // listBacklinks itself (the page query and the total from backlink_counts, in parallel).
+  app.get<SiteParams>('/floor/sites/:id/backlinks-with-count', async (req) =>
+    listBacklinks(
+      db,
+      { accountId: opts.accountId, siteId: req.params.id },
+      { perPage: Number(req.query.per_page ?? 20), page: Number(req.query.page ?? 1) },
+    ),
+  );
+
+  // The page query of listActivity alone: the account's newest records.
+  app.get<SiteParams>('/floor/activity', async (req) =>
+    activityPage(db, opts.accountId, {
+      perPage: Number(req.query.per_page ?? 20),
+      page: Number(req.query.page ?? 1),
+    }).execute(),
+  );
+
+  // listActivity itself (the page query and the total from activity_counts, in parallel).
+  app.get<SiteParams>('/floor/activity-with-count', async (req) =>
+    listActivity(db, opts.accountId, {
+      perPage: Number(req.query.per_page ?? 20),
+      page: Number(req.query.page ?? 1),
+    }),
   );
 
   // findArticle: one statement (list row joined with its body), the row sent with JSON.stringify, the

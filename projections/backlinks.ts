@@ -83,6 +83,28 @@ export type BacklinkListQuery = PageQuery & {
   category?: BacklinkCategory | undefined;
 };
 
+/** The backlinks of one site of the account that a list's filters keep. */
+function backlinksOf(db: Db, scope: SiteScope, q: BacklinkListQuery) {
+  let base = db
+    .selectFrom('backlinks')
+    .where('site_id', '=', scope.siteId)
+    .where('account_id', '=', scope.accountId);
+  if (q.category) base = base.where('category', '=', q.category);
+  if (q.from) base = base.where('acquired_on', '>=', q.from);
+  if (q.to) base = base.where('acquired_on', '<=', q.to);
+  return base;
+}
+
+/** The statement of a page of `listBacklinks` (the benchmark's floor runs it too). */
+export function backlinkPage(db: Db, scope: SiteScope, q: BacklinkListQuery) {
+  return backlinksOf(db, scope, q)
+    .selectAll()
+    .orderBy('acquired_on', 'desc')
+    .orderBy('id', 'desc')
+    .limit(q.perPage)
+    .offset(offsetOf(q));
+}
+
 /**
  * Backlinks of one site of the account, newest acquired first, ties by id. Undefined for a site that
  * is not the account's (unknown or another account's alike).
@@ -92,13 +114,7 @@ export async function listBacklinks(
   scope: SiteScope,
   q: BacklinkListQuery,
 ): Promise<Page<BacklinkRow> | undefined> {
-  let base = db
-    .selectFrom('backlinks')
-    .where('site_id', '=', scope.siteId)
-    .where('account_id', '=', scope.accountId);
-  if (q.category) base = base.where('category', '=', q.category);
-  if (q.from) base = base.where('acquired_on', '>=', q.from);
-  if (q.to) base = base.where('acquired_on', '<=', q.to);
+  const base = backlinksOf(db, scope, q);
   // Without a date range the total is a lookup in backlink_counts; with one, the range is counted.
   // The statement of the total also says whose the site is.
   const counted =
@@ -116,15 +132,6 @@ export async function listBacklinks(
           .where('site_id', '=', scope.siteId)
           .$if(q.category !== undefined, (qb) => qb.where('category', '=', q.category as string))
           .executeTakeFirstOrThrow();
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy('acquired_on', 'desc')
-      .orderBy('id', 'desc')
-      .limit(q.perPage)
-      .offset(offsetOf(q))
-      .execute(),
-    counted,
-  ]);
+  const [rows, count] = await Promise.all([backlinkPage(db, scope, q).execute(), counted]);
   return inScope(scope, count, () => ({ rows, total: Number(count.n) }));
 }

@@ -155,6 +155,18 @@ export interface BacklinkCountsTable {
   n: number;
 }
 
+/**
+ * The activity records per account, UTC day, source and site (`''`: none), kept with the rows (inline):
+ * a page's total without counting an account's records.
+ */
+export interface ActivityCountsTable {
+  account_id: string;
+  day: ColumnType<string, string, string>;
+  source: string;
+  site_id: string;
+  n: number;
+}
+
 /** The article aggregate's state at `version` (inline): commands fold from here. */
 export interface ArticleSnapshotsTable {
   article_id: string;
@@ -204,6 +216,7 @@ export interface ReadModelTables {
   article_history: ArticleHistoryTable;
   article_counts: ArticleCountsTable;
   backlink_counts: BacklinkCountsTable;
+  activity_counts: ActivityCountsTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   staff: StaffTable;

@@ -22,6 +22,7 @@ import * as snapshotHistory from './2026-11-29-020-snapshot-history.ts';
 import * as asOfHistory from './2026-11-30-021-as-of-history.ts';
 import * as mcpSessions from './2026-11-30-022-mcp-sessions.ts';
 import * as shownOnce from './2026-11-30-023-shown-once.ts';
+import * as activityCounts from './2026-12-01-024-activity-counts.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -52,6 +53,7 @@ const all: Record<string, Migration> = {
   '2026-11-30-021-as-of-history': asOfHistory,
   '2026-11-30-022-mcp-sessions': mcpSessions,
   '2026-11-30-023-shown-once': shownOnce,
+  '2026-12-01-024-activity-counts': activityCounts,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
