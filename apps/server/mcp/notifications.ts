@@ -58,13 +58,17 @@ export type SessionStreams = {
 
 /**
  * The GET streams of this process: one per session at a time. On a new revision the sessions with a
- * stream here are looked up together, in one query, for a subscription to its URI.
+ * stream here are looked up together, in one query, for a subscription to its URI. The lookups of
+ * revisions that follow each other run side by side, and their notifications are sent in the order
+ * of the revisions: a stream's event ids rise, so that the last id a client had is the newest it had.
  */
 export function sessionStreams(
   subscribedTo: (sessionIds: readonly string[], uri: string) => Promise<Set<string>>,
   onError: (error: unknown) => void,
 ): SessionStreams {
   const open = new Map<string, { stream: PassThrough; keepalive: NodeJS.Timeout }>();
+  /** The publication being sent: the next waits for it. */
+  let sending: Promise<void> = Promise.resolve();
   const send = (sessionId: string, uri: string, at: string): void => {
     const message = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } };
     open.get(sessionId)?.stream.write(`id: ${at}\nevent: message\ndata: ${JSON.stringify(message)}\n\n`);
@@ -90,14 +94,19 @@ export function sessionStreams(
       stream.write(': open\n\n');
       return stream;
     },
-    async publish(uri, at) {
-      if (open.size === 0) return;
-      try {
-        const subscribed = await subscribedTo([...open.keys()], uri);
-        for (const sessionId of subscribed) send(sessionId, uri, at);
-      } catch (error) {
-        onError(error);
-      }
+    publish(uri, at) {
+      if (open.size === 0) return sending;
+      // Settled here, so that a lookup refused while an earlier one is sent is not left unhandled.
+      const lookup = subscribedTo([...open.keys()], uri).then(
+        (subscribed) => ({ subscribed }),
+        (error: unknown) => ({ error }),
+      );
+      sending = sending.then(async () => {
+        const found = await lookup;
+        if ('error' in found) return onError(found.error);
+        for (const sessionId of found.subscribed) send(sessionId, uri, at);
+      });
+      return sending;
     },
     send,
     end,
