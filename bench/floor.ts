@@ -19,6 +19,11 @@ type SiteParams = {
   Querystring: { per_page?: string; page?: string; period?: string };
 };
 
+/** The page a floor route is asked for, as the real routes default it. */
+function pageOf(query: SiteParams['Querystring']): { perPage: number; page: number } {
+  return { perPage: Number(query.per_page ?? 20), page: Number(query.page ?? 1) };
+}
+
 export async function buildFloor(
   db: Db,
   opts: { accountId: string; now: () => Date },
@@ -27,57 +32,32 @@ export async function buildFloor(
 
   // The page query alone: one statement, the rows of the page.
   app.get<SiteParams>('/floor/sites/:id/articles', async (req) =>
-    articlePage(
-      db,
-      { accountId: opts.accountId, siteId: req.params.id },
-      { perPage: Number(req.query.per_page ?? 20), page: Number(req.query.page ?? 1) },
-    ).execute(),
+    articlePage(db, { accountId: opts.accountId, siteId: req.params.id }, pageOf(req.query)).execute(),
   );
 
   // listArticles itself (the page query and the count, in parallel): the read model's full cost.
   app.get<SiteParams>('/floor/sites/:id/articles-with-count', async (req) =>
-    listArticles(
-      db,
-      { accountId: opts.accountId, siteId: req.params.id },
-      {
-        perPage: Number(req.query.per_page ?? 20),
-        page: Number(req.query.page ?? 1),
-      },
-    ),
+    listArticles(db, { accountId: opts.accountId, siteId: req.params.id }, pageOf(req.query)),
   );
 
   // The page query of listBacklinks alone.
   app.get<SiteParams>('/floor/sites/:id/backlinks', async (req) =>
-    backlinkPage(
-      db,
-      { accountId: opts.accountId, siteId: req.params.id },
-      { perPage: Number(req.query.per_page ?? 20), page: Number(req.query.page ?? 1) },
-    ).execute(),
+    backlinkPage(db, { accountId: opts.accountId, siteId: req.params.id }, pageOf(req.query)).execute(),
   );
 
   // listBacklinks itself (the page query and the total from backlink_counts, in parallel).
   app.get<SiteParams>('/floor/sites/:id/backlinks-with-count', async (req) =>
-    listBacklinks(
-      db,
-      { accountId: opts.accountId, siteId: req.params.id },
-      { perPage: Number(req.query.per_page ?? 20), page: Number(req.query.page ?? 1) },
-    ),
+    listBacklinks(db, { accountId: opts.accountId, siteId: req.params.id }, pageOf(req.query)),
   );
 
   // The page query of listActivity alone: the account's newest records.
   app.get<SiteParams>('/floor/activity', async (req) =>
-    activityPage(db, opts.accountId, {
-      perPage: Number(req.query.per_page ?? 20),
-      page: Number(req.query.page ?? 1),
-    }).execute(),
+    activityPage(db, opts.accountId, pageOf(req.query)).execute(),
   );
 
   // listActivity itself (the page query and the total from activity_counts, in parallel).
   app.get<SiteParams>('/floor/activity-with-count', async (req) =>
-    listActivity(db, opts.accountId, {
-      perPage: Number(req.query.per_page ?? 20),
-      page: Number(req.query.page ?? 1),
-    }),
+    listActivity(db, opts.accountId, pageOf(req.query)),
   );
 
   // findArticle: one statement (list row joined with its body), the row sent with JSON.stringify, the

@@ -218,25 +218,27 @@ export function activityPage(db: Db, accountId: string, q: ActivityQuery) {
 }
 
 /**
- * The account's activity, newest first, ties by id. The total is a sum over `activity_counts` (days,
- * sources, sites), whatever the log's length; with an article, that article's records are counted.
+ * How many of the account's records a list's filters keep: a sum over `activity_counts` (days,
+ * sources, sites), whatever the log's length; with an article, that article's records counted.
  */
+function activityTotal(db: Db, accountId: string, q: ActivityQuery) {
+  if (q.articleId) return activityOf(db, accountId, q).select((eb) => eb.fn.countAll<string>().as('n'));
+  let counts = db
+    .selectFrom('activity_counts')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'))
+    .where('account_id', '=', accountId);
+  if (q.source) counts = counts.where('source', '=', q.source);
+  if (q.siteId) counts = counts.where('site_id', '=', q.siteId);
+  if (q.from) counts = counts.where('day', '>=', q.from);
+  if (q.to) counts = counts.where('day', '<=', q.to);
+  return counts;
+}
+
+/** The account's activity, newest first, ties by id, and how many records the filters keep. */
 export async function listActivity(db: Db, accountId: string, q: ActivityQuery): Promise<Page<ActivityRow>> {
   const [rows, count] = await Promise.all([
     activityPage(db, accountId, q).execute(),
-    q.articleId
-      ? activityOf(db, accountId, q)
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .executeTakeFirstOrThrow()
-      : db
-          .selectFrom('activity_counts')
-          .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('n'), sql<string>`0`).as('n'))
-          .where('account_id', '=', accountId)
-          .$if(Boolean(q.source), (qb) => qb.where('source', '=', q.source as string))
-          .$if(Boolean(q.siteId), (qb) => qb.where('site_id', '=', q.siteId as string))
-          .$if(Boolean(q.from), (qb) => qb.where('day', '>=', q.from as string))
-          .$if(Boolean(q.to), (qb) => qb.where('day', '<=', q.to as string))
-          .executeTakeFirstOrThrow(),
+    activityTotal(db, accountId, q).executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.n) };
 }

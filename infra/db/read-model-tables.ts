@@ -156,8 +156,8 @@ export interface BacklinkCountsTable {
 }
 
 /**
- * The activity records per account, UTC day, source and site (`''`: none), kept with the rows (inline):
- * a page's total without counting an account's records.
+ * The activity records per account, UTC day, source and site (`''`: none), kept by the trigger on
+ * `activity` (migration 024): a page's total without counting an account's records.
  */
 export interface ActivityCountsTable {
   account_id: string;
