@@ -219,9 +219,10 @@ export function activityPage(db: Db, accountId: string, q: ActivityQuery) {
 
 /**
  * How many of the account's records a list's filters keep: a sum over `activity_counts` (days,
- * sources, sites), whatever the log's length; with an article, that article's records counted.
+ * sources, sites), whatever the log's length; with an article, that article's records counted (from
+ * its own index, `activity_article`).
  */
-function activityTotal(db: Db, accountId: string, q: ActivityQuery) {
+export function activityTotal(db: Db, accountId: string, q: ActivityQuery) {
   if (q.articleId) return activityOf(db, accountId, q).select((eb) => eb.fn.countAll<string>().as('n'));
   let counts = db
     .selectFrom('activity_counts')
