@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { STAFF_SEARCH_MAX } from '../domain/activity/events.ts';
 import type { Actor } from '../domain/event.ts';
 import type { Db } from '../infra/db/schema.ts';
@@ -73,46 +73,111 @@ type Row = {
   client_request_id: string | null;
 };
 
+/** Where a timeline's filters start and end: instants of UTC midnights, the end exclusive. */
+function spanOf(q: TimelineQuery): { from: Date | null; to: Date | null } {
+  return {
+    from: q.from ? new Date(`${q.from}T00:00:00Z`) : null,
+    to: q.to ? new Date(Date.parse(`${q.to}T00:00:00Z`) + 86_400_000) : null,
+  };
+}
+
 /**
  * A page of an account's revisions and activity records, interleaved by time, newest first; with the
  * number of the staff's looks the other filters match, listed or not (`staffLooks`).
+ *
+ * Each side gives its newest `offset + perPage` entries (the activity records from the account's
+ * newest-first index, or the article's), and the page is cut from the two merged: a page reads what
+ * comes before it, not the account's whole log. The total is the revisions counted (an account has few
+ * next to its calls), the activity records summed from `activity_counts` by UTC day, less the staff's
+ * looks when they are not listed, counted from their own index (`activity_staff_looks`); an article's
+ * records are counted from its index (`activity_article`).
  */
 export async function accountTimeline(
   db: Db,
   accountId: string,
   q: TimelineQuery,
 ): Promise<Page<TimelineEntry> & { staffLooks: number }> {
-  const from = q.from ? sql`and t.at >= ${q.from}::date` : sql``;
-  const to = q.to ? sql`and t.at < ${q.to}::date + 1` : sql``;
-  const kind = q.kind ? sql`and t.kind = ${q.kind}` : sql``;
-  const article = q.articleId ? sql`and t.article_id = ${q.articleId}` : sql``;
-  const timeline = sql`
-    select 'revision' as kind, r.created_at as at, r.article_id || ':' || r.revision as key,
-           r.article_id, a.site_id, r.revision, r.origin, r.actor, r.reason, r.title, r.restored_from,
-           null::text as source, null::text as operation, null::integer as status, null::text as request_id,
-           null::text as client_request_id
-      from revisions r join articles a on a.id = r.article_id
-     where a.account_id = ${accountId}
-    union all
-    select 'activity', v.at, v.id, v.article_id, v.site_id, null, null, v.actor, null, null, null,
-           v.source, v.operation, v.status, v.request_id, v.client_request_id
-      from activity v
-     where v.account_id = ${accountId}`;
-  const look = sql`coalesce(t.operation in (${sql.join([...STAFF_LOOKS])}), false)`;
-  const looks = q.staffLooks ? sql`` : sql`and not ${look}`;
-  const matched = sql`from (${timeline}) t where true ${from} ${to} ${kind} ${article}`;
-  const [rows, count] = await Promise.all([
-    sql<Row>`select t.* ${matched} ${looks} order by t.at desc, t.key desc limit ${q.perPage} offset ${offsetOf(q)}`.execute(
-      db,
-    ),
-    sql<{ n: number; looks: number }>`select count(*) filter (where true ${looks})::integer as n,
-      count(*) filter (where ${look})::integer as looks ${matched}`.execute(db),
+  const statements = timelineStatements(accountId, q);
+  const [rows, revisions, records, looks] = await Promise.all([
+    statements.page.execute(db),
+    countOf(db, statements.revisions),
+    countOf(db, statements.records),
+    countOf(db, statements.looks),
   ]);
   return {
     rows: rows.rows.map(entryOf),
-    total: count.rows[0]?.n ?? 0,
-    staffLooks: count.rows[0]?.looks ?? 0,
+    total: revisions + records - (q.staffLooks ? 0 : looks),
+    staffLooks: looks,
   };
+}
+
+/**
+ * The statements of a page of the timeline (accountTimeline): the page, and the counts of the
+ * revisions, of the activity records (staff's looks included) and of the staff's looks its filters
+ * keep (`null`: none, the kind filtered out).
+ */
+export function timelineStatements(
+  accountId: string,
+  q: TimelineQuery,
+): {
+  page: RawBuilder<Row>;
+  revisions: RawBuilder<{ n: number }> | null;
+  records: RawBuilder<{ n: number }> | null;
+  looks: RawBuilder<{ n: number }> | null;
+} {
+  const { from, to } = spanOf(q);
+  const revisionsToo = q.kind !== 'activity';
+  const activityToo = q.kind !== 'revision';
+  const upTo = offsetOf(q) + q.perPage;
+  // As literals: a partial index's predicate is matched against the statement's own text, in any plan.
+  const look = sql`v.operation in (${sql.join(STAFF_LOOKS.map((o) => sql.lit(o)))})`;
+  const revisionsIn = sql`
+      from revisions r join articles a on a.id = r.article_id
+     where a.account_id = ${accountId}
+       ${from ? sql`and r.created_at >= ${from}` : sql``} ${to ? sql`and r.created_at < ${to}` : sql``}
+       ${q.articleId ? sql`and r.article_id = ${q.articleId}` : sql``}`;
+  const activityIn = sql`
+      from activity v
+     where v.account_id = ${accountId}
+       ${from ? sql`and v.at >= ${from}` : sql``} ${to ? sql`and v.at < ${to}` : sql``}
+       ${q.articleId ? sql`and v.article_id = ${q.articleId}` : sql``}`;
+  const sides = [
+    ...(revisionsToo
+      ? [
+          sql`(select 'revision' as kind, r.created_at as at, r.article_id || ':' || r.revision as key,
+           r.article_id, a.site_id, r.revision, r.origin, r.actor, r.reason, r.title, r.restored_from,
+           null::text as source, null::text as operation, null::integer as status, null::text as request_id,
+           null::text as client_request_id
+          ${revisionsIn}
+          order by r.created_at desc, r.article_id || ':' || r.revision desc limit ${upTo})`,
+        ]
+      : []),
+    ...(activityToo
+      ? [
+          sql`(select 'activity' as kind, v.at, v.id as key, v.article_id, v.site_id, null::integer as revision,
+           null::text as origin, v.actor, null::text as reason, null::text as title, null::integer as restored_from,
+           v.source, v.operation, v.status, v.request_id, v.client_request_id
+          ${activityIn} ${q.staffLooks ? sql`` : sql`and not ${look}`}
+          order by v.at desc, v.id desc limit ${upTo})`,
+        ]
+      : []),
+  ];
+  return {
+    page: sql<Row>`select t.* from (${sql.join(sides, sql` union all `)}) t
+      order by t.at desc, t.key desc limit ${q.perPage} offset ${offsetOf(q)}`,
+    revisions: revisionsToo ? sql`select count(*)::integer as n ${revisionsIn}` : null,
+    records: !activityToo
+      ? null
+      : q.articleId
+        ? sql`select count(*)::integer as n ${activityIn}`
+        : sql`select coalesce(sum(n), 0)::integer as n from activity_counts where account_id = ${accountId}
+            ${q.from ? sql`and day >= ${q.from}::date` : sql``} ${q.to ? sql`and day <= ${q.to}::date` : sql``}`,
+    looks: activityToo ? sql`select count(*)::integer as n ${activityIn} and ${look}` : null,
+  };
+}
+
+async function countOf(db: Db, statement: RawBuilder<{ n: number }> | null): Promise<number> {
+  return statement ? ((await statement.execute(db)).rows[0]?.n ?? 0) : 0;
 }
 
 function entryOf(row: Row): TimelineEntry {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as migration from '../../infra/db/migrations/2026-12-01-025-activity-by-article.ts';
 import type { Db } from '../../infra/db/schema.ts';
 import { type ActivityQuery, activityPage, activityTotal, listActivity } from '../../projections/activity.ts';
+import { indexesOf, insertLongLog } from '../support/activity-log.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 /*
@@ -14,29 +15,6 @@ const ACCOUNT = 'acc_long_log';
 const OTHER = 'acc_other';
 const RARE = 'art_rare';
 
-/** The index names a statement's plan reads, from `explain (format json)`. */
-function indexesOf(plan: unknown): string[] {
-  if (Array.isArray(plan)) return plan.flatMap(indexesOf);
-  if (plan === null || typeof plan !== 'object') return [];
-  const node = plan as Record<string, unknown>;
-  const own = typeof node['Index Name'] === 'string' ? [node['Index Name']] : [];
-  return [...own, ...Object.values(node).flatMap(indexesOf)];
-}
-
-async function planOf(db: Db, query: { compile(): { sql: string; parameters: readonly unknown[] } }) {
-  const { sql: text, parameters } = query.compile();
-  const rows = await sql<{ 'QUERY PLAN': unknown }>`explain (format json) ${sql.raw(
-    // The compiled statement's $n placeholders, given back their values as literals.
-    text.replace(/\$(\d+)/g, (_, n: string) => {
-      const v = parameters[Number(n) - 1];
-      return typeof v === 'number'
-        ? String(v)
-        : `'${String(v instanceof Date ? v.toISOString() : v).replaceAll("'", "''")}'`;
-    }),
-  )}`.execute(db);
-  return indexesOf(rows.rows.map((r) => r['QUERY PLAN']));
-}
-
 describe.each(backends)('the activity log filtered by article on %s', (backend) => {
   let testDb: TestDatabase;
   let db: Db;
@@ -45,12 +23,7 @@ describe.each(backends)('the activity log filtered by article on %s', (backend) 
     db = testDb.handle.db;
     // A long log: 20,000 records over 200 articles and none, newest first in time; three records
     // about a rare article among the oldest; another account's refused call that names it.
-    await sql`
-      insert into activity (id, account_id, at, source, actor, operation, site_id, article_id, status, duration_ms)
-      select 'act_' || lpad(g::text, 6, '0'), ${ACCOUNT}, timestamptz '2026-11-30T00:00:00Z' - g * interval '1 minute',
-             'api', '{"type":"api_key","id":"key_1","name":"Key"}'::jsonb, 'get_article', 'site_1',
-             case when g % 2 = 0 then 'art_' || (g % 200) end, 200, 1
-        from generate_series(1, 20000) g`.execute(db);
+    await insertLongLog(db, ACCOUNT, 20_000, { articles: 200, articleEvery: 2 });
     await sql`
       insert into activity (id, account_id, at, source, actor, operation, site_id, article_id, status, duration_ms)
       values ('act_rare_1', ${ACCOUNT}, '2026-10-01T09:00:00Z', 'api', '{"type":"api_key","id":"key_1","name":"Key"}', 'get_article', 'site_1', ${RARE}, 200, 1),
@@ -87,19 +60,19 @@ describe.each(backends)('the activity log filtered by article on %s', (backend) 
   });
 
   it('reads the page and the total from the article’s index, not the account’s log', async () => {
-    expect(await planOf(db, activityPage(db, ACCOUNT, rare))).toContain('activity_article');
-    expect(await planOf(db, activityPage(db, ACCOUNT, rare))).not.toContain('activity_account_at');
-    expect(await planOf(db, activityTotal(db, ACCOUNT, rare))).toContain('activity_article');
-    expect(await planOf(db, activityTotal(db, ACCOUNT, rare))).not.toContain('activity_account_at');
+    expect(await indexesOf(db, activityPage(db, ACCOUNT, rare))).toContain('activity_article');
+    expect(await indexesOf(db, activityPage(db, ACCOUNT, rare))).not.toContain('activity_account_at');
+    expect(await indexesOf(db, activityTotal(db, ACCOUNT, rare))).toContain('activity_article');
+    expect(await indexesOf(db, activityTotal(db, ACCOUNT, rare))).not.toContain('activity_account_at');
   });
 
   it('answers the same without the index (migration 025 down), and takes it back up', async () => {
     const before = await listActivity(db, ACCOUNT, rare);
     await migration.down(db);
-    expect(await planOf(db, activityPage(db, ACCOUNT, rare))).not.toContain('activity_article');
+    expect(await indexesOf(db, activityPage(db, ACCOUNT, rare))).not.toContain('activity_article');
     expect(await listActivity(db, ACCOUNT, rare)).toEqual(before);
     await migration.up(db);
-    expect(await planOf(db, activityPage(db, ACCOUNT, rare))).toContain('activity_article');
+    expect(await indexesOf(db, activityPage(db, ACCOUNT, rare))).toContain('activity_article');
     expect(await listActivity(db, ACCOUNT, rare)).toEqual(before);
   });
 });

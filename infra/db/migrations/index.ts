@@ -24,6 +24,7 @@ import * as mcpSessions from './2026-11-30-022-mcp-sessions.ts';
 import * as shownOnce from './2026-11-30-023-shown-once.ts';
 import * as activityCounts from './2026-12-01-024-activity-counts.ts';
 import * as activityByArticle from './2026-12-01-025-activity-by-article.ts';
+import * as staffLooks from './2026-12-01-026-staff-looks.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -56,6 +57,7 @@ const all: Record<string, Migration> = {
   '2026-11-30-023-shown-once': shownOnce,
   '2026-12-01-024-activity-counts': activityCounts,
   '2026-12-01-025-activity-by-article': activityByArticle,
+  '2026-12-01-026-staff-looks': staffLooks,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
