@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { STAFF_SEARCH_MAX } from '../domain/activity/events.ts';
 import type { Actor } from '../domain/event.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { activityTotal } from './activity.ts';
 import { offsetOf, type Page, type PageQuery } from './projector.ts';
 
 /*
@@ -89,19 +90,19 @@ function spanOf(q: TimelineQuery): { from: Date | null; to: Date | null } {
  * newest-first index, or the article's), and the page is cut from the two merged: a page reads what
  * comes before it, not the account's whole log. The total is the revisions counted (an account has few
  * next to its calls), the activity records summed from `activity_counts` by UTC day, less the staff's
- * looks when they are not listed, counted from their own index (`activity_staff_looks`); an article's
- * records are counted from its index (`activity_article`).
+ * looks when they are not listed, counted from their own index (`activity_staff_looks`): the activity
+ * list's total (`activityTotal`), an article's records counted from its index (`activity_article`).
  */
 export async function accountTimeline(
   db: Db,
   accountId: string,
   q: TimelineQuery,
 ): Promise<Page<TimelineEntry> & { staffLooks: number }> {
-  const statements = timelineStatements(accountId, q);
+  const statements = timelineStatements(db, accountId, q);
   const [rows, revisions, records, looks] = await Promise.all([
     statements.page.execute(db),
     countOf(db, statements.revisions),
-    countOf(db, statements.records),
+    statements.records ? statements.records.executeTakeFirstOrThrow().then((r) => Number(r.n)) : 0,
     countOf(db, statements.looks),
   ]);
   return {
@@ -117,12 +118,13 @@ export async function accountTimeline(
  * keep (`null`: none, the kind filtered out).
  */
 export function timelineStatements(
+  db: Db,
   accountId: string,
   q: TimelineQuery,
 ): {
   page: RawBuilder<Row>;
   revisions: RawBuilder<{ n: number }> | null;
-  records: RawBuilder<{ n: number }> | null;
+  records: ReturnType<typeof activityTotal> | null;
   looks: RawBuilder<{ n: number }> | null;
 } {
   const { from, to } = spanOf(q);
@@ -166,12 +168,10 @@ export function timelineStatements(
     page: sql<Row>`select t.* from (${sql.join(sides, sql` union all `)}) t
       order by t.at desc, t.key desc limit ${q.perPage} offset ${offsetOf(q)}`,
     revisions: revisionsToo ? sql`select count(*)::integer as n ${revisionsIn}` : null,
-    records: !activityToo
-      ? null
-      : q.articleId
-        ? sql`select count(*)::integer as n ${activityIn}`
-        : sql`select coalesce(sum(n), 0)::integer as n from activity_counts where account_id = ${accountId}
-            ${q.from ? sql`and day >= ${q.from}::date` : sql``} ${q.to ? sql`and day <= ${q.to}::date` : sql``}`,
+    // The activity log's own total (its kept counts, or the article's records).
+    records: activityToo
+      ? activityTotal(db, accountId, { page: 1, perPage: 1, from: q.from, to: q.to, articleId: q.articleId })
+      : null,
     looks: activityToo ? sql`select count(*)::integer as n ${activityIn} and ${look}` : null,
   };
 }

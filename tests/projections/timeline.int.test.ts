@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { type RawBuilder, sql } from 'kysely';
+import { type Expression, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../apps/runtime.ts';
 import type { ActivitySource } from '../../domain/activity/events.ts';
@@ -188,16 +188,16 @@ describe.each(backends)('support staff’s timeline of a long log on %s', (backe
     const page = await accountTimeline(db, 'acc_long', q);
     expect(page.rows).toHaveLength(50);
     expect([page.total, page.staffLooks]).toEqual([19_800, 200]);
-    const statements = timelineStatements('acc_long', q);
+    const statements = timelineStatements(db, 'acc_long', q);
     const scans = (await planNodes(db, statements.page, true)).filter(
       (n) => n['Relation Name'] === 'activity',
     );
     expect(scans.map((n) => n['Index Name'])).toEqual(['activity_account_at']);
     // The page's end (150) and the looks skipped on the way.
     expect(scans[0]?.['Actual Rows']).toBeLessThanOrEqual(150);
-    const records = await planNodes(db, statements.records as RawBuilder<unknown>, true);
+    const records = await planNodes(db, statements.records as Expression<unknown>, true);
     expect(records.map((n) => n['Relation Name']).filter(Boolean)).toEqual(['activity_counts']);
-    const looks = await planNodes(db, statements.looks as RawBuilder<unknown>, true);
+    const looks = await planNodes(db, statements.looks as Expression<unknown>, true);
     expect(looks.flatMap((n) => n['Index Name'] ?? [])).toEqual(['activity_staff_looks']);
   });
 });
