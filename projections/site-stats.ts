@@ -1,6 +1,7 @@
 import { type Selectable, sql } from 'kysely';
 import type { StatsBucketsTable } from '../infra/db/read-model-tables.ts';
 import type { Db } from '../infra/db/schema.ts';
+import { prepared } from '../infra/db/statement-cache.ts';
 import { inTransactionOnly, type Stored, type Trx } from '../infra/projection.ts';
 import { keyLive } from './accounts.ts';
 import { asyncProjector, type EventOf, unhandled } from './projector.ts';
@@ -233,24 +234,40 @@ export function resolvePeriod(key: string, today: Date): Period {
 export type SiteStats = { articles_published: number; backlinks_industry: number; backlinks_local: number };
 
 /**
+ * The statement of `siteStats`, compiled once: with the key check and without. Built by the query
+ * builder on every request, it cost the statistics route more of the server's thread than anything
+ * else but the sockets (docs/performance.md, "Reads").
+ */
+const statsQuery = (withKey: boolean) =>
+  prepared(
+    (db, v: { siteId: string; grain: Period['grain']; from: string; to: string; keyId: string }) =>
+      db
+        .selectFrom('stats_buckets')
+        .select((eb) => [
+          eb.fn.coalesce(eb.fn.sum<string>('articles_published'), sql<string>`0`).as('articles_published'),
+          eb.fn.coalesce(eb.fn.sum<string>('backlinks_industry'), sql<string>`0`).as('backlinks_industry'),
+          eb.fn.coalesce(eb.fn.sum<string>('backlinks_local'), sql<string>`0`).as('backlinks_local'),
+          siteOwner({ siteId: v.siteId }),
+          keyLive(withKey ? v.keyId : undefined),
+        ])
+        .where('site_id', '=', v.siteId)
+        .where('grain', '=', v.grain)
+        .where('bucket', '>=', v.from)
+        .where('bucket', '<=', v.to),
+    withKey ? ['siteId', 'grain', 'from', 'to', 'keyId'] : ['siteId', 'grain', 'from', 'to'],
+  );
+const statsQueries = { plain: statsQuery(false), keyed: statsQuery(true) };
+
+/**
  * The counters of one site of the account over a period: one monthly row, or at most 31 daily rows.
- * Undefined for a site that is not the account's (unknown or another account's alike).
+ * Undefined for a site that is not the account's (unknown or another account's alike); with
+ * `liveKey`, a revoked key is refused by the same statement.
  */
 export async function siteStats(db: Db, scope: SiteScope, period: Period): Promise<SiteStats | undefined> {
-  const row = await db
-    .selectFrom('stats_buckets')
-    .select((eb) => [
-      eb.fn.coalesce(eb.fn.sum<string>('articles_published'), sql<string>`0`).as('articles_published'),
-      eb.fn.coalesce(eb.fn.sum<string>('backlinks_industry'), sql<string>`0`).as('backlinks_industry'),
-      eb.fn.coalesce(eb.fn.sum<string>('backlinks_local'), sql<string>`0`).as('backlinks_local'),
-      siteOwner(scope),
-      keyLive(scope.liveKey),
-    ])
-    .where('site_id', '=', scope.siteId)
-    .where('grain', '=', period.grain)
-    .where('bucket', '>=', period.from)
-    .where('bucket', '<=', period.to)
-    .executeTakeFirstOrThrow();
+  const { siteId, liveKey } = scope;
+  const values = { siteId, grain: period.grain, from: period.from, to: period.to, keyId: liveKey ?? '' };
+  const [row] = await (liveKey === undefined ? statsQueries.plain : statsQueries.keyed)(db, values);
+  if (row === undefined) throw new Error('the statistics statement returned no row');
   return inScope(scope, row, () => ({
     articles_published: Number(row.articles_published),
     backlinks_industry: Number(row.backlinks_industry),

@@ -132,7 +132,7 @@ export type SiteScope = { accountId: string; siteId: string; liveKey?: string | 
  * The account that owns the scope's site, as a column of another statement: a site's read folds its
  * tenancy check into its own statement instead of running a separate lookup first.
  */
-export function siteOwner(scope: SiteScope): AliasedRawBuilder<string | null, 'site_owner'> {
+export function siteOwner(scope: Pick<SiteScope, 'siteId'>): AliasedRawBuilder<string | null, 'site_owner'> {
   return sql<string | null>`(select account_id from sites where id = ${scope.siteId})`.as('site_owner');
 }
 

@@ -187,6 +187,46 @@ describe.each(backends)('read-model queries on %s', (backend) => {
     ).toBe(1);
   });
 
+  it('answers each statistics call for its own site, period and account: the statement compiled once binds every value', async () => {
+    const today = new Date('2026-11-10T12:00:00Z');
+    const { accountId: otherAccount } = await runtime.commands.openAccount({
+      name: 'Elsewhere',
+      email: 'stats-elsewhere@example.com',
+    });
+    const { siteId: elsewhere } = await runtime.commands.addSite(otherAccount, {
+      name: 'Elsewhere',
+      domain: 'stats-elsewhere.example',
+      url: 'https://stats-elsewhere.example/',
+    });
+    // Alternated, so that each call follows one with other values (the site is named twice in it).
+    for (let round = 0; round < 2; round++) {
+      expect(await statsOf(siteId, resolvePeriod('2026-10', today))).toEqual({
+        articles_published: 3,
+        backlinks_industry: 1,
+        backlinks_local: 1,
+      });
+      expect(await statsOf(otherSiteId, resolvePeriod('2026-10', today))).toEqual({
+        articles_published: 0,
+        backlinks_industry: 0,
+        backlinks_local: 0,
+      });
+      expect(await statsOf(siteId, resolvePeriod('2026-11', today))).toEqual({
+        articles_published: 1,
+        backlinks_industry: 2,
+        backlinks_local: 0,
+      });
+      expect(
+        await siteStats(runtime.db, { accountId, siteId: elsewhere }, resolvePeriod('2026-10', today)),
+      ).toBe(undefined);
+      expect(
+        await siteStats(runtime.db, { accountId: otherAccount, siteId }, resolvePeriod('2026-10', today)),
+      ).toBeUndefined();
+      expect(await statsOf(siteId, resolvePeriod('last_30_days', today))).toMatchObject({
+        backlinks_local: 1,
+      });
+    }
+  });
+
   it('answers period statistics from the buckets, and a status change moves the count', async () => {
     const today = new Date('2026-11-10T12:00:00Z');
     expect(await statsOf(siteId, resolvePeriod('2026-10', today))).toEqual({
