@@ -187,6 +187,10 @@ describe.each(backends)('read-model queries on %s', (backend) => {
     ).toBe(1);
   });
 
+  /** The site's statistics as the data above makes them, before any status changes (2026-11-10). */
+  const october = { articles_published: 3, backlinks_industry: 1, backlinks_local: 1 };
+  const november = { articles_published: 1, backlinks_industry: 2, backlinks_local: 0 };
+
   it('answers each statistics call for its own site, period and account: the statement compiled once binds every value', async () => {
     const today = new Date('2026-11-10T12:00:00Z');
     const { accountId: otherAccount } = await runtime.commands.openAccount({
@@ -200,24 +204,16 @@ describe.each(backends)('read-model queries on %s', (backend) => {
     });
     // Alternated, so that each call follows one with other values (the site is named twice in it).
     for (let round = 0; round < 2; round++) {
-      expect(await statsOf(siteId, resolvePeriod('2026-10', today))).toEqual({
-        articles_published: 3,
-        backlinks_industry: 1,
-        backlinks_local: 1,
-      });
+      expect(await statsOf(siteId, resolvePeriod('2026-10', today))).toEqual(october);
       expect(await statsOf(otherSiteId, resolvePeriod('2026-10', today))).toEqual({
         articles_published: 0,
         backlinks_industry: 0,
         backlinks_local: 0,
       });
-      expect(await statsOf(siteId, resolvePeriod('2026-11', today))).toEqual({
-        articles_published: 1,
-        backlinks_industry: 2,
-        backlinks_local: 0,
-      });
+      expect(await statsOf(siteId, resolvePeriod('2026-11', today))).toEqual(november);
       expect(
         await siteStats(runtime.db, { accountId, siteId: elsewhere }, resolvePeriod('2026-10', today)),
-      ).toBe(undefined);
+      ).toBeUndefined();
       expect(
         await siteStats(runtime.db, { accountId: otherAccount, siteId }, resolvePeriod('2026-10', today)),
       ).toBeUndefined();
@@ -229,16 +225,8 @@ describe.each(backends)('read-model queries on %s', (backend) => {
 
   it('answers period statistics from the buckets, and a status change moves the count', async () => {
     const today = new Date('2026-11-10T12:00:00Z');
-    expect(await statsOf(siteId, resolvePeriod('2026-10', today))).toEqual({
-      articles_published: 3,
-      backlinks_industry: 1,
-      backlinks_local: 1,
-    });
-    expect(await statsOf(siteId, resolvePeriod('this_month', today))).toEqual({
-      articles_published: 1,
-      backlinks_industry: 2,
-      backlinks_local: 0,
-    });
+    expect(await statsOf(siteId, resolvePeriod('2026-10', today))).toEqual(october);
+    expect(await statsOf(siteId, resolvePeriod('this_month', today))).toEqual(november);
     expect(await statsOf(siteId, resolvePeriod('last_30_days', today))).toEqual({
       articles_published: 3,
       backlinks_industry: 2,
