@@ -246,3 +246,21 @@ export async function purgeExpiredSessions(deps: { db: Db; now: () => Date }): P
     mcpSessions: Number(mcp.numDeletedRows),
   };
 }
+
+/**
+ * Moves the new entries of the search indexes' pending lists into the indexes proper
+ * (`gin_clean_pending_list`), returning how many pending pages each had. An edit writes its words'
+ * entries to the end of its GIN index's pending list (`fastupdate`: cheap for the edit), and every
+ * search reads the whole list besides the index: 400 pages of a burst of edits made a search of a
+ * rare word three times slower (docs/performance.md, "Search"). Left alone, the list is merged only
+ * by the edit that finds it over `gin_pending_list_limit` (4 MB), in that edit's statement, or by a
+ * vacuum (which the embedded engine never runs on its own). Two runs at once merge each entry once:
+ * the second waits for the first and finds little left.
+ */
+export async function mergeSearchPending(deps: { db: Db }): Promise<{ titles: number; bodies: number }> {
+  const { rows } = await sql<{ titles: string; bodies: string }>`
+    select gin_clean_pending_list('article_title_search_search'::regclass) as titles,
+           gin_clean_pending_list('article_bodies_search'::regclass) as bodies`.execute(deps.db);
+  const [merged] = rows;
+  return { titles: Number(merged?.titles ?? 0), bodies: Number(merged?.bodies ?? 0) };
+}

@@ -4,6 +4,7 @@ import type { Application } from '../../apps/application/index.ts';
 import type { Runtime } from '../../apps/runtime.ts';
 import { MARK_END, MARK_START, SEARCH_RANKED_MAX, SNIPPET_MAX } from '../../domain/article/search.ts';
 import { DomainError } from '../../domain/errors.ts';
+import { mergeSearchPending } from '../../infra/jobs/housekeeping.ts';
 import { rebuild } from '../../infra/projection-runner.ts';
 import { createArticlesProjector } from '../../projections/articles.ts';
 import { backends } from '../support/db.ts';
@@ -237,6 +238,25 @@ describe.each(backends)('searching articles (%s)', (backend) => {
     expect(await names('slabs sand')).toEqual(['mentioned']);
     expect(await names('shed')).toEqual([]);
     expect(await names('patio')).toEqual(['mentioned']);
+  });
+
+  it("finds the same articles whether an edit's words wait in the indexes' pending lists or are merged into them", async () => {
+    const call = callOf(principal(mine.accountId));
+    unwrap(
+      await app.articles.edit(call, {
+        articleId: ids.mentioned as string,
+        title: 'Patio paving and pergola ideas',
+        body: '<p>Lay the slabs on a bed of sharp sand under the pergola.</p>',
+      }),
+    );
+    const searches = ['pergola', 'slabs sand', 'patio', 'shed', 'pressure'];
+    const pending = await Promise.all(searches.map((q) => names(q)));
+    expect(pending.slice(0, 3)).toEqual([['mentioned'], ['mentioned'], ['mentioned']]);
+    const merged = await mergeSearchPending({ db: runtime.db });
+    expect(merged.titles).toBeGreaterThan(0);
+    expect(merged.bodies).toBeGreaterThan(0);
+    expect(await mergeSearchPending({ db: runtime.db })).toEqual({ titles: 0, bodies: 0 });
+    expect(await Promise.all(searches.map((q) => names(q)))).toEqual(pending);
   });
 
   it('rebuilds the search vectors as the edits left them', async () => {

@@ -26,6 +26,7 @@ import {
   type TestApp,
 } from '../oauth/helpers.ts';
 import { queueKinds, startTestBackground } from '../support/jobs.ts';
+import { addSiteWithArticle } from '../support/runtime.ts';
 
 /*
  * The housekeeping jobs on the real PostgreSQL: each removes exactly what it should and keeps the rest,
@@ -360,7 +361,7 @@ describe('housekeeping', () => {
   });
 
   describe.each(queueKinds)('as jobs on the %s queue', (kind) => {
-    it('declares the four jobs on the maintenance queue with their schedules, and runs them', async () => {
+    it('declares the five jobs on the maintenance queue with their schedules, and runs them', async () => {
       const background = await startTestBackground(kind, t.runtime, [housekeepingJobs]);
       try {
         const [module] = background.modules;
@@ -369,13 +370,17 @@ describe('housekeeping', () => {
           ['housekeeping.media', 'maintenance'],
           ['housekeeping.oauth-clients', 'maintenance'],
           ['housekeeping.sessions', 'maintenance'],
+          ['housekeeping.search-index', 'maintenance'],
         ]);
         expect(module?.repeats?.map((r) => [r.id, r.name, r.repeat])).toEqual([
           ['housekeeping.idempotency', 'housekeeping.idempotency', { everyMs: HOUR }],
           ['housekeeping.media', 'housekeeping.media', { everyMs: 6 * HOUR }],
           ['housekeeping.oauth-clients', 'housekeeping.oauth-clients', { everyMs: DAY }],
           ['housekeeping.sessions', 'housekeeping.sessions', { everyMs: HOUR }],
+          ['housekeeping.search-index', 'housekeeping.search-index', { everyMs: 10_000 }],
         ]);
+        // An article's words wait in the search indexes' pending lists: the merge has them to move.
+        await addSiteWithArticle(t.runtime, person.accountId);
 
         const id = `ended-${kind}`;
         await db()

@@ -1,5 +1,6 @@
 import {
   collectMedia,
+  mergeSearchPending,
   purgeExpiredSessions,
   purgeIdempotency,
   removeUnusedOAuthClients,
@@ -23,10 +24,17 @@ export const COLLECT_MEDIA = 'housekeeping.media';
 export const REMOVE_UNUSED_OAUTH_CLIENTS = 'housekeeping.oauth-clients';
 /** Ended web sessions, stale sign-in failure counts, expired OAuth rows: hourly. */
 export const PURGE_EXPIRED_SESSIONS = 'housekeeping.sessions';
+/** The search indexes' pending entries merged into them: every 10 seconds. */
+export const MERGE_SEARCH_PENDING = 'housekeeping.search-index';
+
+/** How often the search indexes' pending lists are merged: a few seconds of edits at most wait there. */
+export const MERGE_SEARCH_PENDING_EVERY_MS = 10_000;
 
 /** The housekeeping jobs and their schedules. */
 export function housekeepingJobs(deps: JobDeps): JobModule {
-  const jobs: { name: string; every: Repeat; work: () => Promise<object> }[] = [
+  // `quiet`: a run whose counts are all 0 found nothing to do, and is not logged (the search indexes'
+  // merge runs every 10 seconds).
+  const jobs: { name: string; every: Repeat; work: () => Promise<object>; quiet?: boolean }[] = [
     { name: PURGE_IDEMPOTENCY, every: { everyMs: HOUR_MS }, work: () => purgeIdempotency(deps) },
     { name: COLLECT_MEDIA, every: { everyMs: 6 * HOUR_MS }, work: () => collectMedia(deps) },
     {
@@ -35,15 +43,22 @@ export function housekeepingJobs(deps: JobDeps): JobModule {
       work: () => removeUnusedOAuthClients(deps),
     },
     { name: PURGE_EXPIRED_SESSIONS, every: { everyMs: HOUR_MS }, work: () => purgeExpiredSessions(deps) },
+    {
+      name: MERGE_SEARCH_PENDING,
+      every: { everyMs: MERGE_SEARCH_PENDING_EVERY_MS },
+      work: () => mergeSearchPending(deps),
+      quiet: true,
+    },
   ];
   return {
     kinds: jobs.map(
-      ({ name, work }): JobKind<unknown> => ({
+      ({ name, work, quiet }): JobKind<unknown> => ({
         name,
         queue: 'maintenance',
         async run() {
           const summary = await work();
-          deps.logger.info({ job: name, summary }, 'housekeeping done');
+          const idle = quiet === true && Object.values(summary).every((count) => count === 0);
+          if (!idle) deps.logger.info({ job: name, summary }, 'housekeeping done');
           return summary;
         },
       }),
