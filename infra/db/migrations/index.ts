@@ -25,6 +25,7 @@ import * as shownOnce from './2026-11-30-023-shown-once.ts';
 import * as activityCounts from './2026-12-01-024-activity-counts.ts';
 import * as activityByArticle from './2026-12-01-025-activity-by-article.ts';
 import * as staffLooks from './2026-12-01-026-staff-looks.ts';
+import * as searchSerial from './2026-12-01-027-search-serial.ts';
 
 /*
  * Every migration, imported statically so that they run the same under Node's type stripping,
@@ -58,6 +59,7 @@ const all: Record<string, Migration> = {
   '2026-12-01-024-activity-counts': activityCounts,
   '2026-12-01-025-activity-by-article': activityByArticle,
   '2026-12-01-026-staff-looks': staffLooks,
+  '2026-12-01-027-search-serial': searchSerial,
 };
 
 export const migrations: Readonly<Record<string, Migration>> = Object.freeze(
