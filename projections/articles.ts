@@ -742,33 +742,43 @@ function bodyStart(body: Expression<string>): RawBuilder<string> {
  * The newest SEARCH_RANKED_MAX articles of the account that match a search (`searchArticles`), each
  * with its relevance (`id, published_at, score`). Each side (the title and keyword's words, the
  * body's) gives its newest that many matches, read newest first from `articles_account_published` when
- * the words are common or found by the side's GIN index when they are rare (the planner knows which
- * from the vectors' statistics); the newest that many of both are the newest of all, and an article
+ * the words are common or found by the side's GIN index when they are rare: for the titles as
+ * `walksTitles` counted (`titlesWalked`), for the bodies as the planner judges from the vectors'
+ * statistics; the newest that many of both are the newest of all, and an article
  * on both sides adds up its two ranks. An excluded word (`-word`) is looked for on both sides: the
  * side that matched is tested again beside the other's words (the title's first, as a phrase's words
  * count positions). A text of only common words makes an empty query, which matches nothing: not even
  * looked for.
  */
-function searchCandidates(q: ArticleSearchQuery, tsquery: RawBuilder<unknown>): RawBuilder<unknown> {
+function searchCandidates(
+  q: ArticleSearchQuery,
+  tsquery: RawBuilder<unknown>,
+  titlesWalked: boolean,
+): RawBuilder<unknown> {
   const filters = [sql`numnode(${tsquery}) > 0`, sql`a.account_id = ${q.accountId}`];
   if (q.siteId !== undefined) filters.push(sql`a.site_id = ${q.siteId}`);
   if (q.status !== undefined) filters.push(sql`a.status = ${q.status}`);
   if (q.from) filters.push(sql`a.published_at >= ${q.from}::date::timestamptz`);
   if (q.to) filters.push(sql`a.published_at < (${q.to}::date + 1)::timestamptz`);
   const excludes = q.text.includes('-');
-  const side = (table: 'article_title_search' | 'article_bodies', both: RawBuilder<unknown>) => {
-    const tests = [...filters, sql`s.search @@ ${tsquery}`];
-    if (excludes) tests.push(sql`${both} @@ ${tsquery}`);
-    return sql`(select a.id, a.published_at, ts_rank(s.search, ${tsquery}) as score
+  const matches = (both: RawBuilder<unknown>) =>
+    excludes ? [sql`s.search @@ ${tsquery}`, sql`${both} @@ ${tsquery}`] : [sql`s.search @@ ${tsquery}`];
+  const rank = sql`ts_rank(s.search, ${tsquery})`;
+  const newest = sql`order by a.published_at desc nulls last, a.id desc limit ${SEARCH_RANKED_MAX}`;
+  const side = (table: 'article_title_search' | 'article_bodies', both: RawBuilder<unknown>) =>
+    sql`(select a.id, a.published_at, ${rank} as score
       from ${sql.table(table)} s join articles a on a.id = s.article_id
-      where ${sql.join(tests, sql` and `)}
-      order by a.published_at desc nulls last, a.id desc
-      limit ${SEARCH_RANKED_MAX})`;
-  };
-  const title = side(
-    'article_title_search',
-    sql`s.search || (select o.search from article_bodies o where o.article_id = a.id)`,
-  );
+      where ${sql.join([...filters, ...matches(both)], sql` and `)} ${newest})`;
+  const titleBoth = sql`s.search || (select o.search from article_bodies o where o.article_id = a.id)`;
+  // Read newest first: the account's list, each title's words tested (a lateral subquery kept apart,
+  // so that the list drives), until SEARCH_RANKED_MAX match.
+  const title = titlesWalked
+    ? sql`(select a.id, a.published_at, t.score
+        from articles a cross join lateral (
+          select ${rank} as score from article_title_search s
+          where s.article_id = a.id and ${sql.join(matches(titleBoth), sql` and `)} offset 0) t
+        where ${sql.join(filters, sql` and `)} ${newest})`
+    : side('article_title_search', titleBoth);
   const body = side(
     'article_bodies',
     sql`(select o.search from article_title_search o where o.article_id = a.id) || s.search`,
@@ -780,22 +790,61 @@ function searchCandidates(q: ArticleSearchQuery, tsquery: RawBuilder<unknown>): 
     limit ${SEARCH_RANKED_MAX}`;
 }
 
+/** A search's text as a query in its language (web-search syntax). */
+function webSearch(q: Pick<ArticleSearchQuery, 'language' | 'text'>): RawBuilder<unknown> {
+  return sql`websearch_to_tsquery(${q.language}::regconfig, ${q.text})`;
+}
+
+/**
+ * Whether a search reads the title side newest first (`searchCandidates`): when the titles that hold
+ * its words number at least √(SEARCH_RANKED_MAX × the account's articles). Reading newest first costs
+ * about SEARCH_RANKED_MAX ÷ (the share of titles that match) titles tested, finding them in the GIN
+ * index costs every match joined to its list row, and the two meet there. PostgreSQL's planner makes
+ * the same choice from the words' statistics, and takes words that go together (every "seasonal
+ * checklist" title) as independent: it planned 1,475 title matches of 12,289, and joined them all
+ * (docs/performance.md, "Search"). The titles are counted in the GIN index, every account's, up to
+ * that many: a few hundredths of a millisecond for rare words, a few milliseconds for common ones. So
+ * an account whose own titles seldom hold words that other accounts' titles often do reads its list
+ * newest first, all of it at worst, where the index's way joined every account's matches.
+ */
+export async function walksTitles(
+  db: Db,
+  q: Pick<ArticleSearchQuery, 'accountId' | 'language' | 'text'>,
+): Promise<boolean> {
+  const tsquery = webSearch(q);
+  const { rows } = await sql<{ walk: boolean }>`with size as materialized (
+      select greatest(ceil(sqrt(${SEARCH_RANKED_MAX}::float8 * coalesce(sum(c.n), 0))), 1)::bigint as walk_from
+      from sites st join article_counts c on c.site_id = st.id
+      where st.account_id = ${q.accountId})
+    select count(*) >= (select walk_from from size) as walk
+    from (select from article_title_search s where numnode(${tsquery}) > 0 and s.search @@ ${tsquery}
+      limit (select walk_from from size)) h`.execute(db);
+  return rows[0]?.walk === true;
+}
+
 /**
  * The account's articles that match a search, most relevant first, then newest published, then by id
  * (`searchCandidates`). An article matches when its title and target keyword, or its body, hold what
  * the search asks for, and no word the search excludes is in any of them. Its relevance is `ts_rank`
  * of each that matches, added up: a title's words count most (weight A), then the target keyword's
  * (B), then the body's (C). Of more than SEARCH_RANKED_MAX matches, the newest that many are ranked
- * and counted, so that a search of common words costs what a search of rare ones does. One statement
- * ranks the matches and keeps the page; only the page's bodies are excerpted, each from its start
+ * and counted, so that a search of common words costs what a search of rare ones does. A first
+ * statement counts the titles that hold the words (`walksTitles`), which says how the title side is
+ * read (`how.titles` says it instead, for a test to compare the two); then one statement ranks the
+ * matches and keeps the page; only the page's bodies are excerpted, each from its start
  * (`bodyStart`) when a matched word is there or the body did not match (only the title did), else from
  * the whole body (`ts_headline` parses all the text it is given). The statement also confirms the API key and, with a site, whose it is; when it finds
  * nothing on the page, a second one says whether the text had anything to search for, how many
  * matched, and the same.
  */
-export async function searchArticles(db: Db, q: ArticleSearchQuery): Promise<ArticleSearchResult> {
-  const tsquery = sql`websearch_to_tsquery(${q.language}::regconfig, ${q.text})`;
-  const candidates = searchCandidates(q, tsquery);
+export async function searchArticles(
+  db: Db,
+  q: ArticleSearchQuery,
+  how: { titles?: 'walked' | 'found' } = {},
+): Promise<ArticleSearchResult> {
+  const tsquery = webSearch(q);
+  const walked = how.titles === undefined ? await walksTitles(db, q) : how.titles === 'walked';
+  const candidates = searchCandidates(q, tsquery, walked);
   const scope = q.siteId === undefined ? undefined : { accountId: q.accountId, siteId: q.siteId };
   const owner = scope === undefined ? sql`null::text as site_owner` : siteOwner(scope);
   // Planned for its words each time (NEVER_NAMED): a generic plan cannot know whether they match one

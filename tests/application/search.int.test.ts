@@ -6,7 +6,7 @@ import { MARK_END, MARK_START, SEARCH_RANKED_MAX, SNIPPET_MAX } from '../../doma
 import { DomainError } from '../../domain/errors.ts';
 import { mergeSearchPending } from '../../infra/jobs/housekeeping.ts';
 import { rebuild } from '../../infra/projection-runner.ts';
-import { createArticlesProjector } from '../../projections/articles.ts';
+import { createArticlesProjector, searchArticles, walksTitles } from '../../projections/articles.ts';
 import { backends } from '../support/db.ts';
 import { refusal } from '../support/errors.ts';
 import {
@@ -266,6 +266,44 @@ describe.each(backends)('searching articles (%s)', (backend) => {
     expect(await names('patio')).toEqual(['mentioned']);
   });
 
+  // The title side read newest first (`walked`) or found through its GIN index (`found`): the same page
+  // and total for every search, filter and exclusion.
+  it('answers the same whether the titles are read newest first or found through their index', async () => {
+    let hits = 0;
+    for (const text of [
+      'boiler',
+      'boiler pressure',
+      'boiler -combi',
+      '"boiler pressure"',
+      'radiators or garden',
+      'heating',
+      'guide',
+      'underfloor',
+      'water -gas',
+    ])
+      for (const more of [
+        {},
+        { siteId: mine.siteId },
+        { status: 'draft' as const },
+        { from: '2026-10-01' },
+      ]) {
+        const q = {
+          accountId: mine.accountId,
+          text,
+          language: runtime.searchLanguage,
+          page: 1,
+          perPage: 20,
+          ...more,
+        };
+        const walked = await searchArticles(runtime.db, q, { titles: 'walked' });
+        expect(walked, `${text} ${JSON.stringify(more)}`).toEqual(
+          await searchArticles(runtime.db, q, { titles: 'found' }),
+        );
+        if (walked.kind === 'page') hits += walked.page.rows.length;
+      }
+    expect(hits).toBeGreaterThan(20);
+  });
+
   it.skipIf(backend !== 'postgres')(
     'ranks and counts the newest SEARCH_RANKED_MAX of a search that matches more, and still finds an older one by a rarer word',
     async () => {
@@ -289,6 +327,21 @@ describe.each(backends)('searching articles (%s)', (backend) => {
       expect(page.data[0]?.id).toBe(ids[`lamp-${SEARCH_RANKED_MAX + extra - 1}`]);
       const older = unwrap(await search('oldest keeper', {}, many.accountId));
       expect(older.data.map((hit) => hit.id)).toEqual([ids['lamp-0']]);
+      // A word of every title: at least √(SEARCH_RANKED_MAX × the account's 1,003 articles) titles hold
+      // it, so its titles are read newest first; a rarer one's are found through the index. Both answer
+      // as the other way would.
+      const words = { accountId: many.accountId, language: runtime.searchLanguage };
+      expect(await walksTitles(runtime.db, { ...words, text: 'keeper' })).toBe(true);
+      expect(await walksTitles(runtime.db, { ...words, text: 'oldest keeper' })).toBe(false);
+      const keepers = unwrap(await search('keeper', { per_page: 100 }, many.accountId));
+      expect(keepers.meta.total).toBe(SEARCH_RANKED_MAX);
+      expect(keepers.data[0]?.id).toBe(ids[`lamp-${SEARCH_RANKED_MAX + extra - 1}`]);
+      for (const text of ['keeper', 'oldest keeper', 'keeper -oldest']) {
+        const q = { ...words, text, page: 2, perPage: 100 };
+        expect(await searchArticles(runtime.db, q, { titles: 'walked' })).toEqual(
+          await searchArticles(runtime.db, q, { titles: 'found' }),
+        );
+      }
     },
     120_000,
   );
