@@ -280,6 +280,7 @@ describe.each(backends)('searching articles (%s)', (backend) => {
       'guide',
       'underfloor',
       'water -gas',
+      '-combi',
     ])
       for (const more of [
         {},
