@@ -1,4 +1,7 @@
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+
+/** cli-progress (and the text-width packages it loads), read only by a bar drawn on a terminal. */
+const load = createRequire(import.meta.url);
 
 type ProgressBar = { update(done: number, total?: number): void; stop(): void };
 
@@ -8,6 +11,7 @@ type ProgressBar = { update(done: number, total?: number): void; stop(): void };
  */
 export function progressBar(label: string, total: number): ProgressBar {
   if (process.stderr.isTTY) {
+    const cliProgress = load('cli-progress') as typeof import('cli-progress');
     const bar = new cliProgress.SingleBar(
       {
         format: `${label} [{bar}] {percentage}% {value}/{total} eta {eta_formatted}`,

@@ -1,23 +1,13 @@
-import {
-  type Attributes,
-  context,
-  type Link,
-  ROOT_CONTEXT,
-  type Span,
-  type SpanContext,
-  SpanKind,
-  SpanStatusCode,
-  TraceFlags,
-  trace,
-} from '@opentelemetry/api';
+import type { Attributes, Link, Span, SpanContext, SpanKind } from '@opentelemetry/api';
 import { DomainError } from '../../domain/errors.ts';
 
 /*
  * The product's own spans (an edit's use case, decide, append, inline projections; a webhook delivery),
  * through @opentelemetry/api. Tracing off (infra/telemetry/tracing.ts: no OTEL_* endpoint), a span is
  * one boolean test: the work runs as it is, with no span object, no context switch and no attributes
- * built. On, the SDK's tracer makes each span the active one around its work, so the spans of pg, ioredis
- * and undici made inside it are its children.
+ * built, and the API itself is not loaded (a start reads some 50 files less). On, the SDK's tracer makes
+ * each span the active one around its work, so the spans of pg, ioredis and undici made inside it are
+ * its children.
  *
  * Attribute names: the semantic conventions' where one exists (`error.type`), else under
  * `content_service.` (ids and origins only: never a body, a secret or a key).
@@ -26,24 +16,40 @@ import { DomainError } from '../../domain/errors.ts';
 /** The instrumentation scope of the product's spans. */
 export const TRACER_NAME = 'content-service';
 
-let on = false;
+type Api = typeof import('@opentelemetry/api');
 
-/** Turns the product's spans on; infra/telemetry/tracing.ts calls it once the SDK is registered. */
-export function turnSpansOn(): void {
-  on = true;
+/** The API, once tracing is on in this process; undefined while it is off. */
+let api: Api | undefined;
+
+/** Turns the product's spans on with the API the SDK registered with; infra/telemetry/tracing.ts calls it. */
+export function turnSpansOn(registered: Api): void {
+  api = registered;
 }
 
 /** Whether the product makes spans (tracing is on in this process). */
 export function spansOn(): boolean {
-  return on;
+  return api !== undefined;
 }
 
-/** A span that records nothing: what `work` is given while tracing is off. */
-const NO_SPAN: Span = trace.wrapSpanContext({
-  traceId: '00000000000000000000000000000000',
-  spanId: '0000000000000000',
-  traceFlags: TraceFlags.NONE,
-});
+/** The W3C trace flag of a sampled span. */
+const SAMPLED = 1;
+const NO_TRACE = '00000000000000000000000000000000';
+const NO_PARENT = '0000000000000000';
+
+/** A span that records nothing: what `work` is given while tracing is off (the API's non-recording span's behaviour). */
+const NO_SPAN: Span = {
+  spanContext: () => ({ traceId: NO_TRACE, spanId: NO_PARENT, traceFlags: 0 }),
+  setAttribute: () => NO_SPAN,
+  setAttributes: () => NO_SPAN,
+  addEvent: () => NO_SPAN,
+  addLink: () => NO_SPAN,
+  addLinks: () => NO_SPAN,
+  setStatus: () => NO_SPAN,
+  updateName: () => NO_SPAN,
+  end: () => {},
+  isRecording: () => false,
+  recordException: () => {},
+};
 
 export type SpanOptions = {
   /** Built only when tracing is on. */
@@ -59,8 +65,8 @@ export type SpanOptions = {
  * as an exception with the ERROR status. Tracing off: `work()` and nothing else.
  */
 export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
-  if (!on) return work(NO_SPAN);
-  return tracer().startActiveSpan(name, startOptions(options), async (span) => {
+  if (!api) return work(NO_SPAN);
+  return tracer(api).startActiveSpan(name, startOptions(api, options), async (span) => {
     try {
       return await work(span);
     } catch (error) {
@@ -74,8 +80,8 @@ export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span)
 
 /** `inSpan` for synchronous work (a decider call). */
 export function inSpanSync<T>(name: string, options: SpanOptions, work: (span: Span) => T): T {
-  if (!on) return work(NO_SPAN);
-  return tracer().startActiveSpan(name, startOptions(options), (span) => {
+  if (!api) return work(NO_SPAN);
+  return tracer(api).startActiveSpan(name, startOptions(api, options), (span) => {
     try {
       return work(span);
     } catch (error) {
@@ -92,7 +98,7 @@ export function inSpanSync<T>(name: string, options: SpanOptions, work: (span: S
  * records), which would otherwise count as part of the trace of whichever caller started it.
  */
 export function detached<T>(work: () => T): T {
-  return on ? context.with(ROOT_CONTEXT, work) : work();
+  return api ? api.context.with(api.ROOT_CONTEXT, work) : work();
 }
 
 /**
@@ -100,7 +106,7 @@ export function detached<T>(work: () => T): T {
  * sent by whichever caller's turn it was), it counts as part of its own caller's trace.
  */
 export function bound<A extends unknown[], T>(work: (...args: A) => T): (...args: A) => T {
-  return on ? context.bind(context.active(), work) : work;
+  return api ? api.context.bind(api.context.active(), work) : work;
 }
 
 /** Notes an error on a span as inSpan does (for work that returns its failure as a value). */
@@ -113,7 +119,8 @@ export function noteError(span: Span, error: unknown): void {
   span.setAttribute('error.type', error instanceof Error ? error.name : 'unknown');
   if (error instanceof Error) span.recordException(error);
   span.setStatus({
-    code: SpanStatusCode.ERROR,
+    // SpanStatusCode.ERROR; a span that records is tracing's, with the API loaded.
+    code: api?.SpanStatusCode.ERROR ?? 2,
     message: error instanceof Error ? error.message : String(error),
   });
 }
@@ -124,9 +131,9 @@ export function noteError(span: Span, error: unknown): void {
  * another) can link to the trace that made it. Undefined otherwise.
  */
 export function activeTraceparent(): string | undefined {
-  if (!on) return undefined;
-  const context = trace.getActiveSpan()?.spanContext();
-  if (context === undefined || (context.traceFlags & TraceFlags.SAMPLED) === 0) return undefined;
+  if (!api) return undefined;
+  const context = api.trace.getActiveSpan()?.spanContext();
+  if (context === undefined || (context.traceFlags & SAMPLED) === 0) return undefined;
   return `00-${context.traceId}-${context.spanId}-${context.traceFlags.toString(16).padStart(2, '0')}`;
 }
 
@@ -142,7 +149,8 @@ export function spanContextOf(traceparent: string | null | undefined): SpanConte
     traceFlags: Number.parseInt(match[3], 16),
     isRemote: true,
   };
-  return trace.isSpanContextValid(context) ? context : undefined;
+  // All zeros is the API's invalid id (isSpanContextValid), read without loading it.
+  return context.traceId !== NO_TRACE && context.spanId !== NO_PARENT ? context : undefined;
 }
 
 /** A link to the span a `traceparent` names, for a span of work it caused; none for a missing or bad one. */
@@ -151,13 +159,16 @@ export function linksTo(traceparent: string | null | undefined): Link[] {
   return context ? [{ context }] : [];
 }
 
-function tracer() {
-  return trace.getTracer(TRACER_NAME);
+function tracer(on: Api) {
+  return on.trace.getTracer(TRACER_NAME);
 }
 
-function startOptions(options: SpanOptions): { attributes?: Attributes; kind: SpanKind; links?: Link[] } {
+function startOptions(
+  on: Api,
+  options: SpanOptions,
+): { attributes?: Attributes; kind: SpanKind; links?: Link[] } {
   return {
-    kind: options.kind ?? SpanKind.INTERNAL,
+    kind: options.kind ?? on.SpanKind.INTERNAL,
     ...(options.attributes ? { attributes: options.attributes() } : {}),
     ...(options.links && options.links.length > 0 ? { links: options.links } : {}),
   };

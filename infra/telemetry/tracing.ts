@@ -170,10 +170,14 @@ export async function startTracing(opts: {
     current = { ...OFF, why: settings.why };
     return current;
   }
-  const [{ startSdk }, { turnSpansOn }] = await Promise.all([import('./sdk.ts'), import('./spans.ts')]);
+  const [{ startSdk }, { turnSpansOn }, otelApi] = await Promise.all([
+    import('./sdk.ts'),
+    import('./spans.ts'),
+    import('@opentelemetry/api'),
+  ]);
   const sdk = startSdk(settings, { process: opts.process, serviceName: DEFAULT_SERVICE_NAME });
   bullTelemetry = sdk.bullmq;
-  turnSpansOn();
+  turnSpansOn(otelApi);
   let stopping: Promise<void> | undefined;
   current = {
     on: true,

@@ -166,6 +166,7 @@ describe('a traceparent carried by an event', () => {
       '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7',
       '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
       '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
       '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01',
     ]) {
       expect(linksTo(bad), String(bad)).toEqual([]);

@@ -9,8 +9,9 @@ import { startServer } from '../support/server.ts';
  * A start loads what serving needs, and what only some requests need is loaded by the first of them
  * (docs/operations.md, "Start"): a server on the embedded database, without REDIS_URL or
  * METRICS_PORT, answers without having loaded the authorization server (oidc-provider, Koa, jose), the
- * MCP SDK, BullMQ and Redis's client, the metrics library, the image library or the outbound HTTP
- * client (the package's, nor Node's own); nor PGlite, which runs in the database's own thread (infra/db/pglite-thread.ts); nor ever
+ * MCP SDK, BullMQ and Redis's client, the metrics library, the image library, the outbound HTTP
+ * client (the package's, nor Node's own), OpenTelemetry's API (tracing is off: infra/telemetry/spans.ts)
+ * or the progress bar's library (a terminal's, apps/cli/progress.ts); nor PGlite, which runs in the database's own thread (infra/db/pglite-thread.ts); nor ever
  * fastify's own schema compilers (ajv, fast-json-stringify's compiler). The first
  * request for the authorization server's metadata loads it (the control: the check can fail). The main
  * thread's modules are recorded by tests/fixtures/record-modules.ts (`--import`).
@@ -29,6 +30,8 @@ const ON_DEMAND = [
   '/node_modules/undici/',
   // Node's own fetch, which an ESM import of node:http loads (infra/http-status.ts).
   'internal:internal/deps/undici/',
+  '/node_modules/@opentelemetry/',
+  '/node_modules/cli-progress/',
   '/node_modules/@electric-sql/pglite/',
   // Never: fastify's own schema compilers, for the app's are zod and JSON.stringify (apps/server/app.ts).
   '/node_modules/ajv/',
