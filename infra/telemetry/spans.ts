@@ -31,8 +31,6 @@ export function spansOn(): boolean {
   return api !== undefined;
 }
 
-/** The W3C trace flag of a sampled span. */
-const SAMPLED = 1;
 const NO_TRACE = '00000000000000000000000000000000';
 const NO_PARENT = '0000000000000000';
 
@@ -111,7 +109,8 @@ export function bound<A extends unknown[], T>(work: (...args: A) => T): (...args
 
 /** Notes an error on a span as inSpan does (for work that returns its failure as a value). */
 export function noteError(span: Span, error: unknown): void {
-  if (!span.isRecording()) return;
+  // A span records only while tracing is on, the API given.
+  if (!api || !span.isRecording()) return;
   if (error instanceof DomainError) {
     span.setAttribute('error.type', error.code);
     return;
@@ -119,8 +118,7 @@ export function noteError(span: Span, error: unknown): void {
   span.setAttribute('error.type', error instanceof Error ? error.name : 'unknown');
   if (error instanceof Error) span.recordException(error);
   span.setStatus({
-    // SpanStatusCode.ERROR; a span that records is tracing's, with the API loaded.
-    code: api?.SpanStatusCode.ERROR ?? 2,
+    code: api.SpanStatusCode.ERROR,
     message: error instanceof Error ? error.message : String(error),
   });
 }
@@ -133,7 +131,7 @@ export function noteError(span: Span, error: unknown): void {
 export function activeTraceparent(): string | undefined {
   if (!api) return undefined;
   const context = api.trace.getActiveSpan()?.spanContext();
-  if (context === undefined || (context.traceFlags & SAMPLED) === 0) return undefined;
+  if (context === undefined || (context.traceFlags & api.TraceFlags.SAMPLED) === 0) return undefined;
   return `00-${context.traceId}-${context.spanId}-${context.traceFlags.toString(16).padStart(2, '0')}`;
 }
 

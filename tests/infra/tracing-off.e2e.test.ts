@@ -11,8 +11,8 @@ import { startServer } from '../support/server.ts';
  * Tracing off costs nothing: a server started without an OTLP endpoint (or with one, but
  * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none) loads nothing of OpenTelemetry: not its API
  * (infra/telemetry/spans.ts is given it when tracing starts), the SDK, its exporter, the
- * instrumentations or the ESM loader hook, and sends nothing to the endpoint. The modules a server loads are recorded by
- * tests/fixtures/record-modules.ts (`--import`). The same server with the endpoint loads them: the
+ * instrumentations or the ESM loader hook, and sends nothing to the endpoint. The modules a server
+ * loads are recorded by tests/fixtures/record-modules.ts (`--import`). The same server with the endpoint loads them: the
  * check can fail. A bad OTEL_* value stops the server, the worker and the CLI with a line naming it.
  */
 
