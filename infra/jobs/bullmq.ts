@@ -4,9 +4,10 @@ import { closeRedis, openRedis } from '../redis.ts';
 import { jobsTelemetry } from '../telemetry/tracing.ts';
 import {
   type AddOptions,
+  attemptsOf,
   BACKOFF_JITTER,
-  DEFAULT_ATTEMPTS,
   DEFAULT_BACKOFF_MS,
+  FAILED_UNTIL_NEXT_RUN,
   type FailedJob,
   type JobKind,
   type Jobs,
@@ -102,10 +103,10 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
   };
   const queueOf = (name: QueueName): Queue => queues.get(name) as Queue;
   const jobOptions = (kind: JobKind<never>) => ({
-    attempts: kind.attempts ?? DEFAULT_ATTEMPTS,
+    attempts: attemptsOf(kind),
     backoff: { type: 'exponential', delay: kind.backoffMs ?? DEFAULT_BACKOFF_MS, jitter: BACKOFF_JITTER },
     removeOnComplete: KEEP_COMPLETED,
-    removeOnFail: KEEP_FAILED,
+    removeOnFail: kind.retriedByNextRun ? true : KEEP_FAILED,
   });
 
   const findFailed = async (id: string): Promise<Job | undefined> => {
@@ -150,6 +151,10 @@ export function createBullJobs(opts: BullJobsOptions): Jobs {
       worker.on('error', (error) => logError(error, name, 'job worker error'));
       worker.on('failed', (job, error) => {
         if (!job) return;
+        if (kinds.get(job.name)?.retriedByNextRun) {
+          logger.warn({ job: job.name, id: job.id, err: error }, FAILED_UNTIL_NEXT_RUN);
+          return;
+        }
         const final = job.attemptsMade >= (job.opts.attempts ?? 1);
         logger[final ? 'error' : 'warn'](
           { job: job.name, id: job.id, attempt: job.attemptsMade, err: error },

@@ -1,9 +1,10 @@
 import { CronExpressionParser } from 'cron-parser';
 import {
   type AddOptions,
+  attemptsOf,
   backoffDelay,
-  DEFAULT_ATTEMPTS,
   DEFAULT_BACKOFF_MS,
+  FAILED_UNTIL_NEXT_RUN,
   type FailedJob,
   type JobKind,
   type Jobs,
@@ -98,7 +99,7 @@ export function createInProcessJobs(opts: {
   };
 
   const runOne = async (entry: Entry): Promise<void> => {
-    const attempts = entry.kind.attempts ?? DEFAULT_ATTEMPTS;
+    const attempts = attemptsOf(entry.kind);
     entry.attempts++;
     try {
       await entry.kind.run(entry.data as never, {
@@ -119,6 +120,10 @@ export function createInProcessJobs(opts: {
         return;
       }
       live.delete(entry.id);
+      if (entry.kind.retriedByNextRun) {
+        logger.warn({ job: entry.name, id: entry.id, err: error }, FAILED_UNTIL_NEXT_RUN);
+        return;
+      }
       logger.error(
         { job: entry.name, id: entry.id, attempts: entry.attempts, err: error },
         'job failed for good',

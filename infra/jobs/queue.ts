@@ -37,9 +37,23 @@ export type JobKind<D = unknown> = {
   attempts?: number;
   /** The first retry's delay; each next one doubles, less up to half of it at random (jitter). Default 1 s. */
   backoffMs?: number;
+  /**
+   * A repeated job whose next run does what a failed run left undone (the search indexes' merge, every
+   * 10 s): it is run once and not retried, and a failure is a warning in the log, not a failed job
+   * (`jobs failed`), of which an outage of the database would otherwise make one every run.
+   */
+  retriedByNextRun?: boolean;
 };
 
 export const DEFAULT_ATTEMPTS = 5;
+
+/** The runs a job of `kind` gets in all, the first included. */
+export function attemptsOf(kind: Pick<JobKind<never>, 'attempts' | 'retriedByNextRun'>): number {
+  return kind.retriedByNextRun ? 1 : (kind.attempts ?? DEFAULT_ATTEMPTS);
+}
+
+/** What the log says of a failed run of a job `retriedByNextRun`. */
+export const FAILED_UNTIL_NEXT_RUN = 'job failed; its next run tries again';
 export const DEFAULT_BACKOFF_MS = 1_000;
 /** Share of a retry delay taken off at random, so that jobs failed together do not retry together. */
 export const BACKOFF_JITTER = 0.5;

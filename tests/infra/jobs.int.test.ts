@@ -47,6 +47,17 @@ function recorder(): Recorder {
       },
     },
     {
+      // Fails every run; its next run is its retry (a repeated job's, as the search indexes' merge).
+      name: 'test.next-run',
+      queue: 'maintenance',
+      attempts: 3,
+      retriedByNextRun: true,
+      run: async (data: never, ctx) => {
+        runs.push({ data, ctx });
+        throw new Error(`run ${runs.length} failed`);
+      },
+    },
+    {
       name: 'test.slow',
       queue: 'webhooks',
       run: async (data: never, ctx) => {
@@ -77,17 +88,32 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const implementations: Array<[string, (kinds: JobKind<never>[]) => Jobs]> = [
-  ['in-process', (kinds) => createInProcessJobs({ kinds, logger: quiet })],
+type Logger = typeof quiet;
+const implementations: Array<[string, (kinds: JobKind<never>[], logger?: Logger) => Jobs]> = [
+  ['in-process', (kinds, logger = quiet) => createInProcessJobs({ kinds, logger })],
   [
     'bullmq',
-    (kinds) => {
+    (kinds, logger = quiet) => {
       const prefix = `test-jobs-${randomUUID().slice(0, 8)}`;
       prefixes.push(prefix);
-      return createBullJobs({ redisUrl: REDIS_URL, prefix, kinds, logger: quiet, lockMs: 2_000 });
+      return createBullJobs({ redisUrl: REDIS_URL, prefix, kinds, logger, lockMs: 2_000 });
     },
   ],
 ];
+
+/** A logger that keeps its warnings: the message and the error's message. */
+function warningsKept(): { logger: Logger; warnings: Array<{ msg: string; err: string; job: unknown }> } {
+  const warnings: Array<{ msg: string; err: string; job: unknown }> = [];
+  return {
+    warnings,
+    logger: {
+      ...quiet,
+      warn: (obj: { job?: unknown; err?: Error }, msg: string) => {
+        warnings.push({ msg, err: obj.err?.message ?? '', job: obj.job });
+      },
+    } as Logger,
+  };
+}
 
 describe('backoffDelay', () => {
   it('doubles from the base and takes up to half off at random', () => {
@@ -156,6 +182,26 @@ describe.each(implementations)('jobs on %s', (_name, open) => {
     await until(() => r.runs.length === 6);
     expect(r.runs.slice(3).map((x) => x.ctx.attempt)).toEqual([1, 2, 3]);
     await until(async () => (await jobs?.failed())?.length === 1);
+  });
+
+  it('runs a job retried by its next run once, warns of its failure and keeps no dead letter of it', async () => {
+    const r = recorder();
+    const { logger, warnings } = warningsKept();
+    jobs = open(r.kinds, logger);
+    jobs.startWorkers();
+    await jobs.add('test.next-run', { n: 1 }, { jobId: 'next-run' });
+    await until(() => warnings.length === 1);
+    expect(warnings).toEqual([
+      { msg: 'job failed; its next run tries again', err: 'run 1 failed', job: 'test.next-run' },
+    ]);
+    expect(r.runs.map((x) => x.ctx)).toEqual([{ id: 'next-run', attempt: 1, lastAttempt: true }]);
+    expect(await jobs.failed()).toEqual([]);
+    expect((await jobs.status()).find((s) => s.queue === 'maintenance')?.failed).toBe(0);
+    // Nothing of it is left: the same id is taken again, by its next run.
+    await jobs.add('test.next-run', { n: 2 }, { jobId: 'next-run' });
+    await until(() => warnings.length === 2);
+    expect(r.runs.map((x) => x.data)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(await jobs.failed()).toEqual([]);
   });
 
   it('takes a job id once while the job waits', async () => {

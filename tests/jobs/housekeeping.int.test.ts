@@ -372,6 +372,10 @@ describe('housekeeping', () => {
           ['housekeeping.sessions', 'maintenance'],
           ['housekeeping.search-index', 'maintenance'],
         ]);
+        // Only the merge, every 10 s, leaves a failed run to its next one (no retries, no dead letters).
+        expect(module?.kinds.filter((k) => k.retriedByNextRun).map((k) => k.name)).toEqual([
+          'housekeeping.search-index',
+        ]);
         expect(module?.repeats?.map((r) => [r.id, r.name, r.repeat])).toEqual([
           ['housekeeping.idempotency', 'housekeeping.idempotency', { everyMs: HOUR }],
           ['housekeeping.media', 'housekeeping.media', { everyMs: 6 * HOUR }],

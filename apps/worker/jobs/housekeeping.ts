@@ -34,7 +34,14 @@ export const MERGE_SEARCH_PENDING_EVERY_MS = 10_000;
 export function housekeepingJobs(deps: JobDeps): JobModule {
   // `quiet`: a run whose counts are all 0 found nothing to do, and is not logged (the search indexes'
   // merge runs every 10 seconds).
-  const jobs: { name: string; every: Repeat; work: () => Promise<object>; quiet?: boolean }[] = [
+  // `retriedByNextRun`: the merge's next run, 10 seconds on, merges what a failed one left (queue.ts).
+  const jobs: {
+    name: string;
+    every: Repeat;
+    work: () => Promise<object>;
+    quiet?: boolean;
+    retriedByNextRun?: boolean;
+  }[] = [
     { name: PURGE_IDEMPOTENCY, every: { everyMs: HOUR_MS }, work: () => purgeIdempotency(deps) },
     { name: COLLECT_MEDIA, every: { everyMs: 6 * HOUR_MS }, work: () => collectMedia(deps) },
     {
@@ -48,13 +55,15 @@ export function housekeepingJobs(deps: JobDeps): JobModule {
       every: { everyMs: MERGE_SEARCH_PENDING_EVERY_MS },
       work: () => mergeSearchPending(deps),
       quiet: true,
+      retriedByNextRun: true,
     },
   ];
   return {
     kinds: jobs.map(
-      ({ name, work, quiet }): JobKind<unknown> => ({
+      ({ name, work, quiet, retriedByNextRun }): JobKind<unknown> => ({
         name,
         queue: 'maintenance',
+        ...(retriedByNextRun ? { retriedByNextRun } : {}),
         async run() {
           const summary = await work();
           const idle = quiet === true && Object.values(summary).every((count) => count === 0);
