@@ -1,5 +1,6 @@
 // @ts-check
 import { constants, enableCompileCache } from 'node:module';
+import { useEmbeddedWasmTiering } from './db/wasm-tiering.js';
 
 /*
  * Node's compile cache for a process, turned on by its entry point (apps/server/main.js,
@@ -13,6 +14,9 @@ import { constants, enableCompileCache } from 'node:module';
  * instance of its own, which uses a cache only when the environment it starts with names one.
  */
 export function useCompileCache() {
+  // V8's flags first: V8 keys what it compiles by them (the cache's folder is named by them too), so
+  // a flag set later would have every module loaded after it compiled again.
+  useEmbeddedWasmTiering();
   const cache = enableCompileCache();
   if (cache.directory && cache.status !== constants.compileCacheStatus.FAILED) {
     process.env.NODE_COMPILE_CACHE = cache.directory;

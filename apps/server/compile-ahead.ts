@@ -1,4 +1,4 @@
-import { enableCompileCache } from 'node:module';
+import { useCompileCache } from '../../infra/compile-cache.js';
 
 /*
  * `npm install`'s postinstall: has Node compile the modules a server start loads into Node's compile
@@ -7,7 +7,7 @@ import { enableCompileCache } from 'node:module';
  * It loads them and runs nothing of the server. Where the cache cannot be written nothing is kept,
  * with no message: only that first start is slower.
  */
-enableCompileCache();
+useCompileCache();
 const { loadStartModules } = await import('./start-modules.ts');
 await Promise.all([
   // What main.js and serve.ts import themselves, the database driver open.ts loads, then what serve.ts

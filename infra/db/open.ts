@@ -10,7 +10,6 @@ import type { EngineMessage } from './pglite-thread.ts';
 import { createReachability, guardPool, POOL_WAIT_MS, reachabilityClient } from './reachability.ts';
 import type { Database, Db } from './schema.ts';
 import type { namingClient as NamingClient } from './statement-cache.ts';
-import { useEmbeddedWasmTiering } from './wasm-tiering.ts';
 
 /*
  * Opens the app's database: PostgreSQL when a URL is given, otherwise the embedded default, PGlite
@@ -640,7 +639,6 @@ interface Engine {
  * then fails, as it would with a PostgreSQL server gone.
  */
 function startEngine(location: string, logger: DbLogger): Promise<Engine> {
-  useEmbeddedWasmTiering();
   const thread = new Worker(new URL('./pglite-thread.ts', import.meta.url), { workerData: { location } });
   let closing: Promise<void> | undefined;
   return new Promise<Engine>((resolveStart, rejectStartOnly) => {

@@ -100,8 +100,10 @@ describe('server on the embedded default', () => {
       lines.some(
         (line) => line.includes('writing cache for StrippedTypeScript') && line.includes(join(ROOT, file)),
       );
+    let running: ServerProcess | undefined;
     try {
       const first = await startServer(env);
+      running = first;
       // The sanitise pool's thread starts once the server listens: it has written what it compiled
       // before this server is stopped (a thread that is ended writes nothing). With nothing cached it
       // compiles as a first start does: as patient as startServer is with a start (60 s).
@@ -111,8 +113,10 @@ describe('server on the embedded default', () => {
         },
         { timeout: 60_000, interval: 200 },
       );
+      running = undefined;
       expect(await first.stop()).toBe(0);
       const again = await startServer(env);
+      running = again;
       // The engine's thread has loaded by the time the server listens, the sanitise pool's soon after.
       await vi.waitFor(async () => {
         const lines = await again.logsNow();
@@ -122,8 +126,44 @@ describe('server on the embedded default', () => {
           server: fromCache(lines, 'apps/server/serve.ts'),
         }).toEqual({ engine: true, sanitiser: true, server: true });
       }, PATIENCE);
+      running = undefined;
       expect(await again.stop()).toBe(0);
     } finally {
+      // A server left by a failure is stopped first: its folder is not removed under it.
+      await running?.stop();
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it('starts from what `npm install` compiled: no module of the start is compiled again', async () => {
+    // The cache as the postinstall leaves it (apps/server/compile-ahead.ts), in the temporary folder as
+    // `npm start` keeps it. V8 refuses code compiled under other flags than its own ("was rejected"):
+    // the flags a process sets are set before anything is compiled (infra/compile-cache.js), by the
+    // postinstall as by the server.
+    const tmp = await mkdtemp(join(tmpdir(), 'cs-server-ahead-'));
+    let server: ServerProcess | undefined;
+    try {
+      const ahead = await run(NODE, ['apps/server/compile-ahead.ts'], {
+        TMPDIR: tmp,
+        NODE_COMPILE_CACHE: undefined,
+      });
+      expect(ahead.code, ahead.stderr).toBe(0);
+      server = await startServer({
+        DATA_DIR: join(tmp, 'data'),
+        TMPDIR: tmp,
+        NODE_COMPILE_CACHE: undefined,
+        NODE_DEBUG_NATIVE: 'COMPILE_CACHE',
+        DEMO_ON_FIRST_START: 'false',
+      });
+      const lines = await server.logsNow();
+      const app = `file://${join(ROOT, 'apps/server/app.ts')}`;
+      expect(lines.some((line) => line.includes(`V8 code cache for ESM ${app} was accepted`))).toBe(true);
+      expect(lines.filter((line) => line.includes('was rejected'))).toEqual([]);
+      const stopping = server;
+      server = undefined;
+      expect(await stopping.stop()).toBe(0);
+    } finally {
+      await server?.stop();
       await rm(tmp, { recursive: true, force: true });
     }
   }, 180_000);
