@@ -1,6 +1,6 @@
 // @ts-check
 import { constants, enableCompileCache } from 'node:module';
-import { useEmbeddedWasmTiering } from './db/wasm-tiering.js';
+import { useEmbeddedWasmTiering } from './wasm-tiering.js';
 
 /*
  * Node's compile cache for a process, turned on by its entry point (apps/server/main.js,

@@ -3,7 +3,7 @@ import { NODE, run } from '../support/process.ts';
 
 /*
  * The embedded engine's WebAssembly is optimised later than V8's own budget would have it
- * (infra/db/wasm-tiering.js, set by every entry point's `useCompileCache()`). The same fixed work on a
+ * (infra/wasm-tiering.js, set by every entry point's `useCompileCache()`). The same fixed work on a
  * new engine (tests/fixtures/wasm-tiering-child.ts), once as the service's processes open it and once as
  * PGlite comes, each in a process of its own with V8's tier-up made synchronous, so that which functions
  * reach the optimising compiler depends on the work alone and not on the machine's timing.
