@@ -254,7 +254,14 @@ function postgresPool(
     client.on('error', () => {});
   });
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: guardPool(pool, poolSize, reachability) }),
+    dialect: new PostgresDialect({
+      pool: guardPool(pool, poolSize, reachability, (err) =>
+        logger.warn(
+          { err: summary(err) },
+          `an attempt to open a ${what} connection failed while the others answered; its request waits for one of them`,
+        ),
+      ),
+    }),
   });
   return {
     db,

@@ -393,6 +393,11 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
       await engineRun(['image', 'inspect', '--format', '{{.Id}}', NEXT_IMAGE])
     ).stdout.trim();
     const before = await stack.containers('app');
+    // The old replicas' logs, kept past their removal by the upgrade: a failure names what they said.
+    const replaced = before.map(async (id) => {
+      const r = await engineRun(['logs', '--follow', id]);
+      return { id, text: r.stdout + r.stderr };
+    });
     const load = startLoad(stack.url, loadAccounts);
     await until(() => load.requests >= 30, 60_000);
     const upgrade = await stack.script('upgrade.sh', [], { CS_IMAGE: NEXT_IMAGE });
@@ -403,7 +408,7 @@ describe.skipIf(!availability.ok)('the compose deployment: two replicas behind H
     const mark = load.requests;
     await until(() => load.requests >= mark + 50, 60_000);
     const result = await load.stop();
-    expect(result.failures, await warnings(stack)).toEqual([]);
+    expect(result.failures, await warnings(stack, await Promise.all(replaced))).toEqual([]);
 
     const after = await stack.containers('app');
     expect(after).toHaveLength(before.length);
@@ -660,12 +665,20 @@ async function buildNextImage(): Promise<void> {
   }
 }
 
-/** What the replicas logged at warn and above (pino levels 40+), for a failure's message. */
-async function warnings(stack: Stack): Promise<string> {
+/**
+ * What the replicas logged at warn and above (pino levels 40+), for a failure's message: the running
+ * ones', after `replaced` (logs kept of replicas since removed).
+ */
+async function warnings(stack: Stack, replaced: Array<{ id: string; text: string }> = []): Promise<string> {
   const lines: string[] = [];
-  for (const id of await stack.containers('app')) {
-    for (const line of (await stack.logs(id)).split('\n')) {
-      if (/"level":[4-6]0/.test(line)) lines.push(`${id.slice(0, 12)} ${line.slice(0, 600)}`);
+  const running = await stack.containers('app');
+  const logs = [
+    ...replaced,
+    ...(await Promise.all(running.map(async (id) => ({ id, text: await stack.logs(id) })))),
+  ];
+  for (const { id, text } of logs) {
+    for (const line of text.split('\n')) {
+      if (/"level":[4-6]0/.test(line)) lines.push(`${id.slice(0, 12)} ${line.slice(0, 900)}`);
     }
   }
   return lines.slice(-40).join('\n');

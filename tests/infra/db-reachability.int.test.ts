@@ -24,6 +24,13 @@ const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 /** How a query ended, and after how long. */
 type Outcome = { error: unknown; ms: number };
 
+/** An error's message and its causes'. */
+function messages(error: unknown): string {
+  const said: string[] = [];
+  for (let e = error; e instanceof Error; e = e.cause) said.push(e.message);
+  return said.join(' <- ');
+}
+
 async function timed(work: Promise<unknown>): Promise<Outcome> {
   const started = performance.now();
   const error = await work.then(
@@ -72,6 +79,13 @@ describe('a pool of 2 in front of a database that stops answering', () => {
     expect(outcomes.some((o) => String(o.error).includes('timeout exceeded when trying to connect'))).toBe(
       false,
     );
+    // The attempts' error says how far they got: connected, the startup never answered.
+    const said = outcomes.map((o) => messages(o.error)).join('\n');
+    expect(said).toMatch(
+      new RegExp(
+        `did not answer within ${CONNECT_TIMEOUT_MS} ms: .*\\(TCP connected in \\d+ ms, no answer to the startup\\)`,
+      ),
+    );
     // Within seconds: the connect timeout, far from the pool's wait.
     expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(POOL_WAIT_MS / 2);
 
@@ -101,6 +115,76 @@ describe('a pool of 2 in front of a database that stops answering', () => {
     const answers = await Promise.all(waiting);
     expect(answers.map((a) => a.rows[0]?.n)).toEqual([0, 1, 2, 3]);
     await Promise.all(holders);
+  }, 60_000);
+});
+
+describe('a pool of 2 whose new connections do not get through while its open one answers', () => {
+  let test: TestDatabase;
+  let proxy: PgProxy;
+  beforeAll(async () => {
+    test = await createTestDatabase('postgres');
+    proxy = await startPgProxy(test.databaseUrl as string);
+  });
+  afterEach(async () => {
+    await proxy.restore();
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await test?.drop();
+  });
+
+  /**
+   * A pool of 2 with one connection, held by `select pg_sleep(holdSeconds)` when new connections stop
+   * getting through; then a request, which must open the second. Returns how it ended.
+   */
+  async function requestBesideAHeldConnection(
+    holdSeconds: number,
+  ): Promise<{ error: unknown; value?: number; warned: string[] }> {
+    const warned: string[] = [];
+    const logger = {
+      ...quiet,
+      warn: (obj: object, msg: string) => warned.push(`${msg} ${JSON.stringify(obj)}`),
+    };
+    const handle = await openDatabase({ databaseUrl: proxy.url, dataDir: 'memory://', poolSize: 2, logger });
+    try {
+      await sql`select 1`.execute(handle.db);
+      expect(handle.pool.totalCount).toBe(1);
+      proxy.stallNew();
+      const held = sql`select pg_sleep(${holdSeconds})`.execute(handle.db);
+      await vi.waitFor(() => expect(handle.pool.idleCount).toBe(0), PATIENCE);
+      const request = sql<{ n: number }>`select 42 as n`.execute(handle.db).then(
+        (r) => ({ error: null, value: r.rows[0]?.n, warned }),
+        (error: unknown) => ({ error, warned }),
+      );
+      await vi.waitFor(() => expect(proxy.stalled()).toBe(1), PATIENCE);
+      await held;
+      return await request;
+    } finally {
+      await proxy.restore();
+      await handle.close();
+    }
+  }
+
+  it('lets the request whose attempt fails wait for the connection that answered meanwhile', async () => {
+    // The held statement ends within the attempt's 5 s: the server is there, and the request is
+    // served by that connection once it is free.
+    const outcome = await requestBesideAHeldConnection(1);
+    expect(outcome.error).toBeNull();
+    expect(outcome.value).toBe(42);
+    // The failed attempt is in the log, with how far it got.
+    expect(outcome.warned).toEqual([
+      expect.stringMatching(
+        /^an attempt to open a PostgreSQL connection failed while the others answered; its request waits for one of them .*TCP connected in \d+ ms, no answer to the startup/,
+      ),
+    ]);
+  }, 60_000);
+
+  it('fails the request as unavailable when nothing answered during its attempt', async () => {
+    // The held statement outlasts the attempt: no sign of the server, as in an outage.
+    const outcome = await requestBesideAHeldConnection(CONNECT_TIMEOUT_MS / 1000 + 2);
+    expect(isDatabaseUnavailable(outcome.error), String(outcome.error)).toBe(true);
+    expect(messages(outcome.error)).toMatch(/connection attempt given up/);
+    expect(outcome.warned.join('\n')).not.toMatch(/failed while the others answered/);
   }, 60_000);
 });
 

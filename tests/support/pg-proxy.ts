@@ -9,8 +9,9 @@ import { createTestDatabase } from './db.ts';
  * test's PostgreSQL. `cut()` is the server going away as a restart or a failover makes it: every open
  * connection is dropped and new ones are refused (ECONNREFUSED) until `restore()` listens again on the
  * same port. `stall()` is a server that stops answering (a network black hole): open connections are
- * dropped and new ones are accepted and never answered, until `restore()`. The machine's shared
- * PostgreSQL is never touched.
+ * dropped and new ones are accepted and never answered, until `restore()`. `stallNew()` leaves the open
+ * connections working and only new ones unanswered (a name service or a network slow to let new
+ * connections through while the server answers). The machine's shared PostgreSQL is never touched.
  */
 
 export type PgProxy = {
@@ -18,6 +19,7 @@ export type PgProxy = {
   url: string;
   cut(): Promise<void>;
   stall(): void;
+  stallNew(): void;
   /** How many connections were accepted while stalled (and never answered). */
   stalled(): number;
   restore(): Promise<void>;
@@ -33,10 +35,11 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
     socket.once('close', () => sockets.delete(socket));
   };
   let stalled = false;
+  let stallingNew = false;
   let stalledCount = 0;
   const server: Server = createServer((client) => {
     track(client);
-    if (stalled) {
+    if (stalled || stallingNew) {
       stalledCount += 1;
       client.on('error', () => {});
       return;
@@ -74,9 +77,13 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
       stalled = true;
       for (const socket of sockets) socket.destroy();
     },
+    stallNew() {
+      stallingNew = true;
+    },
     stalled: () => stalledCount,
     async restore() {
       stalled = false;
+      stallingNew = false;
       if (!server.listening) await listen(port);
     },
     close: cut,
