@@ -232,7 +232,11 @@ export function guardPool(
           stop();
           if (settled) return;
           settled = true;
-          if (!isDatabaseUnavailable(error) || !reachability.answeredSince(since)) {
+          if (
+            !isDatabaseUnavailable(error) ||
+            !reachability.answeredSince(since) ||
+            performance.now() >= deadline
+          ) {
             reject(error);
             return;
           }
