@@ -25,8 +25,8 @@ import { isDatabaseUnavailable } from './unavailable.ts';
  *
  * Nor is an attempt that fails while the server answers on the pool's other connections (a statement
  * finished on one of them since the attempt began): the server is there, and only this attempt went
- * wrong (a name service slow to answer, as a container engine's may be while it creates containers; a
- * lost packet). The request that made it then waits for one of those connections to come free, within
+ * wrong (a name service slow to answer, a lost packet, a process too starved to see its connection
+ * made in time). The request that made it then waits for one of those connections to come free, within
  * its POOL_WAIT_MS, instead of failing; nobody else fails.
  */
 
